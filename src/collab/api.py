@@ -1,0 +1,14 @@
+"""Every domain router, mounted under both /v1 and /v2."""
+
+from fastapi import FastAPI
+
+from collab.workspaces.routes import router as workspaces
+
+ROUTERS = [workspaces]
+
+
+def mount(app: FastAPI) -> None:
+    """Mount each domain router under /v2 (documented) and /v1 (same handlers; real clients call either)."""
+    for router in ROUTERS:
+        app.include_router(router, prefix="/v2")
+        app.include_router(router, prefix="/v1", include_in_schema=False)

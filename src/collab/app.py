@@ -1,0 +1,107 @@
+"""The FastAPI application: lifespan wiring, middleware, handlers, docs served offline."""
+
+import logging
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import fastapi_offline
+from arq import ArqRedis
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.staticfiles import StaticFiles
+from redis.asyncio import ConnectionPool
+
+from collab import __version__, api, health
+from collab.config import Settings, get_settings
+from collab.kit import embedded
+from collab.kit.crypto import Keyring
+from collab.kit.db import create_pool
+from collab.kit.db.migrate import migrate
+from collab.kit.envelope import OrjsonResponse
+from collab.kit.http import RequestContext, install_handlers
+from collab.kit.services import Services
+
+log = logging.getLogger("collab.app")
+_DOCS_STATIC = Path(fastapi_offline.__file__).with_name("static")
+
+
+def redis_client(url: str) -> ArqRedis:
+    """An arq Redis client that connects lazily, so the API starts (not ready) while Redis is down."""
+    return ArqRedis(connection_pool=ConnectionPool.from_url(url, socket_connect_timeout=2, socket_timeout=10))
+
+
+async def build_services(settings: Settings) -> Services:
+    """Connect to Postgres and Redis (embedded ones when no URL is configured) and migrate."""
+    database_url = settings.database_url or embedded.start_postgres(settings.data_dir)
+    redis_url = settings.redis_url or embedded.EmbeddedRedis(settings.data_dir).start()
+    await migrate(database_url)
+    pool = create_pool(database_url, min_size=settings.db_pool_min, max_size=settings.db_pool_max)
+    await pool.open()
+    keyring = Keyring(settings.resolved_secret_key(), settings.secret_key_previous)
+    return Services(settings=settings, pool=pool, redis=redis_client(redis_url), keyring=keyring)
+
+
+async def close_services(svc: Services) -> None:
+    await svc.pool.close()
+    if svc.redis is not None:
+        await svc.redis.aclose()
+
+
+def create_app(settings: Settings | None = None, svc: Services | None = None) -> FastAPI:
+    """The ASGI app; pass `svc` to share already-built services (tests), else they are built at start."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        own = svc is None
+        app.state.services = svc or await build_services(settings)
+        try:
+            yield
+        finally:
+            if own:
+                await close_services(app.state.services)
+
+    app = FastAPI(
+        title="collab",
+        version=__version__,
+        description="Collaboration Backend REST API: every operation is POST {data} under /v1 or /v2.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        default_response_class=OrjsonResponse,
+    )
+    if svc is not None:
+        app.state.services = svc
+    install_handlers(app)
+    api.mount(app)
+    app.include_router(health.router)
+    _offline_docs(app)
+    # Outermost: every response, error or not, carries a request id and respects the body limit.
+    app.add_middleware(RequestContext, max_body_bytes=settings.max_body_bytes)
+    return app
+
+
+def _offline_docs(app: FastAPI) -> None:
+    app.mount("/static-docs", StaticFiles(directory=_DOCS_STATIC), name="static-docs")
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger(request: Request):
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}/openapi.json",
+            title="collab API",
+            swagger_js_url=f"{root}/static-docs/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}/static-docs/swagger-ui.css",
+            swagger_favicon_url=f"{root}/static-docs/favicon.png",
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request):
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(
+            openapi_url=f"{root}/openapi.json",
+            title="collab API",
+            redoc_js_url=f"{root}/static-docs/redoc.standalone.js",
+            redoc_favicon_url=f"{root}/static-docs/favicon.png",
+            with_google_fonts=False,
+        )

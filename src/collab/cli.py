@@ -1,0 +1,159 @@
+"""The `collab` command: run, api, worker, migrate, workspace set-plan."""
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+from collab import logging as collab_logging
+from collab.config import get_settings
+
+
+def _api(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from collab.app import create_app
+
+    settings = get_settings()
+    uvicorn.run(
+        create_app(settings),
+        host=args.host or settings.host,
+        port=args.port or settings.port,
+        proxy_headers=True,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
+        log_config=None,
+        access_log=False,
+    )
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from collab import worker
+
+    worker.run()
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from collab.kit import embedded
+    from collab.kit.db.migrate import migrate
+
+    settings = get_settings()
+    url = settings.database_url or embedded.start_postgres(settings.data_dir)
+    applied = asyncio.run(migrate(url))
+    print(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
+    return 0
+
+
+def _set_plan(args: argparse.Namespace) -> int:
+    from collab.app import build_services, close_services
+    from collab.kit.errors import ApiError
+    from collab.workspaces.service import set_plan
+
+    async def go() -> int:
+        svc = await build_services(get_settings())
+        try:
+            await set_plan(svc, workspace_id=args.workspace_id, plan=args.plan)
+        except ApiError as exc:
+            print(exc.message, file=sys.stderr)
+            return 1
+        finally:
+            await close_services(svc)
+        print(f"workspace {args.workspace_id} is now on the {args.plan} plan")
+        return 0
+
+    return asyncio.run(go())
+
+
+def _wait_healthy(url: str, child: subprocess.Popen, timeout: float = 120) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and child.poll() is None:
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=1) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.2)
+    return False
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Start embedded servers (unless configured), migrate, then the API and one worker; Ctrl-C stops all."""
+    from collab.kit import embedded
+    from collab.kit.db.migrate import migrate
+
+    settings = get_settings()
+    print(f"collab: starting (data in {settings.data_dir})", flush=True)
+    database_url = settings.database_url or embedded.start_postgres(settings.data_dir)
+    redis = None if settings.redis_url else embedded.EmbeddedRedis(settings.data_dir)
+    redis_url = settings.redis_url or redis.start()
+    asyncio.run(migrate(database_url))
+    settings.resolved_secret_key()  # create the dev secret once, before two children race for it
+    env = dict(os.environ, COLLAB_DATABASE_URL=database_url, COLLAB_REDIS_URL=redis_url)
+    children = [
+        subprocess.Popen([sys.executable, "-m", "collab.cli", "api"], env=env),
+        *(subprocess.Popen([sys.executable, "-m", "collab.cli", "worker"], env=env) for _ in range(settings.run_workers)),
+    ]
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    base = f"http://{settings.host}:{settings.port}"
+    code = 0
+    try:
+        if _wait_healthy(base, children[0]):
+            print(f"collab is running at {base}  (API docs: {base}/docs; Ctrl-C stops everything)", flush=True)
+        while not stopping:
+            if any(c.poll() is not None for c in children):
+                print("collab: a process exited; stopping", file=sys.stderr, flush=True)
+                code = 1
+                break
+            time.sleep(0.2)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT)
+        for child in children:
+            try:
+                child.wait(15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        if redis is not None:
+            redis.stop()
+        embedded.stop_postgres()
+        print("collab: stopped", flush=True)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="collab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="API + worker on the embedded defaults (make run)").set_defaults(fn=_run)
+    api = sub.add_parser("api", help="serve the HTTP API")
+    api.add_argument("--host")
+    api.add_argument("--port", type=int)
+    api.set_defaults(fn=_api)
+    sub.add_parser("worker", help="run a background worker").set_defaults(fn=_worker)
+    sub.add_parser("migrate", help="apply pending database migrations").set_defaults(fn=_migrate)
+    workspace = sub.add_parser("workspace", help="operator commands on workspaces")
+    wsub = workspace.add_subparsers(dest="action", required=True)
+    plan = wsub.add_parser("set-plan", help="set a workspace's plan")
+    plan.add_argument("workspace_id")
+    plan.add_argument("plan", choices=["paid", "free"])
+    plan.set_defaults(fn=_set_plan)
+    args = parser.parse_args(argv)
+    settings = get_settings()
+    collab_logging.setup(settings.log_level, settings.log_json)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Settings: the one place that reads the environment (prefix COLLAB_)."""
+
+import secrets
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob of the service; see DESIGN.md §2 and docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="COLLAB_", extra="ignore")
+
+    env: Literal["development", "production"] = "development"
+    data_dir: Path = Path(".data")
+    database_url: str | None = None
+    redis_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    secret_key: str | None = None
+    # The previous secret, kept during a rotation so old tokens and ciphertexts still open.
+    secret_key_previous: str | None = None
+    # Client IPs are taken from X-Forwarded-For only when the peer is one of these.
+    forwarded_allow_ips: str = "127.0.0.1"
+
+    db_pool_min: int = 1
+    db_pool_max: int = 10
+    max_body_bytes: int = 8 * 1024 * 1024
+
+    rate_limit_workspace_create: str = "10/hour"
+    rate_limit_workspace_get: str = "60/minute"
+    max_workspaces_per_email: int = 5
+
+    worker_poll_delay_s: float = 0.01
+    worker_max_jobs: int = 10
+    job_sweep_after_s: int = 30
+
+    openai_base_url: str | None = None
+    anthropic_base_url: str | None = None
+    gemini_base_url: str | None = None
+    openai_api_key: str | None = None
+    anthropic_api_key: str | None = None
+    gemini_api_key: str | None = None
+    embedding_model: str | None = None
+
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    run_workers: int = Field(default=1, ge=1)
+
+    def resolved_secret_key(self) -> str:
+        """The secret key; in development one is generated once and kept in the data dir."""
+        if self.secret_key:
+            return self.secret_key
+        if self.env == "production":
+            raise RuntimeError("COLLAB_SECRET_KEY is required when COLLAB_ENV=production")
+        path = self.data_dir / "secret_key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(secrets.token_urlsafe(48))
+            tmp.chmod(0o600)
+            tmp.replace(path)
+        return path.read_text().strip()
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()

@@ -1,0 +1,38 @@
+"""Event types (DESIGN.md §3): keys of trigger maps, activity actionTypes and webhook types."""
+
+from typing import Literal, get_args
+
+CommentEvent = Literal[
+    "comment_annotation.add",
+    "comment_annotation.assign",
+    "comment_annotation.status_change",
+    "comment_annotation.priority_change",
+    "comment_annotation.custom_list_change",
+    "comment_annotation.subscribe",
+    "comment_annotation.unsubscribe",
+    "comment_annotation.accept",
+    "comment_annotation.reject",
+    "comment_annotation.approve",
+    "comment_annotation.suggestion_accept",
+    "comment_annotation.suggestion_reject",
+    "comment.add",
+    "comment.update",
+    "comment.delete",
+    "comment.accept",
+    "comment.reject",
+    "comment.reaction_add",
+    "comment.reaction_delete",
+]
+HuddleEvent = Literal["huddle.create", "huddle.join"]
+OtherEvent = Literal[
+    "crdt.update_data",
+    "notification.add",
+    "document.migrate",
+    "document.approve",
+    "document.reject",
+    "user_data.delete",
+]
+
+COMMENT_EVENTS: tuple[str, ...] = get_args(CommentEvent)
+HUDDLE_EVENTS: tuple[str, ...] = get_args(HuddleEvent)
+ALL_EVENTS: tuple[str, ...] = COMMENT_EVENTS + HUDDLE_EVENTS + get_args(OtherEvent)

@@ -1,0 +1,43 @@
+"""Liveness and readiness probes."""
+
+import asyncio
+
+from fastapi import APIRouter, Depends
+
+from collab.kit.db.migrate import current_version, latest_version
+from collab.kit.envelope import OrjsonResponse
+from collab.kit.services import Services, services
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="The process is alive")
+async def healthz():
+    return OrjsonResponse({"status": "ok"})
+
+
+async def _postgres(svc: Services) -> str:
+    async with svc.pool.connection(timeout=2) as conn:
+        version = await current_version(conn)
+    return "ok" if version >= latest_version() else f"migrations behind ({version} < {latest_version()})"
+
+
+async def _redis(svc: Services) -> str:
+    if svc.redis is None:
+        return "not configured"
+    await svc.redis.ping()
+    return "ok"
+
+
+@router.get("/readyz", summary="Postgres, Redis and migrations are ready")
+async def readyz(svc: Services = Depends(services)):
+    checks = {}
+    for name, probe in (("postgres", _postgres), ("redis", _redis)):
+        try:
+            checks[name] = await asyncio.wait_for(probe(svc), timeout=3)
+        except Exception as exc:  # any failure means not ready; say which
+            checks[name] = f"error: {type(exc).__name__}"
+    if all(v == "ok" for v in checks.values()):
+        return OrjsonResponse({"status": "ready", "checks": checks})
+    body = {"error": {"status": "UNAVAILABLE", "message": "Not ready.", "details": {"checks": checks}}}
+    return OrjsonResponse(body, status_code=503)

@@ -1,0 +1,1 @@
+"""Shared infrastructure with no domain knowledge."""

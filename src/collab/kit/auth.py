@@ -1,0 +1,91 @@
+"""Auth dependencies: API-key auth (the tenant) and workspace auth (the workspace owner)."""
+
+from dataclasses import dataclass
+
+from fastapi import Depends, Request
+from fastapi.security import APIKeyHeader
+
+from collab.kit.db import Queries, fetch_all, fetch_one
+from collab.kit.errors import ApiError
+from collab.kit.services import Services, services
+
+q = Queries(__file__.replace("auth.py", "auth.sql"))
+
+_api_key = APIKeyHeader(name="x-service-api-key", auto_error=False, scheme_name="apiKey")
+_auth_token = APIKeyHeader(name="x-service-auth-token", auto_error=False, scheme_name="authToken")
+_workspace_id = APIKeyHeader(name="x-service-workspace-id", auto_error=False, scheme_name="workspaceId")
+_workspace_token = APIKeyHeader(
+    name="x-service-workspace-auth-token", auto_error=False, scheme_name="workspaceAuthToken"
+)
+# A syntactically valid hash that matches nothing, so unknown ids cost the same as wrong tokens.
+_NO_HASH = b"\x00" * 32
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """The caller of an [API-key auth] endpoint: one API key of one workspace."""
+
+    api_key_id: str
+    workspace_id: str
+
+
+@dataclass(frozen=True)
+class WorkspaceCaller:
+    """The caller of a [Workspace auth] endpoint."""
+
+    workspace_id: str
+
+
+def _header(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value or None  # empty headers are ignored
+
+
+async def api_key_auth(
+    request: Request,
+    api_key: str | None = Depends(_api_key),
+    token: str | None = Depends(_auth_token),
+    svc: Services = Depends(services),
+) -> Tenant:
+    """Authenticate x-service-api-key + x-service-auth-token; the tenant is the API key."""
+    api_key, token = _header(api_key), _header(token)
+    if api_key is None or token is None:
+        raise ApiError("UNAUTHENTICATED", "Missing x-service-api-key or x-service-auth-token header.")
+    if len(api_key) > 200 or len(token) > 500:
+        raise ApiError("PERMISSION_DENIED", "Invalid API key.")
+    async with svc.pool.connection() as conn:
+        rows = await fetch_all(conn, q.tenant_tokens, {"api_key_id": api_key})
+    matched = None
+    for row in rows or [{"token_hash": None}]:
+        if svc.keyring.verify(token, row["token_hash"] or _NO_HASH) and row["token_hash"] is not None:
+            matched = row
+    if matched is None:
+        raise ApiError("PERMISSION_DENIED", "Invalid API key.")
+    tenant = Tenant(api_key_id=matched["api_key_id"], workspace_id=matched["workspace_id"])
+    request.state.tenant = tenant
+    return tenant
+
+
+async def workspace_auth(
+    workspace_id: str | None = Depends(_workspace_id),
+    token: str | None = Depends(_workspace_token),
+    fallback_token: str | None = Depends(_auth_token),
+    svc: Services = Depends(services),
+) -> WorkspaceCaller:
+    """Authenticate x-service-workspace-id + x-service-workspace-auth-token (or x-service-auth-token)."""
+    workspace_id = _header(workspace_id)
+    token = _header(token) or _header(fallback_token)
+    if workspace_id is None:
+        raise ApiError("INVALID_ARGUMENT", "Missing x-service-workspace-id header.")
+    if token is None:
+        raise ApiError("INVALID_ARGUMENT", "Missing x-service-workspace-auth-token header.")
+    row = None
+    if len(workspace_id) <= 200:
+        async with svc.pool.connection() as conn:
+            row = await fetch_one(conn, q.workspace_token, {"workspace_id": workspace_id})
+    valid = svc.keyring.verify(token, row["auth_token_hash"] if row else _NO_HASH)
+    if row is None:
+        raise ApiError("NOT_FOUND", "Workspace not found.")
+    if not valid:
+        raise ApiError("UNAUTHENTICATED", "Invalid auth token for the workspace.")
+    return WorkspaceCaller(workspace_id=row["id"])

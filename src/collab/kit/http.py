@@ -1,0 +1,142 @@
+"""ASGI middleware and exception handlers: request ids, body size limit, the error envelope."""
+
+import logging
+import time
+import uuid
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from collab.kit.envelope import OrjsonResponse
+from collab.kit.errors import ApiError, invalid
+from collab.kit.validation import issues_from_errors, summary
+from collab.logging import request_id
+
+log = logging.getLogger("collab.http")
+access = logging.getLogger("collab.access")
+
+
+class BodyTooLarge(ApiError):
+    """A request body over the limit: HTTP 413, the one exception to the status table."""
+
+    def __init__(self, limit: int):
+        super().__init__(
+            "INVALID_ARGUMENT",
+            f"Request body exceeds the maximum size of {limit} bytes.",
+            details={"issues": [{"code": "too_big", "path": [], "message": f"Body over {limit} bytes"}]},
+            http_status=413,
+        )
+
+
+class RequestContext:
+    """Pure ASGI middleware: request id, access log, and the body size limit (checked while reading)."""
+
+    def __init__(self, app, max_body_bytes: int):
+        self.app = app
+        self.max_body = max_body_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        if scope.get("method") == "POST" and b"json" not in headers.get(b"content-type", b""):
+            # Every operation takes JSON; read the body as JSON whatever the client labelled it.
+            scope = dict(scope)
+            scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k != b"content-type"]
+            scope["headers"].append((b"content-type", b"application/json"))
+        rid = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or uuid.uuid4().hex
+        token = request_id.set(rid)
+        started = time.perf_counter()
+        status_holder = {"status": 500}
+
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            await _send_error(send, BodyTooLarge(self.max_body), rid)
+            status_holder["status"] = 413
+            self._log(scope, status_holder, started)
+            request_id.reset(token)
+            return
+
+        received = 0
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body:
+                    raise BodyTooLarge(self.max_body)
+            return message
+
+        async def tagged_send(message):
+            if message["type"] == "http.response.start":
+                status_holder["status"] = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = list(message["headers"]) + [(b"x-request-id", rid.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tagged_send)
+        finally:
+            self._log(scope, status_holder, started)
+            request_id.reset(token)
+
+    @staticmethod
+    def _log(scope, status_holder, started):
+        access.info(
+            "%s %s %s",
+            scope.get("method"),
+            scope.get("path"),
+            status_holder["status"],
+            extra={
+                "method": scope.get("method"),
+                "path": scope.get("path"),
+                "status": status_holder["status"],
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            },
+        )
+
+
+async def _send_error(send, error: ApiError, rid: str) -> None:
+    response = OrjsonResponse(error.body(), status_code=error.http_status)
+    response.headers["x-request-id"] = rid
+    await response(None, None, send)
+
+
+def error_response(error: ApiError) -> OrjsonResponse:
+    return OrjsonResponse(error.body(), status_code=error.http_status, headers=error.headers)
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Every failure leaves in the spec's envelope; unknown exceptions are the only 500s."""
+
+    @app.exception_handler(ApiError)
+    async def on_api_error(request: Request, exc: ApiError):
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError):
+        issues = issues_from_errors(exc.errors(), strip=("body", "data"))
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            issues = [{"code": "invalid_json", "path": [], "message": "Body is not valid JSON"}]
+        return error_response(invalid(summary(issues), issues))
+
+    @app.exception_handler(ValidationError)
+    async def on_model_validation(request: Request, exc: ValidationError):
+        issues = issues_from_errors(exc.errors())
+        return error_response(invalid(summary(issues), issues))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException):
+        code = {404: "NOT_FOUND", 405: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}.get(
+            exc.status_code, "INTERNAL" if exc.status_code >= 500 else "INVALID_ARGUMENT"
+        )
+        message = "Route not found." if exc.status_code == 404 else str(exc.detail)
+        return OrjsonResponse({"error": {"status": code, "message": message}}, status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def on_unknown(request: Request, exc: Exception):
+        log.exception("unhandled error on %s", request.url.path)
+        return OrjsonResponse({"error": {"status": "INTERNAL", "message": "Internal error."}}, status_code=500)

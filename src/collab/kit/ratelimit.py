@@ -1,0 +1,50 @@
+"""Fixed-window rate limits counted in Redis, so they hold across API replicas."""
+
+import logging
+import re
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from collab.kit.errors import ApiError
+
+log = logging.getLogger("collab.ratelimit")
+_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*(second|minute|hour|day)s?\s*$")
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """'10/hour' → (10, 3600); '100/5minutes' → (100, 300)."""
+    match = _RATE.match(rate)
+    if not match:
+        raise ValueError(f"bad rate {rate!r}: use e.g. '10/hour' or '60/minute'")
+    count, mult, unit = match.groups()
+    return int(count), int(mult or 1) * _UNITS[unit]
+
+
+async def check(redis: Redis | None, *, bucket: str, rate: str, now: float, message: str) -> None:
+    """Count one hit in the current window; RESOURCE_EXHAUSTED past the limit.
+
+    Fails open when Redis is unreachable: a rate limit must not take the API down with it.
+    """
+    limit, window = parse_rate(rate)
+    start = int(now // window) * window
+    key = f"collab:rl:{bucket}:{start}"
+    if redis is None:
+        return
+    try:
+        async with redis.pipeline(transaction=True) as pipe:
+            pipe.incr(key)
+            pipe.expire(key, window + 1)
+            count, _ = await pipe.execute()
+    except (RedisError, OSError) as exc:
+        log.warning("rate limit %s not checked, Redis unreachable: %s", bucket, exc)
+        return
+    if count > limit:
+        retry_after = max(1, int(start + window - now))
+        raise ApiError(
+            "RESOURCE_EXHAUSTED",
+            message,
+            details={"retryAfterSeconds": retry_after},
+            headers={"Retry-After": str(retry_after)},
+        )

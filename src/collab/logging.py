@@ -1,0 +1,48 @@
+"""Structured logs: one JSON object a line, with the request id of the call that wrote it."""
+
+import contextvars
+import json
+import logging
+import sys
+import time
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+class JsonFormatter(logging.Formatter):
+    """Render a record as a JSON line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+            "request_id": request_id.get(),
+        }
+        for key in ("method", "path", "status", "duration_ms", "job", "tokens"):
+            if hasattr(record, key):
+                entry[key] = getattr(record, key)
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def setup(level: str = "INFO", as_json: bool = True) -> None:
+    """Configure the root logger once per process."""
+    handler = logging.StreamHandler(sys.stderr)
+    if as_json:
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"))
+        handler.addFilter(_add_request_id)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "arq.jobs", "pgserver"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+
+
+def _add_request_id(record: logging.LogRecord) -> bool:
+    record.request_id = request_id.get()
+    return True

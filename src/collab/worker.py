@@ -1,0 +1,69 @@
+"""The arq worker: one process holds the pool, the model clients and every background job."""
+
+import logging
+from typing import Any
+
+from arq import cron
+from arq.connections import RedisSettings
+from arq.worker import Worker
+
+from collab.app import build_services, close_services
+from collab.config import Settings, get_settings
+from collab.kit.jobs import sweep, tracked
+from collab.kit.services import Services
+
+log = logging.getLogger("collab.worker")
+
+
+async def echo(ctx: dict, **kwargs: Any) -> dict[str, Any]:
+    """Return the arguments: measures the queue round trip (bench) and proves a worker is serving."""
+    return kwargs
+
+
+@tracked(max_tries=3)
+async def echo_tracked(ctx: dict, **kwargs: Any) -> dict[str, Any]:
+    """A tracked job that returns its stored arguments; fails permanently when asked to (tests, drills)."""
+    if kwargs.get("fail"):
+        raise RuntimeError(str(kwargs["fail"]))
+    return kwargs
+
+
+FUNCTIONS = [echo, echo_tracked]
+CRON_JOBS = [cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True)]
+
+
+def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: str, **overrides: Any) -> Worker:
+    """An arq Worker wired to the services; `svc` shares already-built ones (tests)."""
+
+    async def startup(ctx: dict) -> None:
+        ctx["svc"] = svc or await build_services(settings)
+        ctx["pool"] = ctx["svc"].pool
+        ctx["settings"] = settings
+
+    async def shutdown(ctx: dict) -> None:
+        if svc is None and "svc" in ctx:
+            await close_services(ctx["svc"])
+
+    options: dict[str, Any] = dict(
+        functions=FUNCTIONS,
+        cron_jobs=CRON_JOBS,
+        redis_settings=RedisSettings.from_dsn(redis_url),
+        on_startup=startup,
+        on_shutdown=shutdown,
+        # Poll every 10 ms, not arq's 0.5 s: synchronous endpoints wait on these jobs.
+        poll_delay=settings.worker_poll_delay_s,
+        max_jobs=settings.worker_max_jobs,
+        handle_signals=True,
+        keep_result=300,
+    )
+    options.update(overrides)
+    return Worker(**options)
+
+
+def run(settings: Settings | None = None) -> None:
+    """Run a worker until stopped (collab worker)."""
+    settings = settings or get_settings()
+    from collab.kit import embedded
+
+    redis_url = settings.redis_url or embedded.EmbeddedRedis(settings.data_dir).start()
+    make_worker(settings, redis_url=redis_url).run()

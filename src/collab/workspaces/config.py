@@ -1,0 +1,171 @@
+"""Per-API-key console settings: advanced webhooks, activity and notification services, AI keys."""
+
+from typing import Any
+
+from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
+from collab.kit.auth import Tenant
+from collab.kit.crypto import DecryptError
+from collab.kit.errors import ApiError
+from collab.kit.jobs import transaction
+from collab.kit.merge import deep_merge
+from collab.kit.services import Services
+from collab.workspaces import repository as repo
+from collab.workspaces.schemas import (
+    ActivityConfigUpdate,
+    ApiKeyConfigUpdate,
+    NotificationConfigUpdate,
+    WebhookConfigUpdate,
+)
+
+WEBHOOK_DEFAULTS = {
+    "isEnabled": False,
+    "encryptData": False,
+    "encodeData": False,
+    "publicKey": "",
+    "enableDataProtection": False,
+}
+_BATCH_DEFAULTS = {"isEnabled": False, "batchWindowSeconds": 10, "maxActivities": 2}
+NOTIFICATION_DEFAULTS = {
+    "useNotificationService": False,
+    "notificationServiceConfig": {
+        "triggers": {"comment": dict.fromkeys(COMMENT_EVENTS, False), "huddle": dict.fromkeys(HUDDLE_EVENTS, False)},
+        "delayConfig": {"isEnabled": False, "delaySeconds": 10},
+        "batchConfig": {"document": dict(_BATCH_DEFAULTS), "user": dict(_BATCH_DEFAULTS)},
+    },
+}
+
+
+def _provider_aad(tenant: Tenant, provider: str) -> str:
+    return f"provider-key:{tenant.workspace_id}:{tenant.api_key_id}:{provider}"
+
+
+async def update_webhook_config(svc: Services, *, tenant: Tenant, data: WebhookConfigUpdate) -> dict[str, Any]:
+    """Change only the sent fields; the very first configuration must enable webhooks."""
+    incoming = data.model_dump(exclude_unset=True)
+    async with transaction(svc.pool, svc.redis) as tx:
+        stored = (await repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id, for_update=True))["webhook_config"]
+        if stored is None and incoming.get("isEnabled") is not True:
+            raise ApiError(
+                "FAILED_PRECONDITION", "Advanced webhooks are not configured yet: the first update must set isEnabled: true."
+            )
+        merged = {**WEBHOOK_DEFAULTS, **(stored or {}), **incoming}
+        await repo.set_config(tx.conn, api_key_id=tenant.api_key_id, column="webhook", config=merged)
+    return merged
+
+
+async def get_webhook_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
+    """The stored advanced webhook config; FAILED_PRECONDITION before the first enable."""
+    async with svc.pool.connection() as conn:
+        stored = (await repo.api_key_config(conn, api_key_id=tenant.api_key_id))["webhook_config"]
+    if stored is None:
+        raise ApiError("FAILED_PRECONDITION", "Advanced webhooks have not been enabled for this API key.")
+    return {**WEBHOOK_DEFAULTS, **stored}
+
+
+def _activity_defaults(now_ms: int) -> dict[str, Any]:
+    return {
+        "isEnabled": True,
+        "immutable": True,
+        "enabledTime": now_ms,
+        "triggers": {"comment": dict.fromkeys(COMMENT_EVENTS, True)},
+    }
+
+
+async def update_activity_config(svc: Services, *, tenant: Tenant, data: ActivityConfigUpdate) -> dict[str, Any]:
+    """Deep-merge over the stored config; the first enable seeds the defaults under the request."""
+    incoming = data.activityServiceConfig.model_dump(exclude_unset=True)
+    async with transaction(svc.pool, svc.redis) as tx:
+        stored = (await repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id, for_update=True))["activity_config"]
+        if stored is None:
+            stored = _activity_defaults(svc.now_ms()) if incoming.get("isEnabled") is True else {}
+        merged = deep_merge(stored, incoming)
+        await repo.set_config(tx.conn, api_key_id=tenant.api_key_id, column="activity", config=merged)
+    return {"activityServiceConfig": {"isEnabled": False, **merged}}
+
+
+async def get_activity_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
+    """The activity config; `{isEnabled: false}` when never set."""
+    async with svc.pool.connection() as conn:
+        stored = (await repo.api_key_config(conn, api_key_id=tenant.api_key_id))["activity_config"]
+    return {"activityServiceConfig": {"isEnabled": False, **(stored or {})}}
+
+
+async def update_notification_config(
+    svc: Services, *, tenant: Tenant, data: NotificationConfigUpdate
+) -> dict[str, Any]:
+    """Deep-merge over the stored config; enabling without stored triggers seeds comment and huddle triggers."""
+    incoming = data.model_dump(exclude_unset=True)
+    async with transaction(svc.pool, svc.redis) as tx:
+        row = await repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id, for_update=True)
+        stored = row["notification_config"] or {}
+        has_triggers = "triggers" in stored.get("notificationServiceConfig", {})
+        if incoming.get("useNotificationService") is True and not has_triggers:
+            seed = {"comment": dict.fromkeys(COMMENT_EVENTS, True), "huddle": dict.fromkeys(HUDDLE_EVENTS, True)}
+            stored = deep_merge(stored, {"notificationServiceConfig": {"triggers": seed}})
+        merged = deep_merge(stored, incoming)
+        await repo.set_config(tx.conn, api_key_id=tenant.api_key_id, column="notification", config=merged)
+    return {
+        "useNotificationService": merged.get("useNotificationService", False),
+        "notificationServiceConfig": merged.get("notificationServiceConfig", {}),
+    }
+
+
+async def get_notification_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
+    """The notification config with every unset field filled from the defaults."""
+    async with svc.pool.connection() as conn:
+        stored = (await repo.api_key_config(conn, api_key_id=tenant.api_key_id))["notification_config"]
+    return deep_merge(NOTIFICATION_DEFAULTS, stored or {})
+
+
+async def _api_key_config_view(svc: Services, conn, *, tenant: Tenant) -> dict[str, Any]:
+    row = await repo.api_key_config(conn, api_key_id=tenant.api_key_id)
+    keys = await repo.provider_keys(conn, api_key_id=tenant.api_key_id)
+    return {
+        "enableAdvancedQueries": row["enable_advanced_queries"],
+        "aiModelApiKey": [{"provider": k["provider"], "isSet": True, "last4": k["last4"]} for k in keys],
+    }
+
+
+async def update_api_key_config(svc: Services, *, tenant: Tenant, data: ApiKeyConfigUpdate) -> dict[str, Any]:
+    """Change the per-key console settings; provider keys are stored encrypted, never returned."""
+    async with transaction(svc.pool, svc.redis) as tx:
+        await repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id, for_update=True)
+        if data.enableAdvancedQueries is not None:
+            await repo.set_advanced_queries(tx.conn, api_key_id=tenant.api_key_id, enabled=data.enableAdvancedQueries)
+        for entry in data.aiModelApiKey or []:
+            if entry.customerApiKey is None:
+                await repo.delete_provider_key(tx.conn, api_key_id=tenant.api_key_id, provider=entry.provider)
+                continue
+            secret = entry.customerApiKey.strip()
+            await repo.upsert_provider_key(
+                tx.conn,
+                api_key_id=tenant.api_key_id,
+                provider=entry.provider,
+                key_enc=svc.keyring.encrypt(secret, _provider_aad(tenant, entry.provider)),
+                last4=secret[-4:],
+            )
+        return await _api_key_config_view(svc, tx.conn, tenant=tenant)
+
+
+async def get_api_key_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
+    """The per-key console settings, provider keys shown only by their last 4 characters."""
+    async with svc.pool.connection() as conn:
+        return await _api_key_config_view(svc, conn, tenant=tenant)
+
+
+async def advanced_queries_enabled(svc: Services, *, tenant: Tenant) -> bool:
+    """Whether users/get and notifications/get may run for this key."""
+    async with svc.pool.connection() as conn:
+        return (await repo.api_key_config(conn, api_key_id=tenant.api_key_id))["enable_advanced_queries"]
+
+
+async def provider_api_key(svc: Services, *, tenant: Tenant, provider: str) -> str | None:
+    """The tenant's own key for a model provider, decrypted; None when unset."""
+    async with svc.pool.connection() as conn:
+        blob = await repo.provider_key(conn, api_key_id=tenant.api_key_id, provider=provider)
+    if blob is None:
+        return None
+    try:
+        return svc.keyring.decrypt(blob, _provider_aad(tenant, provider))
+    except DecryptError as exc:
+        raise ApiError("FAILED_PRECONDITION", f"The stored {provider} key cannot be read; set it again.") from exc

@@ -1,0 +1,91 @@
+"""SQL of the workspace domain; executes, never commits."""
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db.pool import Conn
+
+q = Queries.beside(__file__)
+
+
+async def lock_email(conn: Conn, *, email: str) -> None:
+    """Serialise workspace creation per e-mail for the rest of the transaction."""
+    await conn.execute(q.lock_email, {"email": email})
+
+
+async def workspaces_of_email(conn: Conn, *, email: str) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.workspaces_of_email, {"email": email})
+
+
+async def insert_workspace(conn: Conn, **row: Any) -> None:
+    await execute(conn, q.insert_workspace, row)
+
+
+async def insert_api_key(conn: Conn, **row: Any) -> None:
+    await execute(conn, q.insert_api_key, row)
+
+
+async def insert_auth_token(conn: Conn, **row: Any) -> None:
+    await execute(conn, q.insert_auth_token, row)
+
+
+async def delete_auth_tokens(conn: Conn, *, api_key_id: str) -> None:
+    await execute(conn, q.delete_auth_tokens, {"api_key_id": api_key_id})
+
+
+async def get_workspace(conn: Conn, *, workspace_id: str) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.get_workspace, {"workspace_id": workspace_id})
+
+
+async def api_keys_of_workspace(conn: Conn, *, workspace_id: str) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.api_keys_of_workspace, {"workspace_id": workspace_id})
+
+
+async def api_key_belongs(conn: Conn, *, api_key_id: str, workspace_id: str) -> bool:
+    row = await fetch_one(conn, q.api_key_of_workspace, {"api_key_id": api_key_id, "workspace_id": workspace_id})
+    return row is not None
+
+
+async def auth_tokens_of_key(conn: Conn, *, api_key_id: str) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.auth_tokens_of_key, {"api_key_id": api_key_id})
+
+
+async def set_plan(conn: Conn, *, workspace_id: str, plan: str) -> int:
+    return await execute(conn, q.set_plan, {"workspace_id": workspace_id, "plan": plan})
+
+
+async def api_key_config(conn: Conn, *, api_key_id: str, for_update: bool = False) -> dict[str, Any]:
+    row = await fetch_one(conn, q.lock_api_key_config if for_update else q.api_key_config, {"api_key_id": api_key_id})
+    assert row is not None, "authenticated API key vanished"
+    return row
+
+
+async def set_config(conn: Conn, *, api_key_id: str, column: str, config: dict[str, Any]) -> None:
+    """Store one of the JSON config columns (webhook, activity, notification)."""
+    sql = {"webhook": q.set_webhook_config, "activity": q.set_activity_config, "notification": q.set_notification_config}
+    await execute(conn, sql[column], {"api_key_id": api_key_id, "config": Jsonb(config)})
+
+
+async def set_advanced_queries(conn: Conn, *, api_key_id: str, enabled: bool) -> None:
+    await execute(conn, q.set_advanced_queries, {"api_key_id": api_key_id, "enabled": enabled})
+
+
+async def provider_keys(conn: Conn, *, api_key_id: str) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.provider_keys, {"api_key_id": api_key_id})
+
+
+async def upsert_provider_key(conn: Conn, *, api_key_id: str, provider: str, key_enc: bytes, last4: str) -> None:
+    await execute(
+        conn, q.upsert_provider_key, {"api_key_id": api_key_id, "provider": provider, "key_enc": key_enc, "last4": last4}
+    )
+
+
+async def delete_provider_key(conn: Conn, *, api_key_id: str, provider: str) -> None:
+    await execute(conn, q.delete_provider_key, {"api_key_id": api_key_id, "provider": provider})
+
+
+async def provider_key(conn: Conn, *, api_key_id: str, provider: str) -> bytes | None:
+    row = await fetch_one(conn, q.provider_key, {"api_key_id": api_key_id, "provider": provider})
+    return None if row is None else bytes(row["key_enc"])

@@ -1,0 +1,90 @@
+"""Plain factory functions shared by tests: create a tenant, call endpoints, read envelopes."""
+
+import itertools
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+_ip_counter = itertools.count(1)
+
+
+def fresh_ip() -> str:
+    """A distinct client address (sent as X-Forwarded-For) so IP rate limits do not couple tests."""
+    n = next(_ip_counter)
+    return f"198.{18 + ((n >> 16) & 1)}.{(n >> 8) & 255}.{n & 255}"
+
+
+def fresh_email(prefix: str = "owner") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}@example.com"
+
+
+@dataclass
+class Tenant:
+    """A workspace with its first API key and that key's auth token."""
+
+    workspace: dict[str, Any]
+    api_key: str
+    auth_token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"x-service-api-key": self.api_key, "x-service-auth-token": self.auth_token}
+
+    @property
+    def workspace_headers(self) -> dict[str, str]:
+        return {
+            "x-service-workspace-id": self.workspace["id"],
+            "x-service-workspace-auth-token": self.workspace["authToken"],
+        }
+
+
+def post(client: httpx.Client, path: str, data: Any = None, headers: dict | None = None, **kw) -> httpx.Response:
+    """POST {data} to a route."""
+    return client.post(path, json={"data": {} if data is None else data}, headers=headers or {}, **kw)
+
+
+def create_workspace(client: httpx.Client, **data: Any) -> httpx.Response:
+    data.setdefault("ownerEmail", fresh_email())
+    return post(client, "/v2/workspace/create", data, headers={"x-forwarded-for": fresh_ip()})
+
+
+def new_tenant(client: httpx.Client, **data: Any) -> Tenant:
+    """A fresh workspace, its testing API key and the key's auth token (listed by the owner)."""
+    response = create_workspace(client, **data)
+    assert response.status_code == 200, response.text
+    workspace = response.json()["result"]["data"]
+    api_key = next(iter(workspace["apiKeyList"]))
+    tokens = post(
+        client,
+        "/v2/workspace/authtokens/get",
+        {"apiKey": api_key},
+        headers={"x-service-workspace-id": workspace["id"], "x-service-workspace-auth-token": workspace["authToken"]},
+    )
+    assert tokens.status_code == 200, tokens.text
+    return Tenant(workspace, api_key, tokens.json()["result"]["data"]["authTokens"][0]["token"])
+
+
+def result(response: httpx.Response, status: int = 200) -> Any:
+    """The `result.data` of a success response, after checking the envelope."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["result"]["status"] == "success", body
+    return body["result"].get("data")
+
+
+def error(response: httpx.Response, code: str, status: int | None = None) -> dict[str, Any]:
+    """The `error` of a failure response, after checking its code (and HTTP status)."""
+    from collab.kit.errors import HTTP_STATUS
+
+    assert response.status_code == (status or HTTP_STATUS[code]), response.text
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert body["error"]["status"] == code, body
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    return body["error"]
+
+
+def issue_paths(err: dict[str, Any]) -> list[list[str]]:
+    return [i["path"] for i in err["details"]["issues"]]
