@@ -7,6 +7,17 @@ import sys
 import time
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+_base_factory = logging.getLogRecordFactory()
+
+
+def _record_with_request_id(*args, **kwargs) -> logging.LogRecord:
+    # Stamp the id when the record is made: handlers may format it later, elsewhere.
+    record = _base_factory(*args, **kwargs)
+    record.request_id = request_id.get()
+    return record
+
+
+logging.setLogRecordFactory(_record_with_request_id)
 
 
 class JsonFormatter(logging.Formatter):
@@ -18,7 +29,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
-            "request_id": request_id.get(),
+            "request_id": getattr(record, "request_id", "-"),
         }
         for key in ("method", "path", "status", "duration_ms", "job", "tokens"):
             if hasattr(record, key):
@@ -35,14 +46,9 @@ def setup(level: str = "INFO", as_json: bool = True) -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"))
-        handler.addFilter(_add_request_id)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "arq.jobs", "pgserver"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
-
-def _add_request_id(record: logging.LogRecord) -> bool:
-    record.request_id = request_id.get()
-    return True

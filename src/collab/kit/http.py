@@ -53,32 +53,45 @@ class RequestContext:
 
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            await _send_error(send, BodyTooLarge(self.max_body), rid)
+            await _send_error(scope, send, BodyTooLarge(self.max_body), rid)
             status_holder["status"] = 413
             self._log(scope, status_holder, started)
             request_id.reset(token)
             return
 
         received = 0
+        too_large = False
+        replaced = False
 
         async def limited_receive():
-            nonlocal received
+            nonlocal received, too_large
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_body:
+                    too_large = True
                     raise BodyTooLarge(self.max_body)
             return message
 
         async def tagged_send(message):
+            nonlocal replaced
+            if too_large:
+                # Whatever the app made of the aborted read, the client gets the 413.
+                if not replaced:
+                    replaced = True
+                    status_holder["status"] = 413
+                    await _send_error(scope, send, BodyTooLarge(self.max_body), rid)
+                return
             if message["type"] == "http.response.start":
                 status_holder["status"] = message["status"]
-                message.setdefault("headers", [])
-                message["headers"] = list(message["headers"]) + [(b"x-request-id", rid.encode())]
+                message["headers"] = list(message.get("headers", [])) + [(b"x-request-id", rid.encode())]
             await send(message)
 
         try:
             await self.app(scope, limited_receive, tagged_send)
+        except BodyTooLarge:
+            if not replaced:
+                await tagged_send({"type": "http.response.start", "status": 413})
         finally:
             self._log(scope, status_holder, started)
             request_id.reset(token)
@@ -99,10 +112,10 @@ class RequestContext:
         )
 
 
-async def _send_error(send, error: ApiError, rid: str) -> None:
+async def _send_error(scope, send, error: ApiError, rid: str) -> None:
     response = OrjsonResponse(error.body(), status_code=error.http_status)
     response.headers["x-request-id"] = rid
-    await response(None, None, send)
+    await response(scope, None, send)
 
 
 def error_response(error: ApiError) -> OrjsonResponse:
@@ -130,11 +143,15 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException):
-        code = {404: "NOT_FOUND", 405: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}.get(
-            exc.status_code, "INTERNAL" if exc.status_code >= 500 else "INVALID_ARGUMENT"
-        )
-        message = "Route not found." if exc.status_code == 404 else str(exc.detail)
-        return OrjsonResponse({"error": {"status": code, "message": message}}, status_code=exc.status_code)
+        if exc.status_code == 404:
+            return error_response(ApiError("NOT_FOUND", "Route not found.", http_status=404))
+        if exc.status_code == 405:
+            return error_response(ApiError("INVALID_ARGUMENT", "Method not allowed: use POST.", http_status=405))
+        if exc.status_code < 500:
+            # Starlette's own 400s (an undecodable body) still list an issue like every validation failure.
+            issues = [{"code": "invalid_json", "path": [], "message": str(exc.detail)}]
+            return error_response(invalid(str(exc.detail), issues))
+        return error_response(ApiError("INTERNAL", "Internal error."))
 
     @app.exception_handler(Exception)
     async def on_unknown(request: Request, exc: Exception):
