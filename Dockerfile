@@ -1,0 +1,17 @@
+# collab API + worker image. Point COLLAB_DATABASE_URL (Postgres >= 15 with pgvector) and
+# COLLAB_REDIS_URL at managed servers; without them the embedded ones start inside the container.
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
+    COLLAB_HOST=0.0.0.0 COLLAB_PORT=8000 COLLAB_DATA_DIR=/data
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY src ./src
+COPY prompts ./prompts
+# Give PIP_EXTRA_INDEX_URL the PyTorch CPU wheel index so torch==2.13.0 resolves to the CPU build.
+ARG PIP_EXTRA_INDEX_URL=""
+RUN pip install --no-cache-dir . \
+    && useradd --system --home /app collab && mkdir -p /data && chown collab /data
+USER collab
+EXPOSE 8000
+# One container per role: `collab api` (default) or `collab worker`; `collab migrate` as a release step.
+CMD ["collab", "api"]
