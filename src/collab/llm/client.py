@@ -1,0 +1,141 @@
+"""One call to a model through litellm, with retries inside a budget and errors classified."""
+
+import asyncio
+import importlib.util
+import logging
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collab.llm.routing import Route
+
+log = logging.getLogger("collab.llm")
+
+
+def _prepare_litellm_environment() -> None:
+    # No network at import (local cost map) and no tokenizer download on a first Anthropic/Gemini call:
+    # point tiktoken at the encodings litellm ships.
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    spec = importlib.util.find_spec("litellm")
+    if spec and spec.submodule_search_locations:
+        tokenizers = Path(list(spec.submodule_search_locations)[0]) / "litellm_core_utils" / "tokenizers"
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(tokenizers))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+_prepare_litellm_environment()
+import litellm  # noqa: E402  (after the environment above)
+
+litellm.telemetry = False
+litellm.suppress_debug_info = True
+litellm.drop_params = False
+warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
+
+
+class LlmError(Exception):
+    """A failed model call; `kind` is one of: rate_limited, unavailable, auth, bad_request, timeout."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+TRANSIENT = {"rate_limited", "unavailable", "timeout"}
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+
+
+def _classify(exc: Exception) -> LlmError:
+    name = type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, litellm.RateLimitError) or status == 429:
+        return LlmError("rate_limited", "The model provider is rate limiting requests.")
+    if isinstance(exc, litellm.AuthenticationError) or status in (401, 403):
+        return LlmError("auth", "The model provider rejected the API key.")
+    if isinstance(exc, litellm.Timeout) or isinstance(exc, asyncio.TimeoutError):
+        return LlmError("timeout", "The model provider did not answer in time.")
+    if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError)) or status in (400, 404, 422):
+        return LlmError("bad_request", f"The model provider refused the request: {_short(exc)}")
+    if isinstance(exc, (litellm.APIConnectionError, litellm.ServiceUnavailableError, litellm.InternalServerError)):
+        return LlmError("unavailable", "The model provider is unavailable.")
+    if status is not None and status >= 500:
+        return LlmError("unavailable", "The model provider is unavailable.")
+    log.warning("unclassified model error %s: %s", name, _short(exc))
+    return LlmError("unavailable", "The model provider call failed.")
+
+
+def _short(exc: Exception) -> str:
+    text = str(getattr(exc, "message", "") or exc)
+    return text.replace("\n", " ")[:300]
+
+
+def messages_for(route: Route, *, system: str, user: str) -> list[dict[str, str]]:
+    """System + user messages; o-series models get the instruction prepended in one user message."""
+    if route.o_series:
+        return [{"role": "user", "content": f"{system}\n\n{user}"}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+async def complete(
+    route: Route,
+    *,
+    messages: list[dict[str, str]],
+    api_key: str,
+    api_base: str | None,
+    timeout_s: float,
+    attempts: int = 3,
+    backoff_s: float = 1.0,
+    response_format: dict[str, Any] | None = None,
+) -> Completion:
+    """Call the model, retrying transient failures with backoff while the budget lasts."""
+    deadline = time.monotonic() + timeout_s
+    kwargs: dict[str, Any] = {
+        "model": route.litellm_model,
+        "messages": messages,
+        "api_key": api_key,
+        "max_retries": 0,  # retries are ours, inside the budget
+    }
+    if api_base:
+        kwargs["api_base"] = api_base
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    last: LlmError | None = None
+    for attempt in range(1, attempts + 1):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        started = time.perf_counter()
+        try:
+            response = await asyncio.wait_for(litellm.acompletion(timeout=left, **kwargs), timeout=left + 1)
+        except Exception as exc:  # classified below; nothing unknown escapes as a 500
+            last = _classify(exc)
+            log.info("model call %s failed (attempt %d): %s", route.model, attempt, last.kind)
+            if last.kind not in TRANSIENT or attempt == attempts:
+                raise last from None
+            await asyncio.sleep(min(backoff_s * 2 ** (attempt - 1), max(0.0, deadline - time.monotonic())))
+            continue
+        usage = getattr(response, "usage", None)
+        completion = Completion(
+            text=response.choices[0].message.content or "",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            latency_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        log.info(
+            "model call %s ok in %.0f ms",
+            route.litellm_model,
+            completion.latency_ms,
+            extra={"tokens": {"prompt": completion.prompt_tokens, "completion": completion.completion_tokens}},
+        )
+        return completion
+    raise last or LlmError("timeout", "The model provider did not answer in time.")
