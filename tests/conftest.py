@@ -22,6 +22,7 @@ from collab.app import build_services, close_services, create_app
 from collab.config import Settings
 from collab.kit import embedded
 from collab.worker import make_worker
+from fakes import FakeProviders
 
 
 class Live:
@@ -100,7 +101,23 @@ def servers():
     shutil.rmtree(root, ignore_errors=True)
 
 
-def make_settings(servers, **overrides) -> Settings:
+@pytest.fixture(scope="session")
+def fake_providers():
+    """Fake OpenAI, Anthropic and Gemini servers on 127.0.0.1 for the whole session."""
+    fake = FakeProviders().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def llm(fake_providers, live):
+    """The fake providers, with scripts and recordings cleared for this test."""
+    fake_providers.reset()
+    yield fake_providers
+    fake_providers.reset()
+
+
+def make_settings(servers, fake=None, **overrides) -> Settings:
     values = dict(
         database_url=servers["database_url"],
         redis_url=servers["redis_url"],
@@ -109,15 +126,21 @@ def make_settings(servers, **overrides) -> Settings:
         log_json=False,
         rate_limit_workspace_create="10/hour",
         rate_limit_workspace_get="60/minute",
+        llm_retry_backoff_s=0.01,
+        llm_call_timeout_s=1.5,
+        ask_ai_timeout_s=10,
     )
+    if fake is not None:
+        for provider in ("openai", "anthropic", "gemini"):
+            values[f"{provider}_base_url"] = fake.base_url(provider)
     values.update(overrides)
     return Settings(**values)
 
 
 @pytest.fixture(scope="session")
-def live(servers):
+def live(servers, fake_providers):
     """The app and a worker, served on 127.0.0.1 for the whole session."""
-    service = Live(make_settings(servers)).start()
+    service = Live(make_settings(servers, fake_providers)).start()
     yield service
     service.stop()
 

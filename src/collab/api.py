@@ -2,9 +2,10 @@
 
 from fastapi import FastAPI
 
+from collab.ask_ai.routes import router as ask_ai
 from collab.workspaces.routes import router as workspaces
 
-ROUTERS = [workspaces]
+ROUTERS = [workspaces, ask_ai]
 
 
 def mount(app: FastAPI) -> None:

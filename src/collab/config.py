@@ -46,6 +46,14 @@ class Settings(BaseSettings):
     gemini_api_key: str | None = None
     embedding_model: str | None = None
 
+    # Ask AI: the whole job's budget, one model call's share of it, retries, per-workspace limits.
+    ask_ai_timeout_s: float = 60.0
+    llm_call_timeout_s: float = 55.0
+    llm_attempts: int = 3
+    llm_retry_backoff_s: float = 1.0
+    rate_limit_ai: str = "120/minute"
+    ai_max_concurrency: int = 8
+
     log_level: str = "INFO"
     log_json: bool = True
 

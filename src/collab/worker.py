@@ -3,7 +3,7 @@
 import logging
 from typing import Any
 
-from arq import cron
+from arq import cron, func
 from arq.connections import RedisSettings
 from arq.worker import Worker
 
@@ -28,7 +28,17 @@ async def echo_tracked(ctx: dict, **kwargs: Any) -> dict[str, Any]:
     return kwargs
 
 
-FUNCTIONS = [echo, echo_tracked]
+def functions(settings: Settings) -> list:
+    """Every job the worker serves, with its own timeout and tries."""
+    from collab.ask_ai.tasks import ask_ai
+
+    return [
+        echo,
+        echo_tracked,
+        # Awaited by the API: one try, a timeout just past the API's own deadline.
+        func(ask_ai, name="ask_ai", timeout=settings.ask_ai_timeout_s + 5, max_tries=1),
+    ]
+
 CRON_JOBS = [cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True)]
 
 
@@ -45,7 +55,7 @@ def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: s
             await close_services(ctx["svc"])
 
     options: dict[str, Any] = dict(
-        functions=FUNCTIONS,
+        functions=functions(settings),
         cron_jobs=CRON_JOBS,
         redis_settings=RedisSettings.from_dsn(redis_url),
         on_startup=startup,

@@ -2,6 +2,8 @@
 
 import logging
 import re
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -48,3 +50,29 @@ async def check(redis: Redis | None, *, bucket: str, rate: str, now: float, mess
             details={"retryAfterSeconds": retry_after},
             headers={"Retry-After": str(retry_after)},
         )
+
+
+@asynccontextmanager
+async def concurrency(redis: Redis | None, *, bucket: str, limit: int, ttl_s: int, message: str) -> AsyncIterator[None]:
+    """Hold one of `limit` slots for the duration; RESOURCE_EXHAUSTED when all are taken (fails open)."""
+    key = f"collab:conc:{bucket}"
+    held = False
+    if redis is not None:
+        try:
+            async with redis.pipeline(transaction=True) as pipe:
+                pipe.incr(key)
+                pipe.expire(key, ttl_s)  # a crashed holder cannot keep a slot forever
+                count, _ = await pipe.execute()
+            held = True
+        except (RedisError, OSError) as exc:
+            log.warning("concurrency %s not checked, Redis unreachable: %s", bucket, exc)
+    try:
+        if held and count > limit:
+            raise ApiError("RESOURCE_EXHAUSTED", message, headers={"Retry-After": "1"})
+        yield
+    finally:
+        if held:
+            try:
+                await redis.decr(key)
+            except (RedisError, OSError):
+                pass

@@ -4,6 +4,7 @@ import asyncio
 import importlib.util
 import logging
 import os
+import re
 import time
 import warnings
 from dataclasses import dataclass
@@ -33,6 +34,23 @@ litellm.telemetry = False
 litellm.suppress_debug_info = True
 litellm.drop_params = False
 warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
+
+_SECRET = re.compile(r"""(api[_-]?key['"]?\s*[:=]\s*['"]?)[^'",\s)]+""", re.IGNORECASE)
+
+
+class _NoSecrets(logging.Filter):
+    """litellm's debug lines echo call arguments, keys included: drop them, and scrub keys from the rest."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.INFO:
+            return False
+        record.msg = _SECRET.sub(r"\1[redacted]", record.getMessage())
+        record.args = ()
+        return True
+
+
+for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+    logging.getLogger(_name).addFilter(_NoSecrets())
 
 
 class LlmError(Exception):

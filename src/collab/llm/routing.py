@@ -51,3 +51,13 @@ def resolve(model: str) -> Route:
             return Route(provider, name, o_series)
     message = f"Unsupported model '{model}': use a gpt-, o1, o3, o4, claude- or gemini- model."
     raise ApiError("INVALID_ARGUMENT", message, details={"issues": [issue(["model"], message, "invalid_enum_value")]})
+
+
+def base_url(settings, provider: Provider) -> str | None:
+    """The configured endpoint override for a provider (COLLAB_<PROVIDER>_BASE_URL), if any."""
+    return getattr(settings, f"{provider.id}_base_url")
+
+
+def platform_key(settings, provider: Provider) -> str | None:
+    """The platform's own key for a provider (COLLAB_<PROVIDER>_API_KEY), if any."""
+    return getattr(settings, f"{provider.id}_api_key")

@@ -1,0 +1,53 @@
+"""Ask AI: validate and route on the API side, run the model call as a worker job with a deadline."""
+
+from typing import Any
+
+from collab.ask_ai.schemas import AskAi
+from collab.kit.auth import Tenant
+from collab.kit.errors import ApiError
+from collab.kit.jobs import run_sync
+from collab.kit.ratelimit import check, concurrency
+from collab.kit.services import Services
+from collab.llm.routing import resolve
+
+_FAILURES = {
+    "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),
+    "unavailable": ("UNAVAILABLE", "{provider} is unavailable; retry later."),
+    "timeout": ("UNAVAILABLE", "{provider} did not answer in time; retry later."),
+    "auth": ("FAILED_PRECONDITION", "The {provider} API key configured for this workspace was rejected by {provider}."),
+    "bad_request": ("INVALID_ARGUMENT", "{message}"),
+}
+
+
+async def ask_ai(svc: Services, *, tenant: Tenant, data: AskAi) -> dict[str, Any]:
+    """Rewrite text through the model's provider; `{success: false, error}` when no key is configured."""
+    route = resolve(data.model)  # an unknown prefix fails here, before anything is queued
+    settings = svc.settings
+    await check(
+        svc.redis,
+        bucket=f"ai:{tenant.workspace_id}",
+        rate=settings.rate_limit_ai,
+        now=svc.clock(),
+        message="Too many AI requests for this workspace; retry later.",
+    )
+    async with concurrency(
+        svc.redis,
+        bucket=f"ai:{tenant.workspace_id}",
+        limit=settings.ai_max_concurrency,
+        ttl_s=int(settings.ask_ai_timeout_s) + 30,
+        message="Too many AI requests in flight for this workspace; retry shortly.",
+    ):
+        outcome = await run_sync(
+            svc.redis,
+            "ask_ai",
+            timeout_s=settings.ask_ai_timeout_s,
+            api_key_id=tenant.api_key_id,
+            workspace_id=tenant.workspace_id,
+            model=route.model,
+            prompt=data.prompt,
+            text=data.text,
+        )
+    if "failure" in outcome:
+        code, template = _FAILURES.get(outcome["failure"], (outcome["failure"], "{message}"))
+        raise ApiError(code, template.format(provider=outcome.get("provider", "The provider"), message=outcome["message"]))
+    return outcome
