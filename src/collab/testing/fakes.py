@@ -9,6 +9,7 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections import deque
 from typing import Any, Callable
 
@@ -79,7 +80,13 @@ class FakeProviders:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.root = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"])])
+        self.durations_ms: list[float] = []
+        app = Starlette(
+            routes=[
+                Route("/_stats", self._stats, methods=["GET"]),
+                Route("/{path:path}", self._handle, methods=["POST"]),
+            ]
+        )
         self.server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._main, daemon=True)
@@ -116,7 +123,18 @@ class FakeProviders:
     def of(self, provider: str) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["provider"] == provider]
 
+    async def _stats(self, request: Request):
+        """The server-side time of each call since the last look (benchmarks subtract it)."""
+        durations, self.durations_ms = self.durations_ms, []
+        return JSONResponse({"durations_ms": durations})
+
     async def _handle(self, request: Request):
+        started = time.perf_counter()
+        response = await self._respond(request)
+        self.durations_ms.append((time.perf_counter() - started) * 1000)
+        return response
+
+    async def _respond(self, request: Request):
         path = request.path_params["path"]
         provider = path.split("/", 1)[0]
         body = json.loads(await request.body() or b"{}")
@@ -133,3 +151,17 @@ class FakeProviders:
             return JSONResponse(action["json"])
         text = action.get("text") or self.responder(provider, body)
         return JSONResponse(_BODIES[provider](model, text))
+
+
+def main() -> None:
+    """Serve the fakes in this process until killed; prints the root URL (benchmarks, manual tries)."""
+    import signal
+
+    fake = FakeProviders().start()
+    print(fake.root, flush=True)
+    signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    fake.stop()
+
+
+if __name__ == "__main__":
+    main()

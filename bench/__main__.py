@@ -1,0 +1,16 @@
+"""Run every benchmark (or the ones named): python -m bench [ask_ai ...]."""
+
+import importlib
+import sys
+
+ALL = ["ask_ai"]
+
+
+def main() -> None:
+    for name in sys.argv[1:] or ALL:
+        print(importlib.import_module(f"bench.{name}").main())
+        print()
+
+
+if __name__ == "__main__":
+    main()

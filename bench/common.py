@@ -1,0 +1,132 @@
+"""Shared pieces of the benchmarks: a full stack on loopback, percentiles, the results file."""
+
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+
+from collab.kit import embedded
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+@contextmanager
+def stack(**overrides: str) -> Iterator[tuple[str, str]]:
+    """Embedded Postgres and Redis, then fake providers, the API and one worker as separate processes.
+
+    Yields (API base URL, fake providers' root URL). Separate processes, as in production: in one
+    process the GIL would make every component wait on the others.
+    """
+    root = Path(tempfile.mkdtemp(prefix="collab-bench-"))
+    database_url = embedded.start_postgres(root, database="collab_bench")
+    redis = embedded.EmbeddedRedis(root)
+    redis_url = redis.start()
+    fake = subprocess.Popen([sys.executable, "-m", "collab.testing.fakes"], stdout=subprocess.PIPE, text=True)
+    fake_root = fake.stdout.readline().strip()
+    port = _free_port()
+    env = dict(
+        os.environ,
+        COLLAB_DATABASE_URL=database_url,
+        COLLAB_REDIS_URL=redis_url,
+        COLLAB_DATA_DIR=str(root),
+        COLLAB_SECRET_KEY="bench-secret-key-0123456789",
+        COLLAB_PORT=str(port),
+        COLLAB_LOG_LEVEL="WARNING",
+        COLLAB_RATE_LIMIT_WORKSPACE_CREATE="100000/hour",
+        COLLAB_RATE_LIMIT_AI="1000000/minute",
+        COLLAB_AI_MAX_CONCURRENCY="1000",
+        COLLAB_DB_POOL_MAX="20",
+        COLLAB_WORKER_MAX_JOBS="100",
+    )
+    for provider in ("openai", "anthropic", "gemini"):
+        env[f"COLLAB_{provider.upper()}_BASE_URL"] = f"{fake_root}/{provider}"
+    env.update(overrides)
+    children = [subprocess.Popen([sys.executable, "-m", "collab.cli", role], env=env) for role in ("api", "worker")]
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(base)
+        yield base, fake_root
+    finally:
+        for child in [*children, fake]:
+            child.send_signal(signal.SIGINT)
+        for child in [*children, fake]:
+            try:
+                child.wait(15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        redis.stop()
+        embedded.stop_postgres()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_ready(base: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(base + "/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("the API did not become ready")
+
+
+def new_tenant(client: httpx.Client) -> dict[str, str]:
+    """A fresh workspace; returns API-key auth headers for its first key."""
+    import uuid
+
+    ws = client.post("/v2/workspace/create", json={"data": {"ownerEmail": f"bench-{uuid.uuid4().hex[:8]}@example.com"}})
+    ws = ws.json()["result"]["data"]
+    key = next(iter(ws["apiKeyList"]))
+    headers = {"x-service-workspace-id": ws["id"], "x-service-workspace-auth-token": ws["authToken"]}
+    tokens = client.post("/v2/workspace/authtokens/get", json={"data": {"apiKey": key}}, headers=headers).json()
+    return {"x-service-api-key": key, "x-service-auth-token": tokens["result"]["data"]["authTokens"][0]["token"]}
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def write_section(name: str, body: str) -> None:
+    """Replace (or append) the section `name` of docs/benchmarks.md."""
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n\nWritten by `make bench` (`python -m bench`); numbers from one run on one machine.\n"
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    if begin in text:
+        text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(text)

@@ -1,0 +1,202 @@
+"""Line-oriented documents (PDF text, plain text, Markdown) to tasks: list items, headings, wrapped lines."""
+
+import re
+from dataclasses import dataclass
+
+from .common import Collector, clean, ends_sentence
+
+# Numbered markers: "1." "1)" "(1)" "2.3" "2.3." "(a)" "a)" "a." "iv)"; bullets: - * + • and checkbox glyphs.
+_NUMBERED = (
+    r"\d{1,3}(?:\.\d{1,3})+\.?"
+    r"|\d{1,3}[.)]"
+    r"|\(\d{1,3}\)"
+    r"|\([a-zA-Z]\)|[a-zA-Z][.)]"
+    r"|\(?[ivxIVX]{1,5}[.)]"
+)
+_BULLETS = r"[-*+•●○▪▫◦‣∙·–—□■☐☑☒✓✔➢➤►]"
+MARKER = re.compile(rf"^(?P<marker>{_NUMBERED}|{_BULLETS})\s+(?P<text>\S.*)$")
+_CHECKBOX = re.compile(r"^\[[ xX✓]?\]\s+")
+_ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_SETEXT = re.compile(r"^\s{0,3}(={2,}|-{2,})\s*$")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_RULE = re.compile(r"^\s{0,3}([-*_=]\s*){3,}$")
+_SECTION = re.compile(r"^(section|part|chapter|appendix|annex|article)\s+[\dIVXLC]+[A-Za-z]?\b", re.IGNORECASE)
+_PAGE_FURNITURE = re.compile(r"^(page\s+)?\d{1,4}(\s*(of|/)\s*\d{1,4})?$|^[-–]\s*\d{1,4}\s*[-–]$", re.IGNORECASE)
+_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"(\*\*|__|`)")
+
+MAX_HEADING_CHARS = 80
+MAX_HEADING_WORDS = 10
+WRAP_MIN_CHARS = 40
+
+
+@dataclass
+class Line:
+    text: str
+    source: str
+
+
+@dataclass
+class Block:
+    kind: str  # "item", "para" or "heading"
+    text: str
+    source: str
+    marker: str = ""
+    last_len: int = 0
+    tentative: bool = False  # a loose heading, kept only if something follows it
+
+    def __post_init__(self) -> None:
+        self.last_len = self.last_len or len(self.text) + len(self.marker) + 1
+
+    def extend(self, text: str) -> None:
+        """Join a wrapped continuation line (hyphenated words are rejoined)."""
+        if self.text.endswith("-") and len(self.text) > 1 and self.text[-2].isalpha() and text[:1].islower():
+            self.text = self.text[:-1] + text
+        else:
+            self.text = f"{self.text} {text}"
+        self.last_len = len(text)
+
+
+def _all_caps(text: str) -> bool:
+    letters = [ch for ch in text if ch.isalpha()]
+    return len(letters) >= 3 and all(ch.isupper() for ch in letters)
+
+
+def _short(text: str) -> bool:
+    return len(text) <= MAX_HEADING_CHARS and len(text.split()) <= MAX_HEADING_WORDS
+
+
+def _strong_heading(text: str) -> bool:
+    """'Section 2: Access', 'PART III', 'ACCESS CONTROL': headings wherever they appear."""
+    return _short(text) and not ends_sentence(text) and (bool(_SECTION.match(text)) or _all_caps(text))
+
+
+def _weak_heading(text: str, *, loose: bool) -> bool:
+    """A short label ending in a colon; with loose (PDF) any short unpunctuated capitalised line."""
+    if not _short(text) or ends_sentence(text):
+        return False
+    if text.endswith(":") and len(text.split()) <= 6:
+        return True
+    return loose and text[:1].isupper() and not text.endswith(",")
+
+
+def _wraps_into(block: Block, text: str, *, indented: bool) -> bool:
+    """Whether a line is the wrapped continuation of the open block."""
+    if indented or text[:1].islower() or text[:1] in ",;)]":
+        return True
+    if ends_sentence(block.text) or block.text.endswith(":"):
+        return False
+    # Only a line that ran long was wrapped; a short unpunctuated line ended on its own.
+    return block.last_len >= WRAP_MIN_CHARS
+
+
+def _inline(text: str) -> str:
+    return _EMPHASIS.sub("", _LINK.sub(r"\1", text))
+
+
+def parse_blocks(lines: list[Line], *, markdown: bool, loose_headings: bool) -> list[Block]:
+    """Group lines into list items, paragraphs and headings."""
+    blocks: list[Block] = []
+    open_block: Block | None = None
+    in_fence = False
+    skip_next = False
+    for index, line in enumerate(lines):
+        if skip_next:
+            skip_next = False
+            continue
+        raw = line.text.replace("\x00", "").rstrip()
+        if markdown and _FENCE.match(raw):
+            in_fence, open_block = not in_fence, None
+            continue
+        if in_fence:
+            continue
+        text = clean(raw)
+        if not text:
+            open_block = None
+            continue
+        indent = len(raw) - len(raw.lstrip())
+        if markdown:
+            atx = _ATX.match(raw)
+            if atx:
+                blocks.append(Block("heading", _inline(atx.group(2)), line.source))
+                open_block = None
+                continue
+            following = lines[index + 1].text if index + 1 < len(lines) else ""
+            if open_block is None and _SETEXT.match(following) and not MARKER.match(text) and not _RULE.match(raw):
+                blocks.append(Block("heading", _inline(text), line.source))
+                open_block, skip_next = None, True
+                continue
+        if _RULE.match(raw):
+            open_block = None
+            continue
+        if not markdown and _PAGE_FURNITURE.match(text):
+            continue
+        match = MARKER.match(text)
+        if match:
+            body = _CHECKBOX.sub("", match.group("text"))
+            open_block = Block("item", _inline(body) if markdown else body, line.source, marker=match.group("marker"))
+            blocks.append(open_block)
+            continue
+        if markdown and _CHECKBOX.match(text):
+            open_block = Block("item", _inline(_CHECKBOX.sub("", text)), line.source, marker="[ ]")
+            blocks.append(open_block)
+            continue
+        body = _inline(text) if markdown else text
+        indented = markdown and indent >= 2
+        if open_block is not None and (indented or body[:1].islower()) and _wraps_into(open_block, body, indented=indented):
+            open_block.extend(body)
+            continue
+        if _strong_heading(body):
+            blocks.append(Block("heading", body.rstrip(":").strip(), line.source))
+            open_block = None
+            continue
+        if open_block is not None and _wraps_into(open_block, body, indented=indented):
+            open_block.extend(body)
+            continue
+        if _weak_heading(body, loose=loose_headings):
+            tentative = not body.endswith(":")
+            blocks.append(Block("heading", body.rstrip(":").strip(), line.source, tentative=tentative))
+            open_block = None
+            continue
+        open_block = Block("para", body, line.source)
+        blocks.append(open_block)
+    return _promote_numbered_headings(_demote_empty_headings(blocks))
+
+
+def _demote_empty_headings(blocks: list[Block]) -> list[Block]:
+    """A guessed heading with nothing under it was a line of text after all."""
+    for block, following in zip(blocks, blocks[1:] + [None]):
+        if block.tentative and (following is None or following.kind == "heading"):
+            block.kind = "para"
+    return blocks
+
+
+def _promote_numbered_headings(blocks: list[Block]) -> list[Block]:
+    """'2. Access Control' followed by '2.1 ...' is a heading, not a task."""
+    items = [b for b in blocks if b.kind == "item"]
+    for current, following in zip(items, items[1:]):
+        number = current.marker.rstrip(".)")
+        if (
+            number[:1].isdigit()
+            and following.marker.startswith(number + ".")
+            and following.marker.rstrip(".)") != number
+            and _short(current.text)
+            and not ends_sentence(current.text)
+        ):
+            current.kind = "heading"
+    return blocks
+
+
+def outline_tasks(blocks: list[Block], *, collector: Collector) -> dict:
+    """Add tasks: list items when there are any, else paragraphs; headings become categories."""
+    has_items = any(b.kind == "item" for b in blocks)
+    category: str | None = None
+    for block in blocks:
+        if block.kind == "heading":
+            category = clean(block.text) or category
+            continue
+        if block.kind == "para" and has_items:
+            collector.skip(block.text, "not a list item")
+            continue
+        collector.add(block.text, category=category, source=block.source)
+    return {"listItems": has_items, "headings": sum(b.kind == "heading" for b in blocks)}

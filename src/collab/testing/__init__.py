@@ -1,0 +1,1 @@
+"""Harnesses shared by the tests and the benchmarks: the service on loopback and fake model providers."""

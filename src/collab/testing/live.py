@@ -1,0 +1,72 @@
+"""The app and a worker served on 127.0.0.1 in a background event loop (tests, benchmarks)."""
+
+import asyncio
+import socket
+import threading
+
+import uvicorn
+
+from collab.app import build_services, close_services, create_app
+from collab.config import Settings
+from collab.worker import make_worker
+
+
+class Live:
+    """The running service: base URL, settings, services, and a way to run coroutines in its loop."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._main, daemon=True)
+        self.error: BaseException | None = None
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._serve())
+        except BaseException as exc:  # surfaced by start()
+            self.error = exc
+            self.ready.set()
+
+    async def _serve(self) -> None:
+        self.svc = await build_services(self.settings)
+        self.app = create_app(self.settings, svc=self.svc)
+        config = uvicorn.Config(
+            self.app,
+            log_config=None,
+            access_log=False,
+            proxy_headers=True,
+            forwarded_allow_ips="127.0.0.1",
+            lifespan="on",
+        )
+        self.server = uvicorn.Server(config)
+        self.worker = make_worker(self.settings, self.svc, redis_url=self.settings.redis_url, handle_signals=False)
+        worker_task = asyncio.ensure_future(self.worker.main())
+        serve_task = asyncio.ensure_future(self.server.serve(sockets=[self.sock]))
+        while not self.server.started:
+            await asyncio.sleep(0.01)
+        self.ready.set()
+        await serve_task
+        await self.worker.close()
+        worker_task.cancel()
+        await close_services(self.svc)
+
+    def start(self) -> "Live":
+        self.thread.start()
+        self.ready.wait(60)
+        if self.error:
+            raise self.error
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+    def run(self, coro, timeout: float = 30):
+        """Run a coroutine in the server loop and return its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
