@@ -3,9 +3,10 @@
 from fastapi import FastAPI
 
 from collab.ask_ai.routes import router as ask_ai
+from collab.extraction.routes import router as extraction
 from collab.workspaces.routes import router as workspaces
 
-ROUTERS = [workspaces, ask_ai]
+ROUTERS = [workspaces, extraction, ask_ai]
 
 
 def mount(app: FastAPI) -> None:

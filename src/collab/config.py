@@ -54,6 +54,14 @@ class Settings(BaseSettings):
     rate_limit_ai: str = "120/minute"
     ai_max_concurrency: int = 8
 
+    # Extraction: the job's budget, the default provider, how a large checklist is split into calls.
+    extraction_timeout_s: float = 120.0
+    extraction_default_provider: str = "openai"
+    extraction_chunk_chars: int = 20_000
+    extraction_chunk_tasks: int = 250
+    extraction_concurrency: int = 4
+    prompts_dir: str | None = None
+
     log_level: str = "INFO"
     log_json: bool = True
 

@@ -31,12 +31,14 @@ async def echo_tracked(ctx: dict, **kwargs: Any) -> dict[str, Any]:
 def functions(settings: Settings) -> list:
     """Every job the worker serves, with its own timeout and tries."""
     from collab.ask_ai.tasks import ask_ai
+    from collab.extraction.tasks import extract_agents
 
     return [
         echo,
         echo_tracked,
         # Awaited by the API: one try, a timeout just past the API's own deadline.
         func(ask_ai, name="ask_ai", timeout=settings.ask_ai_timeout_s + 5, max_tries=1),
+        func(extract_agents, name="extract_agents", timeout=settings.extraction_timeout_s + 5, max_tries=1),
     ]
 
 CRON_JOBS = [cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True)]

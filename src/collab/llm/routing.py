@@ -20,6 +20,8 @@ ANTHROPIC = Provider("anthropic", "anthropic", "Anthropic")
 # Google AI Studio, litellm's `gemini/` route (never Vertex).
 GEMINI = Provider("gemini", "gemini", "Gemini")
 PROVIDERS = {p.id: p for p in (OPENAI, ANTHROPIC, GEMINI)}
+# Extraction names its providers openai, claude, gemini (spec).
+EXTRACTION_PROVIDERS = {"openai": OPENAI, "claude": ANTHROPIC, "gemini": GEMINI}
 
 # (pattern, provider, o_series). o-series: prompt folded into the user message, no sampling parameters.
 ROUTES: list[tuple[re.Pattern, Provider, bool]] = [

@@ -54,6 +54,18 @@ def _gemini(model: str, text: str) -> dict:
     }
 
 
+def _anthropic_tool(model: str, text: str) -> dict:
+    # litellm asks Anthropic for structured output through a forced tool call; answer in kind.
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError:
+        return _anthropic(model, text)
+    body = _anthropic(model, "")
+    body["content"] = [{"type": "tool_use", "id": "toolu_fake", "name": "json_tool_call", "input": arguments}]
+    body["stop_reason"] = "tool_use"
+    return body
+
+
 _BODIES = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini}
 
 
@@ -150,6 +162,8 @@ class FakeProviders:
         if "json" in action:
             return JSONResponse(action["json"])
         text = action.get("text") or self.responder(provider, body)
+        if provider == "anthropic" and (body.get("tool_choice") or {}).get("name") == "json_tool_call":
+            return JSONResponse(_anthropic_tool(model, text))
         return JSONResponse(_BODIES[provider](model, text))
 
 

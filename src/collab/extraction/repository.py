@@ -1,0 +1,32 @@
+"""SQL of knowledge sources; executes, never commits."""
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from collab.kit.db import Queries, execute, fetch_one
+from collab.kit.db.pool import Conn
+
+q = Queries.beside(__file__)
+
+
+async def insert_source(conn: Conn, **row: Any) -> None:
+    await execute(conn, q.insert_source, row)
+
+
+async def get_source(conn: Conn, *, source_id: str) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.get_source, {"id": source_id})
+
+
+async def mark_ready(
+    conn: Conn, *, source_id: str, canonical_text: str, tasks: list, result: dict, model: str
+) -> None:
+    await execute(
+        conn,
+        q.mark_ready,
+        {"id": source_id, "canonical_text": canonical_text, "tasks": Jsonb(tasks), "result": Jsonb(result), "model": model},
+    )
+
+
+async def mark_failed(conn: Conn, *, source_id: str, error: str) -> None:
+    await execute(conn, q.mark_failed, {"id": source_id, "error": error[:2000]})

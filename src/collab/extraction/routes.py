@@ -1,0 +1,18 @@
+"""HTTP route of Extract Agents."""
+
+from fastapi import APIRouter, Depends
+
+from collab.extraction import service
+from collab.extraction.schemas import ExtractAgents
+from collab.kit.auth import Tenant, api_key_auth
+from collab.kit.envelope import Envelope, ok
+from collab.kit.services import Services, services
+
+router = APIRouter(tags=["ai"])
+
+
+@router.post("/agents/extract", summary="Extract draft agents from a checklist file [API-key auth]")
+async def extract_agents(
+    body: Envelope[ExtractAgents], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
+):
+    return ok(await service.extract(svc, tenant=tenant, data=body.data), "Agents extracted successfully.")

@@ -1,0 +1,105 @@
+"""Request model of Extract Agents, and the shapes a model's answers must have."""
+
+import base64
+import binascii
+import math
+import re
+
+from pydantic import BaseModel, Field, field_validator
+
+from collab.files import SUPPORTED_MIME_TYPES
+from collab.kit.envelope import Model
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+# Base64 of 5 MB plus room for line breaks: anything longer is refused before decoding.
+MAX_BASE64_CHARS = math.ceil(MAX_FILE_BYTES / 3) * 4 * 103 // 100 + 64
+_DATA_URL = re.compile(r"^data:[^,]{0,200};base64,", re.IGNORECASE)
+
+
+def normalise_mime(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+class ExtractAgents(Model):
+    fileBase64: str = Field(min_length=1, max_length=MAX_BASE64_CHARS)
+    mimeType: str = Field(min_length=1, max_length=200)
+    # Any string passes validation; an unknown provider then fails with INTERNAL (spec).
+    provider: str = Field(None, max_length=100)
+    fileName: str = Field(None, max_length=500)
+
+    @field_validator("fileBase64")
+    @classmethod
+    def _base64(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("Must not be empty or whitespace")
+        text = "".join(_DATA_URL.sub("", value.strip()).split())
+        text += "=" * (-len(text) % 4)
+        try:
+            content = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("Not valid base64") from None
+        if len(content) > MAX_FILE_BYTES:
+            raise ValueError(f"The decoded file is over {MAX_FILE_BYTES} bytes (5 MB)")
+        if not content:
+            raise ValueError("The decoded file is empty")
+        return text  # normalised: no data-URL prefix, no whitespace, padded
+
+    @field_validator("mimeType")
+    @classmethod
+    def _supported(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("Must not be empty")
+        if normalise_mime(value) not in SUPPORTED_MIME_TYPES:
+            raise ValueError(f"Unsupported file type {value!r}; supported: {', '.join(sorted(SUPPORTED_MIME_TYPES))}")
+        return normalise_mime(value)
+
+    @field_validator("fileName")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        return None if value is None else value.replace("\x00", "")
+
+    def content(self) -> bytes:
+        """The decoded file (validated above)."""
+        return base64.b64decode(self.fileBase64)
+
+
+# --- what the model must answer ------------------------------------------------------------------
+
+_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+class ContextField(BaseModel):
+    id: str = Field(pattern=_ID.pattern)
+    title: str = Field(min_length=1, max_length=200)
+    type: str = Field(min_length=1, max_length=20)
+    example: str | None = None
+
+
+class DraftAgent(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(min_length=1, max_length=1000)
+    prompt: str = Field(min_length=1, max_length=20_000)
+    taskIds: list[int]
+    userContextFields: list[ContextField] = []
+
+
+class SkippedRef(BaseModel):
+    taskId: int
+    reason: str = Field(min_length=1, max_length=500)
+
+
+class ChunkAnswer(BaseModel):
+    agents: list[DraftAgent]
+    skipped: list[SkippedRef] = []
+    summary: str = ""
+
+
+class MergeGroup(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(min_length=1, max_length=1000)
+    prompt: str = Field(min_length=1, max_length=40_000)
+    members: list[int]
+
+
+class MergeAnswer(BaseModel):
+    groups: list[MergeGroup]

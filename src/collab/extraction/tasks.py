@@ -1,0 +1,180 @@
+"""The extraction job: decode → task list → grouped by the model → validated → capped → persisted."""
+
+import asyncio
+import logging
+import time
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from collab import prompts
+from collab.extraction import pipeline
+from collab.extraction import repository as repo
+from collab.extraction.schemas import ChunkAnswer, MergeAnswer
+from collab.files import DecodeError, decode
+from collab.kit.auth import Tenant
+from collab.kit.errors import ApiError
+from collab.kit.services import Services
+from collab.llm.client import LlmError, complete, messages_for
+from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
+from collab.llm.routing import Route, base_url, platform_key, resolve
+from collab.workspaces.config import provider_api_key
+
+log = logging.getLogger("collab.extraction")
+A = TypeVar("A", bound=BaseModel)
+
+
+class Failure(Exception):
+    """An extraction that cannot succeed; `code` is the error code the API answers with."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Call:
+    """What every model call of one extraction shares: route, key, endpoint, deadline, token counts."""
+
+    def __init__(self, svc: Services, route: Route, key: str, deadline: float):
+        self.svc, self.route, self.key, self.deadline = svc, route, key, deadline
+        self.tokens = {"prompt": 0, "completion": 0}
+        self.calls = 0
+
+    async def ask(self, prompt: prompts.Prompt, shape: type[A], **values: Any) -> A:
+        """One structured answer; a malformed answer is sent back for repair once, then reported."""
+        system, user = prompt.render(**values)
+        messages = messages_for(self.route, system=system, user=user)
+        response_format = {"type": "json_schema", "json_schema": {"name": prompt.name, "schema": prompt.schema, "strict": True}}
+        settings = self.svc.settings
+        for attempt in (1, 2):
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise Failure("DEADLINE_EXCEEDED", "Extraction exceeded its processing budget.")
+            try:
+                completion = await complete(
+                    self.route,
+                    messages=messages,
+                    api_key=self.key,
+                    api_base=base_url(settings, self.route.provider),
+                    timeout_s=left,
+                    attempts=settings.llm_attempts,
+                    backoff_s=settings.llm_retry_backoff_s,
+                    response_format=response_format,
+                )
+            except LlmError as exc:
+                if exc.kind == "timeout" and self.deadline - time.monotonic() <= 0:
+                    raise Failure("DEADLINE_EXCEEDED", "Extraction exceeded its processing budget.") from None
+                raise Failure("INTERNAL", f"Ingest failed: {exc.message}") from None
+            self.calls += 1
+            self.tokens["prompt"] += completion.prompt_tokens
+            self.tokens["completion"] += completion.completion_tokens
+            try:
+                return pipeline.parse(completion.text, shape)
+            except pipeline.AnswerError as exc:
+                log.warning("malformed %s answer (attempt %d): %s", prompt.name, attempt, exc)
+                if attempt == 2:
+                    raise Failure("INTERNAL", f"The model's answer was malformed after a retry: {exc}") from None
+                messages = messages + [
+                    {"role": "assistant", "content": completion.text[:20_000]},
+                    {"role": "user", "content": f"That answer is invalid ({exc}). Answer again with JSON only, following the schema exactly."},
+                ]
+        raise AssertionError("unreachable")
+
+
+async def _provider_key(svc: Services, tenant: Tenant, provider: str) -> str:
+    spec = PROVIDERS[provider]
+    try:
+        key = await provider_api_key(svc, tenant=tenant, provider=spec.id)
+    except ApiError as exc:
+        raise Failure("INTERNAL", exc.message) from None
+    key = key or platform_key(svc.settings, spec)
+    if not key:
+        raise Failure("INTERNAL", f"No API key configured for provider: {spec.display}")
+    return key
+
+
+async def _decode(row: dict[str, Any]):
+    try:
+        return await asyncio.to_thread(decode, bytes(row["content"]), row["mime_type"], file_name=row["file_name"])
+    except DecodeError as exc:
+        code = "INVALID_ARGUMENT" if exc.kind in ("limits", "unsupported") else "INTERNAL"
+        raise Failure(code, exc.message) from None
+
+
+async def run(svc: Services, row: dict[str, Any], provider: str) -> tuple[dict[str, Any], Any, str]:
+    """The whole pipeline for one stored upload; returns (extractionResult, decoded file, model)."""
+    settings = svc.settings
+    deadline = time.monotonic() + settings.extraction_timeout_s - 1
+    if provider not in PROVIDERS:
+        raise Failure("INTERNAL", f"Unknown provider '{provider}'.")
+    tenant = Tenant(api_key_id=row["api_key_id"], workspace_id=row["workspace_id"])
+    key = await _provider_key(svc, tenant, provider)
+    decoded = await _decode(row)
+    extract = prompts.get("extract_agents", settings.prompts_dir)
+    route = resolve(extract.models[provider])
+    call = _Call(svc, route, key, deadline)
+    parts = pipeline.chunk(decoded.tasks, max_chars=settings.extraction_chunk_chars, max_tasks=settings.extraction_chunk_tasks)
+    label = row["file_name"] or "the file"
+    gate = asyncio.Semaphore(settings.extraction_concurrency)
+
+    async def one(part):
+        async with gate:
+            answer = await call.ask(
+                extract, ChunkAnswer, file_name=label, task_count=len(part), tasks=pipeline.task_lines(part)
+            )
+            return part, answer
+
+    answers = await asyncio.gather(*(one(part) for part in parts))
+    agents, skipped = pipeline.assemble(answers)
+    if len(parts) > 1 and len(agents) > 1:
+        merge = prompts.get("merge_agents", settings.prompts_dir)
+        try:
+            grouped = await call.ask(merge, MergeAnswer, agent_count=len(agents), agents=pipeline.merge_lines(agents))
+            agents = pipeline.apply_merge(agents, grouped)
+        except Failure as exc:
+            if exc.code == "DEADLINE_EXCEEDED":
+                raise
+            log.warning("merge call failed, merging by name instead: %s", exc.message)
+            agents = pipeline.merge_by_name(agents)
+    summary = answers[0][1].summary if len(answers) == 1 else ""
+    result = pipeline.result(
+        agents=agents,
+        tasks=decoded.tasks,
+        skipped_ids=skipped,
+        decoder_skipped=[{"originalText": s.originalText, "reason": s.reason} for s in decoded.skipped],
+        model_summary=summary,
+        file_label=label,
+        source_id=row["id"],
+    )
+    log.info(
+        "extracted %d agents from %d tasks in %d call(s)",
+        len(result["agents"]),
+        len(decoded.tasks),
+        call.calls,
+        extra={"tokens": call.tokens},
+    )
+    return result, decoded, route.model
+
+
+async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[str, Any]:
+    """Turn a stored upload into draft agents; idempotent (a finished source returns its result)."""
+    svc: Services = ctx["svc"]
+    async with svc.pool.connection() as conn:
+        row = await repo.get_source(conn, source_id=source_id)
+    if row is None:
+        return {"failure": "INTERNAL", "message": "The uploaded file was not found."}
+    if row["status"] == "ready":
+        return {"extractionResult": row["result"]}
+    try:
+        result, decoded, model = await run(svc, row, provider)
+    except Failure as exc:
+        async with svc.pool.connection() as conn:
+            await repo.mark_failed(conn, source_id=source_id, error=f"{exc.code}: {exc.message}")
+        return {"failure": exc.code, "message": exc.message}
+    tasks = [{"text": t.text, "category": t.category, "source": t.source} for t in decoded.tasks]
+    async with svc.pool.connection() as conn:
+        await repo.mark_ready(
+            conn, source_id=source_id, canonical_text=decoded.canonical_text, tasks=tasks, result=result, model=model
+        )
+    return {"extractionResult": result}
