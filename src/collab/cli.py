@@ -69,6 +69,16 @@ def _set_plan(args: argparse.Namespace) -> int:
     return asyncio.run(go())
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from collab.extraction import evaluate
+
+    mode = "record" if args.record else "replay" if args.replay else "live"
+    if args.provider == "fake" and mode != "live":
+        print("--record/--replay need a real provider", file=sys.stderr)
+        return 2
+    return evaluate.main(provider=args.provider, mode=mode)
+
+
 def _wait_healthy(url: str, child: subprocess.Popen, timeout: float = 120) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and child.poll() is None:
@@ -149,6 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("workspace_id")
     plan.add_argument("plan", choices=["paid", "free"])
     plan.set_defaults(fn=_set_plan)
+    evaluation = sub.add_parser("eval", help="evaluate prompts offline or live")
+    esub = evaluation.add_subparsers(dest="target", required=True)
+    extraction = esub.add_parser("extraction", help="run extraction over fixtures/extraction and score it")
+    extraction.add_argument("--provider", choices=["openai", "claude", "gemini", "fake"], default="openai")
+    how = extraction.add_mutually_exclusive_group()
+    how.add_argument("--record", action="store_true", help="call the provider and store its answers as cassettes")
+    how.add_argument("--replay", action="store_true", help="answer from the stored cassettes, offline")
+    extraction.set_defaults(fn=_eval)
     args = parser.parse_args(argv)
     settings = get_settings()
     collab_logging.setup(settings.log_level, settings.log_json)

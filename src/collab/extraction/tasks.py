@@ -3,6 +3,7 @@
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -11,7 +12,8 @@ from collab import prompts
 from collab.extraction import pipeline
 from collab.extraction import repository as repo
 from collab.extraction.schemas import ChunkAnswer, MergeAnswer
-from collab.files import DecodeError, decode
+from collab.config import Settings
+from collab.files import Decoded, DecodeError, decode
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.services import Services
@@ -36,17 +38,21 @@ class Failure(Exception):
 class _Call:
     """What every model call of one extraction shares: route, key, endpoint, deadline, token counts."""
 
-    def __init__(self, svc: Services, route: Route, key: str, deadline: float):
-        self.svc, self.route, self.key, self.deadline = svc, route, key, deadline
+    def __init__(self, settings: Settings, route: Route, key: str, deadline: float):
+        self.settings, self.route, self.key, self.deadline = settings, route, key, deadline
         self.tokens = {"prompt": 0, "completion": 0}
         self.calls = 0
+        self.repairs = 0
+        self.failed_answers = 0
+        # (prompt name, user message as sent, answer text): what `collab eval --record` stores.
+        self.transcript: list[tuple[str, str, str]] = []
 
     async def ask(self, prompt: prompts.Prompt, shape: type[A], **values: Any) -> A:
         """One structured answer; a malformed answer is sent back for repair once, then reported."""
         system, user = prompt.render(**values)
         messages = messages_for(self.route, system=system, user=user)
         response_format = {"type": "json_schema", "json_schema": {"name": prompt.name, "schema": prompt.schema, "strict": True}}
-        settings = self.svc.settings
+        settings = self.settings
         for attempt in (1, 2):
             left = self.deadline - time.monotonic()
             if left <= 0:
@@ -69,9 +75,12 @@ class _Call:
             self.calls += 1
             self.tokens["prompt"] += completion.prompt_tokens
             self.tokens["completion"] += completion.completion_tokens
+            self.transcript.append((prompt.name, messages[-1]["content"], completion.text))
             try:
                 return pipeline.parse(completion.text, shape)
             except pipeline.AnswerError as exc:
+                self.failed_answers += 1
+                self.repairs += attempt == 1
                 log.warning("malformed %s answer (attempt %d): %s", prompt.name, attempt, exc)
                 if attempt == 2:
                     raise Failure("INTERNAL", f"The model's answer was malformed after a retry: {exc}") from None
@@ -94,28 +103,35 @@ async def _provider_key(svc: Services, tenant: Tenant, provider: str) -> str:
     return key
 
 
-async def _decode(row: dict[str, Any]):
+async def _decode(content: bytes, mime_type: str, file_name: str | None):
     try:
-        return await asyncio.to_thread(decode, bytes(row["content"]), row["mime_type"], file_name=row["file_name"])
+        return await asyncio.to_thread(decode, content, mime_type, file_name=file_name)
     except DecodeError as exc:
         code = "INVALID_ARGUMENT" if exc.kind in ("limits", "unsupported") else "INTERNAL"
         raise Failure(code, exc.message) from None
 
 
-async def run(svc: Services, row: dict[str, Any], provider: str) -> tuple[dict[str, Any], Any, str]:
-    """The whole pipeline for one stored upload; returns (extractionResult, decoded file, model)."""
-    settings = svc.settings
+@dataclass
+class Outcome:
+    """A finished extraction: the spec's result plus what was decoded and how the model was used."""
+
+    result: dict[str, Any]
+    decoded: Decoded
+    model: str
+    call: "_Call"
+
+
+async def run(
+    settings: Settings, *, content: bytes, mime_type: str, file_name: str | None, provider: str, key: str, source_id: str
+) -> Outcome:
+    """The whole pipeline for one file, given the provider key (no database: the eval runs it too)."""
     deadline = time.monotonic() + settings.extraction_timeout_s - 1
-    if provider not in PROVIDERS:
-        raise Failure("INTERNAL", f"Unknown provider '{provider}'.")
-    tenant = Tenant(api_key_id=row["api_key_id"], workspace_id=row["workspace_id"])
-    key = await _provider_key(svc, tenant, provider)
-    decoded = await _decode(row)
+    decoded = await _decode(content, mime_type, file_name)
     extract = prompts.get("extract_agents", settings.prompts_dir)
     route = resolve(extract.models[provider])
-    call = _Call(svc, route, key, deadline)
+    call = _Call(settings, route, key, deadline)
     parts = pipeline.chunk(decoded.tasks, max_chars=settings.extraction_chunk_chars, max_tasks=settings.extraction_chunk_tasks)
-    label = row["file_name"] or "the file"
+    label = file_name or "the file"
     gate = asyncio.Semaphore(settings.extraction_concurrency)
 
     async def one(part):
@@ -145,7 +161,7 @@ async def run(svc: Services, row: dict[str, Any], provider: str) -> tuple[dict[s
         decoder_skipped=[{"originalText": s.originalText, "reason": s.reason} for s in decoded.skipped],
         model_summary=summary,
         file_label=label,
-        source_id=row["id"],
+        source_id=source_id,
     )
     log.info(
         "extracted %d agents from %d tasks in %d call(s)",
@@ -154,7 +170,7 @@ async def run(svc: Services, row: dict[str, Any], provider: str) -> tuple[dict[s
         call.calls,
         extra={"tokens": call.tokens},
     )
-    return result, decoded, route.model
+    return Outcome(result, decoded, route.model, call)
 
 
 async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[str, Any]:
@@ -167,14 +183,32 @@ async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[st
     if row["status"] == "ready":
         return {"extractionResult": row["result"]}
     try:
-        result, decoded, model = await run(svc, row, provider)
+        if provider not in PROVIDERS:
+            raise Failure("INTERNAL", f"Unknown provider '{provider}'.")
+        tenant = Tenant(api_key_id=row["api_key_id"], workspace_id=row["workspace_id"])
+        key = await _provider_key(svc, tenant, provider)
+        outcome = await run(
+            svc.settings,
+            content=bytes(row["content"]),
+            mime_type=row["mime_type"],
+            file_name=row["file_name"],
+            provider=provider,
+            key=key,
+            source_id=source_id,
+        )
     except Failure as exc:
         async with svc.pool.connection() as conn:
             await repo.mark_failed(conn, source_id=source_id, error=f"{exc.code}: {exc.message}")
         return {"failure": exc.code, "message": exc.message}
+    decoded = outcome.decoded
     tasks = [{"text": t.text, "category": t.category, "source": t.source} for t in decoded.tasks]
     async with svc.pool.connection() as conn:
         await repo.mark_ready(
-            conn, source_id=source_id, canonical_text=decoded.canonical_text, tasks=tasks, result=result, model=model
+            conn,
+            source_id=source_id,
+            canonical_text=decoded.canonical_text,
+            tasks=tasks,
+            result=outcome.result,
+            model=outcome.model,
         )
-    return {"extractionResult": result}
+    return {"extractionResult": outcome.result}

@@ -1,0 +1,70 @@
+"""Every prompt file renders with strict variables; the extraction eval scores fixtures and replays cassettes."""
+
+import asyncio
+
+import pytest
+
+from collab import prompts
+from collab.extraction import evaluate
+from collab.testing import fake_models
+
+
+def test_every_prompt_renders():
+    loaded = prompts.load_all()
+    assert {"extract_agents", "merge_agents"} <= set(loaded)
+    for prompt in loaded.values():
+        system, user = prompt.render(**{name: f"<{name}>" for name in prompt.variables})
+        assert system and user
+        for name in prompt.variables:
+            assert f"<{name}>" in system + user
+        assert "$" not in system + user.replace("$$", "")
+        assert prompt.schema["type"] == "object"
+
+
+def test_render_refuses_missing_and_extra_variables():
+    prompt = prompts.get("extract_agents")
+    with pytest.raises(prompts.PromptError):
+        prompt.render(file_name="x", task_count=1)
+    with pytest.raises(prompts.PromptError):
+        prompt.render(file_name="x", task_count=1, tasks="t", extra="nope")
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('name = "p"\nversion = 1\nvariables = ["a"]\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n[messages]\nsystem = "$a $b"\nuser = "u"\n', "undeclared"),
+        ('name = "p"\nversion = 1\nvariables = ["a", "z"]\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n[messages]\nsystem = "$a"\nuser = "u"\n', "unused"),
+        ('name = "other"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n[messages]\nsystem = "s"\nuser = "u"\n', "does not match"),
+        ('name = "p"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\n[messages]\nsystem = "s"\nuser = "u"\n', "no model"),
+        ('name = "p"\nversion = 1\nvariables = []\noutput_schema = "missing.json"\n[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n[messages]\nsystem = "s"\nuser = "u"\n', "missing.json"),
+    ],
+)
+def test_invalid_prompt_files_are_refused(tmp_path, text, problem):
+    (tmp_path / "s.json").write_text('{"type": "object"}')
+    (tmp_path / "p.toml").write_text(text)
+    with pytest.raises(prompts.PromptError, match=problem):
+        prompts.load(tmp_path / "p.toml")
+
+
+def test_eval_with_the_stand_in_model_passes_every_fixture(llm, live):
+    llm.responder = fake_models.answer
+    settings = live.settings.model_copy(update={"openai_api_key": "platform-key"})
+    rows = asyncio.run(evaluate.evaluate(settings, provider="openai"))
+    assert len(rows) >= 6
+    assert all(r.ok for r in rows), evaluate.table(rows)
+    assert "| large_2000_rows.csv | 2000/2000 |" in evaluate.table(rows)
+
+
+def test_eval_record_then_replay(llm, live, tmp_path):
+    llm.responder = fake_models.answer
+    settings = live.settings.model_copy(update={"openai_api_key": "platform-key"})
+    recorded = asyncio.run(evaluate.evaluate(settings, provider="openai", record=tmp_path))
+    assert all(r.ok for r in recorded)
+    assert len(list(tmp_path.glob("*.json"))) == len(recorded)
+    # Replay: only the cassettes can answer now.
+    llm.reset()
+    llm.responder = evaluate.cassette_responder(tmp_path)
+    replayed = asyncio.run(evaluate.evaluate(settings, provider="openai"))
+    assert [(r.fixture, r.covered, r.agents, r.ok) for r in replayed] == [
+        (r.fixture, r.covered, r.agents, r.ok) for r in recorded
+    ]
