@@ -3,7 +3,7 @@
 import importlib
 import sys
 
-ALL = ["ask_ai"]
+ALL = ["ask_ai", "extraction"]
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ def median(values: list[float]) -> float:
 
 
 @contextmanager
-def stack(**overrides: str) -> Iterator[tuple[str, str]]:
+def stack(fake_model: str | None = None, **overrides: str) -> Iterator[tuple[str, str]]:
     """Embedded Postgres and Redis, then fake providers, the API and one worker as separate processes.
 
     Yields (API base URL, fake providers' root URL). Separate processes, as in production: in one
@@ -47,7 +47,8 @@ def stack(**overrides: str) -> Iterator[tuple[str, str]]:
     database_url = embedded.start_postgres(root, database="collab_bench")
     redis = embedded.EmbeddedRedis(root)
     redis_url = redis.start()
-    fake = subprocess.Popen([sys.executable, "-m", "collab.testing.fakes"], stdout=subprocess.PIPE, text=True)
+    fake_args = ["--model", fake_model] if fake_model else []
+    fake = subprocess.Popen([sys.executable, "-m", "collab.testing.fakes", *fake_args], stdout=subprocess.PIPE, text=True)
     fake_root = fake.stdout.readline().strip()
     port = _free_port()
     env = dict(

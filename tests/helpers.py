@@ -88,3 +88,24 @@ def error(response: httpx.Response, code: str, status: int | None = None) -> dic
 
 def issue_paths(err: dict[str, Any]) -> list[list[str]]:
     return [i["path"] for i in err["details"]["issues"]]
+
+
+def enable_activities(client: httpx.Client, tenant: Tenant, **config: Any) -> None:
+    body = {"activityServiceConfig": {"isEnabled": True, **config}}
+    result(post(client, "/v2/workspace/activityconfig/update", body, tenant.headers))
+
+
+def settle_jobs(live, tenant: Tenant) -> None:
+    """Wait (on the queue, not the clock) until every job this tenant queued has finished."""
+    from arq.jobs import Job
+
+    async def wait():
+        async with live.svc.pool.connection() as conn:
+            cur = await conn.execute(
+                "select id from jobs where api_key_id = %s and status in ('queued', 'running')", (tenant.api_key,)
+            )
+            ids = [row["id"] for row in await cur.fetchall()]
+        for job_id in ids:
+            await Job(job_id, live.svc.redis).result(timeout=60, poll_delay=0.01)
+
+    live.run(wait(), timeout=90)

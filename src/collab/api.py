@@ -2,11 +2,13 @@
 
 from fastapi import FastAPI
 
+from collab.activities.routes import router as activities
 from collab.ask_ai.routes import router as ask_ai
 from collab.extraction.routes import router as extraction
+from collab.judgments.routes import router as judgments
 from collab.workspaces.routes import router as workspaces
 
-ROUTERS = [workspaces, extraction, ask_ai]
+ROUTERS = [workspaces, activities, extraction, judgments, ask_ai]
 
 
 def mount(app: FastAPI) -> None:

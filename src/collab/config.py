@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     extraction_concurrency: int = 4
     prompts_dir: str | None = None
 
+    # Judgment search: the query-embedding job's budget, and up to how many rows a scope is searched
+    # exactly (btree-selected scan, recall 1.0) rather than through HNSW.
+    search_timeout_s: float = 10.0
+    search_exact_threshold: int = 20_000
+    search_ef_search_max: int = 1000
+
     log_level: str = "INFO"
     log_json: bool = True
 

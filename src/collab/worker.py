@@ -32,6 +32,7 @@ def functions(settings: Settings) -> list:
     """Every job the worker serves, with its own timeout and tries."""
     from collab.ask_ai.tasks import ask_ai
     from collab.extraction.tasks import extract_agents
+    from collab.judgments.tasks import derive_judgments, embed_query
 
     return [
         echo,
@@ -39,6 +40,8 @@ def functions(settings: Settings) -> list:
         # Awaited by the API: one try, a timeout just past the API's own deadline.
         func(ask_ai, name="ask_ai", timeout=settings.ask_ai_timeout_s + 5, max_tries=1),
         func(extract_agents, name="extract_agents", timeout=settings.extraction_timeout_s + 5, max_tries=1),
+        func(derive_judgments, name="derive_judgments", timeout=300, max_tries=5),
+        func(embed_query, name="embed_query", timeout=settings.search_timeout_s + 5, max_tries=1),
     ]
 
 CRON_JOBS = [cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True)]
@@ -51,6 +54,10 @@ def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: s
         ctx["svc"] = svc or await build_services(settings)
         ctx["pool"] = ctx["svc"].pool
         ctx["settings"] = settings
+        # Load the embedding model now (imports take seconds), not on the first search.
+        from collab.judgments.tasks import active_embedder
+
+        await active_embedder(ctx)
 
     async def shutdown(ctx: dict) -> None:
         if svc is None and "svc" in ctx:

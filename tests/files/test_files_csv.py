@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from collab.files import DecodeError, decode
+from collab.files import DecodeError, Limits, Task, decode
 
 
 def triples(decoded):
@@ -101,6 +101,7 @@ def test_section_rows_inside_a_table_become_categories():
         "Access management,,\n"
         "A1,Accounts are reviewed monthly,Open\n"
         "A2,Shared accounts are forbidden,Done\n"
+        "A3,,\n"
         "Backups,,\n"
         "B1,Backups are restored in a test every quarter,Open\n"
     ).encode()
@@ -108,9 +109,31 @@ def test_section_rows_inside_a_table_become_categories():
     assert triples(decoded) == [
         ("Accounts are reviewed monthly", "Access management", "row 3"),
         ("Shared accounts are forbidden", "Access management", "row 4"),
-        ("Backups are restored in a test every quarter", "Backups", "row 6"),
+        ("Backups are restored in a test every quarter", "Backups", "row 7"),
     ]
     assert decoded.meta["categoryColumn"] is None
+    assert [(s.originalText, s.reason) for s in decoded.skipped] == [
+        ("Ref | Control | Status", "header row"),
+        ("Access management", "section heading"),
+        ("A3", "blank"),
+        ("Backups", "section heading"),
+    ]
+
+
+def test_task_column_prefers_sentences_over_ids_with_the_same_keyword():
+    data = (
+        "Domain,Control,Control Description,Guidance\n"
+        "IAM,AC-1,Access control policy is documented,Review the policy with the CISO every year and file it\n"
+        "IAM,AC-2,Accounts are managed through tickets,Every account change needs an approved ticket reference\n"
+        "LOG,AU-2,Auditable events are defined,List the events in the logging standard and map them to sources\n"
+    ).encode()
+    decoded = decode(data, "text/csv")
+    assert triples(decoded) == [
+        ("Access control policy is documented", "IAM", "row 2"),
+        ("Accounts are managed through tickets", "IAM", "row 3"),
+        ("Auditable events are defined", "LOG", "row 4"),
+    ]
+    assert decoded.meta["taskColumn"] == "Control Description"
 
 
 def test_tsv_uses_tab_delimiter_and_single_column_header():
@@ -158,14 +181,12 @@ def test_two_thousand_rows_are_all_tasks_and_fast():
     elapsed = time.perf_counter() - started
     assert len(decoded.tasks) == 2000
     assert decoded.meta["rows"] == 2000
-    assert decoded.tasks[0] == decoded.tasks[0].__class__("Control number 0 is implemented and evidenced", "Area 0", "row 2")
+    assert decoded.tasks[0] == Task("Control number 0 is implemented and evidenced", "Area 0", "row 2")
     assert decoded.tasks[-1].source == "row 2001"
     assert elapsed < 2.0
 
 
 def test_long_tasks_are_truncated_and_too_many_tasks_is_a_limit():
-    from collab.files import Limits
-
     data = ("Check\n" + "x" * 5000 + "\n").encode()
     decoded = decode(data, "text/csv")
     assert len(decoded.tasks[0].text) == 4000

@@ -13,11 +13,12 @@ import sys
 MAX_TEXT_CHARS = 8_000_000
 
 
-def _limit(kind: int, value: int) -> None:
-    _, hard = resource.getrlimit(kind)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)
-    resource.setrlimit(kind, (value, hard))
+def _cap(memory_bytes: int, cpu_seconds: int) -> None:
+    for kind, value in ((resource.RLIMIT_AS, memory_bytes), (resource.RLIMIT_CPU, cpu_seconds)):
+        _, hard = resource.getrlimit(kind)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(kind, (value, hard))
 
 
 def extract(data: bytes, *, max_pages: int) -> dict:
@@ -34,7 +35,8 @@ def extract(data: bytes, *, max_pages: int) -> dict:
                 if not reader.decrypt(""):
                     return {"ok": False, "kind": "unreadable", "message": "the PDF is password-protected"}
             except (FileNotDecryptedError, NotImplementedError, PyPdfError) as exc:
-                return {"ok": False, "kind": "unreadable", "message": f"the PDF is encrypted and cannot be opened: {exc}"}
+                message = f"the PDF is encrypted and cannot be opened: {exc}"
+                return {"ok": False, "kind": "unreadable", "message": message}
         count = len(reader.pages)
         if count > max_pages:
             return {"ok": False, "kind": "limits", "message": f"the PDF has {count} pages (limit {max_pages})"}
@@ -71,8 +73,7 @@ def main() -> None:
     logging.disable(logging.CRITICAL)
     import pypdf  # noqa: F401  - imported before the memory cap so the cap only measures the document
 
-    _limit(resource.RLIMIT_AS, memory_bytes)
-    _limit(resource.RLIMIT_CPU, cpu_seconds)
+    _cap(memory_bytes, cpu_seconds)
     data = sys.stdin.buffer.read()
     try:
         verdict = extract(data, max_pages=max_pages)

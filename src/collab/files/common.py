@@ -11,6 +11,8 @@ MAX_CANONICAL_CHARS = 2_000_000
 # Skipped entries are diagnostics; past this many only a count is kept so hostile inputs stay bounded.
 MAX_SKIPPED = 1_000
 MIN_TASK_LETTERS = 2
+# Non-blank rows or lines a file may hold: far more than any checklist, and a bound on the work per upload.
+MAX_UNITS = 200_000
 
 _WHITESPACE = re.compile(r"\s+")
 _TERMINAL = ".!?;"
@@ -62,6 +64,12 @@ class DecodeError(Exception):
         self.message = message
 
 
+def check_units(count: int, *, what: str) -> None:
+    """Raise DecodeError("limits") once a file has more than MAX_UNITS non-blank rows or lines."""
+    if count > MAX_UNITS:
+        raise DecodeError("limits", f"the file has more than {MAX_UNITS} non-blank {what}")
+
+
 def clean(text: str) -> str:
     """Strip NUL bytes and collapse every whitespace run to one space."""
     return _WHITESPACE.sub(" ", text.replace("\x00", "")).strip()
@@ -80,7 +88,7 @@ def ends_sentence(text: str) -> bool:
 class Collector:
     """Accumulates tasks: normalises, truncates, drops blanks, fragments and duplicates, enforces max_tasks."""
 
-    def __init__(self, limits: "Limits"):
+    def __init__(self, limits: Limits):
         self.limits = limits
         self.tasks: list[Task] = []
         self.skipped: list[Skipped] = []
@@ -175,7 +183,8 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
             try:
                 text, encoding = data[len(bom):].decode(name), name
             except UnicodeDecodeError as exc:
-                raise DecodeError("unreadable", f"the file starts with a {name} byte-order mark but is not {name}") from exc
+                message = f"the file starts with a {name} byte-order mark but is not {name}"
+                raise DecodeError("unreadable", message) from exc
             break
     if text is None:
         utf16 = _utf16_without_bom(data)

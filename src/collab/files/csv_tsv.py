@@ -3,7 +3,7 @@
 import csv
 import io
 
-from .common import Collector, DecodeError, Decoded, Limits, cap_canonical, decode_bytes
+from .common import Collector, DecodeError, Decoded, Limits, cap_canonical, check_units, decode_bytes
 from .table import table_tasks
 
 DELIMITERS = ",;\t|"
@@ -36,7 +36,9 @@ def decode_csv(data: bytes, *, tsv: bool, limits: Limits) -> Decoded:
     rows: list[tuple[int, list[str]]] = []
     try:
         for number, cells in enumerate(reader, start=1):
-            rows.append((number, cells))
+            if "".join(cells).strip():
+                rows.append((number, cells))
+                check_units(len(rows), what="rows")
     except csv.Error as exc:
         raise DecodeError("unreadable", f"the {'TSV' if tsv else 'CSV'} file cannot be parsed: {exc}") from exc
     collector = Collector(limits)
@@ -45,5 +47,8 @@ def decode_csv(data: bytes, *, tsv: bool, limits: Limits) -> Decoded:
         tasks=collector.tasks,
         skipped=collector.skipped,
         canonical_text=cap_canonical(text),
-        meta={"format": "tsv" if tsv else "csv", "encoding": encoding, "delimiter": delimiter, **meta, **collector.meta()},
+        meta={
+            "format": "tsv" if tsv else "csv", "encoding": encoding, "delimiter": delimiter,
+            **meta, **collector.meta(),
+        },
     )

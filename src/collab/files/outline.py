@@ -3,7 +3,7 @@
 import re
 from dataclasses import dataclass
 
-from .common import Collector, clean, ends_sentence
+from .common import Collector, check_units, clean, ends_sentence
 
 # Numbered markers: "1." "1)" "(1)" "2.3" "2.3." "(a)" "a)" "a." "iv)"; bullets: - * + • and checkbox glyphs.
 _NUMBERED = (
@@ -28,6 +28,12 @@ _EMPHASIS = re.compile(r"(\*\*|__|`)")
 MAX_HEADING_CHARS = 80
 MAX_HEADING_WORDS = 10
 WRAP_MIN_CHARS = 40
+# Past this a block is far beyond max_task_chars; further wrapped lines are dropped to stay linear.
+MAX_BLOCK_CHARS = 64_000
+# Words that cannot end a line of a finished item: the sentence must go on.
+_CONNECTORS = frozenset({
+    "a", "an", "and", "or", "the", "of", "to", "with", "for", "in", "on", "by", "at", "from", "that", "is", "are", "be",
+})
 
 
 @dataclass
@@ -36,30 +42,43 @@ class Line:
     source: str
 
 
-@dataclass
 class Block:
-    kind: str  # "item", "para" or "heading"
-    text: str
-    source: str
-    marker: str = ""
-    last_len: int = 0
-    tentative: bool = False  # a loose heading, kept only if something follows it
+    """A list item, paragraph or heading; wrapped lines are appended as parts."""
 
-    def __post_init__(self) -> None:
-        self.last_len = self.last_len or len(self.text) + len(self.marker) + 1
+    def __init__(self, kind: str, text: str, source: str, *, marker: str = "", tentative: bool = False):
+        self.kind = kind  # "item", "para" or "heading"
+        self.source = source
+        self.marker = marker
+        self.tentative = tentative  # a loose heading, kept only if something follows it
+        self.parts = [text]
+        self.size = len(text)
+        self.last_len = len(text) + len(marker) + 1
+        self.last_word = text.rsplit(" ", 1)[-1].casefold()
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.parts)
+
+    @property
+    def tail(self) -> str:
+        return self.parts[-1]
 
     def extend(self, text: str) -> None:
-        """Join a wrapped continuation line (hyphenated words are rejoined)."""
-        if self.text.endswith("-") and len(self.text) > 1 and self.text[-2].isalpha() and text[:1].islower():
-            self.text = self.text[:-1] + text
-        else:
-            self.text = f"{self.text} {text}"
+        """Join a wrapped continuation line (a word hyphenated across lines is rejoined)."""
         self.last_len = len(text)
+        self.last_word = text.rsplit(" ", 1)[-1].casefold()
+        if self.size > MAX_BLOCK_CHARS:
+            return
+        tail = self.parts[-1]
+        if tail.endswith("-") and len(tail) > 1 and tail[-2].isalpha() and text[:1].islower() and len(tail) < 1_000:
+            self.parts[-1] = tail[:-1] + text
+        else:
+            self.parts.append(text)
+        self.size += len(text) + 1
 
 
 def _all_caps(text: str) -> bool:
-    letters = [ch for ch in text if ch.isalpha()]
-    return len(letters) >= 3 and all(ch.isupper() for ch in letters)
+    return text.isupper() and sum(ch.isalpha() for ch in text) >= 3
 
 
 def _short(text: str) -> bool:
@@ -80,14 +99,17 @@ def _weak_heading(text: str, *, loose: bool) -> bool:
     return loose and text[:1].isupper() and not text.endswith(",")
 
 
-def _wraps_into(block: Block, text: str, *, indented: bool) -> bool:
-    """Whether a line is the wrapped continuation of the open block."""
-    if indented or text[:1].islower() or text[:1] in ",;)]":
+def _wraps_into(block: Block, text: str) -> bool:
+    """Whether an unindented line is the wrapped continuation of the open block."""
+    if text[:1] in ",;)]":
         return True
-    if ends_sentence(block.text) or block.text.endswith(":"):
+    tail = block.tail
+    if ends_sentence(tail) or tail.endswith(":"):
         return False
-    # Only a line that ran long was wrapped; a short unpunctuated line ended on its own.
-    return block.last_len >= WRAP_MIN_CHARS
+    # Only a line that ran long was wrapped; a short line ended on its own unless it stopped mid-phrase.
+    if block.last_len >= WRAP_MIN_CHARS:
+        return True
+    return text[:1].islower() and (tail.endswith(("-", ",")) or block.last_word in _CONNECTORS)
 
 
 def _inline(text: str) -> str:
@@ -100,6 +122,7 @@ def parse_blocks(lines: list[Line], *, markdown: bool, loose_headings: bool) -> 
     open_block: Block | None = None
     in_fence = False
     skip_next = False
+    check_units(sum(1 for line in lines if line.text.strip()), what="lines")
     for index, line in enumerate(lines):
         if skip_next:
             skip_next = False
@@ -137,20 +160,20 @@ def parse_blocks(lines: list[Line], *, markdown: bool, loose_headings: bool) -> 
             open_block = Block("item", _inline(body) if markdown else body, line.source, marker=match.group("marker"))
             blocks.append(open_block)
             continue
-        if markdown and _CHECKBOX.match(text):
-            open_block = Block("item", _inline(_CHECKBOX.sub("", text)), line.source, marker="[ ]")
+        if _CHECKBOX.match(text):
+            body = _CHECKBOX.sub("", text)
+            open_block = Block("item", _inline(body) if markdown else body, line.source, marker="[ ]")
             blocks.append(open_block)
             continue
         body = _inline(text) if markdown else text
-        indented = markdown and indent >= 2
-        if open_block is not None and (indented or body[:1].islower()) and _wraps_into(open_block, body, indented=indented):
+        if open_block is not None and markdown and indent >= 2:
             open_block.extend(body)
             continue
         if _strong_heading(body):
             blocks.append(Block("heading", body.rstrip(":").strip(), line.source))
             open_block = None
             continue
-        if open_block is not None and _wraps_into(open_block, body, indented=indented):
+        if open_block is not None and _wraps_into(open_block, body):
             open_block.extend(body)
             continue
         if _weak_heading(body, loose=loose_headings):

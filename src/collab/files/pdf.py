@@ -2,37 +2,21 @@
 
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 from .common import Collector, DecodeError, Decoded, Limits, cap_canonical
 from .outline import Line, outline_tasks, parse_blocks
-
-CHILD = Path(__file__).with_name("_pdf_child.py")
+from .sandbox import run_child
 
 
 def extract_pages(data: bytes, *, limits: Limits) -> list[str]:
-    """Page texts from a child process; DecodeError on timeout, limits, encryption or corruption."""
-    command = [
-        sys.executable, "-I", str(CHILD),
-        str(limits.max_pdf_pages), str(limits.pdf_memory_bytes), str(math.ceil(limits.pdf_timeout_s) + 1),
-    ]
+    """Page texts from a sandboxed child; DecodeError on timeout, limits, encryption or corruption."""
+    args = [limits.max_pdf_pages, limits.pdf_memory_bytes, math.ceil(limits.pdf_timeout_s) + 1]
+    output = run_child("_pdf_child.py", [str(a) for a in args], data, timeout_s=limits.pdf_timeout_s, what="PDF")
     try:
-        # run() kills the child when the timeout expires, so a looping parser cannot outlive the request.
-        done = subprocess.run(command, input=data, capture_output=True, timeout=limits.pdf_timeout_s, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise DecodeError("limits", f"reading the PDF took longer than {limits.pdf_timeout_s:g}s") from exc
-    except OSError as exc:
-        raise DecodeError("unreadable", f"the PDF reader could not be started: {exc}") from exc
-    try:
-        verdict = json.loads(done.stdout)
+        verdict = json.loads(output)
     except ValueError:
         verdict = None
     if not isinstance(verdict, dict):
-        if done.returncode < 0 or b"MemoryError" in done.stderr:
-            # Killed by a signal: SIGXCPU from the CPU cap or SIGKILL/SIGSEGV after exhausting memory.
-            raise DecodeError("limits", "reading the PDF exceeded the time or memory allowed")
         raise DecodeError("unreadable", "the PDF reader failed on this file")
     if not verdict.get("ok"):
         kind = verdict.get("kind") if verdict.get("kind") in {"limits", "unreadable"} else "unreadable"

@@ -1,8 +1,9 @@
-"""Turn rows of cells (from CSV, TSV or a spreadsheet sheet) into tasks: find the header, the task and category columns."""
+"""Rows of cells (CSV, TSV, a spreadsheet sheet) to tasks: find the header, the task column and the category."""
 
 import re
-from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain, islice
 
 from .common import Collector, clean, ends_sentence
 
@@ -13,7 +14,7 @@ SAMPLE_ROWS = 500
 # Header words, most specific first: the earlier the word, the stronger the claim to be the task column.
 TASK_WORDS = (
     "task", "check", "checklist", "requirement", "control", "rule", "item", "question", "criteria",
-    "criterion", "test", "step", "action", "activity", "statement", "objective", "description", "text",
+    "criterion", "test", "step", "action", "activity", "statement", "objective", "description", "text", "detail",
 )
 CATEGORY_WORDS = (
     "category", "section", "area", "group", "type", "domain", "topic", "theme", "module", "component",
@@ -24,7 +25,7 @@ OTHER_WORDS = frozenset({
     "id", "no", "nr", "num", "number", "ref", "reference", "code", "key", "owner", "assignee", "responsible",
     "reviewer", "status", "priority", "severity", "risk", "result", "answer", "response", "evidence", "note",
     "notes", "comment", "comments", "due", "date", "deadline", "frequency", "done", "complete", "completed",
-    "compliant", "score", "weight", "yes", "link", "url", "version", "page", "#",
+    "compliant", "score", "weight", "link", "url", "version", "page", "#",
 })
 STATUS_VALUES = frozenset({
     "yes", "no", "y", "n", "x", "true", "false", "done", "open", "closed", "pass", "fail", "passed",
@@ -43,6 +44,11 @@ _NOTE = re.compile(
     re.IGNORECASE,
 )
 _WORDS = re.compile(r"[a-z]+|#", re.IGNORECASE)
+_ID_LIKE = re.compile(r"[A-Za-z]{0,4}[-_.]?\d+([-_.]\d+)*[A-Za-z]?\.?")
+_TASK = frozenset(TASK_WORDS)
+_CATEGORY = frozenset(CATEGORY_WORDS)
+_STRONG_WORDS = _TASK | _CATEGORY
+_VOCABULARY = _STRONG_WORDS | OTHER_WORDS
 
 
 def _tokens(label: str) -> set[str]:
@@ -62,6 +68,11 @@ def _filled(cells: list[str]) -> int:
     return sum(1 for c in cells if c)
 
 
+def _tabular(rows: list[list[str]]) -> bool:
+    """Whether rows fill several columns often enough that a lone filled cell means a title, section or note."""
+    return bool(rows) and sum(_filled(r) >= 2 for r in rows) >= max(1, len(rows) / 4)
+
+
 def _label_like(cells: list[str]) -> bool:
     """Short, non-numeric, sentence-free, distinct values: what column labels look like."""
     values = [c for c in cells if c]
@@ -76,9 +87,11 @@ def _label_like(cells: list[str]) -> bool:
     return len({v.casefold() for v in values}) == len(values)
 
 
-def _keyword_hits(cells: list[str]) -> bool:
+
+
+def _keyword_hits(cells: list[str], *, strong: bool = False) -> bool:
     """Whether some cell reads like a column label: a few words, half of them label vocabulary."""
-    vocabulary = set(TASK_WORDS) | set(CATEGORY_WORDS) | OTHER_WORDS
+    vocabulary = _STRONG_WORDS if strong else _VOCABULARY
     for cell in cells:
         words = _WORDS.findall(cell.casefold())
         if not words or len(words) > 4:
@@ -118,26 +131,29 @@ class _Layout:
 
 
 def _find_layout(rows: list[list[str]], *, width: int) -> _Layout:
-    typical = Counter(_filled(r) for r in rows[:SAMPLE_ROWS]).most_common(1)[0][0]
+    tabular = _tabular(rows)
     for i in range(min(HEADER_SCAN_ROWS, len(rows))):
         below = rows[i + 1 : i + 1 + 50]
         if _looks_like_header(rows[i], below, width=width):
             labels = list(rows[i]) + [""] * (width - len(rows[i]))
             nxt = rows[i + 1] if i + 1 < len(rows) else []
             # A group row (labels spanning several columns) above the real labels: keep the lower row.
-            if nxt and _filled(nxt) > _filled(rows[i]) and _filled(nxt) >= 2 and _label_like(nxt) and (
-                _keyword_hits(nxt) or not _keyword_hits(rows[i])
-            ) and _looks_like_header(nxt, rows[i + 2 : i + 52], width=width):
+            if (
+                _filled(nxt) > max(_filled(rows[i]), 1)
+                and _label_like(nxt)
+                and _keyword_hits(nxt, strong=True)
+                and _looks_like_header(nxt, rows[i + 2 : i + 52], width=width)
+            ):
                 group, lower = "", list(nxt) + [""] * (width - len(nxt))
                 for col in range(width):
                     group = labels[col] or group
                     lower[col] = lower[col] or group
                 return _Layout(header_start=i, header_index=i + 1, data_start=i + 2, labels=lower)
             return _Layout(header_start=i, header_index=i, data_start=i + 1, labels=labels)
-        if not (_filled(rows[i]) <= 1 and typical >= 2):
+        if not (_filled(rows[i]) <= 1 and tabular):
             break
     start = 0
-    while start < len(rows) - 1 and start < HEADER_SCAN_ROWS and typical >= 2 and _filled(rows[start]) <= 1:
+    while start < len(rows) - 1 and start < HEADER_SCAN_ROWS and tabular and _filled(rows[start]) <= 1:
         start += 1
     return _Layout(header_start=None, header_index=None, data_start=start, labels=[""] * width)
 
@@ -154,7 +170,7 @@ def _task_column(data: list[list[str]], labels: list[str], *, width: int) -> int
     best: tuple | None = None
     for col in range(width):
         tokens = _tokens(labels[col])
-        if not tokens or tokens & OTHER_WORDS or tokens & set(CATEGORY_WORDS):
+        if not tokens or tokens & OTHER_WORDS or tokens & _CATEGORY:
             continue
         ranks = [len(TASK_WORDS) - i for i, w in enumerate(TASK_WORDS) if w in tokens]
         if ranks:
@@ -170,7 +186,7 @@ def _task_column(data: list[list[str]], labels: list[str], *, width: int) -> int
         values = _column_values(data, col)
         text = [v for v in values if not _is_numeric(v)]
         tokens = _tokens(labels[col])
-        penalty = 0.5 if tokens & (OTHER_WORDS | set(CATEGORY_WORDS)) else 1.0
+        penalty = 0.5 if tokens & (OTHER_WORDS | _CATEGORY) else 1.0
         scores.append((_average_length(text) * len(text) / max(len(values), 1) * penalty, -col))
     return -max(scores)[1]
 
@@ -178,12 +194,12 @@ def _task_column(data: list[list[str]], labels: list[str], *, width: int) -> int
 def _category_column(data: list[list[str]], labels: list[str], *, width: int, task_col: int) -> int | None:
     for col in range(width):
         tokens = _tokens(labels[col])
-        if col != task_col and tokens & set(CATEGORY_WORDS) and not tokens & OTHER_WORDS:
+        if col != task_col and tokens & _CATEGORY and not tokens & OTHER_WORDS:
             return col
     if len(data) < 4:
         return None
     for col in range(width):
-        if col == task_col or _tokens(labels[col]) & (OTHER_WORDS | set(TASK_WORDS)):
+        if col == task_col or _tokens(labels[col]) & (OTHER_WORDS | _TASK):
             continue
         values = _column_values(data, col)
         if len(values) < 2 or _average_length(values) > 40:
@@ -200,65 +216,114 @@ def _category_column(data: list[list[str]], labels: list[str], *, width: int, ta
     return None
 
 
+def _cleaned(rows: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+    for number, cells in rows:
+        if not "".join(cells).strip():
+            continue
+        cells = [clean(c) for c in cells[:MAX_COLUMNS]]
+        while cells and not cells[-1]:
+            cells.pop()
+        if cells:
+            yield number, cells
+
+
+class _Walker:
+    """Applies a layout to data rows, one at a time, remembering the current section and category."""
+
+    def __init__(self, *, collector: Collector, header: list[str] | None, task_col: int,
+                 category_col: int | None, tabular: bool, source_prefix: str,
+                 default_category: str | None):
+        self.collector = collector
+        self.header_key = [c.casefold() for c in header] if header is not None else None
+        self.task_col = task_col
+        self.category_col = category_col
+        self.single_cell_rows_are_special = tabular
+        self.source_prefix = source_prefix
+        self.default_category = default_category
+        self.section: str | None = None
+        self.category: str | None = None
+        # Single-cell rows wait here until we know whether more table follows them (trailing notes).
+        self.pending: list[tuple[int, list[str]]] = []
+
+    def feed(self, number: int, cells: list[str]) -> None:
+        """Take the next data row."""
+        if self.single_cell_rows_are_special and _filled(cells) == 1:
+            self.pending.append((number, cells))
+            return
+        self.flush(trailing=False)
+        self._row(number, cells, trailing=False)
+
+    def flush(self, *, trailing: bool) -> None:
+        """Settle the waiting single-cell rows; trailing means no fuller row came after them."""
+        pending, self.pending = self.pending, []
+        for number, cells in pending:
+            self._row(number, cells, trailing=trailing)
+
+    def _row(self, number: int, cells: list[str], *, trailing: bool) -> None:
+        collector = self.collector
+        whole = " | ".join(c for c in cells if c)
+        if self.header_key is not None and [c.casefold() for c in cells] == self.header_key:
+            collector.skip(whole, "header row")
+            return
+        filled = [col for col, c in enumerate(cells) if c]
+        if len(filled) == 1 and self.single_cell_rows_are_special:
+            only = cells[filled[0]]
+            if _NOTE.match(only) and (trailing or filled[0] != self.task_col):
+                collector.skip(only, "note")
+                return
+            if filled[0] != self.task_col:
+                if _ID_LIKE.fullmatch(only):
+                    collector.skip(whole, "blank")
+                elif not trailing and _label_like([only]):
+                    self.section, self.category = only, None
+                    collector.skip(only, "section heading")
+                else:
+                    collector.skip(only, "note")
+                return
+        task = cells[self.task_col] if self.task_col < len(cells) else ""
+        col = self.category_col
+        if col is not None and col < len(cells) and cells[col]:
+            self.category = cells[col]
+        if not task:
+            collector.skip(whole, "blank")
+            return
+        category = self.category or self.section or self.default_category
+        collector.add(task, category=category, source=f"{self.source_prefix}row {number}")
+
+
 def table_tasks(
-    rows: list[tuple[int, list[str]]],
+    rows: Iterable[tuple[int, list[str]]],
     *,
     collector: Collector,
     source_prefix: str = "",
     default_category: str | None = None,
 ) -> dict:
     """Add the tasks found in (row number, cells) rows to collector; returns meta about the table."""
-    numbered: list[tuple[int, list[str]]] = []
-    for number, cells in rows:
-        cells = [clean(c) for c in cells[:MAX_COLUMNS]]
-        while cells and not cells[-1]:
-            cells.pop()
-        if cells:
-            numbered.append((number, cells))
-    if not numbered:
+    stream = _cleaned(rows)
+    # The layout is decided on the first rows; the rest streams through so limits trip early.
+    head = list(islice(stream, HEADER_SCAN_ROWS + SAMPLE_ROWS))
+    if not head:
         return {"rows": 0}
-    cells_only = [c for _, c in numbered]
+    cells_only = [c for _, c in head]
     width = max(len(c) for c in cells_only)
     layout = _find_layout(cells_only, width=width)
-    data = cells_only[layout.data_start :]
-    for index, (_, cells) in enumerate(numbered[: layout.data_start]):
+    sample = cells_only[layout.data_start :]
+    for index, (_, cells) in enumerate(head[: layout.data_start]):
         reason = "header row" if layout.header_start is not None and index >= layout.header_start else "title row"
         collector.skip(" | ".join(c for c in cells if c), reason)
-    task_col = _task_column(data, layout.labels, width=width)
-    category_col = _category_column(data, layout.labels, width=width, task_col=task_col)
-    typical = Counter(_filled(r) for r in data[:SAMPLE_ROWS]).most_common(1)[0][0] if data else 1
-    last_full = max((i for i, r in enumerate(data) if _filled(r) >= 2), default=len(data))
-    header_key = [c.casefold() for c in cells_only[layout.header_index]] if layout.header_index is not None else None
-
-    section: str | None = None
-    category: str | None = None
-    for i, (number, cells) in enumerate(numbered[layout.data_start :]):
-        source = f"{source_prefix}row {number}"
-        whole = " | ".join(c for c in cells if c)
-        if header_key is not None and [c.casefold() for c in cells] == header_key:
-            collector.skip(whole, "header row")
-            continue
-        filled = [col for col, c in enumerate(cells) if c]
-        if len(filled) == 1 and typical >= 2 and width >= 2:
-            only = cells[filled[0]]
-            trailing = i > last_full
-            if _NOTE.match(only) and (trailing or filled[0] != task_col):
-                collector.skip(only, "note")
-                continue
-            if filled[0] != task_col:
-                if not trailing and _label_like([only]):
-                    section, category = only, None
-                    collector.skip(only, "section heading")
-                else:
-                    collector.skip(only, "note")
-                continue
-        task = cells[task_col] if task_col < len(cells) else ""
-        if category_col is not None and category_col < len(cells) and cells[category_col]:
-            category = cells[category_col]
-        if not task:
-            collector.skip(whole, "blank")
-            continue
-        collector.add(task, category=category or section or default_category, source=source)
+    task_col = _task_column(sample, layout.labels, width=width)
+    category_col = _category_column(sample, layout.labels, width=width, task_col=task_col)
+    tabular = _tabular(sample)
+    header = cells_only[layout.header_index] if layout.header_index is not None else None
+    walker = _Walker(
+        collector=collector, header=header, task_col=task_col, category_col=category_col,
+        tabular=tabular, source_prefix=source_prefix, default_category=default_category,
+    )
+    count = 0
+    for number, cells in chain(head[layout.data_start :], stream):
+        count += 1
+        walker.feed(number, cells)
+    walker.flush(trailing=True)
 
     def label(col: int | None) -> str | None:
         if col is None:
@@ -266,8 +331,8 @@ def table_tasks(
         return layout.labels[col] or f"column {col + 1}"
 
     return {
-        "rows": len(data),
-        "headerRow": numbered[layout.header_index][0] if layout.header_index is not None else None,
+        "rows": count,
+        "headerRow": head[layout.header_index][0] if layout.header_index is not None else None,
         "taskColumn": label(task_col),
         "categoryColumn": label(category_col),
     }

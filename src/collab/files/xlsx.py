@@ -1,24 +1,20 @@
-"""XLSX checklists: vet the zip container, then read every sheet with openpyxl (read-only, values only)."""
+"""XLSX checklists: vet the zip container, read every sheet in a sandboxed child, then apply the table logic."""
 
-import datetime as dt
 import io
-import warnings
+import json
+import math
 import zipfile
 
-import openpyxl
-import openpyxl.xml
-
-from .common import Collector, DecodeError, Decoded, Limits, cap_canonical, clean
+from .common import MAX_CANONICAL_CHARS, MAX_UNITS, Collector, DecodeError, Decoded, Limits, cap_canonical, clean
+from .sandbox import run_child
 from .table import MAX_COLUMNS, table_tasks
 
 MAX_MEMBERS = 10_000
-# Excel's own row limit; anything past it is a forged sheet.
-MAX_ROWS_PER_SHEET = 1_048_576
-
-if not openpyxl.xml.DEFUSEDXML:  # pragma: no cover - openpyxl falls back to expat when told to skip defusedxml
-    import defusedxml
-
-    defusedxml.defuse_stdlib()
+# Limits has no XLSX knobs for these; openpyxl needs more room and time than pypdf for the same upload.
+TIMEOUT_S = 30.0
+MEMORY_BYTES = 1024 * 1024 * 1024
+MAX_CELL_CHARS = 32_000
+MAX_OUTPUT_CHARS = 64 * 1024 * 1024
 
 
 def check_zip(data: bytes, *, limits: Limits) -> None:
@@ -38,71 +34,63 @@ def check_zip(data: bytes, *, limits: Limits) -> None:
         if ratio > limits.max_compression_ratio:
             raise DecodeError(
                 "limits",
-                f"XLSX member {member.filename!r} expands {ratio:.0f}x (limit {limits.max_compression_ratio:.0f}x)",
+                f"XLSX member {member.filename!r} expands {ratio:.0f}x (limit {limits.max_compression_ratio:g}x)",
             )
     if total > limits.max_uncompressed_bytes:
-        raise DecodeError(
-            "limits", f"the XLSX file expands to {total} bytes (limit {limits.max_uncompressed_bytes})"
-        )
+        raise DecodeError("limits", f"the XLSX file expands to {total} bytes (limit {limits.max_uncompressed_bytes})")
     if total / max(compressed, 1) > limits.max_compression_ratio:
         raise DecodeError("limits", f"the XLSX file expands {total / max(compressed, 1):.0f}x overall")
 
 
-def _cell_text(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, dt.datetime) and value.time() == dt.time(0):
-        return value.date().isoformat()
-    if isinstance(value, (dt.date, dt.time, dt.datetime)):
-        return value.isoformat()
-    return str(value)
+def read_sheets(data: bytes) -> list[tuple[str, list[tuple[int, list[str]]]]]:
+    """(title, [(row number, cells)]) for every worksheet, read by the sandboxed child."""
+    args = [MAX_UNITS, MAX_COLUMNS, MAX_CELL_CHARS, MAX_OUTPUT_CHARS, MEMORY_BYTES, math.ceil(TIMEOUT_S) + 1]
+    output = run_child("_xlsx_child.py", [str(a) for a in args], data, timeout_s=TIMEOUT_S, what="XLSX file")
+    sheets: list[tuple[str, list[tuple[int, list[str]]]]] = []
+    verdict = None
+    for line in output.decode("utf-8", "replace").splitlines():
+        item = json.loads(line)
+        if isinstance(item, list):
+            sheets[-1][1].append((int(item[0]), [str(c) for c in item[1]]))
+        elif "sheet" in item:
+            sheets.append((str(item["sheet"]), []))
+        else:
+            verdict = item
+    if verdict is None:
+        raise DecodeError("unreadable", "the XLSX reader stopped without a verdict")
+    if "error" in verdict:
+        kind = verdict["error"] if verdict["error"] in {"limits", "unreadable"} else "unreadable"
+        raise DecodeError(kind, str(verdict.get("message") or "the XLSX file cannot be read"))
+    return sheets
 
 
-def _sheet_rows(sheet) -> list[tuple[int, list[str]]]:
-    rows = []
-    # Declared dimensions can claim a million rows; ignore them and trust only the cells present.
-    sheet.reset_dimensions()
-    for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
-        if number > MAX_ROWS_PER_SHEET:
-            raise DecodeError("limits", f"sheet {sheet.title!r} has more than {MAX_ROWS_PER_SHEET} rows")
-        if values and any(v is not None for v in values):
-            rows.append((number, [_cell_text(v) for v in values[:MAX_COLUMNS]]))
-    return rows
+def _canonical(sheets: list[tuple[str, list[tuple[int, list[str]]]]]) -> str:
+    lines, size = [], 0
+    for title, rows in sheets:
+        for line in [f"## {clean(title)}"] + ["\t".join(cells).rstrip("\t") for _, cells in rows]:
+            lines.append(line)
+            size += len(line) + 1
+            if size > MAX_CANONICAL_CHARS:
+                return cap_canonical("\n".join(lines))
+    return cap_canonical("\n".join(lines))
 
 
 def decode_xlsx(data: bytes, *, limits: Limits) -> Decoded:
     """Decode an XLSX workbook: every sheet through the table logic, sheet name as fallback category."""
     check_zip(data, limits=limits)
+    try:
+        sheets = read_sheets(data)
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        raise DecodeError("unreadable", "the XLSX reader returned malformed output") from exc
     collector = Collector(limits)
     sheets_meta = []
-    canonical: list[str] = []
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-        try:
-            for sheet in workbook.worksheets:
-                rows = _sheet_rows(sheet)
-                title = clean(sheet.title)
-                canonical.append(f"## {title}")
-                canonical.extend("\t".join(cells).rstrip("\t") for _, cells in rows)
-                meta = table_tasks(rows, collector=collector, source_prefix=f"{title}!", default_category=title)
-                sheets_meta.append({"name": title, **meta})
-        finally:
-            workbook.close()
-    except DecodeError:
-        raise
-    except MemoryError as exc:
-        raise DecodeError("limits", "the XLSX file needs too much memory to read") from exc
-    except Exception as exc:  # openpyxl, zipfile and defusedxml raise many unrelated types for bad input
-        raise DecodeError("unreadable", f"the XLSX file cannot be read: {type(exc).__name__}: {exc}") from exc
+    for title, rows in sheets:
+        title = clean(title)
+        meta = table_tasks(rows, collector=collector, source_prefix=f"{title}!", default_category=title)
+        sheets_meta.append({"name": title, **meta})
     return Decoded(
         tasks=collector.tasks,
         skipped=collector.skipped,
-        canonical_text=cap_canonical("\n".join(canonical)),
+        canonical_text=_canonical(sheets),
         meta={"format": "xlsx", "sheets": sheets_meta, **collector.meta()},
     )

@@ -82,13 +82,16 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
                 row = await fetch_one(
                     conn,
                     "update jobs set status = 'running', attempts = attempts + 1, updated_at = now()"
-                    " where id = %(id)s and status in ('queued', 'running') returning args, attempts",
+                    " where id = %(id)s and status in ('queued', 'running') returning args, attempts, api_key_id",
                     {"id": job_id},
                 )
             if row is None:
                 return None  # finished already, or unknown: at-least-once delivery makes this normal
             try:
-                result = await fn(ctx, **row["args"])
+                args = dict(row["args"])
+                if row["api_key_id"] is not None:
+                    args["api_key_id"] = row["api_key_id"]  # the tenant is a column, not an argument
+                result = await fn(ctx, **args)
             except PermanentError as exc:
                 await _finish(pool, job_id, "failed", error=str(exc))
                 return None

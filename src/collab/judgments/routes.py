@@ -1,0 +1,24 @@
+"""HTTP routes of judgment memory."""
+
+from fastapi import APIRouter, Depends
+
+from collab.judgments import service
+from collab.judgments.schemas import QueryJudgments, SearchJudgments
+from collab.kit.auth import Tenant, api_key_auth
+from collab.kit.envelope import Envelope, OrjsonResponse, raw
+from collab.kit.services import Services, services
+
+router = APIRouter(tags=["ai"])
+
+
+@router.post("/memory/search", summary="Search past judgments by meaning [API-key auth]")
+async def search(body: Envelope[SearchJudgments], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)):
+    # The spec's one success body without status and message.
+    return raw({"result": await service.search(svc, tenant=tenant, data=body.data)})
+
+
+@router.post("/memory/judgments/query", summary="List judgments by filters [API-key auth]")
+async def query(body: Envelope[QueryJudgments], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)):
+    records, token = await service.query(svc, tenant=tenant, data=body.data)
+    result = {"status": "success", "message": "Judgments retrieved successfully.", "data": records, "pageToken": token}
+    return OrjsonResponse({"result": result})

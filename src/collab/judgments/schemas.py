@@ -1,0 +1,94 @@
+"""Request models of judgment search and listing."""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import AliasChoices, Field, field_validator, model_validator
+
+from collab.kit.envelope import Model
+
+Decision = Literal[
+    "comment", "resolve", "approved", "rejected", "in_progress", "agree", "disagree", "endorse",
+    "document_approved", "document_rejected",
+]
+JudgeType = Literal["human", "agent"]
+OptionalId = Field(None, min_length=1, max_length=200)
+
+
+def to_ms(value: str | int | float) -> int:
+    """An ISO-8601 string or epoch milliseconds, as epoch milliseconds."""
+    if isinstance(value, bool):
+        raise ValueError("Expected an ISO-8601 string or epoch milliseconds")
+    if isinstance(value, (int, float)):
+        return int(value)
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("Expected an ISO-8601 string or epoch milliseconds") from None
+    if parsed.tzinfo is None:
+        from datetime import timezone
+
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+class DateRange(Model):
+    start: str | int | float = None
+    end: str | int | float = None
+
+    @field_validator("start", "end")
+    @classmethod
+    def _when(cls, value):
+        return None if value is None else to_ms(value)
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.start is not None and self.end is not None and self.start > self.end:
+            raise ValueError("start must not be after end")
+        return self
+
+
+class Filters(Model):
+    decision: Decision = None
+    judgeType: JudgeType = None
+    contentType: str = Field(None, min_length=1, max_length=200)
+    reviewerId: str = OptionalId
+    annotationId: str = Field(None, min_length=1, max_length=500)
+    dateRange: DateRange = None
+    excludeDocumentIds: list[str] = Field(None, min_length=1, max_length=20)
+
+    @field_validator("excludeDocumentIds")
+    @classmethod
+    def _non_empty(cls, value):
+        if value is not None and any(not v.strip() for v in value):
+            raise ValueError("IDs must be non-empty")
+        return value
+
+
+class SearchJudgments(Model):
+    query: str = Field(min_length=1, max_length=5000)
+    embeddingType: Literal["review", "content"] = "review"
+    scope: Literal["document", "organization", "apiKey"] = None
+    organizationId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("organizationId", "orgId"))
+    documentId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("documentId", "docId"))
+    limit: int = Field(10, ge=1, le=50)
+    filters: Filters = None
+    recencyDays: int = Field(None, ge=1, le=365)
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("Must not be empty")
+        return value
+
+
+class QueryJudgments(Model):
+    organizationId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("organizationId", "orgId"))
+    documentId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("documentId", "docId"))
+    decision: Decision = None
+    judgeType: JudgeType = None
+    reviewerId: str = OptionalId
+    annotationId: str = Field(None, min_length=1, max_length=500)
+    pageSize: int = Field(50, ge=1, le=500)
+    pageToken: str = Field(None, max_length=500)

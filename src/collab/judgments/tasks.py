@@ -1,0 +1,107 @@
+"""Worker jobs: derive judgments from activities and embed them; embed search queries."""
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from collab.embeddings import registry
+from collab.embeddings.model import Embedder, content_hash, load
+from collab.judgments import derive
+from collab.judgments import repository as repo
+from collab.kit.jobs import tracked
+from collab.kit.services import Services
+
+log = logging.getLogger("collab.judgments")
+_ACTIVE_TTL_S = 5.0
+
+
+async def active_embedder(ctx: dict) -> Embedder:
+    """The embedder of the model search uses now (re-read every few seconds, so an activation spreads)."""
+    svc: Services = ctx["svc"]
+    cached = ctx.get("active_model")
+    if cached and time.monotonic() - cached[0] < _ACTIVE_TTL_S:
+        return cached[1]
+    async with svc.pool.connection() as conn:
+        row = await registry.active(conn)
+    if row is None:
+        embedder = await asyncio.to_thread(load, svc.settings.embedding_model)
+        async with svc.pool.connection() as conn:
+            async with conn.transaction():
+                await registry.register(conn, model=embedder.name, source=_source(svc), dimensions=embedder.dimensions)
+    else:
+        embedder = await asyncio.to_thread(load, None if row["source"] == "default" else row["source"])
+    ctx["active_model"] = (time.monotonic(), embedder)
+    return embedder
+
+
+def _source(svc: Services) -> str:
+    return svc.settings.embedding_model or "default"
+
+
+async def embed_judgments(svc: Services, embedder: Embedder, *, api_key_id: str, judgments: dict[str, dict]) -> int:
+    """Embed the review and content texts of judgments whose text changed; returns vectors written."""
+    if not judgments:
+        return 0
+    async with svc.pool.connection() as conn:
+        stored = await repo.embedding_hashes(conn, api_key_id=api_key_id, model=embedder.name, ids=list(judgments))
+    todo: list[tuple[str, str, str, str]] = []
+    stale: list[tuple[str, str]] = []
+    for judgment_id, judgment in judgments.items():
+        texts = derive.texts(judgment)
+        for kind in registry.KINDS:
+            if kind not in texts:
+                if (judgment_id, kind) in stored:
+                    stale.append((judgment_id, kind))
+                continue
+            digest = content_hash(texts[kind])
+            if stored.get((judgment_id, kind)) != digest:
+                todo.append((judgment_id, kind, texts[kind], digest))
+    vectors = await asyncio.to_thread(embedder.encode, [t[2] for t in todo]) if todo else []
+    async with svc.pool.connection() as conn:
+        async with conn.transaction():
+            for (judgment_id, kind, _, digest), vector in zip(todo, vectors):
+                judgment = judgments[judgment_id]
+                await repo.upsert_embedding(
+                    conn,
+                    api_key_id=api_key_id,
+                    judgment_id=judgment_id,
+                    kind=kind,
+                    model=embedder.name,
+                    content_hash=digest,
+                    organization_id=judgment["organization_id"],
+                    document_id=judgment["document_id"],
+                    embedding=vector,
+                )
+            for judgment_id, kind in stale:
+                await repo.delete_embedding(
+                    conn, api_key_id=api_key_id, judgment_id=judgment_id, kind=kind, model=embedder.name
+                )
+    return len(todo)
+
+
+@tracked(max_tries=5)
+async def derive_judgments(ctx: dict, *, api_key_id: str, activity_ids: list[str]) -> dict[str, Any]:
+    """Turn activities into judgments (or remove them) and embed what changed; idempotent."""
+    svc: Services = ctx["svc"]
+    embedder = await active_embedder(ctx)
+    kept: dict[str, dict] = {}
+    async with svc.pool.connection() as conn:
+        async with conn.transaction():
+            for activity_id in dict.fromkeys(activity_ids):
+                activity = await repo.activity(conn, api_key_id=api_key_id, id=activity_id)
+                judgment = derive.derive(activity) if activity else None
+                if judgment is None:
+                    await repo.delete(conn, api_key_id=api_key_id, id=activity_id)
+                    continue
+                await repo.upsert(conn, api_key_id=api_key_id, id=activity_id, judgment=judgment)
+                kept[activity_id] = judgment
+    written = await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=kept)
+    return {"judgments": len(kept), "vectors": written}
+
+
+async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
+    """The query's vector under the active model (the worker holds the model)."""
+    embedder = await active_embedder(ctx)
+    [vector] = await asyncio.to_thread(embedder.encode, [text])
+    return {"model": embedder.name, "dimensions": embedder.dimensions, "vector": vector}

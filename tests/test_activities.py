@@ -1,0 +1,175 @@
+"""Activity log: add (precondition, triggers, idempotent ids, history), update, get, delete."""
+
+import pytest
+
+from helpers import enable_activities, error, issue_paths, new_tenant, post, result
+
+ADD, UPDATE, GET, DELETE = (f"/v2/activities/{op}" for op in ("add", "update", "get", "delete"))
+USER = {"userId": "u1", "name": "Ana", "email": "ana@example.com"}
+
+
+def activity(**fields):
+    return {"featureType": "comment", "actionType": "comment.add", "actionUser": USER, **fields}
+
+
+def add(client, t, *activities, org="org1", doc="doc1"):
+    return post(client, ADD, {"organizationId": org, "documentId": doc, "activities": list(activities)}, t.headers)
+
+
+def listed(client, t, **filters):
+    response = post(client, GET, {"organizationId": "org1", **filters}, t.headers)
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def test_add_requires_enabled_activity_service(client):
+    t = new_tenant(client)
+    error(add(client, t, activity()), "FAILED_PRECONDITION")
+    result(post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"immutable": False}}, t.headers))
+    error(add(client, t, activity()), "FAILED_PRECONDITION")
+    enable_activities(client, t)
+    assert result(add(client, t, activity())) == {"success": True, "message": "1 activity added."}
+
+
+def test_generated_ids_and_stored_fields(client, clock):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    data = activity(
+        targetEntityId="ann1",
+        targetSubEntityId="c1",
+        entityData={"commentText": "Looks off"},
+        displayMessageTemplate="{{actionUser.name}} commented",
+        displayMessageTemplateData={"x": 1},
+        actionIcon="https://i.io/c.png",
+        changes={"status": {"from": "open", "to": "open"}},
+    )
+    result(add(client, t, data))
+    [record] = listed(client, t)["data"]
+    assert record["id"].startswith("act_")
+    assert record["timestamp"] == int(clock["now"] * 1000)
+    assert record["actionUser"] == USER and record["entityData"] == {"commentText": "Looks off"}
+    assert record["organizationId"] == "org1" and record["documentId"] == "doc1"
+    assert record["isActivityResolverUsed"] is False
+
+
+def test_supplied_id_overwrites(client):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    result(add(client, t, activity(id="a-1", entityData={"commentText": "first"})))
+    result(add(client, t, activity(id="a-1", entityData={"commentText": "second"})))
+    records = listed(client, t)["data"]
+    assert len(records) == 1 and records[0]["entityData"] == {"commentText": "second"}
+
+
+def test_triggers_off_are_not_logged_absent_are(client):
+    t = new_tenant(client)
+    enable_activities(client, t, triggers={"comment": {"comment_annotation.suggestion_accept": False}})
+    response = add(
+        client,
+        t,
+        activity(actionType="comment_annotation.suggestion_accept", id="off"),
+        activity(actionType="comment_annotation.suggestion_reject", id="on"),
+        activity(featureType="custom", actionType="build.finished", targetEntityId="b1", id="custom"),
+    )
+    assert "1 not logged" in result(response)["message"]
+    assert sorted(r["id"] for r in listed(client, t)["data"]) == ["custom", "on"]
+
+
+def test_history_timestamp_and_future_refused(client, clock):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    past = int(clock["now"] * 1000) - 86_400_000
+    result(add(client, t, activity(id="old", timestamp=past)))
+    assert listed(client, t)["data"][0]["timestamp"] == past
+    err = error(add(client, t, activity(timestamp=int(clock["now"] * 1000) + 3_600_000)), "INVALID_ARGUMENT")
+    assert issue_paths(err) == [["activities", "0", "timestamp"]]
+
+
+@pytest.mark.parametrize(
+    "body, paths",
+    [
+        ({}, [["activities"], ["documentId"], ["organizationId"]]),
+        ({"organizationId": "o", "documentId": "d", "activities": []}, [["activities"]]),
+        (
+            {"organizationId": "o", "documentId": "d", "activities": [{"featureType": "poll"}]},
+            [["activities", "0", "actionType"], ["activities", "0", "actionUser"], ["activities", "0", "featureType"]],
+        ),
+        (
+            {"organizationId": "o", "documentId": "d", "activities": [activity(actionUser={"name": "x"})]},
+            [["activities", "0", "actionUser", "userId"]],
+        ),
+        (
+            {"organizationId": "o", "documentId": "d", "activities": [activity(featureType="custom")]},
+            [["activities", "0"]],
+        ),
+        ({"organizationId": 1, "documentId": "d", "activities": [activity()]}, [["organizationId"]]),
+    ],
+)
+def test_add_validation(client, body, paths):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    err = error(post(client, ADD, body, t.headers), "INVALID_ARGUMENT")
+    assert sorted(issue_paths(err)) == paths
+    assert listed(client, t)["data"] == []
+
+
+def test_update_keyed_results(client):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    result(add(client, t, activity(id="a1", actionIcon="old")))
+    body = {"organizationId": "org1", "activities": [{"id": "a1", "entityData": {"commentText": "edited"}}, {"id": "nope"}]}
+    data = result(post(client, UPDATE, body, t.headers))
+    assert data == {
+        "a1": {"success": True, "message": "Activity updated."},
+        "nope": {"success": False, "message": "Failed to update activity."},
+    }
+    [record] = listed(client, t)["data"]
+    assert record["entityData"] == {"commentText": "edited"} and record["actionIcon"] == "old"
+
+
+def test_update_in_another_org_or_tenant_fails(client):
+    a, b = new_tenant(client), new_tenant(client)
+    enable_activities(client, a)
+    result(add(client, a, activity(id="a1")))
+    body = {"organizationId": "org1", "activities": [{"id": "a1", "actionIcon": "x"}]}
+    assert result(post(client, UPDATE, body, b.headers))["a1"]["success"] is False
+    other_org = {"organizationId": "org2", "activities": [{"id": "a1", "actionIcon": "x"}]}
+    assert result(post(client, UPDATE, other_org, a.headers))["a1"]["success"] is False
+
+
+def test_get_filters_order_and_paging(client, clock):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    base = int(clock["now"] * 1000) - 10_000
+    for i in range(5):
+        result(add(client, t, activity(id=f"a{i}", timestamp=base + i, targetEntityId=f"ann{i % 2}"), doc=f"doc{i % 2}"))
+    page = listed(client, t, pageSize=2)
+    assert [r["id"] for r in page["data"]] == ["a4", "a3"]
+    page2 = listed(client, t, pageSize=2, pageToken=page["pageToken"])
+    assert [r["id"] for r in page2["data"]] == ["a2", "a1"]
+    page3 = listed(client, t, pageSize=2, pageToken=page2["pageToken"])
+    assert [r["id"] for r in page3["data"]] == ["a0"] and page3["pageToken"] is None
+    assert [r["id"] for r in listed(client, t, order="asc", documentId="doc1")["data"]] == ["a1", "a3"]
+    assert [r["id"] for r in listed(client, t, targetEntityId="ann0", activityIds=["a0", "a4"])["data"]] == ["a4", "a0"]
+    assert listed(client, t, userId="someone-else")["data"] == []
+    error(post(client, GET, {"organizationId": "org1", "pageToken": "garbage!"}, t.headers), "INVALID_ARGUMENT")
+
+
+def test_delete(client):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    result(add(client, t, activity(id="a1"), activity(id="a2")))
+    data = result(post(client, DELETE, {"organizationId": "org1", "activityIds": ["a1"]}, t.headers))
+    assert data["deletedIds"] == ["a1"]
+    assert [r["id"] for r in listed(client, t)["data"]] == ["a2"]
+    error(post(client, DELETE, {"organizationId": "org1"}, t.headers), "INVALID_ARGUMENT")
+
+
+def test_other_tenant_sees_nothing(client):
+    a, b = new_tenant(client), new_tenant(client)
+    enable_activities(client, a)
+    enable_activities(client, b)
+    result(add(client, a, activity(id="secret")))
+    assert listed(client, b)["data"] == []
+    assert result(post(client, DELETE, {"organizationId": "org1", "activityIds": ["secret"]}, b.headers))["deletedIds"] == []
+    assert len(listed(client, a)["data"]) == 1

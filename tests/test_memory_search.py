@@ -1,0 +1,298 @@
+"""POST /v2/memory/search: activity → judgment → search, every scope rule, the shortcut paths, filters."""
+
+import pytest
+
+from helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
+
+SEARCH = "/v2/memory/search"
+DAY = 86_400_000
+CORPUS = {
+    "price": "The discount claim needs the original price shown next to the sale price.",
+    "alt": "Images are missing alternative text for screen readers.",
+    "gdpr": "The signup form collects emails without a consent checkbox for marketing.",
+    "tone": "The headline sounds aggressive; soften the tone to match our brand voice.",
+    "legal": "Add the legal disclaimer about investment risk in the footer.",
+    "contrast": "Button text colour fails the contrast ratio on the dark background.",
+    "typo": "There is a spelling mistake in the second paragraph: 'recieve'.",
+    "date": "The launch date in the banner is wrong; it should be March 3rd.",
+}
+QUERIES = {
+    "price": "show the previous cost beside the reduced price",
+    "alt": "pictures lack descriptions for blind users",
+    "gdpr": "newsletter opt-in permission missing on registration",
+    "contrast": "low colour contrast makes the label unreadable",
+}
+
+
+def add(client, t, activities, org="org1", doc="doc1"):
+    return result(post(client, "/v2/activities/add", {"organizationId": org, "documentId": doc, "activities": activities}, t.headers))
+
+
+def judged(record_id, reasoning, *, action="comment_annotation.reject", ts=None, target="ann1", user="u1", **extra):
+    activity = {
+        "id": record_id,
+        "featureType": "comment",
+        "actionType": action,
+        "actionUser": {"userId": user, "name": f"User {user}"},
+        "targetEntityId": target,
+        "entityData": {"reasoning": reasoning, **extra.pop("entity", {})},
+        **extra,
+    }
+    if ts is not None:
+        activity["timestamp"] = ts
+    return activity
+
+
+def search(client, t, **data):
+    response = post(client, SEARCH, {"query": "review", **data}, t.headers)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert set(body) == {"result"} and set(body["result"]) == {"results", "totalInScope", "searchLatencyMs"}
+    return body["result"]
+
+
+@pytest.fixture(scope="module")
+def corpus(live):
+    """One tenant with the labelled corpus in org1/doc1, settled."""
+    import httpx
+
+    with httpx.Client(base_url=live.url, timeout=30) as client:
+        t = new_tenant(client)
+        enable_activities(client, t)
+        add(client, t, [judged(key, text) for key, text in CORPUS.items()])
+        settle_jobs(live, t)
+    return t
+
+
+def test_activity_becomes_searchable_and_paraphrases_find_their_record(client, corpus):
+    for key, query in QUERIES.items():
+        out = search(client, corpus, query=query, limit=3)
+        assert key in [r["recordId"] for r in out["results"]], (query, out["results"])
+    top = search(client, corpus, query=QUERIES["price"], limit=1)["results"][0]
+    assert top["recordId"] == "price"
+    assert top["decision"] == "rejected" and top["reasoning"] == CORPUS["price"]
+    assert top["actionUser"]["name"] == "User u1" and top["agent"] is None and top["confidence"] == 1.0
+    assert 0 < top["similarity"] <= 1 and isinstance(top["createdAt"], int)
+
+
+def test_limit_and_total_in_scope(client, corpus):
+    out = search(client, corpus, limit=5)
+    assert len(out["results"]) == 5 and out["totalInScope"] == 5
+    assert search(client, corpus, limit=50)["totalInScope"] == len(CORPUS)
+    assert out["searchLatencyMs"] >= 0
+
+
+def test_scope_resolution(client, corpus):
+    assert search(client, corpus, organizationId="org1", documentId="doc1")["results"][0]["scope"] == "document"
+    assert search(client, corpus, orgId="org1")["results"][0]["scope"] == "organization"
+    assert search(client, corpus)["results"][0]["scope"] == "apiKey"
+    # Without organizationId, documentId is ignored.
+    out = search(client, corpus, documentId="elsewhere")
+    assert out["results"] and out["results"][0]["scope"] == "apiKey"
+    # Explicit scope clamps the ids.
+    assert search(client, corpus, scope="apiKey", organizationId="nope", documentId="nope")["results"]
+    out = search(client, corpus, scope="organization", organizationId="org1", docId="nope")
+    assert out["results"] and out["results"][0]["scope"] == "organization"
+    assert search(client, corpus, organizationId="org1", documentId="other-doc")["results"] == []
+    assert search(client, corpus, organizationId="org2")["results"] == []
+
+
+def test_scope_errors(client, corpus):
+    err = error(post(client, SEARCH, {"query": "x", "scope": "organization"}, corpus.headers), "INVALID_ARGUMENT")
+    assert issue_paths(err) == [["organizationId"]]
+    err = error(post(client, SEARCH, {"query": "x", "scope": "document"}, corpus.headers), "INVALID_ARGUMENT")
+    assert sorted(issue_paths(err)) == [["documentId"], ["organizationId"]]
+    body = {"query": "x", "scope": "document", "organizationId": "org1"}
+    error(post(client, SEARCH, body, corpus.headers), "INVALID_ARGUMENT")
+    # With filters.annotationId, document scope needs only organizationId.
+    body["filters"] = {"annotationId": "ann1"}
+    assert result_of(post(client, SEARCH, body, corpus.headers))["results"]
+    err = error(post(client, SEARCH, {"query": "x", "filters": {"annotationId": "ann1"}}, corpus.headers), "INVALID_ARGUMENT")
+    assert issue_paths(err) == [["organizationId"]]
+
+
+def result_of(response):
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def test_every_validation_failure_is_listed(client, corpus):
+    body = {
+        "query": "",
+        "embeddingType": "summary",
+        "scope": "team",
+        "limit": 51,
+        "recencyDays": 0,
+        "filters": {
+            "decision": "maybe",
+            "judgeType": "robot",
+            "dateRange": {"start": "2026-02-01", "end": "2026-01-01"},
+            "excludeDocumentIds": [],
+        },
+    }
+    err = error(post(client, SEARCH, body, corpus.headers), "INVALID_ARGUMENT")
+    assert sorted(issue_paths(err)) == sorted(
+        [
+            ["query"],
+            ["embeddingType"],
+            ["scope"],
+            ["limit"],
+            ["recencyDays"],
+            ["filters", "decision"],
+            ["filters", "judgeType"],
+            ["filters", "dateRange"],
+            ["filters", "excludeDocumentIds"],
+        ]
+    )
+    for bad in ({"limit": 0}, {"limit": "5"}, {"recencyDays": 366}, {"filters": {"excludeDocumentIds": [""]}},
+                {"filters": {"excludeDocumentIds": [f"d{i}" for i in range(21)]}}, {"filters": {"dateRange": {"start": "soon"}}}):
+        error(post(client, SEARCH, {"query": "x", **bad}, corpus.headers), "INVALID_ARGUMENT")
+
+
+def test_annotation_thread_oldest_first_without_vector_search(client, live, clock, tmp_path):
+    from collab.app import redis_client
+
+    t = new_tenant(client)
+    enable_activities(client, t)
+    now = int(clock["now"] * 1000)
+    add(client, t, [judged("t2", "second", ts=now - 1000, target="thread"), judged("t1", "first", ts=now - 2000, target="thread"),
+                    judged("other", "elsewhere", ts=now - 3000, target="ann9")])
+    settle_jobs(live, t)
+    original = live.svc.redis
+    live.svc.redis = redis_client(f"unix://{tmp_path}/none.sock")  # no worker, no embedding: still answers
+    try:
+        out = search(client, t, organizationId="org1", filters={"annotationId": "thread"}, recencyDays=1)
+    finally:
+        live.svc.redis = original
+    assert [r["recordId"] for r in out["results"]] == ["t1", "t2"]
+    assert all(r["similarity"] == 1.0 for r in out["results"])
+
+
+def test_recency_days_complete_utc_days(client, live, clock):
+    from datetime import datetime, timezone
+
+    clock["now"] = datetime(2026, 11, 21, 15, 0, tzinfo=timezone.utc).timestamp()
+    today = int(datetime(2026, 11, 21, tzinfo=timezone.utc).timestamp() * 1000)
+    t = new_tenant(client)
+    enable_activities(client, t)
+    add(
+        client,
+        t,
+        [
+            judged("yesterday-late", "a", ts=today - 60_000),
+            judged("today", "b", ts=today + 60_000),
+            judged("two-days", "c", ts=today - DAY - 60_000),
+            judged("old", "d", ts=today - 10 * DAY),
+        ],
+    )
+    settle_jobs(live, t)
+    ids = lambda out: [r["recordId"] for r in out["results"]]  # noqa: E731
+    assert ids(search(client, t, recencyDays=1)) == ["yesterday-late"]
+    assert ids(search(client, t, recencyDays=2)) == ["yesterday-late", "two-days"]
+    # recencyDays overrides dateRange.
+    out = search(client, t, recencyDays=2, filters={"dateRange": {"start": today - 20 * DAY, "end": today - 9 * DAY}})
+    assert ids(out) == ["yesterday-late", "two-days"]
+    assert all(r["similarity"] == 1.0 for r in out["results"])
+
+
+def test_filters_apply_after_retrieving_limit_times_three(client, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    # Nine close matches are rejections; one approval on the same topic ranks last of ten.
+    texts = [f"The price claim in variant {i} needs the original price shown" for i in range(9)]
+    add(client, t, [judged(f"r{i}", text) for i, text in enumerate(texts)]
+        + [judged("ok", "Unrelated: approved the hero image crop", action="comment_annotation.approve")])
+    settle_jobs(live, t)
+    query = "original price must be shown for the price claim"
+    assert search(client, t, query=query, limit=2, filters={"decision": "approved"})["results"] == []
+    found = search(client, t, query=query, limit=4, filters={"decision": "approved"})
+    assert [r["recordId"] for r in found["results"]] == ["ok"] and found["totalInScope"] == 1
+    humans = search(client, t, query=query, limit=10, filters={"judgeType": "agent"})
+    assert humans["results"] == []
+
+
+def test_exclude_documents_and_reviewer_and_dates(client, live, clock):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    now = int(clock["now"] * 1000)
+    add(client, t, [judged("d1", "Price claim is missing a source", ts=now - 5 * DAY)], doc="docA")
+    add(client, t, [judged("d2", "Price claim is missing a source too", ts=now - DAY, user="u2")], doc="docB")
+    settle_jobs(live, t)
+    query = "price claim source"
+    assert [r["recordId"] for r in search(client, t, query=query, filters={"excludeDocumentIds": ["docA"]})["results"]] == ["d2"]
+    assert [r["recordId"] for r in search(client, t, query=query, filters={"reviewerId": "u2"})["results"]] == ["d2"]
+    window = {"start": now - 6 * DAY, "end": now - 4 * DAY}
+    assert [r["recordId"] for r in search(client, t, query=query, filters={"dateRange": window})["results"]] == ["d1"]
+    iso = {"start": "2000-01-01T00:00:00Z", "end": "2000-01-02T00:00:00Z"}
+    assert search(client, t, query=query, filters={"dateRange": iso})["results"] == []
+
+
+def test_content_embedding_type_and_agent_judgments(client, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    agent = {"agentId": "ag", "agentType": "qa", "executionId": "ex", "agentFields": {"rule": "7"}}
+    add(client, t, [
+        judged("c1", "Needs a source", entity={"agent": agent, "confidence": 0.8},
+               entityTargetData={"content": "Our coffee is the best in the world", "contentType": "ad"}),
+        judged("c2", "Typo", entityTargetData={"content": "Quarterly revenue grew by twelve percent", "contentType": "report"}),
+    ])
+    settle_jobs(live, t)
+    out = search(client, t, query="finance results increased", embeddingType="content", limit=1)
+    assert out["results"][0]["recordId"] == "c2"
+    out = search(client, t, query="best coffee", embeddingType="content", filters={"contentType": "ad", "judgeType": "agent"})
+    [record] = out["results"]
+    assert record["agent"] == agent and record["confidence"] == 0.8
+
+
+def test_updating_and_deleting_activities_updates_judgments(client, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    add(client, t, [judged("j1", "The logo is blurry")])
+    settle_jobs(live, t)
+    assert search(client, t, query="blurry logo")["results"][0]["reasoning"] == "The logo is blurry"
+    body = {"organizationId": "org1", "activities": [{"id": "j1", "entityData": {"reasoning": "Wrong legal entity name"}}]}
+    result(post(client, "/v2/activities/update", body, t.headers))
+    settle_jobs(live, t)
+    [record] = search(client, t, query="company name incorrect")["results"]
+    assert record["reasoning"] == "Wrong legal entity name"
+    result(post(client, "/v2/activities/delete", {"organizationId": "org1", "activityIds": ["j1"]}, t.headers))
+    assert search(client, t, query="company name incorrect")["results"] == []
+
+
+def test_another_tenants_closer_vector_is_never_returned(client, live, corpus):
+    other = new_tenant(client)
+    enable_activities(client, other)
+    add(client, other, [judged("mine", QUERIES["alt"])])  # the exact query text: the closest vector there is
+    settle_jobs(live, other)
+    out = search(client, corpus, query=QUERIES["alt"], limit=50)
+    assert "mine" not in [r["recordId"] for r in out["results"]]
+    assert [r["recordId"] for r in search(client, other, query=QUERIES["alt"], limit=50)["results"]] == ["mine"]
+
+
+def test_small_tenant_inside_a_large_table_gets_full_results(client, live, db):
+    big, small = new_tenant(client), new_tenant(client)
+    enable_activities(client, small)
+    add(client, small, [judged(f"s{i}", f"Review note number {i} about the pricing page") for i in range(12)])
+    settle_jobs(live, small)
+    model = db.execute("select name, dimensions from embedding_models where active").fetchone()
+    # 30,000 rows of another tenant, more than the exact-search threshold, in the same table.
+    db.execute(
+        """
+        with ids as (select g, 'b' || g as id from generate_series(1, 30000) g),
+        a as (insert into activities (api_key_id, id, organization_id, document_id, feature_type, action_type,
+                                      action_user, "timestamp")
+              select %(key)s, id, 'org1', 'doc1', 'comment', 'comment.add', '{"userId": "x"}', g from ids returning id),
+        j as (insert into judgments (api_key_id, id, organization_id, document_id, decision, judge_type, reasoning,
+                                     confidence, action_user, created_at)
+              select %(key)s, id, 'org1', 'doc1', 'comment', 'human', 'x', 1, '{"userId": "x"}', 1 from a returning id)
+        insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)
+        select %(key)s, id, 'review', %(model)s, 'h', 'org1', 'doc1',
+               (select array_agg(random() - 0.5)::vector from generate_series(1, %(dims)s) where j.id is not null)
+        from j
+        """,
+        {"key": big.api_key, "model": model["name"], "dims": model["dimensions"]},
+    )
+    out = search(client, small, query="pricing page review note", limit=10)
+    assert out["totalInScope"] == 10 and all(r["recordId"].startswith("s") for r in out["results"])
+    out = search(client, small, organizationId="org1", documentId="doc1", query="pricing page review note", limit=50)
+    assert out["totalInScope"] == 12
