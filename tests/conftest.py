@@ -63,6 +63,7 @@ def make_settings(servers, fake=None, **overrides) -> Settings:
         llm_retry_backoff_s=0.01,
         llm_call_timeout_s=1.5,
         ask_ai_timeout_s=10,
+        embedding_refresh_s=0,
     )
     if fake is not None:
         for provider in ("openai", "anthropic", "gemini"):

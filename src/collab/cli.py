@@ -79,6 +79,51 @@ def _eval(args: argparse.Namespace) -> int:
     return evaluate.main(provider=args.provider, mode=mode)
 
 
+def _reembed(args: argparse.Namespace) -> int:
+    from collab.app import build_services, close_services
+    from collab.embeddings.model import DEFAULT_NAME, load
+    from collab.judgments.reembed import reembed
+
+    async def go() -> dict:
+        svc = await build_services(get_settings())
+        try:
+            setting = None if args.model in (DEFAULT_NAME, "default") else args.model
+            embedder = await asyncio.to_thread(load, setting)
+            kinds = (args.kind,) if args.kind else ("review", "content")
+            return await reembed(
+                svc,
+                embedder,
+                source=setting or "default",
+                kinds=kinds,
+                batch_size=args.batch_size,
+                activate=args.activate,
+                only=args.api_key,
+            )
+        finally:
+            await close_services(svc)
+
+    counts = asyncio.run(go())
+    print(f"re-embedded {counts['embedded']} text(s), {counts['skipped']} unchanged, over {counts['judgments']} judgment(s)")
+    return 0
+
+
+def _backfill(args: argparse.Namespace) -> int:
+    from collab.app import build_services, close_services
+    from collab.judgments.reembed import backfill
+    from collab.judgments.tasks import active_embedder
+
+    async def go() -> int:
+        svc = await build_services(get_settings())
+        try:
+            embedder = await active_embedder({"svc": svc})
+            return await backfill(svc, embedder, batch_size=args.batch_size, only=args.api_key)
+        finally:
+            await close_services(svc)
+
+    print(f"re-derived judgments from {asyncio.run(go())} activit(ies)")
+    return 0
+
+
 def _wait_healthy(url: str, child: subprocess.Popen, timeout: float = 120) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and child.poll() is None:
@@ -159,6 +204,19 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("workspace_id")
     plan.add_argument("plan", choices=["paid", "free"])
     plan.set_defaults(fn=_set_plan)
+    reembed = sub.add_parser("reembed", help="embed every judgment with a model (resumable)")
+    reembed.add_argument("--model", required=True, help="sentence-transformers name or local path ('default': the packaged one)")
+    reembed.add_argument("--kind", choices=["review", "content"])
+    reembed.add_argument("--batch-size", type=int, default=256)
+    reembed.add_argument("--activate", action="store_true", help="then switch search to this model atomically")
+    reembed.add_argument("--api-key", help="only this tenant's judgments")
+    reembed.set_defaults(fn=_reembed)
+    judgments = sub.add_parser("judgments", help="judgment memory maintenance")
+    jsub = judgments.add_subparsers(dest="action", required=True)
+    fill = jsub.add_parser("backfill", help="re-derive judgments from the activity log")
+    fill.add_argument("--batch-size", type=int, default=256)
+    fill.add_argument("--api-key", help="only this tenant's activities")
+    fill.set_defaults(fn=_backfill)
     evaluation = sub.add_parser("eval", help="evaluate prompts offline or live")
     esub = evaluation.add_subparsers(dest="target", required=True)
     extraction = esub.add_parser("extraction", help="run extraction over fixtures/extraction and score it")

@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     search_timeout_s: float = 10.0
     search_exact_threshold: int = 20_000
     search_ef_search_max: int = 1000
+    # How long a worker trusts its idea of the active embedding model before asking Postgres again.
+    embedding_refresh_s: float = 5.0
 
     log_level: str = "INFO"
     log_json: bool = True

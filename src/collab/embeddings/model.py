@@ -43,10 +43,10 @@ class Embedder:
 
 
 @lru_cache(maxsize=4)
-def load(setting: str | None = None) -> Embedder:
-    """The process-wide embedder for a model setting (loaded on first use, then kept)."""
-    name, source = resolve(setting)
-    return Embedder(name, source)
+def load(setting: str | None = None, name: str | None = None) -> Embedder:
+    """The process-wide embedder for a model setting (loaded on first use, then kept), optionally renamed."""
+    default_name, source = resolve(setting)
+    return Embedder(name or default_name, source)
 
 
 def content_hash(text: str) -> str:

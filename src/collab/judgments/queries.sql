@@ -62,3 +62,13 @@ where j.api_key_id = %(api_key_id)s
   and (%(after_ts)s::bigint is null or (j.created_at, j.id) < (%(after_ts)s, %(after_id)s))
 order by j.created_at desc, j.id desc
 limit %(limit)s
+
+-- name: judgments_after
+select * from judgments
+where (api_key_id, id) > (%(key)s, %(ident)s) and (%(only)s::text is null or api_key_id = %(only)s)
+order by api_key_id, id limit %(limit)s
+
+-- name: activities_after
+select api_key_id, id from activities
+where (api_key_id, id) > (%(key)s, %(ident)s) and (%(only)s::text is null or api_key_id = %(only)s)
+order by api_key_id, id limit %(limit)s

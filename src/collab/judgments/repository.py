@@ -57,6 +57,27 @@ async def list_page(conn: Conn, **params: Any) -> list[dict[str, Any]]:
     return await fetch_all(conn, q.list_judgments, params)
 
 
+async def judgments_after(
+    conn: Conn, *, after: tuple[str, str] | None, limit: int, only: str | None = None
+) -> list[dict[str, Any]]:
+    """Judgments in key order (all tenants, or `only` one), one batch after `after` (re-embedding walks them)."""
+    key, ident = after or ("", "")
+    return await fetch_all(conn, q.judgments_after, {"key": key, "ident": ident, "limit": limit, "only": only})
+
+
+async def activities_after(
+    conn: Conn, *, after: tuple[str, str] | None, limit: int, only: str | None = None
+) -> list[dict[str, Any]]:
+    """Activity keys in order (all tenants, or `only` one), one batch after `after` (the backfill walks them)."""
+    key, ident = after or ("", "")
+    return await fetch_all(conn, q.activities_after, {"key": key, "ident": ident, "limit": limit, "only": only})
+
+
+async def count_judgments(conn: Conn, *, only: str | None = None) -> int:
+    sql = "select count(*) as n from judgments where (%(only)s::text is null or api_key_id = %(only)s)"
+    return (await fetch_one(conn, sql, {"only": only}))["n"]
+
+
 def _scope_where(organization_id: str | None, document_id: str | None) -> sql.Composable:
     parts = [sql.SQL("e.model = %(model)s and e.kind = %(kind)s and e.api_key_id = %(api_key_id)s")]
     if organization_id is not None:
@@ -85,4 +106,5 @@ async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, **params:
         " join judgments j on j.api_key_id = e.api_key_id and j.id = e.judgment_id"
         " where {where} order by {order} limit %(k)s"
     ).format(distance=distance, where=_scope_where(params.get("organization_id"), params.get("document_id")), order=order)
-    return await fetch_all(conn, query, dict(params, k=k))
+    # Never a server-side prepared plan: it would not see the SET LOCAL hnsw.ef_search before it.
+    return await fetch_all(conn, query, dict(params, k=k), prepare=False)

@@ -13,14 +13,13 @@ from collab.kit.jobs import tracked
 from collab.kit.services import Services
 
 log = logging.getLogger("collab.judgments")
-_ACTIVE_TTL_S = 5.0
 
 
 async def active_embedder(ctx: dict) -> Embedder:
     """The embedder of the model search uses now (re-read every few seconds, so an activation spreads)."""
     svc: Services = ctx["svc"]
     cached = ctx.get("active_model")
-    if cached and time.monotonic() - cached[0] < _ACTIVE_TTL_S:
+    if cached and time.monotonic() - cached[0] < svc.settings.embedding_refresh_s:
         return cached[1]
     async with svc.pool.connection() as conn:
         row = await registry.active(conn)
@@ -30,7 +29,7 @@ async def active_embedder(ctx: dict) -> Embedder:
             async with conn.transaction():
                 await registry.register(conn, model=embedder.name, source=_source(svc), dimensions=embedder.dimensions)
     else:
-        embedder = await asyncio.to_thread(load, None if row["source"] == "default" else row["source"])
+        embedder = await asyncio.to_thread(load, None if row["source"] == "default" else row["source"], row["name"])
     ctx["active_model"] = (time.monotonic(), embedder)
     return embedder
 
@@ -83,8 +82,11 @@ async def embed_judgments(svc: Services, embedder: Embedder, *, api_key_id: str,
 @tracked(max_tries=5)
 async def derive_judgments(ctx: dict, *, api_key_id: str, activity_ids: list[str]) -> dict[str, Any]:
     """Turn activities into judgments (or remove them) and embed what changed; idempotent."""
-    svc: Services = ctx["svc"]
-    embedder = await active_embedder(ctx)
+    return await derive_batch(ctx["svc"], await active_embedder(ctx), api_key_id=api_key_id, activity_ids=activity_ids)
+
+
+async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, activity_ids: list[str]) -> dict[str, Any]:
+    """Derive (or remove) the judgments of one tenant's activities and embed what changed."""
     kept: dict[str, dict] = {}
     async with svc.pool.connection() as conn:
         async with conn.transaction():

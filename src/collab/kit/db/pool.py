@@ -25,8 +25,10 @@ async def fetch_one(conn: Conn, sql: str, params: dict[str, Any] | None = None) 
     return await cur.fetchone()
 
 
-async def fetch_all(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    cur = await conn.execute(sql, params)
+async def fetch_all(
+    conn: Conn, sql: str, params: dict[str, Any] | None = None, *, prepare: bool | None = None
+) -> list[dict[str, Any]]:
+    cur = await conn.execute(sql, params, prepare=prepare)
     return await cur.fetchall()
 
 

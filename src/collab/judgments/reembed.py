@@ -1,0 +1,118 @@
+"""Batch maintenance of judgment memory: re-embed with a model (resumable) and backfill from activities."""
+
+import asyncio
+import logging
+from typing import Callable
+
+from tqdm import tqdm
+
+from collab.embeddings import registry
+from collab.embeddings.model import Embedder, content_hash
+from collab.judgments import derive
+from collab.judgments import repository as repo
+from collab.judgments.tasks import derive_batch
+from collab.kit.services import Services
+
+log = logging.getLogger("collab.reembed")
+
+
+async def reembed(
+    svc: Services,
+    embedder: Embedder,
+    *,
+    source: str,
+    kinds: tuple[str, ...] = registry.KINDS,
+    batch_size: int = 256,
+    activate: bool = False,
+    max_batches: int | None = None,
+    only: str | None = None,
+    progress: Callable | None = tqdm,
+) -> dict[str, int]:
+    """Embed every judgment with `embedder` beside the vectors of other models.
+
+    Each batch commits on its own and rows whose text hash is unchanged are skipped, so a run that
+    was killed resumes where it stopped. `activate` builds the model's indexes and switches search to it.
+    """
+    async with svc.pool.connection() as conn:
+        async with conn.transaction():
+            await registry.register(conn, model=embedder.name, source=source, dimensions=embedder.dimensions)
+        total = await repo.count_judgments(conn, only=only)
+    bar = progress(total=total, unit="judgment", desc=f"re-embed {embedder.name}") if progress else None
+    counts = {"judgments": 0, "embedded": 0, "skipped": 0}
+    after, batches = None, 0
+    while max_batches is None or batches < max_batches:
+        async with svc.pool.connection() as conn:
+            rows = await repo.judgments_after(conn, after=after, limit=batch_size, only=only)
+            if not rows:
+                break
+            by_tenant: dict[str, list[dict]] = {}
+            for row in rows:
+                by_tenant.setdefault(row["api_key_id"], []).append(row)
+            todo = []
+            for api_key_id, judgments in by_tenant.items():
+                stored = await repo.embedding_hashes(
+                    conn, api_key_id=api_key_id, model=embedder.name, ids=[j["id"] for j in judgments]
+                )
+                for judgment in judgments:
+                    texts = derive.texts(judgment)
+                    for kind in kinds:
+                        if kind not in texts:
+                            continue
+                        digest = content_hash(texts[kind])
+                        if stored.get((judgment["id"], kind)) == digest:
+                            counts["skipped"] += 1
+                            continue
+                        todo.append((judgment, kind, texts[kind], digest))
+            vectors = await asyncio.to_thread(embedder.encode, [t[2] for t in todo], batch_size=64) if todo else []
+            async with conn.transaction():
+                for (judgment, kind, _, digest), vector in zip(todo, vectors):
+                    await repo.upsert_embedding(
+                        conn,
+                        api_key_id=judgment["api_key_id"],
+                        judgment_id=judgment["id"],
+                        kind=kind,
+                        model=embedder.name,
+                        content_hash=digest,
+                        organization_id=judgment["organization_id"],
+                        document_id=judgment["document_id"],
+                        embedding=vector,
+                    )
+        counts["judgments"] += len(rows)
+        counts["embedded"] += len(todo)
+        after = (rows[-1]["api_key_id"], rows[-1]["id"])
+        batches += 1
+        if bar:
+            bar.update(len(rows))
+    if bar:
+        bar.close()
+    if activate:
+        async with svc.pool.connection() as conn:
+            async with conn.transaction():
+                await registry.activate(conn, model=embedder.name)
+        log.info("search now uses %s", embedder.name)
+    return counts
+
+
+async def backfill(
+    svc: Services, embedder: Embedder, *, batch_size: int = 256, only: str | None = None, progress: Callable | None = tqdm
+) -> int:
+    """Re-derive every judgment from the activity log (and embed what changed); returns activities read."""
+    seen, after = 0, None
+    bar = progress(unit="activity", desc="backfill judgments") if progress else None
+    while True:
+        async with svc.pool.connection() as conn:
+            rows = await repo.activities_after(conn, after=after, limit=batch_size, only=only)
+        if not rows:
+            break
+        by_tenant: dict[str, list[str]] = {}
+        for row in rows:
+            by_tenant.setdefault(row["api_key_id"], []).append(row["id"])
+        for api_key_id, ids in by_tenant.items():
+            await derive_batch(svc, embedder, api_key_id=api_key_id, activity_ids=ids)
+        seen += len(rows)
+        after = (rows[-1]["api_key_id"], rows[-1]["id"])
+        if bar:
+            bar.update(len(rows))
+    if bar:
+        bar.close()
+    return seen
