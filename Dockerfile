@@ -2,7 +2,7 @@
 # COLLAB_REDIS_URL at managed servers; without them the embedded ones start inside the container.
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
-    COLLAB_HOST=0.0.0.0 COLLAB_PORT=8000 COLLAB_DATA_DIR=/data
+    COLLAB_HOST=0.0.0.0 COLLAB_PORT=8000 COLLAB_DATA_DIR=/data COLLAB_PROMPTS_DIR=/app/prompts
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY src ./src

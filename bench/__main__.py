@@ -3,7 +3,7 @@
 import importlib
 import sys
 
-ALL = ["ask_ai", "extraction"]
+ALL = ["ask_ai", "extraction", "search"]
 
 
 def main() -> None:

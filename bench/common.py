@@ -1,5 +1,6 @@
 """Shared pieces of the benchmarks: a full stack on loopback, percentiles, the results file."""
 
+import asyncio
 import os
 import platform
 import re
@@ -70,8 +71,11 @@ def stack(fake_model: str | None = None, **overrides: str) -> Iterator[tuple[str
     env.update(overrides)
     children = [subprocess.Popen([sys.executable, "-m", "collab.cli", role], env=env) for role in ("api", "worker")]
     base = f"http://127.0.0.1:{port}"
+    # Benchmarks that reach the servers directly find them here.
+    os.environ["BENCH_DATABASE_URL"], os.environ["BENCH_REDIS_URL"] = database_url, redis_url
     try:
         _wait_ready(base)
+        asyncio.run(_wait_worker(redis_url))
         yield base, fake_root
     finally:
         for child in [*children, fake]:
@@ -84,6 +88,17 @@ def stack(fake_model: str | None = None, **overrides: str) -> Iterator[tuple[str
         redis.stop()
         embedded.stop_postgres()
         shutil.rmtree(root, ignore_errors=True)
+
+
+async def _wait_worker(redis_url: str) -> None:
+    """A worker answers jobs only after its start-up (model loaded and registered)."""
+    from arq import create_pool
+    from arq.connections import RedisSettings
+
+    redis = await create_pool(RedisSettings.from_dsn(redis_url))
+    job = await redis.enqueue_job("echo")
+    await job.result(timeout=180)
+    await redis.aclose()
 
 
 def _free_port() -> int:

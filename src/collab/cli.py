@@ -88,7 +88,7 @@ def _reembed(args: argparse.Namespace) -> int:
         svc = await build_services(get_settings())
         try:
             setting = None if args.model in (DEFAULT_NAME, "default") else args.model
-            embedder = await asyncio.to_thread(load, setting)
+            embedder = await asyncio.to_thread(load, setting, None, "bf16" if args.bf16 else "fp32")
             kinds = (args.kind,) if args.kind else ("review", "content")
             return await reembed(
                 svc,
@@ -102,8 +102,13 @@ def _reembed(args: argparse.Namespace) -> int:
         finally:
             await close_services(svc)
 
+    started = time.monotonic()
     counts = asyncio.run(go())
-    print(f"re-embedded {counts['embedded']} text(s), {counts['skipped']} unchanged, over {counts['judgments']} judgment(s)")
+    seconds = time.monotonic() - started
+    print(
+        f"re-embedded {counts['embedded']} text(s), {counts['skipped']} unchanged, over {counts['judgments']} judgment(s)"
+        f" in {seconds:.1f} s ({counts['embedded'] / max(counts.get('seconds', seconds), 1e-9):.0f} texts/s while embedding)"
+    )
     return 0
 
 
@@ -210,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     reembed.add_argument("--batch-size", type=int, default=256)
     reembed.add_argument("--activate", action="store_true", help="then switch search to this model atomically")
     reembed.add_argument("--api-key", help="only this tenant's judgments")
+    reembed.add_argument("--bf16", action="store_true", help="run the model in bfloat16 (~1.7x faster on CPU)")
     reembed.set_defaults(fn=_reembed)
     judgments = sub.add_parser("judgments", help="judgment memory maintenance")
     jsub = judgments.add_subparsers(dest="action", required=True)

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import time
 from typing import Callable
 
 from tqdm import tqdm
@@ -40,6 +41,7 @@ async def reembed(
     bar = progress(total=total, unit="judgment", desc=f"re-embed {embedder.name}") if progress else None
     counts = {"judgments": 0, "embedded": 0, "skipped": 0}
     after, batches = None, 0
+    started = time.monotonic()
     while max_batches is None or batches < max_batches:
         async with svc.pool.connection() as conn:
             rows = await repo.judgments_after(conn, after=after, limit=batch_size, only=only)
@@ -85,6 +87,7 @@ async def reembed(
             bar.update(len(rows))
     if bar:
         bar.close()
+    counts["seconds"] = round(time.monotonic() - started, 3)
     if activate:
         async with svc.pool.connection() as conn:
             async with conn.transaction():
