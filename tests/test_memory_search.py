@@ -296,3 +296,16 @@ def test_small_tenant_inside_a_large_table_gets_full_results(client, live, db):
     assert out["totalInScope"] == 10 and all(r["recordId"].startswith("s") for r in out["results"])
     out = search(client, small, organizationId="org1", documentId="doc1", query="pricing page review note", limit=50)
     assert out["totalInScope"] == 12
+
+
+def test_judgments_query_lists_with_filters_and_pages(client, corpus):
+    path = "/v2/memory/judgments/query"
+    response = post(client, path, {"organizationId": "org1", "pageSize": 5}, corpus.headers)
+    page = response.json()["result"]
+    assert response.status_code == 200 and len(page["data"]) == 5 and page["pageToken"]
+    rest = post(client, path, {"organizationId": "org1", "pageSize": 5, "pageToken": page["pageToken"]}, corpus.headers)
+    ids = [r["recordId"] for r in page["data"] + rest.json()["result"]["data"]]
+    assert sorted(ids) == sorted(CORPUS) and rest.json()["result"]["pageToken"] is None
+    assert post(client, path, {"decision": "approved"}, corpus.headers).json()["result"]["data"] == []
+    assert len(post(client, path, {"decision": "rejected", "orgId": "org1"}, corpus.headers).json()["result"]["data"]) == 8
+    error(post(client, path, {"decision": "maybe"}, corpus.headers), "INVALID_ARGUMENT")
