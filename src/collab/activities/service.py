@@ -136,9 +136,7 @@ async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities)
             desc=data.order == "desc",
             limit=data.pageSize + 1,
         )
-    more = len(rows) > data.pageSize
-    rows = rows[: data.pageSize]
-    token = paging.encode(rows[-1]["timestamp"], rows[-1]["id"]) if more else None
+    rows, token = paging.page(rows, data.pageSize, "timestamp", "id")
     return [to_wire(r) for r in rows], token
 
 

@@ -163,8 +163,6 @@ async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple
             after_id=after_id,
             limit=data.pageSize + 1,
         )
-    more = len(rows) > data.pageSize
-    rows = rows[: data.pageSize]
+    rows, token = paging.page(rows, data.pageSize, "created_at", "id")
     scope = "document" if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey"
-    token = paging.encode(rows[-1]["created_at"], rows[-1]["id"]) if more else None
     return [record(r, scope) for r in rows], token

@@ -22,3 +22,11 @@ def decode(token: str, arity: int) -> list[Any]:
         pass
     message = "Invalid pageToken."
     raise invalid(message, [issue(["pageToken"], message)])
+
+
+def page(rows: list[dict[str, Any]], size: int, *key_columns: str) -> tuple[list[dict[str, Any]], str | None]:
+    """Cut a `size + 1` fetch to one page, with the token of the next page (None on the last)."""
+    if len(rows) <= size:
+        return rows, None
+    rows = rows[:size]
+    return rows, encode(*(rows[-1][c] for c in key_columns))
