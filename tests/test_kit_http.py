@@ -102,6 +102,8 @@ def test_request_id_is_returned_and_logged(client, caplog):
     assert response.headers["x-request-id"] == "req-abc-123"
     generated = post(client, ACTIVITY_GET, {}, tenant.headers).headers["x-request-id"]
     assert len(generated) >= 16
+    forged = post(client, ACTIVITY_GET, {}, {**tenant.headers, "x-request-id": "a b\tc"}).headers["x-request-id"]
+    assert forged != "a b\tc" and len(forged) == 32
     from collab.logging import JsonFormatter
 
     lines = [JsonFormatter().format(r) for r in caplog.records if "activityconfig/get" in r.getMessage()]

@@ -56,8 +56,9 @@ async def api_key_auth(
     async with svc.pool.connection() as conn:
         rows = await fetch_all(conn, q.tenant_tokens, {"api_key_id": api_key})
     matched = None
+    # Every candidate is checked (no early exit), and an unknown key still costs one check.
     for row in rows or [{"token_hash": None}]:
-        if svc.keyring.verify(token, row["token_hash"] or _NO_HASH) and row["token_hash"] is not None:
+        if svc.keyring.verify(token, row["token_hash"] or _NO_HASH):
             matched = row
     if matched is None:
         raise ApiError("PERMISSION_DENIED", "Invalid API key.")

@@ -1,6 +1,7 @@
 """ASGI middleware and exception handlers: request ids, body size limit, the error envelope."""
 
 import logging
+import re
 import time
 import uuid
 
@@ -15,6 +16,7 @@ from collab.kit.validation import issues_from_errors, summary
 from collab.logging import request_id
 
 log = logging.getLogger("collab.http")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 access = logging.getLogger("collab.access")
 
 
@@ -46,7 +48,9 @@ class RequestContext:
             scope = dict(scope)
             scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k != b"content-type"]
             scope["headers"].append((b"content-type", b"application/json"))
-        rid = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or uuid.uuid4().hex
+        sent = headers.get(b"x-request-id", b"").decode("latin-1")
+        # A client's id is kept only when it is plainly an id: it goes into headers and logs.
+        rid = sent if _REQUEST_ID.match(sent) else uuid.uuid4().hex
         token = request_id.set(rid)
         started = time.perf_counter()
         status_holder = {"status": 500}
