@@ -80,7 +80,7 @@ def _vec(v: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.6g}" for x in v) + "]"
 
 
-def load_table(database_url: str, keys: dict[str, str], vectors: np.ndarray, model: str) -> float:
+def load_table(database_url: str, keys: dict[str, str], vectors: np.ndarray, texts: list[str], model: str) -> float:
     """Bulk-load activities, judgments and embeddings for both tenants; returns the HNSW build seconds."""
     small_n = int(len(vectors) * SMALL_SHARE)
     with psycopg.connect(database_url, autocommit=True) as conn:
@@ -100,7 +100,7 @@ def load_table(database_url: str, keys: dict[str, str], vectors: np.ndarray, mod
                     if table == "activities":
                         copy.write_row((tenant, rid, "org", doc, "comment", "comment.add", '{"userId": "u"}', i))
                     elif table == "judgments":
-                        copy.write_row((tenant, rid, "org", doc, "comment", "human", "x", 1.0, '{"userId": "u"}', i))
+                        copy.write_row((tenant, rid, "org", doc, "comment", "human", texts[i], 1.0, '{"userId": "u"}', i))
                     else:
                         copy.write_row((tenant, rid, "review", model, "bench", "org", doc, _vec(vector)))
         conn.execute("analyze judgment_embeddings")
@@ -196,7 +196,7 @@ def main() -> str:
         database_url = os.environ.get("BENCH_DATABASE_URL") or _database_url(base)
         with psycopg.connect(database_url, autocommit=True) as conn:
             model = conn.execute("select name from embedding_models where active").fetchone()[0]
-        build_s = load_table(database_url, keys, table_vecs, model)
+        build_s = load_table(database_url, keys, table_vecs, texts[:N], model)
         lines += [f"HNSW build (m=16, ef_construction=64, maintenance_work_mem 1GB) over {N} vectors: {build_s:.1f} s", ""]
         sql = sql_level(database_url, keys, query_vecs, model)
         lines += ["SQL level (ms; recall@10 of HNSW ef_search=100 against exact):", "",

@@ -275,10 +275,12 @@ def test_small_tenant_inside_a_large_table_gets_full_results(client, live, db):
     add(client, small, [judged(f"s{i}", f"Review note number {i} about the pricing page") for i in range(12)])
     settle_jobs(live, small)
     model = db.execute("select name, dimensions from embedding_models where active").fetchone()
-    # 30,000 rows of another tenant, more than the exact-search threshold, in the same table.
+    # Another tenant's rows, more than the exact-search threshold (lowered here: HNSW inserts are slow), in
+    # the same table: the small tenant's scope is still searched whole.
+    live.svc.settings.search_exact_threshold = 500
     db.execute(
         """
-        with ids as (select g, 'b' || g as id from generate_series(1, 30000) g),
+        with ids as (select g, 'b' || g as id from generate_series(1, 2000) g),
         a as (insert into activities (api_key_id, id, organization_id, document_id, feature_type, action_type,
                                       action_user, "timestamp")
               select %(key)s, id, 'org1', 'doc1', 'comment', 'comment.add', '{"userId": "x"}', g from ids returning id),
@@ -292,10 +294,15 @@ def test_small_tenant_inside_a_large_table_gets_full_results(client, live, db):
         """,
         {"key": big.api_key, "model": model["name"], "dims": model["dimensions"]},
     )
-    out = search(client, small, query="pricing page review note", limit=10)
-    assert out["totalInScope"] == 10 and all(r["recordId"].startswith("s") for r in out["results"])
-    out = search(client, small, organizationId="org1", documentId="doc1", query="pricing page review note", limit=50)
-    assert out["totalInScope"] == 12
+    try:
+        out = search(client, small, query="pricing page review note", limit=10)
+        assert out["totalInScope"] == 10 and all(r["recordId"].startswith("s") for r in out["results"])
+        out = search(client, small, organizationId="org1", documentId="doc1", query="pricing page review note", limit=50)
+        assert out["totalInScope"] == 12
+        # The big tenant's own scope is over the threshold: the HNSW path, still answering in full.
+        assert search(client, big, query="anything", limit=50)["totalInScope"] == 50
+    finally:
+        live.svc.settings.search_exact_threshold = 20_000
 
 
 def test_judgments_query_lists_with_filters_and_pages(client, corpus):

@@ -7,8 +7,8 @@ from .common import Collector, check_units, clean, ends_sentence
 
 # Numbered markers: "1." "1)" "(1)" "2.3" "2.3." "(a)" "a)" "a." "iv)"; bullets: - * + • and checkbox glyphs.
 _NUMBERED = (
-    r"\d{1,3}(?:\.\d{1,3})+\.?"
-    r"|\d{1,3}[.)]"
+    r"\d{1,4}(?:\.\d{1,3})+\.?"
+    r"|\d{1,4}[.)]"
     r"|\(\d{1,3}\)"
     r"|\([a-zA-Z]\)|[a-zA-Z][.)]"
     r"|\(?[ivxIVX]{1,5}[.)]"

@@ -96,6 +96,12 @@ async def count_scope(conn: Conn, *, cap: int, **params: Any) -> int:
     return row["n"]
 
 
+async def table_rows(conn: Conn) -> int:
+    """The planner's estimate of the embeddings table's size (no scan)."""
+    row = await fetch_one(conn, "select greatest(reltuples, 0)::bigint as n from pg_class where oid = 'judgment_embeddings'::regclass")
+    return row["n"]
+
+
 async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, **params: Any) -> list[dict[str, Any]]:
     """The k judgments nearest to %(vector)s within the scope, with cosine similarity."""
     distance = sql.SQL("{} <=> %(vector)s::vector({})").format(vector_expr(dimensions), sql.Literal(dimensions))

@@ -101,8 +101,9 @@ async def _vector_rows(svc: Services, *, tenant: Tenant, data: SearchJudgments, 
                 return []
             exact = in_scope <= threshold
             if not exact:
-                # pgvector 0.6 filters after the index scan: widen the beam to the scope's selectivity.
-                total = await repo.count_scope(conn, cap=10 * threshold + 1, **{**params, "organization_id": None, "document_id": None})
+                # pgvector 0.6 filters after the index scan: widen the beam to the scope's selectivity
+                # (the table's row estimate is free; the scope count stops at the threshold).
+                total = await repo.table_rows(conn)
                 ef = min(svc.settings.search_ef_search_max, max(100, math.ceil(2 * k * total / in_scope)))
                 await conn.execute(f"set local hnsw.ef_search = {int(ef)}")
             return await repo.nearest(conn, dimensions=len(embedded["vector"]), exact=exact, k=k, **params)

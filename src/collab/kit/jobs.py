@@ -148,7 +148,7 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.") from exc
     assert job is not None
     try:
-        return await job.result(timeout=timeout_s, poll_delay=0.005)
+        return await job.result(timeout=timeout_s, poll_delay=0.002)
     except asyncio.TimeoutError as exc:
         try:
             if await job.status() != JobStatus.complete:
