@@ -154,9 +154,10 @@ def _run(args: argparse.Namespace) -> int:
     asyncio.run(migrate(database_url))
     settings.resolved_secret_key()  # create the dev secret once, before two children race for it
     env = dict(os.environ, COLLAB_DATABASE_URL=database_url, COLLAB_REDIS_URL=redis_url)
+    # Children get their own session: Ctrl-C reaches only this supervisor, which stops each child once.
+    roles = ["api"] + ["worker"] * settings.run_workers
     children = [
-        subprocess.Popen([sys.executable, "-m", "collab.cli", "api"], env=env),
-        *(subprocess.Popen([sys.executable, "-m", "collab.cli", "worker"], env=env) for _ in range(settings.run_workers)),
+        subprocess.Popen([sys.executable, "-m", "collab.cli", role], env=env, start_new_session=True) for role in roles
     ]
     stopping = False
 
@@ -186,6 +187,7 @@ def _run(args: argparse.Namespace) -> int:
                 child.wait(15)
             except subprocess.TimeoutExpired:
                 child.kill()
+                child.wait()
         if redis is not None:
             redis.stop()
         embedded.stop_postgres()
