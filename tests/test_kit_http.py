@@ -147,3 +147,45 @@ def test_docs_work_offline(client):
 def test_cors_preflight_does_not_500(client):
     response = client.options("/v2/workspace/create")
     assert response.status_code < 500
+
+
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        (
+            "/v2/activities/add",
+            '{"data":{"organizationId":"o","documentId":"d","activities":[{"featureType":"comment",'
+            '"actionType":"comment.add","actionUser":{"userId":"u"},"entityData":{"x":NaN}}]}}',
+        ),
+        ("/v2/memory/search", '{"data":{"query":"x","filters":{"dateRange":{"start":Infinity}}}}'),
+        ("/v2/memory/search", '{"data":{"query":"x","filters":{"dateRange":{"start":1e300}}}}'),
+        ("/v2/workspace/activityconfig/update", '{"data":{"activityServiceConfig":{"enabledTime":-Infinity}}}'),
+    ],
+)
+def test_non_finite_numbers_are_invalid_not_500(client, path, body):
+    tenant = new_tenant(client)
+    response = client.post(path, content=body, headers={**tenant.headers, "content-type": "application/json"})
+    error(response, "INVALID_ARGUMENT")
+
+
+def test_nul_characters_are_stripped_before_storage(client, db):
+    tenant = new_tenant(client)
+    result(post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}}, tenant.headers))
+    body = (
+        '{"data":{"organizationId":"o\\u0000rg","documentId":"d","activities":[{"id":"a1","featureType":"comment",'
+        '"actionType":"comment.add","actionUser":{"userId":"u","name":"A\\u0000na"},'
+        '"entityData":{"comm\\u0000entText":"x\\u0000y"},"displayMessageTemplate":"t\\u0000"}]}}'
+    )
+    response = client.post("/v2/activities/add", content=body, headers={**tenant.headers, "content-type": "application/json"})
+    result(response)
+    row = db.execute("select * from activities where api_key_id = %s", (tenant.api_key,)).fetchone()
+    assert row["organization_id"] == "org" and row["action_user"]["name"] == "Ana"
+    assert row["entity_data"] == {"commentText": "xy"} and row["display_message_template"] == "t"
+
+
+def test_every_operation_route_parses_json_strictly():
+    from collab.api import ROUTERS
+    from collab.kit.envelope import StrictJsonRoute
+
+    routes = [route for router in ROUTERS for route in router.routes]
+    assert len(routes) >= 20 and all(isinstance(route, StrictJsonRoute) for route in routes)

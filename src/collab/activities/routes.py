@@ -5,10 +5,10 @@ from fastapi import APIRouter, Depends
 from collab.activities import service
 from collab.activities.schemas import AddActivities, DeleteActivities, GetActivities, UpdateActivities
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Envelope, OrjsonResponse, ok
+from collab.kit.envelope import StrictJsonRoute, Envelope, OrjsonResponse, ok
 from collab.kit.services import Services, services
 
-router = APIRouter(tags=["activities"])
+router = APIRouter(tags=["activities"], route_class=StrictJsonRoute)
 
 
 @router.post("/activities/add", summary="Add activity log records [API-key auth]")

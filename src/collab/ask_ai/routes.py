@@ -5,10 +5,10 @@ from fastapi import APIRouter, Depends
 from collab.ask_ai import service
 from collab.ask_ai.schemas import AskAi
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Envelope, raw
+from collab.kit.envelope import StrictJsonRoute, Envelope, raw
 from collab.kit.services import Services, services
 
-router = APIRouter(tags=["ai"])
+router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
 
 
 @router.post("/rewriter/ask-ai", summary="Rewrite text with a model [API-key auth]")

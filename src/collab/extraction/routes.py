@@ -5,10 +5,10 @@ from fastapi import APIRouter, Depends
 from collab.extraction import service
 from collab.extraction.schemas import ExtractAgents
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Envelope, ok
+from collab.kit.envelope import StrictJsonRoute, Envelope, ok
 from collab.kit.services import Services, services
 
-router = APIRouter(tags=["ai"])
+router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
 
 
 @router.post("/agents/extract", summary="Extract draft agents from a checklist file [API-key auth]")

@@ -5,10 +5,10 @@ from fastapi import APIRouter, Depends
 from collab.judgments import service
 from collab.judgments.schemas import QueryJudgments, SearchJudgments
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Envelope, OrjsonResponse, raw
+from collab.kit.envelope import StrictJsonRoute, Envelope, OrjsonResponse, raw
 from collab.kit.services import Services, services
 
-router = APIRouter(tags=["ai"])
+router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
 
 
 @router.post("/memory/search", summary="Search past judgments by meaning [API-key auth]")

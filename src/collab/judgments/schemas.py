@@ -20,6 +20,8 @@ def to_ms(value: str | int | float) -> int:
     if isinstance(value, bool):
         raise ValueError("Expected an ISO-8601 string or epoch milliseconds")
     if isinstance(value, (int, float)):
+        if not -(10**15) <= value <= 10**15:
+            raise ValueError("Out of range for epoch milliseconds")
         return int(value)
     try:
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))

@@ -1,9 +1,12 @@
 """The wire envelope: {data} in, {result} out, with strict request models."""
 
-from typing import Any, Generic, TypeVar
+import json
+from typing import Any, Callable, Generic, TypeVar
 
 import orjson
+from fastapi import Request
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict
 
 T = TypeVar("T")
@@ -44,3 +47,40 @@ def ok(data: Any = None, message: str = "Success", *, status_code: int = 200) ->
 def raw(body: Any, status_code: int = 200) -> OrjsonResponse:
     """A body the spec shapes itself (memory search, Ask AI, user-data delete)."""
     return OrjsonResponse(body, status_code=status_code)
+
+
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; Python's parser accepts them, Postgres' jsonb would not.
+    raise json.JSONDecodeError(f"{name} is not valid JSON", name, 0)
+
+
+def _strip_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_strip_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {_strip_nul(k): _strip_nul(v) for k, v in value.items()}
+    return value
+
+
+class _StrictJsonRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            parsed = json.loads(body, parse_constant=_no_constant)
+            # Postgres text and jsonb cannot hold NUL: drop it from every string, once, here.
+            self._json = _strip_nul(parsed) if b"\\u0000" in body else parsed
+        return self._json
+
+
+class StrictJsonRoute(APIRoute):
+    """A route whose body parser refuses NaN and Infinity (every router uses it)."""
+
+    def get_route_handler(self) -> Callable:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request):
+            return await handler(_StrictJsonRequest(request.scope, request.receive))
+
+        return strict

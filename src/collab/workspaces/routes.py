@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Depends, Request
 
 from collab.kit.auth import Tenant, WorkspaceCaller, api_key_auth, workspace_auth
-from collab.kit.envelope import Empty, Envelope, ok
+from collab.kit.envelope import StrictJsonRoute, Empty, Envelope, ok
 from collab.kit.services import Services, services
 from collab.workspaces import config, service
 from collab.workspaces.schemas import (
@@ -16,7 +16,7 @@ from collab.workspaces.schemas import (
     WebhookConfigUpdate,
 )
 
-router = APIRouter(tags=["workspace"])
+router = APIRouter(tags=["workspace"], route_class=StrictJsonRoute)
 
 
 @router.post("/workspace/create", summary="Create a workspace [Public]")
