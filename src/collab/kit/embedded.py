@@ -26,11 +26,11 @@ def start_postgres(data_dir: Path, *, database: str = DATABASE, stop_at_exit: bo
             conn.execute(f'create database "{database}"')
             log.info("created database %s", database)
     # Keep a reference so the server lives as long as this process wants it.
-    _handles.append(server)
+    _handles[pgdata] = server
     return server.get_uri(database=database)
 
 
-_handles: list = []
+_handles: dict[Path, object] = {}
 
 
 class EmbeddedRedis:
@@ -100,8 +100,11 @@ class EmbeddedRedis:
         self.process = None
 
 
-def stop_postgres() -> None:
-    """Stop the embedded Postgres this process started."""
-    while _handles:
-        _handles.pop().cleanup()
+def stop_postgres(data_dir: Path | None = None) -> None:
+    """Stop the embedded Postgres this process started in data_dir (all of them when None)."""
+    dirs = [(data_dir / "pg").resolve()] if data_dir is not None else list(_handles)
+    for pgdata in dirs:
+        server = _handles.pop(pgdata, None)
+        if server is not None:
+            server.cleanup()
 
