@@ -1,6 +1,5 @@
 """CSV and TSV checklists decode into the expected tasks, categories and sources."""
 
-import time
 
 import pytest
 
@@ -174,16 +173,13 @@ def test_nul_bytes_are_stripped():
     assert all("\x00" not in t.text for t in decoded.tasks)
 
 
-def test_two_thousand_rows_are_all_tasks_and_fast():
+def test_two_thousand_rows_are_all_tasks():
     lines = ["Section,Check"] + [f"Area {i % 7},Control number {i} is implemented and evidenced" for i in range(2000)]
-    started = time.perf_counter()
     decoded = decode("\n".join(lines).encode(), "text/csv")
-    elapsed = time.perf_counter() - started
     assert len(decoded.tasks) == 2000
     assert decoded.meta["rows"] == 2000
     assert decoded.tasks[0] == Task("Control number 0 is implemented and evidenced", "Area 0", "row 2")
     assert decoded.tasks[-1].source == "row 2001"
-    assert elapsed < 2.0
 
 
 def test_long_tasks_are_truncated_and_too_many_tasks_is_a_limit():
