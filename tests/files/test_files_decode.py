@@ -1,7 +1,6 @@
 """decode(): MIME handling, size limits, empty and binary inputs, and the error contract."""
 
 import random
-import time
 
 import pytest
 from collab.testing.samples import XLSX
@@ -55,10 +54,8 @@ def test_oversized_file_is_a_limit_for_every_type():
     big = b"Check the thing,\n" * (6 * 1024 * 1024 // 17 + 1)
     assert len(big) > 6 * 1024 * 1024 - 20
     for mime in SUPPORTED_MIME_TYPES:
-        started = time.perf_counter()
         error = error_of(big, mime)
         assert error.kind == "limits"
-        assert time.perf_counter() - started < 0.5
     assert error_of(b"Check\nA check to run\n", "text/csv", max_bytes=10).kind == "limits"
 
 
