@@ -74,6 +74,8 @@ def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: s
         max_jobs=settings.worker_max_jobs,
         handle_signals=True,
         keep_result=300,
+        # An awaited job past its API deadline is aborted (cancelled), not left running.
+        allow_abort_jobs=True,
     )
     options.update(overrides)
     return Worker(**options)

@@ -11,7 +11,7 @@ where s.id = %(id)s
 update knowledge_sources
 set status = 'ready', canonical_text = %(canonical_text)s, tasks = %(tasks)s, result = %(result)s,
     model = %(model)s, error = null, updated_at = now()
-where id = %(id)s
+where id = %(id)s and status = 'processing'
 
 -- name: mark_failed
 update knowledge_sources set status = 'failed', error = %(error)s, updated_at = now()
