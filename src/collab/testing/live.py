@@ -32,6 +32,13 @@ class Live:
         except BaseException as exc:  # surfaced by start()
             self.error = exc
             self.ready.set()
+        finally:
+            # Background tasks of libraries (litellm's log worker) end with the loop, not at exit.
+            pending = asyncio.all_tasks(self.loop)
+            for task in pending:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.close()
 
     async def _serve(self) -> None:
         self.svc = await build_services(self.settings)
