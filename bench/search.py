@@ -135,7 +135,6 @@ def sql_level(database_url: str, keys: dict, qvecs: np.ndarray, model: str) -> d
 
         for label, tenant in (("whole table", None), ("5% tenant", keys["small"])):
             truth, exact_ms, hnsw_ms, recall = [], [], [], []
-            filtered_recall = []
             for q in qvecs:
                 ids, ms = top(tenant, q, exact=True)
                 truth.append(set(ids))
@@ -189,11 +188,10 @@ def main() -> str:
     lines = ["## Judgment search", "", f"Machine: {machine()}. {N} real-text vectors (docstring sentences) in one table, "
              f"two tenants: `big` {100 - SMALL_SHARE * 100:.0f}% and `small` {SMALL_SHARE * 100:.0f}%; {QUERIES} held-out sentences as queries.", ""]
     with stack(COLLAB_LOG_LEVEL="WARNING") as (base, _):
-        env = {}
         with httpx.Client(base_url=base, timeout=30) as client:
             keys_headers = {"big": new_tenant(client), "small": new_tenant(client)}
         keys = {k: h["x-service-api-key"] for k, h in keys_headers.items()}
-        database_url = os.environ.get("BENCH_DATABASE_URL") or _database_url(base)
+        database_url = os.environ["BENCH_DATABASE_URL"]
         with psycopg.connect(database_url, autocommit=True) as conn:
             model = conn.execute("select name from embedding_models where active").fetchone()[0]
         build_s = load_table(database_url, keys, table_vecs, texts[:N], model)
@@ -210,10 +208,10 @@ def main() -> str:
                   "| tenant | e2e p50 ms | e2e p99 ms | server-side p50 ms |", "|---|---:|---:|---:|"]
         for h in http:
             lines.append(f"| {h['scope']} | {h['p50']:.1f} | {h['p99']:.1f} | {h['server p50']:.1f} |")
-        queue = asyncio.run(queue_round_trip(_redis_url(base)))
+        queue = asyncio.run(queue_round_trip(os.environ["BENCH_REDIS_URL"]))
         lines += ["", f"Queue (arq, worker polling every 10 ms): enqueue→start p50 {queue['enqueue→start p50']:.1f} ms, "
                   f"p99 {queue['enqueue→start p99']:.1f} ms; echo round trip p50 {queue['round trip p50']:.1f} ms."]
-        reembed_rate = _reembed_rate(database_url, keys["small"], int(N * SMALL_SHARE), env)
+        reembed_rate = _reembed_rate(database_url, keys["small"])
     lines += ["", f"Embedding throughput (packaged all-MiniLM-L6-v2, batch 64, 2048 texts): fp32 {embed_info['fp32_per_s']:.0f} texts/s, "
               f"bf16 {embed_info['bf16_per_s']:.0f} texts/s (min cosine to fp32 {embed_info['bf16_min_cosine']:.4f}).",
               f"`collab reembed --bf16` over the small tenant (DB reads and writes included): {reembed_rate:.0f} texts/s."]
@@ -222,15 +220,7 @@ def main() -> str:
     return table
 
 
-def _database_url(base: str) -> str:
-    return os.environ["BENCH_DATABASE_URL"]
-
-
-def _redis_url(base: str) -> str:
-    return os.environ["BENCH_REDIS_URL"]
-
-
-def _reembed_rate(database_url: str, api_key: str, n: int, env: dict) -> float:
+def _reembed_rate(database_url: str, api_key: str) -> float:
     from collab.embeddings.model import resolve
 
     _, source = resolve(None)

@@ -288,13 +288,6 @@ def test_binary_garbage_as_text_is_internal(client, model):
     assert model.requests == [] and err["message"]
 
 
-def test_other_tenant_cannot_see_sources(client, model, db):
-    a, b = tenant_with_key(client), tenant_with_key(client)
-    out = result(extract(client, a))["extractionResult"]
-    row = source_row(db, out["memory"]["sourceId"])
-    assert row["api_key_id"] == a.api_key != b.api_key
-
-
 # --- the fixtures, end to end ------------------------------------------------------------------
 
 

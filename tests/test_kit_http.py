@@ -3,7 +3,6 @@
 import logging
 import socket
 
-import httpx
 import pytest
 
 from collab.app import redis_client
@@ -144,9 +143,11 @@ def test_docs_work_offline(client):
     assert client.get("/redoc").status_code == 200
 
 
-def test_cors_preflight_does_not_500(client):
-    response = client.options("/v2/workspace/create")
-    assert response.status_code < 500
+def test_other_methods_on_an_operation_use_the_envelope(client):
+    for method in ("OPTIONS", "PUT", "DELETE"):
+        response = client.request(method, "/v2/workspace/create")
+        assert response.status_code == 405
+        assert response.json()["error"]["status"] == "INVALID_ARGUMENT"
 
 
 @pytest.mark.parametrize(

@@ -146,3 +146,30 @@ def test_create_api_key_validation(client):
 def test_workspace_endpoints_answer_under_v1_too(client):
     tenant = new_tenant(client)
     assert result(post(client, "/v1/workspace/get", {}, tenant.workspace_headers))["id"] == tenant.workspace["id"]
+
+
+def test_secret_rotation_keeps_old_tokens_and_keys_working(client, live):
+    from collab.kit.crypto import Keyring
+
+    tenant = new_tenant(client)
+    body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-before-rotation-1234"}]}
+    result(post(client, "/v2/workspace/apikeyconfig/update", body, tenant.headers))
+    original = live.svc.keyring
+    live.svc.keyring = Keyring("a-brand-new-secret-key-0987", previous=live.settings.secret_key)
+    try:
+        # Tokens and ciphertexts made under the previous secret still verify and open.
+        result(post(client, "/v2/workspace/activityconfig/get", {}, tenant.headers))
+        assert result(post(client, "/v2/workspace/get", {}, tenant.workspace_headers))["authToken"] == tenant.workspace["authToken"]
+        from collab.kit.auth import Tenant
+        from collab.workspaces.config import provider_api_key
+
+        owner = Tenant(api_key_id=tenant.api_key, workspace_id=tenant.workspace["id"])
+        assert live.run(provider_api_key(live.svc, tenant=owner, provider="openai")) == "sk-before-rotation-1234"
+        # A token reset now is made under the new secret, and works.
+        new = result(post(client, "/v2/workspace/authtoken/reset", {"apiKey": tenant.api_key}, tenant.workspace_headers))
+        headers = {"x-service-api-key": tenant.api_key, "x-service-auth-token": new["newAuthToken"]["token"]}
+        result(post(client, "/v2/workspace/activityconfig/get", {}, headers))
+    finally:
+        live.svc.keyring = original
+    # Without the new secret the rotated token is refused: it really was made under the new key.
+    error(post(client, "/v2/workspace/activityconfig/get", {}, headers), "PERMISSION_DENIED")

@@ -35,4 +35,3 @@ OtherEvent = Literal[
 
 COMMENT_EVENTS: tuple[str, ...] = get_args(CommentEvent)
 HUDDLE_EVENTS: tuple[str, ...] = get_args(HuddleEvent)
-ALL_EVENTS: tuple[str, ...] = COMMENT_EVENTS + HUDDLE_EVENTS + get_args(OtherEvent)

@@ -127,6 +127,10 @@ class Collector:
         """Counts worth reporting alongside format-specific meta."""
         return {"tasks": len(self.tasks), "skipped": self.skipped_total}
 
+    def decoded(self, text: str, **meta: object) -> "Decoded":
+        """The decoder's result: what was collected, the capped canonical text, and meta with the counts."""
+        return Decoded(tasks=self.tasks, skipped=self.skipped, canonical_text=cap_canonical(text), meta={**meta, **self.meta()})
+
 
 # --- bytes -> text -----------------------------------------------------------------------------
 

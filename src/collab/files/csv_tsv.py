@@ -3,7 +3,7 @@
 import csv
 import io
 
-from .common import Collector, DecodeError, Decoded, Limits, cap_canonical, check_units, decode_bytes
+from .common import Collector, DecodeError, Decoded, Limits, check_units, decode_bytes
 from .table import table_tasks
 
 DELIMITERS = ",;\t|"
@@ -43,12 +43,4 @@ def decode_csv(data: bytes, *, tsv: bool, limits: Limits) -> Decoded:
         raise DecodeError("unreadable", f"the {'TSV' if tsv else 'CSV'} file cannot be parsed: {exc}") from exc
     collector = Collector(limits)
     meta = table_tasks(rows, collector=collector)
-    return Decoded(
-        tasks=collector.tasks,
-        skipped=collector.skipped,
-        canonical_text=cap_canonical(text),
-        meta={
-            "format": "tsv" if tsv else "csv", "encoding": encoding, "delimiter": delimiter,
-            **meta, **collector.meta(),
-        },
-    )
+    return collector.decoded(text, format="tsv" if tsv else "csv", encoding=encoding, delimiter=delimiter, **meta)

@@ -3,7 +3,7 @@
 import json
 import math
 
-from .common import Collector, DecodeError, Decoded, Limits, cap_canonical
+from .common import Collector, DecodeError, Decoded, Limits
 from .outline import Line, outline_tasks, parse_blocks
 from .sandbox import run_child
 
@@ -38,9 +38,4 @@ def decode_pdf(data: bytes, *, limits: Limits) -> Decoded:
     blocks = parse_blocks(lines, markdown=False, loose_headings=True)
     collector = Collector(limits)
     meta = outline_tasks(blocks, collector=collector)
-    return Decoded(
-        tasks=collector.tasks,
-        skipped=collector.skipped,
-        canonical_text=cap_canonical("\n\n".join(pages)),
-        meta={"format": "pdf", "pages": len(pages), **meta, **collector.meta()},
-    )
+    return collector.decoded("\n\n".join(pages), format="pdf", pages=len(pages), **meta)

@@ -1,6 +1,6 @@
 """Plain-text and Markdown checklists: bullets, numbered items, headings as categories."""
 
-from .common import Collector, Decoded, Limits, cap_canonical, check_units, decode_bytes
+from .common import Collector, Decoded, Limits, check_units, decode_bytes
 from .outline import Line, outline_tasks, parse_blocks
 
 
@@ -14,12 +14,6 @@ def decode_text(data: bytes, *, markdown: bool, limits: Limits) -> Decoded:
     blocks = parse_blocks(lines, markdown=True, loose_headings=False)
     collector = Collector(limits)
     meta = outline_tasks(blocks, collector=collector)
-    return Decoded(
-        tasks=collector.tasks,
-        skipped=collector.skipped,
-        canonical_text=cap_canonical(text),
-        meta={
-            "format": "markdown" if markdown else "text", "encoding": encoding, "lines": len(lines),
-            **meta, **collector.meta(),
-        },
+    return collector.decoded(
+        text, format="markdown" if markdown else "text", encoding=encoding, lines=len(lines), **meta
     )

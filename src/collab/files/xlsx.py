@@ -5,7 +5,7 @@ import json
 import math
 import zipfile
 
-from .common import MAX_CANONICAL_CHARS, MAX_UNITS, Collector, DecodeError, Decoded, Limits, cap_canonical, clean
+from .common import MAX_CANONICAL_CHARS, MAX_UNITS, Collector, DecodeError, Decoded, Limits, clean
 from .sandbox import run_child
 from .table import MAX_COLUMNS, table_tasks
 
@@ -71,8 +71,8 @@ def _canonical(sheets: list[tuple[str, list[tuple[int, list[str]]]]]) -> str:
             lines.append(line)
             size += len(line) + 1
             if size > MAX_CANONICAL_CHARS:
-                return cap_canonical("\n".join(lines))
-    return cap_canonical("\n".join(lines))
+                return "\n".join(lines)
+    return "\n".join(lines)
 
 
 def decode_xlsx(data: bytes, *, limits: Limits) -> Decoded:
@@ -88,9 +88,4 @@ def decode_xlsx(data: bytes, *, limits: Limits) -> Decoded:
         title = clean(title)
         meta = table_tasks(rows, collector=collector, source_prefix=f"{title}!", default_category=title)
         sheets_meta.append({"name": title, **meta})
-    return Decoded(
-        tasks=collector.tasks,
-        skipped=collector.skipped,
-        canonical_text=_canonical(sheets),
-        meta={"format": "xlsx", "sheets": sheets_meta, **collector.meta()},
-    )
+    return collector.decoded(_canonical(sheets), format="xlsx", sheets=sheets_meta)

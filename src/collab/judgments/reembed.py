@@ -1,6 +1,5 @@
 """Batch maintenance of judgment memory: re-embed with a model (resumable) and backfill from activities."""
 
-import asyncio
 import logging
 import time
 from typing import Callable
@@ -8,10 +7,10 @@ from typing import Callable
 from tqdm import tqdm
 
 from collab.embeddings import registry
-from collab.embeddings.model import Embedder, content_hash
+from collab.embeddings.model import Embedder
 from collab.judgments import derive
 from collab.judgments import repository as repo
-from collab.judgments.tasks import derive_batch
+from collab.judgments.tasks import derive_batch, embed_judgments
 from collab.kit.services import Services
 
 log = logging.getLogger("collab.reembed")
@@ -47,40 +46,16 @@ async def reembed(
             rows = await repo.judgments_after(conn, after=after, limit=batch_size, only=only)
             if not rows:
                 break
-            by_tenant: dict[str, list[dict]] = {}
-            for row in rows:
-                by_tenant.setdefault(row["api_key_id"], []).append(row)
-            todo = []
-            for api_key_id, judgments in by_tenant.items():
-                stored = await repo.embedding_hashes(
-                    conn, api_key_id=api_key_id, model=embedder.name, ids=[j["id"] for j in judgments]
-                )
-                for judgment in judgments:
-                    texts = derive.texts(judgment)
-                    for kind in kinds:
-                        if kind not in texts:
-                            continue
-                        digest = content_hash(texts[kind])
-                        if stored.get((judgment["id"], kind)) == digest:
-                            counts["skipped"] += 1
-                            continue
-                        todo.append((judgment, kind, texts[kind], digest))
-            vectors = await asyncio.to_thread(embedder.encode, [t[2] for t in todo], batch_size=64) if todo else []
-            async with conn.transaction():
-                for (judgment, kind, _, digest), vector in zip(todo, vectors):
-                    await repo.upsert_embedding(
-                        conn,
-                        api_key_id=judgment["api_key_id"],
-                        judgment_id=judgment["id"],
-                        kind=kind,
-                        model=embedder.name,
-                        content_hash=digest,
-                        organization_id=judgment["organization_id"],
-                        document_id=judgment["document_id"],
-                        embedding=vector,
-                    )
+        by_tenant: dict[str, dict[str, dict]] = {}
+        for row in rows:
+            by_tenant.setdefault(row["api_key_id"], {})[row["id"]] = row
+        texts = sum(1 for row in rows for kind in kinds if kind in derive.texts(row))
+        written = 0
+        for api_key_id, judgments in by_tenant.items():
+            written += await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=judgments, kinds=kinds)
+        counts["embedded"] += written
+        counts["skipped"] += texts - written
         counts["judgments"] += len(rows)
-        counts["embedded"] += len(todo)
         after = (rows[-1]["api_key_id"], rows[-1]["id"])
         batches += 1
         if bar:

@@ -5,7 +5,6 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from collab.embeddings import registry
 from collab.judgments import repository as repo
 from collab.judgments.schemas import QueryJudgments, SearchJudgments
 from collab.kit import paging

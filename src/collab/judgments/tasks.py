@@ -38,8 +38,15 @@ def _source(svc: Services) -> str:
     return svc.settings.embedding_model or "default"
 
 
-async def embed_judgments(svc: Services, embedder: Embedder, *, api_key_id: str, judgments: dict[str, dict]) -> int:
-    """Embed the review and content texts of judgments whose text changed; returns vectors written."""
+async def embed_judgments(
+    svc: Services,
+    embedder: Embedder,
+    *,
+    api_key_id: str,
+    judgments: dict[str, dict],
+    kinds: tuple[str, ...] = registry.KINDS,
+) -> int:
+    """Embed the texts (of `kinds`) of one tenant's judgments whose text changed; returns vectors written."""
     if not judgments:
         return 0
     async with svc.pool.connection() as conn:
@@ -48,7 +55,7 @@ async def embed_judgments(svc: Services, embedder: Embedder, *, api_key_id: str,
     stale: list[tuple[str, str]] = []
     for judgment_id, judgment in judgments.items():
         texts = derive.texts(judgment)
-        for kind in registry.KINDS:
+        for kind in kinds:
             if kind not in texts:
                 if (judgment_id, kind) in stored:
                     stale.append((judgment_id, kind))

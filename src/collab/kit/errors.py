@@ -55,6 +55,3 @@ def issue(path: list[str], message: str, code: str = "custom") -> dict[str, Any]
     """One entry of details.issues."""
     return {"code": code, "path": [str(p) for p in path], "message": message}
 
-
-def not_found(message: str) -> ApiError:
-    return ApiError("NOT_FOUND", message)

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, AsyncIterator, Awaitable, Callable
 
-from arq import ArqRedis
+from arq import ArqRedis, Retry
 from arq.jobs import Job, JobStatus
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
@@ -99,8 +99,6 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
                 if row["attempts"] >= max_tries:
                     await _finish(pool, job_id, "failed", error=f"{type(exc).__name__}: {exc}")
                     return None
-                from arq import Retry
-
                 raise Retry(defer=timedelta(seconds=backoff_s * 2 ** (row["attempts"] - 1))) from exc
             await _finish(pool, job_id, "succeeded", result=result)
             return result

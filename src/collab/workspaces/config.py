@@ -153,12 +153,6 @@ async def get_api_key_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]
         return await _api_key_config_view(svc, conn, tenant=tenant)
 
 
-async def advanced_queries_enabled(svc: Services, *, tenant: Tenant) -> bool:
-    """Whether users/get and notifications/get may run for this key."""
-    async with svc.pool.connection() as conn:
-        return (await repo.api_key_config(conn, api_key_id=tenant.api_key_id))["enable_advanced_queries"]
-
-
 async def provider_api_key(svc: Services, *, tenant: Tenant, provider: str) -> str | None:
     """The tenant's own key for a model provider, decrypted; None when unset."""
     async with svc.pool.connection() as conn:

@@ -1,6 +1,6 @@
 """PostgreSQL access: the pool, named queries, helpers, migrations."""
 
-from collab.kit.db.pool import create_pool, execute, fetch_all, fetch_one, fetch_val
+from collab.kit.db.pool import create_pool, execute, fetch_all, fetch_one
 from collab.kit.db.queries import Queries
 
-__all__ = ["Queries", "create_pool", "execute", "fetch_all", "fetch_one", "fetch_val"]
+__all__ = ["Queries", "create_pool", "execute", "fetch_all", "fetch_one"]

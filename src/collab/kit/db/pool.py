@@ -32,11 +32,6 @@ async def fetch_all(
     return await cur.fetchall()
 
 
-async def fetch_val(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> Any:
-    row = await fetch_one(conn, sql, params)
-    return None if row is None else next(iter(row.values()))
-
-
 async def execute(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> int:
     cur = await conn.execute(sql, params)
     return cur.rowcount

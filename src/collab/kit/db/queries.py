@@ -29,6 +29,3 @@ class Queries:
             return self._sql[name]
         except KeyError:
             raise AttributeError(f"no query named {name!r}") from None
-
-    def names(self) -> list[str]:
-        return list(self._sql)
