@@ -4,11 +4,15 @@ from fastapi import FastAPI
 
 from collab.activities.routes import router as activities
 from collab.ask_ai.routes import router as ask_ai
+from collab.documents.routes import router as documents
 from collab.extraction.routes import router as extraction
 from collab.judgments.routes import router as judgments
+from collab.organizations.routes import router as organizations
+from collab.permissions.routes import router as permissions
+from collab.users.routes import router as users
 from collab.workspaces.routes import router as workspaces
 
-ROUTERS = [workspaces, activities, extraction, judgments, ask_ai]
+ROUTERS = [workspaces, organizations, documents, users, permissions, activities, extraction, judgments, ask_ai]
 
 
 def mount(app: FastAPI) -> None:

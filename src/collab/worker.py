@@ -31,8 +31,10 @@ async def echo_tracked(ctx: dict, **kwargs: Any) -> dict[str, Any]:
 def functions(settings: Settings) -> list:
     """Every job the worker serves, with its own timeout and tries."""
     from collab.ask_ai.tasks import ask_ai
+    from collab.documents.migration import migrate_document
     from collab.extraction.tasks import extract_agents
     from collab.judgments.tasks import derive_judgments, embed_query
+    from collab.users.deletion import delete_user_data
 
     return [
         echo,
@@ -42,6 +44,8 @@ def functions(settings: Settings) -> list:
         func(extract_agents, name="extract_agents", timeout=settings.extraction_timeout_s + 5, max_tries=1),
         func(derive_judgments, name="derive_judgments", timeout=300, max_tries=5),
         func(embed_query, name="embed_query", timeout=settings.search_timeout_s + 5, max_tries=1),
+        func(migrate_document, name="migrate_document", timeout=600, max_tries=5),
+        func(delete_user_data, name="delete_user_data", timeout=3600, max_tries=8),
     ]
 
 CRON_JOBS = [cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True)]

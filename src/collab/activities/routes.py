@@ -5,7 +5,7 @@ from fastapi import APIRouter, Depends
 from collab.activities import service
 from collab.activities.schemas import AddActivities, DeleteActivities, GetActivities, UpdateActivities
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import StrictJsonRoute, Envelope, OrjsonResponse, ok
+from collab.kit.envelope import StrictJsonRoute, Envelope, listed, ok
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["activities"], route_class=StrictJsonRoute)
@@ -27,8 +27,7 @@ async def update(
 @router.post("/activities/get", summary="List activity log records [API-key auth]")
 async def get(body: Envelope[GetActivities], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)):
     records, token = await service.list_activities(svc, tenant=tenant, data=body.data)
-    result = {"status": "success", "message": "Activities retrieved successfully.", "data": records, "pageToken": token}
-    return OrjsonResponse({"result": result})
+    return listed(records, token, "Activities retrieved successfully.")
 
 
 @router.post("/activities/delete", summary="Delete activity log records [API-key auth]")

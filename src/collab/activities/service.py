@@ -119,7 +119,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateActivities) -> di
 
 async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities) -> tuple[list[dict[str, Any]], str | None]:
     """A page of activities, newest first by default, and the token of the next page."""
-    after_ts, after_id = paging.decode(data.pageToken, 2) if data.pageToken else (None, None)
+    pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:activities")
+    after_ts, after_id = pager.after(data.pageToken, 2)
     async with svc.pool.connection() as conn:
         rows = await repo.list_page(
             conn,
@@ -136,7 +137,7 @@ async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities)
             desc=data.order == "desc",
             limit=data.pageSize + 1,
         )
-    rows, token = paging.page(rows, data.pageSize, "timestamp", "id")
+    rows, token = pager.page(rows, data.pageSize, "timestamp", "id")
     return [to_wire(r) for r in rows], token
 
 

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Depends
 from collab.judgments import service
 from collab.judgments.schemas import QueryJudgments, SearchJudgments
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import StrictJsonRoute, Envelope, OrjsonResponse, raw
+from collab.kit.envelope import StrictJsonRoute, Envelope, listed, raw
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
@@ -20,5 +20,4 @@ async def search(body: Envelope[SearchJudgments], tenant: Tenant = Depends(api_k
 @router.post("/memory/judgments/query", summary="List judgments by filters [API-key auth]")
 async def query(body: Envelope[QueryJudgments], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)):
     records, token = await service.query(svc, tenant=tenant, data=body.data)
-    result = {"status": "success", "message": "Judgments retrieved successfully.", "data": records, "pageToken": token}
-    return OrjsonResponse({"result": result})
+    return listed(records, token, "Judgments retrieved successfully.")

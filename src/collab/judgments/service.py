@@ -148,7 +148,8 @@ async def search(svc: Services, *, tenant: Tenant, data: SearchJudgments) -> dic
 
 async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple[list[dict[str, Any]], str | None]:
     """Judgments by filters, newest first, without vector search."""
-    after_ts, after_id = paging.decode(data.pageToken, 2) if data.pageToken else (None, None)
+    pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:judgments")
+    after_ts, after_id = pager.after(data.pageToken, 2)
     async with svc.pool.connection() as conn:
         rows = await repo.list_page(
             conn,
@@ -163,6 +164,6 @@ async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple
             after_id=after_id,
             limit=data.pageSize + 1,
         )
-    rows, token = paging.page(rows, data.pageSize, "created_at", "id")
+    rows, token = pager.page(rows, data.pageSize, "created_at", "id")
     scope = "document" if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey"
     return [record(r, scope) for r in rows], token

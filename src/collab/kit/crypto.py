@@ -22,6 +22,7 @@ class _Key:
         self.mac = _derive(secret, b"collab-hmac-v1")
         self.aead = AESGCM(_derive(secret, b"collab-aead-v1"))
         self.kid = hashlib.sha256(_derive(secret, b"collab-kid-v1")).digest()[:4]
+        self.sign = _derive(secret, b"collab-sign-v1")
 
 
 class DecryptError(Exception):
@@ -33,6 +34,7 @@ class Keyring:
 
     def __init__(self, secret: str, previous: str | None = None):
         self.keys = [_Key(secret)] + ([_Key(previous)] if previous else [])
+        self.secret = secret  # signs user tokens (HS256), which clients verify with the same secret
 
     def hash(self, token: str) -> bytes:
         """The lookup hash of a token under the current key."""
@@ -44,6 +46,17 @@ class Keyring:
         for key in self.keys:
             digest = hmac.new(key.mac, token.encode(), hashlib.sha256).digest()
             ok |= hmac.compare_digest(digest, bytes(stored))
+        return ok
+
+    def sign(self, data: bytes) -> bytes:
+        """A short MAC of `data` under the current key (page tokens)."""
+        return hmac.new(self.keys[0].sign, data, hashlib.sha256).digest()[:16]
+
+    def signed(self, data: bytes, signature: bytes) -> bool:
+        """Whether `signature` is a MAC of `data` under any key of the ring."""
+        ok = False
+        for key in self.keys:
+            ok |= hmac.compare_digest(hmac.new(key.sign, data, hashlib.sha256).digest()[:16], signature)
         return ok
 
     def encrypt(self, plaintext: str, aad: str) -> bytes:

@@ -44,6 +44,12 @@ def ok(data: Any = None, message: str = "Success", *, status_code: int = 200) ->
     return OrjsonResponse({"result": result}, status_code=status_code)
 
 
+def listed(records: Any, token: str | None, message: str, **extra: Any) -> OrjsonResponse:
+    """A page of records: {result: {status, message, data, pageToken}} (`None` on the last page)."""
+    result = {"status": "success", "message": message, "data": records, "pageToken": token, **extra}
+    return OrjsonResponse({"result": result})
+
+
 def raw(body: Any, status_code: int = 200) -> OrjsonResponse:
     """A body the spec shapes itself (memory search, Ask AI, user-data delete)."""
     return OrjsonResponse(body, status_code=status_code)

@@ -37,9 +37,9 @@ class Tx:
         self.conn = conn
         self.pending: list[tuple[str, str]] = []
 
-    async def enqueue(self, function: str, *, api_key_id: str | None, **args: Any) -> str:
+    async def enqueue(self, function: str, *, api_key_id: str | None, _job_id: str | None = None, **args: Any) -> str:
         """Record a job in this transaction; it is sent to the queue after commit."""
-        job_id = new_id("job_")
+        job_id = _job_id or new_id("job_")
         await execute(
             self.conn,
             "insert into jobs (id, api_key_id, function, args) values (%(id)s, %(key)s, %(fn)s, %(args)s)",

@@ -1,0 +1,96 @@
+"""SQL of documents, folders and migrations; executes, never commits."""
+
+from typing import Any
+
+from psycopg import sql
+
+from collab.features import DOCUMENT_TABLES
+from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db.pool import Conn
+
+q = Queries.beside(__file__)
+
+
+async def insert(conn: Conn, **row: Any) -> bool:
+    """Create a document; False when the id is taken in the organization."""
+    return await fetch_one(conn, q.insert_document, row) is not None
+
+
+async def list_page(conn: Conn, **filters: Any) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.list_documents, filters)
+
+
+async def update(conn: Conn, **change: Any) -> bool:
+    return await fetch_one(conn, q.update_document, change) is not None
+
+
+async def delete(conn: Conn, *, api_key_id: str, organization_id: str, ids: list[str]) -> set[str]:
+    """Delete documents with their grants and every feature's data about them."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "ids": ids}
+    deleted = {r["id"] for r in await fetch_all(conn, q.delete_documents, params)}
+    if deleted:
+        params["ids"] = sorted(deleted)
+        await execute(conn, q.delete_document_grants, params)
+        await delete_feature_data(conn, api_key_id=api_key_id, organization_id=organization_id, document_ids=params["ids"])
+    return deleted
+
+
+async def delete_feature_data(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None
+) -> None:
+    """Remove every feature's rows of some documents (None: of the whole organization)."""
+    for table in DOCUMENT_TABLES:
+        statement = sql.SQL(
+            "delete from {} where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s"
+            " and (%(ids)s::text[] is null or document_id = any(%(ids)s))"
+        ).format(sql.Identifier(table))
+        await execute(conn, statement, {"api_key_id": api_key_id, "organization_id": organization_id, "ids": document_ids})
+
+
+async def move(conn: Conn, *, api_key_id: str, organization_id: str, id: str, new_id: str, now: int) -> str | None:
+    """Give a document a new id, with its grants and every feature's data; the reason when refused."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "new_id": new_id, "now": now}
+    if await fetch_one(conn, q.lock_document, params) is None:
+        return f"Document {id} does not exist in organization {organization_id}."
+    if await fetch_one(conn, q.lock_document, params | {"id": new_id}) is not None:
+        return f"Document {new_id} already exists in organization {organization_id}."
+    await execute(conn, q.rename_document, params)
+    await execute(conn, q.move_document_grants, params)
+    for table in DOCUMENT_TABLES:
+        statement = sql.SQL(
+            "update {} set document_id = %(new_id)s where api_key_id = %(api_key_id)s"
+            " and organization_id = %(organization_id)s and document_id = %(id)s"
+        ).format(sql.Identifier(table))
+        await execute(conn, statement, params)
+    return None
+
+
+async def insert_folder(conn: Conn, **row: Any) -> bool:
+    return await fetch_one(conn, q.insert_folder, row) is not None
+
+
+async def folder_exists(conn: Conn, *, api_key_id: str, organization_id: str, id: str) -> bool:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id}
+    return await fetch_one(conn, q.get_folder, params) is not None
+
+
+async def folder_tree(conn: Conn, *, api_key_id: str, organization_id: str) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.folder_tree, {"api_key_id": api_key_id, "organization_id": organization_id})
+
+
+async def insert_migration(conn: Conn, **row: Any) -> None:
+    await execute(conn, q.insert_migration, row)
+
+
+async def get_migration(conn: Conn, *, api_key_id: str, organization_id: str, id: str) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.get_migration, {"api_key_id": api_key_id, "organization_id": organization_id, "id": id})
+
+
+async def start_migration(conn: Conn, *, api_key_id: str, id: str, now: int) -> dict[str, Any] | None:
+    """Mark a migration in progress; None when it has already finished."""
+    return await fetch_one(conn, q.start_migration, {"api_key_id": api_key_id, "id": id, "now": now})
+
+
+async def finish_migration(conn: Conn, *, api_key_id: str, id: str, status: str, reason: str | None, now: int) -> None:
+    params = {"api_key_id": api_key_id, "id": id, "status": status, "reason": reason, "now": now}
+    await execute(conn, q.finish_migration, params)

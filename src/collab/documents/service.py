@@ -1,0 +1,123 @@
+"""Documents: add (with the spec's partial-failure envelope), get, update, delete."""
+
+import logging
+from typing import Any
+
+import psycopg
+
+from collab.documents import repository as repo
+from collab.documents.schemas import AddDocuments, DeleteDocuments, GetDocuments, UpdateDocuments
+from collab.kit import paging
+from collab.kit.auth import Tenant
+from collab.kit.errors import ApiError
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+from collab.organizations.service import MISSING as ORGANIZATION_MISSING
+from collab.organizations.service import ensure as ensure_organization
+
+log = logging.getLogger("collab.documents")
+DOCUMENT_MISSING = "Document does not exist."
+FOLDER_MISSING = "Folder does not exist."
+
+
+def to_wire(row: dict[str, Any]) -> dict[str, Any]:
+    """A document as clients see it (unset fields left out)."""
+    record = {"documentId": row["id"], "organizationId": row["organization_id"]}
+    if row["name"] is not None:
+        record["documentName"] = row["name"]
+    if row["folder_id"] is not None:
+        record["folderId"] = row["folder_id"]
+    return record | {"createdAt": row["created_at"], "updatedAt": row["updated_at"]}
+
+
+def _failed(doc_id: str, message: str, code: str) -> dict[str, Any]:
+    return {"success": False, "id": doc_id, "message": message, "code": code}
+
+
+async def add(svc: Services, *, tenant: Tenant, data: AddDocuments) -> dict[str, Any]:
+    """Add documents; any failed item turns the answer into the spec's INTERNAL envelope with per-item codes."""
+    now = svc.now_ms()
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    ids = [d.documentId for d in data.documents]
+    async with transaction(svc.pool, svc.redis) as tx:
+        if not await ensure_organization(
+            tx.conn, tenant=tenant, organization_id=data.organizationId, create=data.createOrganization, now=now
+        ):
+            results = {i: _failed(i, ORGANIZATION_MISSING, "internal") for i in ids}
+        elif data.folderId and not await _ensure_folder(tx.conn, key, data.folderId, data.createFolder, now):
+            results = {i: _failed(i, FOLDER_MISSING, "internal") for i in ids}
+        else:
+            results = {}
+            for doc in data.documents:
+                try:
+                    async with tx.conn.transaction():  # a savepoint: one failed item keeps the others
+                        added = await repo.insert(
+                            tx.conn, **key, id=doc.documentId, name=doc.documentName, folder_id=data.folderId, now=now
+                        )
+                except psycopg.Error:
+                    log.exception("adding document %s failed", doc.documentId)
+                    results[doc.documentId] = _failed(doc.documentId, "Failed to add document.", "internal")
+                    continue
+                results[doc.documentId] = (
+                    {"success": True, "id": doc.documentId, "message": "Document added successfully."}
+                    if added
+                    else _failed(doc.documentId, "Document already exists.", "already-exists")
+                )
+    if any(not r["success"] for r in results.values()):
+        # The spec's one non-batch-style answer: HTTP 500, decided per item by `code`.
+        raise ApiError("INTERNAL", "One or more documents could not be added.", details=results)
+    return results
+
+
+async def _ensure_folder(conn, key: dict[str, str], folder_id: str, create: bool, now: int) -> bool:
+    if create:
+        await repo.insert_folder(conn, **key, id=folder_id, name=None, parent_id=None, now=now)
+    return await repo.folder_exists(conn, **key, id=folder_id)
+
+
+async def get(svc: Services, *, tenant: Tenant, data: GetDocuments) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of an organization's documents in id order."""
+    pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:documents:{data.organizationId}")
+    (after_id,) = pager.after(data.pageToken, 1)
+    async with svc.pool.connection() as conn:
+        rows = await repo.list_page(
+            conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            ids=data.documentIds,
+            folder_id=data.folderId,
+            after_id=after_id,
+            limit=data.pageSize + 1,
+        )
+    rows, token = pager.page(rows, data.pageSize, "id")
+    return [to_wire(r) for r in rows], token
+
+
+async def update(svc: Services, *, tenant: Tenant, data: UpdateDocuments) -> dict[str, Any]:
+    """Rename documents or move them into a folder; results keyed by documentId."""
+    now = svc.now_ms()
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    results: dict[str, Any] = {}
+    async with transaction(svc.pool, svc.redis) as tx:
+        for doc in data.documents:
+            if doc.folderId and not await repo.folder_exists(tx.conn, **key, id=doc.folderId):
+                results[doc.documentId] = {"success": False, "id": doc.documentId, "message": FOLDER_MISSING}
+                continue
+            found = await repo.update(
+                tx.conn, **key, id=doc.documentId, name=doc.documentName, folder_id=doc.folderId, now=now
+            )
+            message = "Document updated." if found else DOCUMENT_MISSING
+            results[doc.documentId] = {"success": found, "id": doc.documentId, "message": message}
+    return results
+
+
+async def delete(svc: Services, *, tenant: Tenant, data: DeleteDocuments) -> dict[str, Any]:
+    """Delete documents with their access grants and every feature's data about them."""
+    async with transaction(svc.pool, svc.redis) as tx:
+        deleted = await repo.delete(
+            tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, ids=data.documentIds
+        )
+    return {
+        d: {"success": d in deleted, "id": d, "message": "Document deleted." if d in deleted else DOCUMENT_MISSING}
+        for d in data.documentIds
+    }

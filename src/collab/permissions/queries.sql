@@ -1,0 +1,49 @@
+-- name: upsert_grant
+insert into grants (api_key_id, organization_id, principal_type, principal_id, resource_type, resource_id,
+                    access_role, expires_at, created_at, updated_at)
+values (%(api_key_id)s, %(organization_id)s, %(principal_type)s, %(principal_id)s, %(resource_type)s,
+        %(resource_id)s, %(access_role)s, %(expires_at)s, %(now)s, %(now)s)
+on conflict (api_key_id, organization_id, principal_type, principal_id, resource_type, resource_id) do update
+set access_role = excluded.access_role, expires_at = excluded.expires_at, updated_at = excluded.updated_at
+
+-- name: delete_grant
+delete from grants
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and principal_type = %(principal_type)s and principal_id = %(principal_id)s
+  and resource_type = %(resource_type)s and resource_id = %(resource_id)s
+
+-- name: resource_exists
+select exists (
+    select 1 from organizations o
+    where o.api_key_id = %(api_key_id)s and o.id = %(organization_id)s
+      and (%(resource_type)s = 'organization'
+           or (%(resource_type)s = 'folder' and exists (
+                select 1 from folders f where f.api_key_id = o.api_key_id and f.organization_id = o.id
+                  and f.id = %(resource_id)s))
+           or (%(resource_type)s = 'document' and exists (
+                select 1 from documents d where d.api_key_id = o.api_key_id and d.organization_id = o.id
+                  and d.id = %(resource_id)s)))
+) as found
+
+-- name: group_exists
+select exists (
+    select 1 from user_groups
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
+) as found
+
+-- name: live_grants
+-- The grants that apply now to each user, directly or through a group they belong to.
+select u.user_id, g.resource_type, g.resource_id, g.access_role, g.expires_at
+from unnest(%(user_ids)s::text[]) as u (user_id)
+join grants g
+  on g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+ and ((g.principal_type = 'user' and g.principal_id = u.user_id)
+      or (g.principal_type = 'group' and g.principal_id in (
+            select m.group_id from group_members m
+            where m.api_key_id = %(api_key_id)s and m.organization_id = %(organization_id)s
+              and m.user_id = u.user_id)))
+where g.expires_at is null or g.expires_at * 1000 > %(now_ms)s
+
+-- name: document_folders
+select id, folder_id from documents
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)

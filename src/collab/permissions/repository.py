@@ -1,0 +1,42 @@
+"""SQL of access grants; executes, never commits."""
+
+from typing import Any
+
+from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db.pool import Conn
+
+q = Queries.beside(__file__)
+
+
+async def upsert_grant(conn: Conn, **grant: Any) -> None:
+    """Set a principal's role (and expiry) on a resource."""
+    await execute(conn, q.upsert_grant, grant)
+
+
+async def delete_grant(conn: Conn, **grant: Any) -> int:
+    return await execute(conn, q.delete_grant, grant)
+
+
+async def resource_exists(conn: Conn, *, api_key_id: str, organization_id: str, resource_type: str, resource_id: str) -> bool:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id,
+              "resource_type": resource_type, "resource_id": resource_id}
+    return (await fetch_one(conn, q.resource_exists, params))["found"]
+
+
+async def group_exists(conn: Conn, *, api_key_id: str, organization_id: str, id: str) -> bool:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id}
+    return (await fetch_one(conn, q.group_exists, params))["found"]
+
+
+async def live_grants(
+    conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str], now_ms: int
+) -> list[dict[str, Any]]:
+    """Grants that apply now to these users, directly or through their groups."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids, "now_ms": now_ms}
+    return await fetch_all(conn, q.live_grants, params)
+
+
+async def document_folders(conn: Conn, *, api_key_id: str, organization_id: str, ids: list[str]) -> dict[str, str | None]:
+    """The folder of each existing document among `ids`."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "ids": ids}
+    return {r["id"]: r["folder_id"] for r in await fetch_all(conn, q.document_folders, params)}

@@ -1,0 +1,93 @@
+"""Request models of permissions and token generation."""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from collab.kit.envelope import Model
+from collab.kit.fields import MAX_BATCH, Id, Name, id_list
+
+ResourceType = Literal["organization", "folder", "document"]
+AccessRole = Literal["viewer", "editor"]
+
+
+class ResourceRef(Model):
+    type: ResourceType
+    id: Id
+    organizationId: Id = None
+
+    @model_validator(mode="after")
+    def _organization(self):
+        if self.type == "organization":
+            if self.organizationId not in (None, self.id):
+                raise ValueError("organizationId must equal id for an organization entry")
+            self.organizationId = self.id
+        elif self.organizationId is None:
+            raise ValueError(f"organizationId is required when type is {self.type}")
+        return self
+
+
+class Resource(ResourceRef):
+    accessRole: AccessRole = "editor"
+    # Unix seconds; the bound refuses milliseconds, the usual mistake.
+    expiresAt: int | float = Field(None, ge=0, le=10**11, description="Unix timestamp in seconds")
+
+
+class Permissions(Model):
+    resources: list[Resource] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class ResourceRefs(Model):
+    resources: list[ResourceRef] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class UserRef(Model):
+    userId: Id
+
+
+class GroupRef(Model):
+    organizationId: Id
+    organizationUserGroupId: Id
+
+
+class AddPermissions(Model):
+    user: UserRef = None
+    group: GroupRef = None
+    permissions: Permissions
+
+    @model_validator(mode="after")
+    def _one_principal(self):
+        if (self.user is None) == (self.group is None):
+            raise ValueError("Provide exactly one of user and group")
+        return self
+
+
+class RemovePermissions(Model):
+    userId: Id = None
+    group: GroupRef = None
+    permissions: ResourceRefs
+
+    @model_validator(mode="after")
+    def _one_principal(self):
+        if (self.userId is None) == (self.group is None):
+            raise ValueError("Provide exactly one of userId and group")
+        return self
+
+
+class GetPermissions(Model):
+    organizationId: Id
+    userIds: id_list(30)
+    folderIds: id_list(100) = None
+    documentIds: id_list(100) = None
+
+
+class UserProperties(Model):
+    name: Name = None
+    email: str = Field(None, max_length=320)
+    isAdmin: bool = False
+
+
+class GenerateToken(Model):
+    userId: Id
+    userProperties: UserProperties = None
+    permissions: Permissions = None

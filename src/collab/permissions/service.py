@@ -1,0 +1,181 @@
+"""Permissions: grant and revoke roles (for a user or a group), read effective access, issue user tokens."""
+
+from itertools import groupby
+from typing import Any
+
+from collab.documents import repository as documents_repo
+from collab.kit.auth import Tenant
+from collab.kit.db.pool import Conn
+from collab.kit.errors import invalid, issue
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+from collab.organizations import repository as organizations_repo
+from collab.permissions import access, tokens
+from collab.permissions import repository as repo
+from collab.permissions.schemas import AddPermissions, GenerateToken, GetPermissions, RemovePermissions, Resource
+from collab.users import repository as users_repo
+
+_MISSING = {"organization": "Organization does not exist.", "folder": "Folder does not exist.",
+            "document": "Document does not exist."}
+
+
+async def _refuse_missing(
+    conn: Conn, *, tenant: Tenant, resources: list[Resource], path: list[str], organization_id: str | None = None
+) -> None:
+    """INVALID_ARGUMENT naming every resource that does not exist (or lies outside the group's organization)."""
+    problems = []
+    for i, r in enumerate(resources):
+        if organization_id is not None and r.organizationId != organization_id:
+            problems.append(issue([*path, i, "organizationId"], "Must be the group's organization."))
+        elif not await repo.resource_exists(
+            conn, api_key_id=tenant.api_key_id, organization_id=r.organizationId, resource_type=r.type, resource_id=r.id
+        ):
+            problems.append(issue([*path, i, "id"], _MISSING[r.type]))
+    if problems:
+        raise invalid(problems[0]["message"] if len(problems) == 1 else "Some resources do not exist.", problems)
+
+
+async def _grant(conn: Conn, *, tenant: Tenant, principal: tuple[str, str], resources: list[Resource], now: int) -> None:
+    for r in resources:
+        await repo.upsert_grant(
+            conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=r.organizationId,
+            principal_type=principal[0],
+            principal_id=principal[1],
+            resource_type=r.type,
+            resource_id=r.id,
+            access_role=r.accessRole,
+            expires_at=int(r.expiresAt) if r.expiresAt is not None else None,
+            now=now,
+        )
+
+
+async def add(svc: Services, *, tenant: Tenant, data: AddPermissions) -> None:
+    """Grant roles on several resources to a user, or to every member of a group; all or nothing."""
+    resources = data.permissions.resources
+    now = svc.now_ms()
+    async with transaction(svc.pool, svc.redis) as tx:
+        if data.group is not None:
+            group = data.group
+            if not await repo.group_exists(
+                tx.conn, api_key_id=tenant.api_key_id, organization_id=group.organizationId, id=group.organizationUserGroupId
+            ):
+                message = "Organization user group does not exist."
+                raise invalid(message, [issue(["group", "organizationUserGroupId"], message)])
+            await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"],
+                                  organization_id=group.organizationId)
+            principal = ("group", group.organizationUserGroupId)
+        else:
+            await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"])
+            await users_repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=data.user.userId, now=now)
+            principal = ("user", data.user.userId)
+        await _grant(tx.conn, tenant=tenant, principal=principal, resources=resources, now=now)
+
+
+async def remove(svc: Services, *, tenant: Tenant, data: RemovePermissions) -> int:
+    """Revoke a user's (or a group's) grants on resources; the number revoked."""
+    principal = ("user", data.userId) if data.userId else ("group", data.group.organizationUserGroupId)
+    removed = 0
+    async with transaction(svc.pool, svc.redis) as tx:
+        for r in data.permissions.resources:
+            if data.group is not None and r.organizationId != data.group.organizationId:
+                continue  # a group only holds grants in its own organization
+            removed += await repo.delete_grant(
+                tx.conn,
+                api_key_id=tenant.api_key_id,
+                organization_id=r.organizationId,
+                principal_type=principal[0],
+                principal_id=principal[1],
+                resource_type=r.type,
+                resource_id=r.id,
+            )
+    return removed
+
+
+async def effective(
+    conn: Conn,
+    *,
+    tenant: Tenant,
+    organization_id: str,
+    user_ids: list[str],
+    folder_ids: list[str] | None,
+    document_ids: list[str] | None,
+    now_ms: int,
+) -> dict[str, Any]:
+    """Each user's effective access in one organization; without ids, to what they hold grants on."""
+    key = {"api_key_id": tenant.api_key_id, "organization_id": organization_id}
+    organization = await organizations_repo.get(conn, api_key_id=tenant.api_key_id, id=organization_id)
+    grants, folders = [], {}
+    if organization is not None:
+        grants = await repo.live_grants(conn, **key, user_ids=user_ids, now_ms=now_ms)
+        folders = {r["id"]: list(r["ancestors"]) for r in await documents_repo.folder_tree(conn, **key)}
+    by_user = {u: [g for g in grants if g["user_id"] == u] for u in user_ids}
+
+    def granted(user: str, kind: str) -> list[str]:
+        return sorted({g["resource_id"] for g in by_user[user] if g["resource_type"] == kind})
+
+    wanted_docs = set(document_ids or []) | ({g["resource_id"] for g in grants if g["resource_type"] == "document"})
+    documents = await repo.document_folders(conn, **key, ids=sorted(wanted_docs)) if organization else {}
+    return {
+        user: access.resolve(
+            organization_id=organization_id,
+            organization=organization,
+            grants=by_user[user],
+            folders=folders,
+            documents=documents,
+            folder_ids=folder_ids if folder_ids is not None else granted(user, "folder"),
+            document_ids=document_ids if document_ids is not None else granted(user, "document"),
+        )
+        for user in user_ids
+    }
+
+
+async def get(svc: Services, *, tenant: Tenant, data: GetPermissions) -> dict[str, Any]:
+    """Effective access keyed by userId: organization, folders and documents."""
+    async with svc.pool.connection() as conn:
+        return await effective(
+            conn,
+            tenant=tenant,
+            organization_id=data.organizationId,
+            user_ids=data.userIds,
+            folder_ids=data.folderIds,
+            document_ids=data.documentIds,
+            now_ms=svc.now_ms(),
+        )
+
+
+async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) -> dict[str, str]:
+    """Grant the listed resources, then sign a 48-hour token with the user and their effective access to them."""
+    now = svc.now_ms()
+    resources = data.permissions.resources if data.permissions else []
+    props = data.userProperties
+    async with transaction(svc.pool, svc.redis) as tx:
+        await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"])
+        await users_repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=data.userId, now=now,
+                                name=props.name if props else None, email=props.email if props else None)
+        await _grant(tx.conn, tenant=tenant, principal=("user", data.userId), resources=resources, now=now)
+        granted = []
+        for organization_id, group in groupby(sorted(resources, key=lambda r: r.organizationId), lambda r: r.organizationId):
+            group = list(group)
+            answer = (await effective(
+                tx.conn,
+                tenant=tenant,
+                organization_id=organization_id,
+                user_ids=[data.userId],
+                folder_ids=[r.id for r in group if r.type == "folder"],
+                document_ids=[r.id for r in group if r.type == "document"],
+                now_ms=now,
+            ))[data.userId]
+            sections = {"organization": answer["organization"], "folder": answer["folders"], "document": answer["documents"]}
+            for r in group:
+                entry = sections[r.type][r.id]
+                if "accessRole" in entry:  # denied (a disabled organization) or expired: not in the token
+                    granted.append({"type": r.type, "id": r.id, "organizationId": organization_id, **entry})
+    user = {"userId": data.userId, "isAdmin": bool(props and props.isAdmin)}
+    if props and props.name is not None:
+        user["name"] = props.name
+    if props and props.email is not None:
+        user["email"] = props.email
+    claims = {"sub": data.userId, "apiKey": tenant.api_key_id, "user": user, "permissions": {"resources": granted}}
+    return {"token": tokens.issue(svc.keyring.secret, claims=claims, now_s=now // 1000)}

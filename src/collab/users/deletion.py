@@ -1,0 +1,82 @@
+"""Deleting all data of users: a job runs one task per kind of data, each once, and records progress.
+
+A feature that stores data created by users adds a task here; `tasksCount` grows with it.
+"""
+
+from typing import Any, Awaitable, Callable
+
+from collab.kit.auth import Tenant
+from collab.kit.crypto import new_id
+from collab.kit.db.pool import Conn
+from collab.kit.errors import ApiError
+from collab.kit.jobs import transaction, tracked
+from collab.kit.services import Services
+from collab.users import repository as repo
+from collab.users.schemas import DeleteUserData, UserDataDeleteStatus
+
+
+async def _access(conn: Conn, **scope: Any) -> None:
+    """Their grants and group memberships."""
+    await repo.delete_user_grants(conn, **scope)
+
+
+async def _activities(conn: Conn, **scope: Any) -> None:
+    """Activities they performed (judgments derived from them go too)."""
+    await repo.delete_user_activities(conn, **scope)
+
+
+async def _contacts(conn: Conn, **scope: Any) -> None:
+    """Their contact-list entry (name, e-mail), once no access is left."""
+    await repo.delete_contacts(conn, **scope)
+
+
+# Run in this order: contacts go last, when the access they depend on is gone.
+TASKS: dict[str, Callable[..., Awaitable[None]]] = {"access": _access, "activities": _activities, "contacts": _contacts}
+
+
+async def start(svc: Services, *, tenant: Tenant, data: DeleteUserData) -> dict[str, Any]:
+    """Queue the deletion; its job id reads the progress."""
+    job_id = new_id("job_")
+    async with transaction(svc.pool, svc.redis) as tx:
+        await repo.insert_deletion(
+            tx.conn,
+            api_key_id=tenant.api_key_id,
+            id=job_id,
+            user_ids=data.userIds,
+            organization_ids=data.organizationIds,
+            tasks=list(TASKS),
+            now=svc.now_ms(),
+        )
+        await tx.enqueue("delete_user_data", api_key_id=tenant.api_key_id, _job_id=job_id, deletion_id=job_id)
+    return {"jobId": job_id, "tasksCount": len(TASKS)}
+
+
+async def status(svc: Services, *, tenant: Tenant, data: UserDataDeleteStatus) -> dict[str, Any]:
+    """Progress of a deletion: done or not, tasks left, when the last task finished."""
+    async with svc.pool.connection() as conn:
+        row = await repo.get_deletion(conn, api_key_id=tenant.api_key_id, id=data.jobId)
+    if row is None:
+        raise ApiError("NOT_FOUND", "Deletion job not found.")
+    left = len(set(row["tasks"]) - set(row["done"]))
+    result = {"isDeleteCompleted": left == 0, "tasksLeft": left, "lastTaskCompletedTime": row["last_task_completed_at"]}
+    if left and row["job_status"] == "failed":
+        result["error"] = f"The deletion job failed: {row['job_error']}"
+    return result
+
+
+@tracked(max_tries=8)
+async def delete_user_data(ctx: dict, *, api_key_id: str, deletion_id: str) -> dict[str, Any] | None:
+    """Run each deletion task not yet done, each in its own transaction with its progress mark."""
+    svc: Services = ctx["svc"]
+    async with svc.pool.connection() as conn:
+        row = await repo.get_deletion(conn, api_key_id=api_key_id, id=deletion_id)
+    if row is None:
+        return None
+    scope = {"api_key_id": api_key_id, "user_ids": row["user_ids"], "organization_ids": row["organization_ids"]}
+    for name in row["tasks"]:
+        if name in row["done"]:
+            continue
+        async with transaction(svc.pool, svc.redis) as tx:
+            await TASKS[name](tx.conn, **scope)
+            await repo.task_done(tx.conn, api_key_id=api_key_id, id=deletion_id, task=name, now=svc.now_ms())
+    return {"tasks": len(row["tasks"])}

@@ -1,0 +1,64 @@
+"""Organization user groups and their members; a group's grants apply to every member."""
+
+from typing import Any
+
+from collab.kit.auth import Tenant
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+from collab.organizations.service import MISSING as ORGANIZATION_MISSING
+from collab.organizations.service import ensure as ensure_organization
+from collab.permissions import repository as permissions_repo
+from collab.users import repository as repo
+from collab.users.schemas import AddGroups, GroupUsers
+
+GROUP_MISSING = "Organization user group does not exist."
+
+
+async def add(svc: Services, *, tenant: Tenant, data: AddGroups) -> dict[str, Any]:
+    """Create groups in an organization; keyed by groupId."""
+    now = svc.now_ms()
+    results: dict[str, Any] = {}
+    async with transaction(svc.pool, svc.redis) as tx:
+        exists = await ensure_organization(tx.conn, tenant=tenant, organization_id=data.organizationId, create=False, now=now)
+        for group in data.organizationUserGroups:
+            if not exists:
+                results[group.groupId] = {"success": False, "id": group.groupId, "message": ORGANIZATION_MISSING}
+                continue
+            added = await repo.insert_group(
+                tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                id=group.groupId, name=group.groupName, now=now,
+            )
+            message = "Group added." if added else "Group already exists."
+            results[group.groupId] = {"success": added, "id": group.groupId, "message": message}
+    return results
+
+
+async def add_users(svc: Services, *, tenant: Tenant, data: GroupUsers) -> dict[str, Any]:
+    """Put users into a group; keyed by userId with the group's id."""
+    return await _members(svc, tenant=tenant, data=data, adding=True)
+
+
+async def delete_users(svc: Services, *, tenant: Tenant, data: GroupUsers) -> dict[str, Any]:
+    """Take users out of a group; keyed by userId with the group's id."""
+    return await _members(svc, tenant=tenant, data=data, adding=False)
+
+
+async def _members(svc: Services, *, tenant: Tenant, data: GroupUsers, adding: bool) -> dict[str, Any]:
+    now = svc.now_ms()
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    group_id = data.organizationUserGroupId
+    results: dict[str, Any] = {}
+    async with transaction(svc.pool, svc.redis) as tx:
+        exists = await permissions_repo.group_exists(tx.conn, **key, id=group_id)
+        for user_id in data.userIds:
+            if not exists:
+                success, message = False, GROUP_MISSING
+            elif adding:
+                await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=user_id, now=now)
+                new = await repo.insert_member(tx.conn, **key, group_id=group_id, user_id=user_id)
+                success, message = True, "User added to group." if new else "User is already in the group."
+            else:
+                success = await repo.delete_member(tx.conn, **key, group_id=group_id, user_id=user_id)
+                message = "User removed from group." if success else "User is not in the group."
+            results[user_id] = {"success": success, "organizationUserGroupId": group_id, "message": message}
+    return results

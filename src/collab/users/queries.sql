@@ -1,0 +1,122 @@
+-- name: upsert_user
+insert into users (api_key_id, id, name, email, created_at, updated_at)
+values (%(api_key_id)s, %(id)s, %(name)s, %(email)s, %(now)s, %(now)s)
+on conflict (api_key_id, id) do update
+set name = coalesce(excluded.name, users.name), email = coalesce(excluded.email, users.email),
+    updated_at = excluded.updated_at
+
+-- name: scope_grant
+select access_role, expires_at from grants
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and principal_type = 'user' and principal_id = %(user_id)s
+  and resource_type = %(resource_type)s and resource_id = %(resource_id)s
+  and (expires_at is null or expires_at * 1000 > %(now_ms)s)
+for update
+
+-- name: set_scope_role
+update grants set access_role = %(access_role)s, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and principal_type = 'user' and principal_id = %(user_id)s
+  and resource_type = %(resource_type)s and resource_id = %(resource_id)s
+
+-- name: delete_scope_grant
+delete from grants
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and principal_type = 'user' and principal_id = %(user_id)s
+  and resource_type = %(resource_type)s and resource_id = %(resource_id)s
+
+-- name: delete_user_grants
+-- A user's grants (and group memberships) in some organizations, or in all when none are named.
+with gone as (
+    delete from grants
+    where api_key_id = %(api_key_id)s and principal_type = 'user' and principal_id = any(%(user_ids)s)
+      and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
+    returning principal_id
+), left_groups as (
+    delete from group_members
+    where api_key_id = %(api_key_id)s and user_id = any(%(user_ids)s)
+      and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
+    returning user_id
+)
+select principal_id as user_id from gone union select user_id from left_groups
+
+-- name: list_users
+-- Users holding a live grant at the scope, directly or through a group; the higher role wins.
+with holders as (
+    select g.resource_id, g.principal_id as user_id, g.access_role
+    from grants g
+    where g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+      and g.principal_type = 'user' and g.resource_type = %(resource_type)s
+      and (%(resource_id)s::text is null or g.resource_id = %(resource_id)s)
+      and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
+  union all
+    select g.resource_id, m.user_id, g.access_role
+    from grants g
+    join group_members m
+      on m.api_key_id = g.api_key_id and m.organization_id = g.organization_id and m.group_id = g.principal_id
+    where g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+      and g.principal_type = 'group' and g.resource_type = %(resource_type)s
+      and (%(resource_id)s::text is null or g.resource_id = %(resource_id)s)
+      and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
+), best as (
+    select resource_id, user_id,
+           case when bool_or(access_role = 'editor') then 'editor' else 'viewer' end as access_role
+    from holders group by resource_id, user_id
+)
+select b.resource_id, b.user_id, b.access_role, u.name, u.email
+from best b
+left join users u on u.api_key_id = %(api_key_id)s and u.id = b.user_id
+where (%(user_ids)s::text[] is null or b.user_id = any(%(user_ids)s))
+  and (%(group_ids)s::text[] is null or exists (
+        select 1 from group_members m
+        where m.api_key_id = %(api_key_id)s and m.organization_id = %(organization_id)s
+          and m.group_id = any(%(group_ids)s) and m.user_id = b.user_id))
+  and (%(after_resource)s::text is null or (b.resource_id, b.user_id) > (%(after_resource)s, %(after_user)s))
+order by b.resource_id, b.user_id
+limit %(limit)s
+
+-- name: insert_group
+insert into user_groups (api_key_id, organization_id, id, name, created_at)
+values (%(api_key_id)s, %(organization_id)s, %(id)s, %(name)s, %(now)s)
+on conflict do nothing
+returning id
+
+-- name: insert_member
+insert into group_members (api_key_id, organization_id, group_id, user_id)
+values (%(api_key_id)s, %(organization_id)s, %(group_id)s, %(user_id)s)
+on conflict do nothing
+returning user_id
+
+-- name: delete_member
+delete from group_members
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and group_id = %(group_id)s and user_id = %(user_id)s
+returning user_id
+
+-- name: insert_deletion
+insert into user_data_deletions (api_key_id, id, user_ids, organization_ids, tasks, created_at)
+values (%(api_key_id)s, %(id)s, %(user_ids)s, %(organization_ids)s, %(tasks)s, %(now)s)
+
+-- name: get_deletion
+select d.*, j.status as job_status, j.error as job_error
+from user_data_deletions d left join jobs j on j.id = d.id
+where d.api_key_id = %(api_key_id)s and d.id = %(id)s
+
+-- name: task_done
+update user_data_deletions
+set done = array_append(done, %(task)s::text), last_task_completed_at = %(now)s
+where api_key_id = %(api_key_id)s and id = %(id)s and not (%(task)s::text = any(done))
+
+-- name: delete_user_activities
+delete from activities
+where api_key_id = %(api_key_id)s and action_user ->> 'userId' = any(%(user_ids)s)
+  and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
+
+-- name: delete_contacts
+-- Profiles go when the deletion covers every organization, or when no access is left anywhere.
+delete from users u
+where u.api_key_id = %(api_key_id)s and u.id = any(%(user_ids)s)
+  and (%(organization_ids)s::text[] is null
+       or (not exists (select 1 from grants g where g.api_key_id = u.api_key_id
+                         and g.principal_type = 'user' and g.principal_id = u.id)
+           and not exists (select 1 from group_members m where m.api_key_id = u.api_key_id and m.user_id = u.id)))

@@ -1,0 +1,91 @@
+"""Request models of users, organization user groups and user-data deletion."""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from collab.kit.envelope import Model
+from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
+
+
+class UserIn(Model):
+    userId: Id
+    name: Name = None
+    email: str = Field(None, max_length=320)
+    accessRole: Literal["viewer", "editor"] = None
+
+
+class _Scoped(Model):
+    organizationId: Id
+    documentId: Id = None
+    folderId: Id = None
+
+    @model_validator(mode="after")
+    def _one_scope(self):
+        if self.documentId is not None and self.folderId is not None:
+            raise ValueError("Provide either documentId or folderId, not both")
+        return self
+
+
+class AddUsers(_Scoped):
+    users: list[UserIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+    @model_validator(mode="after")
+    def _distinct(self):
+        distinct((u.userId for u in self.users), "userId")
+        return self
+
+
+class UpdateUsers(AddUsers):
+    pass
+
+
+class GetUsers(_Scoped):
+    userIds: id_list(30) = None
+    organizationUserGroupIds: id_list(30) = None
+    allDocuments: bool = False
+    groupByDocumentId: bool = False
+    pageSize: int = Field(1000, ge=1, le=1000)
+    pageToken: str = Field(None, max_length=1000)
+
+    @model_validator(mode="after")
+    def _all_documents(self):
+        if self.allDocuments and (self.documentId is not None or self.folderId is not None):
+            raise ValueError("allDocuments covers every document: leave out documentId and folderId")
+        if self.groupByDocumentId and not self.allDocuments:
+            raise ValueError("groupByDocumentId works with allDocuments: true")
+        return self
+
+
+class DeleteUsers(_Scoped):
+    userIds: id_list()
+
+
+class DeleteUserData(Model):
+    userIds: id_list(100)
+    organizationIds: id_list(100) = None
+
+
+class UserDataDeleteStatus(Model):
+    jobId: Id
+
+
+class GroupIn(Model):
+    groupId: Id
+    groupName: Name = None
+
+
+class AddGroups(Model):
+    organizationId: Id
+    organizationUserGroups: list[GroupIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+    @model_validator(mode="after")
+    def _distinct(self):
+        distinct((g.groupId for g in self.organizationUserGroups), "groupId")
+        return self
+
+
+class GroupUsers(Model):
+    organizationId: Id
+    organizationUserGroupId: Id
+    userIds: id_list()

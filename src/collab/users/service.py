@@ -1,0 +1,147 @@
+"""Users of an organization, a folder or a document: add, update, list, remove."""
+
+from typing import Any
+
+from collab.kit import paging
+from collab.kit.auth import Tenant
+from collab.kit.db.pool import Conn
+from collab.kit.errors import ApiError
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+from collab.organizations import repository as organizations_repo
+from collab.organizations.service import MISSING as ORGANIZATION_MISSING
+from collab.permissions import repository as permissions_repo
+from collab.users import repository as repo
+from collab.users.schemas import AddUsers, DeleteUsers, GetUsers, UpdateUsers
+from collab.workspaces import repository as workspaces_repo
+
+USER_MISSING = "User does not exist."
+_SCOPE_MISSING = {"document": "Document does not exist.", "folder": "Folder does not exist."}
+
+
+def scope_of(data: Any) -> dict[str, str]:
+    """The resource a users call is about: the document, the folder, or the organization itself."""
+    if data.documentId is not None:
+        return {"resource_type": "document", "resource_id": data.documentId}
+    if data.folderId is not None:
+        return {"resource_type": "folder", "resource_id": data.folderId}
+    return {"resource_type": "organization", "resource_id": data.organizationId}
+
+
+async def _missing_scope(conn: Conn, *, tenant: Tenant, data: Any) -> str | None:
+    """Why every item of the call fails (no such organization, document or folder), or None."""
+    if await organizations_repo.get(conn, api_key_id=tenant.api_key_id, id=data.organizationId) is None:
+        return ORGANIZATION_MISSING
+    scope = scope_of(data)
+    if scope["resource_type"] != "organization" and not await permissions_repo.resource_exists(
+        conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, **scope
+    ):
+        return _SCOPE_MISSING[scope["resource_type"]]
+    return None
+
+
+async def add(svc: Services, *, tenant: Tenant, data: AddUsers) -> dict[str, Any]:
+    """Give users a role (default editor) on the organization, a folder or a document; keyed by userId."""
+    now = svc.now_ms()
+    scope = scope_of(data)
+    async with transaction(svc.pool, svc.redis) as tx:
+        missing = await _missing_scope(tx.conn, tenant=tenant, data=data)
+        if missing:
+            return {u.userId: {"success": False, "id": u.userId, "message": missing} for u in data.users}
+        for user in data.users:
+            await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now)
+            await permissions_repo.upsert_grant(
+                tx.conn,
+                api_key_id=tenant.api_key_id,
+                organization_id=data.organizationId,
+                principal_type="user",
+                principal_id=user.userId,
+                access_role=user.accessRole or "editor",
+                expires_at=None,
+                now=now,
+                **scope,
+            )
+    return {u.userId: {"success": True, "id": u.userId, "message": "User added."} for u in data.users}
+
+
+async def update(svc: Services, *, tenant: Tenant, data: UpdateUsers) -> dict[str, Any]:
+    """Change users' names, e-mails and role at the scope; users without access there do not exist."""
+    now = svc.now_ms()
+    scope = scope_of(data)
+    results: dict[str, Any] = {}
+    async with transaction(svc.pool, svc.redis) as tx:
+        missing = await _missing_scope(tx.conn, tenant=tenant, data=data)
+        for user in data.users:
+            key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId, "user_id": user.userId, **scope}
+            if missing or await repo.scope_grant(tx.conn, **key, now_ms=now) is None:
+                results[user.userId] = {"success": False, "id": user.userId, "message": USER_MISSING}
+                continue
+            await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now)
+            if user.accessRole is not None:
+                await repo.set_scope_role(tx.conn, **key, access_role=user.accessRole, now=now)
+            results[user.userId] = {"success": True, "id": user.userId, "message": "User updated."}
+    return results
+
+
+async def require_advanced_queries(svc: Services, *, tenant: Tenant) -> None:
+    """FAILED_PRECONDITION unless the API key has advanced queries on (console setting)."""
+    async with svc.pool.connection() as conn:
+        row = await workspaces_repo.api_key_config(conn, api_key_id=tenant.api_key_id)
+    if not row["enable_advanced_queries"]:
+        raise ApiError(
+            "FAILED_PRECONDITION",
+            "Advanced queries are not enabled: turn on enableAdvancedQueries with workspace/apikeyconfig/update.",
+        )
+
+
+def _user(row: dict[str, Any]) -> dict[str, Any]:
+    record = {"userId": row["user_id"], "accessRole": row["access_role"]}
+    return record | {k: row[k] for k in ("name", "email") if row[k] is not None}
+
+
+async def get(svc: Services, *, tenant: Tenant, data: GetUsers) -> tuple[Any, str | None]:
+    """A page of the users with access at the scope (or on every document), optionally grouped by document."""
+    await require_advanced_queries(svc, tenant=tenant)
+    scope = {"resource_type": "document", "resource_id": None} if data.allDocuments else scope_of(data)
+    pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:users:{data.organizationId}:{scope}")
+    after_resource, after_user = pager.after(data.pageToken, 2)
+    async with svc.pool.connection() as conn:
+        rows = await repo.list_page(
+            conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            user_ids=data.userIds,
+            group_ids=data.organizationUserGroupIds,
+            after_resource=after_resource,
+            after_user=after_user,
+            now_ms=svc.now_ms(),
+            limit=data.pageSize + 1,
+            **scope,
+        )
+    rows, token = pager.page(rows, data.pageSize, "resource_id", "user_id")
+    if data.groupByDocumentId:
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            grouped.setdefault(row["resource_id"], []).append(_user(row))
+        return grouped, token
+    return [_user(r) for r in rows], token
+
+
+async def delete(svc: Services, *, tenant: Tenant, data: DeleteUsers) -> dict[str, Any]:
+    """Remove users from the organization (all its access and groups), a folder or a document."""
+    scope = scope_of(data)
+    async with transaction(svc.pool, svc.redis) as tx:
+        if scope["resource_type"] == "organization":
+            removed = await repo.delete_user_grants(
+                tx.conn, api_key_id=tenant.api_key_id, user_ids=data.userIds, organization_ids=[data.organizationId]
+            )
+        else:
+            removed = set()
+            for user_id in data.userIds:
+                if await repo.delete_scope_grant(
+                    tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, user_id=user_id, **scope
+                ):
+                    removed.add(user_id)
+    return {
+        u: {"success": u in removed, "message": "User removed." if u in removed else USER_MISSING} for u in data.userIds
+    }
