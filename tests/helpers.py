@@ -109,3 +109,17 @@ def settle_jobs(live, tenant: Tenant) -> None:
             await Job(job_id, live.svc.redis).result(timeout=60, poll_delay=0.01)
 
     live.run(wait(), timeout=90)
+
+
+def add_organization(client: httpx.Client, tenant: Tenant, org: str, *documents: str, folder: str | None = None) -> None:
+    """Create an organization (and documents in it, optionally in a new folder)."""
+    result(post(client, "/v2/organizations/add", {"organizations": [{"organizationId": org}]}, tenant.headers))
+    if documents:
+        data: dict[str, Any] = {"organizationId": org, "documents": [{"documentId": d} for d in documents]}
+        if folder:
+            data |= {"folderId": folder, "createFolder": True}
+        result(post(client, "/v2/organizations/documents/add", data, tenant.headers))
+
+
+def enable_advanced_queries(client: httpx.Client, tenant: Tenant) -> None:
+    result(post(client, "/v2/workspace/apikeyconfig/update", {"enableAdvancedQueries": True}, tenant.headers))

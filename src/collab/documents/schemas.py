@@ -1,6 +1,6 @@
 """Request models of documents, folders and document migration."""
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
@@ -18,10 +18,11 @@ class AddDocuments(Model):
     folderId: Id = None
     createFolder: bool = False
 
-    @model_validator(mode="after")
-    def _distinct(self):
-        distinct((d.documentId for d in self.documents), "documentId")
-        return self
+    @field_validator("documents")
+    @classmethod
+    def _distinct(cls, items):
+        distinct((item.documentId for item in items), "documentId")
+        return items
 
 
 class GetDocuments(Model):
@@ -48,10 +49,11 @@ class UpdateDocuments(Model):
     organizationId: Id
     documents: list[DocumentChange] = Field(min_length=1, max_length=MAX_BATCH)
 
-    @model_validator(mode="after")
-    def _distinct(self):
-        distinct((d.documentId for d in self.documents), "documentId")
-        return self
+    @field_validator("documents")
+    @classmethod
+    def _distinct(cls, items):
+        distinct((item.documentId for item in items), "documentId")
+        return items
 
 
 class DeleteDocuments(Model):
@@ -87,10 +89,11 @@ class AddFolders(Model):
     createOrganization: bool = False
     folders: list[FolderIn] = Field(min_length=1, max_length=MAX_BATCH)
 
-    @model_validator(mode="after")
-    def _distinct(self):
-        distinct((f.folderId for f in self.folders), "folderId")
-        return self
+    @field_validator("folders")
+    @classmethod
+    def _distinct(cls, items):
+        distinct((item.folderId for item in items), "folderId")
+        return items
 
 
 class GetFolders(Model):

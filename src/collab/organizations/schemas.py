@@ -1,6 +1,6 @@
 """Request models of the organization endpoints."""
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
@@ -14,10 +14,11 @@ class OrganizationIn(Model):
 class AddOrganizations(Model):
     organizations: list[OrganizationIn] = Field(min_length=1, max_length=MAX_BATCH)
 
-    @model_validator(mode="after")
-    def _distinct(self):
-        distinct((o.organizationId for o in self.organizations), "organizationId")
-        return self
+    @field_validator("organizations")
+    @classmethod
+    def _distinct(cls, items):
+        distinct((item.organizationId for item in items), "organizationId")
+        return items
 
 
 class OrganizationChange(Model):

@@ -30,7 +30,7 @@ class ResourceRef(Model):
 class Resource(ResourceRef):
     accessRole: AccessRole = "editor"
     # Unix seconds; the bound refuses milliseconds, the usual mistake.
-    expiresAt: int | float = Field(None, ge=0, le=10**11, description="Unix timestamp in seconds")
+    expiresAt: float = Field(None, ge=0, le=10**11, description="Unix timestamp in seconds")
 
 
 class Permissions(Model):

@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
@@ -30,10 +30,11 @@ class _Scoped(Model):
 class AddUsers(_Scoped):
     users: list[UserIn] = Field(min_length=1, max_length=MAX_BATCH)
 
-    @model_validator(mode="after")
-    def _distinct(self):
-        distinct((u.userId for u in self.users), "userId")
-        return self
+    @field_validator("users")
+    @classmethod
+    def _distinct(cls, items):
+        distinct((item.userId for item in items), "userId")
+        return items
 
 
 class UpdateUsers(AddUsers):
@@ -79,10 +80,11 @@ class AddGroups(Model):
     organizationId: Id
     organizationUserGroups: list[GroupIn] = Field(min_length=1, max_length=MAX_BATCH)
 
-    @model_validator(mode="after")
-    def _distinct(self):
-        distinct((g.groupId for g in self.organizationUserGroups), "groupId")
-        return self
+    @field_validator("organizationUserGroups")
+    @classmethod
+    def _distinct(cls, items):
+        distinct((item.groupId for item in items), "groupId")
+        return items
 
 
 class GroupUsers(Model):
