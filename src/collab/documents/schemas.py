@@ -1,9 +1,9 @@
 """Request models of documents, folders and document migration."""
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
+from collab.kit.fields import Id, Name, batch, id_list
 
 
 class DocumentIn(Model):
@@ -11,18 +11,15 @@ class DocumentIn(Model):
     documentName: Name = None
 
 
+Documents = batch(DocumentIn, "documentId")
+
+
 class AddDocuments(Model):
     organizationId: Id
     createOrganization: bool = False
-    documents: list[DocumentIn] = Field(min_length=1, max_length=MAX_BATCH)
+    documents: Documents
     folderId: Id = None
     createFolder: bool = False
-
-    @field_validator("documents")
-    @classmethod
-    def _distinct(cls, items):
-        distinct((item.documentId for item in items), "documentId")
-        return items
 
 
 class GetDocuments(Model):
@@ -45,15 +42,12 @@ class DocumentChange(Model):
         return self
 
 
+DocumentChanges = batch(DocumentChange, "documentId")
+
+
 class UpdateDocuments(Model):
     organizationId: Id
-    documents: list[DocumentChange] = Field(min_length=1, max_length=MAX_BATCH)
-
-    @field_validator("documents")
-    @classmethod
-    def _distinct(cls, items):
-        distinct((item.documentId for item in items), "documentId")
-        return items
+    documents: DocumentChanges
 
 
 class DeleteDocuments(Model):
@@ -84,16 +78,13 @@ class FolderIn(Model):
     parentFolderId: Id = None
 
 
+Folders = batch(FolderIn, "folderId")
+
+
 class AddFolders(Model):
     organizationId: Id
     createOrganization: bool = False
-    folders: list[FolderIn] = Field(min_length=1, max_length=MAX_BATCH)
-
-    @field_validator("folders")
-    @classmethod
-    def _distinct(cls, items):
-        distinct((item.folderId for item in items), "folderId")
-        return items
+    folders: Folders
 
 
 class GetFolders(Model):

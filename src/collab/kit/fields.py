@@ -28,3 +28,13 @@ def _distinct(values: list[str]) -> list[str]:
 def id_list(max_length: int = MAX_BATCH) -> Any:
     """A non-empty list of distinct ids, at most `max_length` long."""
     return Annotated[list[Id], Field(min_length=1, max_length=max_length), AfterValidator(_distinct)]
+
+
+def batch(item_type: Any, key: str, max_length: int = MAX_BATCH) -> Any:
+    """A non-empty list of up to `max_length` items, no two with the same `key` field."""
+
+    def check(items: list[Any]) -> list[Any]:
+        distinct((getattr(item, key) for item in items), key)
+        return items
+
+    return Annotated[list[item_type], Field(min_length=1, max_length=max_length), AfterValidator(check)]

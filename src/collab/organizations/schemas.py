@@ -1,9 +1,9 @@
 """Request models of the organization endpoints."""
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field
 
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
+from collab.kit.fields import Id, Name, batch, id_list
 
 
 class OrganizationIn(Model):
@@ -11,14 +11,11 @@ class OrganizationIn(Model):
     organizationName: Name = None
 
 
-class AddOrganizations(Model):
-    organizations: list[OrganizationIn] = Field(min_length=1, max_length=MAX_BATCH)
+Organizations = batch(OrganizationIn, "organizationId")
 
-    @field_validator("organizations")
-    @classmethod
-    def _distinct(cls, items):
-        distinct((item.organizationId for item in items), "organizationId")
-        return items
+
+class AddOrganizations(Model):
+    organizations: Organizations
 
 
 class OrganizationChange(Model):
@@ -26,8 +23,11 @@ class OrganizationChange(Model):
     organizationName: Name
 
 
+OrganizationChanges = batch(OrganizationChange, "organizationId")
+
+
 class UpdateOrganizations(AddOrganizations):
-    organizations: list[OrganizationChange] = Field(min_length=1, max_length=MAX_BATCH)
+    organizations: OrganizationChanges
 
 
 class GetOrganizations(Model):

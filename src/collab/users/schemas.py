@@ -2,10 +2,10 @@
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
+from collab.kit.fields import Id, Name, batch, id_list
 
 
 class UserIn(Model):
@@ -27,14 +27,11 @@ class _Scoped(Model):
         return self
 
 
-class AddUsers(_Scoped):
-    users: list[UserIn] = Field(min_length=1, max_length=MAX_BATCH)
+Users = batch(UserIn, "userId")
 
-    @field_validator("users")
-    @classmethod
-    def _distinct(cls, items):
-        distinct((item.userId for item in items), "userId")
-        return items
+
+class AddUsers(_Scoped):
+    users: Users
 
 
 class UpdateUsers(AddUsers):
@@ -76,15 +73,12 @@ class GroupIn(Model):
     groupName: Name = None
 
 
+Groups = batch(GroupIn, "groupId")
+
+
 class AddGroups(Model):
     organizationId: Id
-    organizationUserGroups: list[GroupIn] = Field(min_length=1, max_length=MAX_BATCH)
-
-    @field_validator("organizationUserGroups")
-    @classmethod
-    def _distinct(cls, items):
-        distinct((item.groupId for item in items), "groupId")
-        return items
+    organizationUserGroups: Groups
 
 
 class GroupUsers(Model):
