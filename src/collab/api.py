@@ -4,15 +4,22 @@ from fastapi import FastAPI
 
 from collab.activities.routes import router as activities
 from collab.ask_ai.routes import router as ask_ai
+from collab.crdt.routes import router as crdt
 from collab.documents.routes import router as documents
 from collab.extraction.routes import router as extraction
 from collab.judgments.routes import router as judgments
+from collab.notifications.routes import router as notifications
 from collab.organizations.routes import router as organizations
 from collab.permissions.routes import router as permissions
+from collab.presence.routes import router as presence
+from collab.recordings.routes import router as recordings
 from collab.users.routes import router as users
 from collab.workspaces.routes import router as workspaces
 
-ROUTERS = [workspaces, organizations, documents, users, permissions, activities, extraction, judgments, ask_ai]
+ROUTERS = [
+    workspaces, organizations, documents, users, permissions, notifications, activities, presence, recordings, crdt,
+    extraction, judgments, ask_ai,
+]
 
 
 def mount(app: FastAPI) -> None:

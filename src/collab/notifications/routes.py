@@ -1,0 +1,7 @@
+"""HTTP routes of notifications."""
+
+from fastapi import APIRouter
+
+from collab.kit.envelope import StrictJsonRoute
+
+router = APIRouter(tags=["notifications"], route_class=StrictJsonRoute)
