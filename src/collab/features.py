@@ -5,4 +5,7 @@ stores per-document rows adds its table, and document migration, document and or
 follow it without further code.
 """
 
-DOCUMENT_TABLES = ("activities", "judgments", "judgment_embeddings")
+DOCUMENT_TABLES = (
+    "activities", "judgments", "judgment_embeddings",
+    "notifications", "notification_batches", "notification_batch_items",
+)

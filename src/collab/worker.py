@@ -48,7 +48,14 @@ def functions(settings: Settings) -> list:
         func(delete_user_data, name="delete_user_data", timeout=3600, max_tries=8),
     ]
 
-CRON_JOBS = [cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True)]
+def _cron_jobs() -> list:
+    from collab.notifications.engine import flush_due
+
+    return [
+        cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True),
+        # Delayed and batched notifications fall due at any second; a 5 s tick bounds their lateness.
+        cron(flush_due, name="flush_notifications", second=set(range(0, 60, 5)), run_at_startup=True, unique=True),
+    ]
 
 
 def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: str, **overrides: Any) -> Worker:
@@ -69,7 +76,7 @@ def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: s
 
     options: dict[str, Any] = dict(
         functions=functions(settings),
-        cron_jobs=CRON_JOBS,
+        cron_jobs=_cron_jobs(),
         redis_settings=RedisSettings.from_dsn(redis_url),
         on_startup=startup,
         on_shutdown=shutdown,

@@ -16,6 +16,7 @@ on conflict (api_key_id, id) do update set
     display_message_template_data = excluded.display_message_template_data, action_icon = excluded.action_icon,
     is_activity_resolver_used = excluded.is_activity_resolver_used, "timestamp" = excluded."timestamp",
     updated_at = now()
+returning (xmax = 0) as inserted
 
 -- name: update_activity
 update activities set

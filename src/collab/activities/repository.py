@@ -15,8 +15,9 @@ def _json(row: dict[str, Any]) -> dict[str, Any]:
     return {k: Jsonb(v) if k in JSON_COLUMNS and v is not None else v for k, v in row.items()}
 
 
-async def upsert(conn: Conn, **row: Any) -> None:
-    await execute(conn, q.upsert_activity, _json(row))
+async def upsert(conn: Conn, **row: Any) -> bool:
+    """Write an activity; True when it is new (not an overwrite of the same id)."""
+    return (await fetch_one(conn, q.upsert_activity, _json(row)))["inserted"]
 
 
 async def update(conn: Conn, *, api_key_id: str, organization_id: str, id: str, fields: dict[str, Any]) -> bool:

@@ -9,6 +9,7 @@ from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.activities import repository as repo
+from collab.notifications import engine as notification_engine
 from collab.activities.schemas import AddActivities, DeleteActivities, GetActivities, UpdateActivities
 from collab.workspaces.config import get_activity_config
 
@@ -53,12 +54,14 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
         raise invalid(message, [issue(["activities", i, "timestamp"], message, "too_big") for i in future])
     triggers = (config.get("triggers") or {}).get("comment") or {}
     logged: list[str] = []
+    new: list[dict[str, Any]] = []
     async with transaction(svc.pool, svc.redis) as tx:
         for activity in data.activities:
             if triggers.get(activity.actionType) is False:
                 continue  # the trigger for this event type is off
             activity_id = activity.id or new_id("act_")
-            await repo.upsert(
+            action_user = activity.actionUser.model_dump(exclude_none=True)
+            inserted = await repo.upsert(
                 tx.conn,
                 api_key_id=tenant.api_key_id,
                 id=activity_id,
@@ -66,7 +69,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
                 document_id=data.documentId,
                 feature_type=activity.featureType,
                 action_type=activity.actionType,
-                action_user=activity.actionUser.model_dump(exclude_none=True),
+                action_user=action_user,
                 target_entity_id=activity.targetEntityId,
                 target_sub_entity_id=activity.targetSubEntityId,
                 changes=activity.changes,
@@ -79,6 +82,13 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
                 timestamp=activity.timestamp if activity.timestamp is not None else now,
             )
             logged.append(activity_id)
+            if inserted:  # an overwrite (a retry with the same id) does not notify again
+                new.append({"id": activity_id, "action_type": activity.actionType, "action_user": action_user,
+                            "entity_data": activity.entityData})
+        if new:
+            await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=tenant.api_key_id,
+                                                    organization_id=data.organizationId,
+                                                    document_id=data.documentId, activities=new)
         if logged:
             await tx.enqueue("derive_judgments", api_key_id=tenant.api_key_id, activity_ids=logged)
     skipped = len(data.activities) - len(logged)

@@ -11,6 +11,7 @@ from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction, tracked
 from collab.kit.services import Services
+from collab.notifications import repository as notifications_repo
 from collab.users import repository as repo
 from collab.users.schemas import DeleteUserData, UserDataDeleteStatus
 
@@ -25,13 +26,23 @@ async def _activities(conn: Conn, **scope: Any) -> None:
     await repo.delete_user_activities(conn, **scope)
 
 
+async def _notifications(conn: Conn, **scope: Any) -> None:
+    """Notifications they caused; their @mentions and recipient entries in everyone else's."""
+    await notifications_repo.forget_user(conn, **scope)
+
+
 async def _contacts(conn: Conn, **scope: Any) -> None:
     """Their contact-list entry (name, e-mail), once no access is left."""
     await repo.delete_contacts(conn, **scope)
 
 
 # Run in this order: contacts go last, when the access they depend on is gone.
-TASKS: dict[str, Callable[..., Awaitable[None]]] = {"access": _access, "activities": _activities, "contacts": _contacts}
+TASKS: dict[str, Callable[..., Awaitable[None]]] = {
+    "access": _access,
+    "activities": _activities,
+    "notifications": _notifications,
+    "contacts": _contacts,
+}
 
 
 async def start(svc: Services, *, tenant: Tenant, data: DeleteUserData) -> dict[str, Any]:

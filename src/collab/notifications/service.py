@@ -1,0 +1,165 @@
+"""Notifications: add (idempotent by id), get (advanced queries, paged, visibility), update, delete."""
+
+from typing import Any
+
+from collab.documents import repository as documents_repo
+from collab.kit import paging
+from collab.kit.auth import Tenant
+from collab.kit.crypto import new_id
+from collab.kit.db.pool import Conn
+from collab.kit.errors import ApiError
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+from collab.notifications import repository as repo
+from collab.notifications.schemas import AddNotification, DeleteNotifications, GetNotifications, UpdateNotifications
+from collab.notifications.visibility import visible_to
+from collab.organizations.service import MISSING as ORGANIZATION_MISSING
+from collab.organizations.service import ensure as ensure_organization
+from collab.users.service import require_advanced_queries
+
+
+def to_wire(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
+    """A notification in the spec's record shape (plus `readByUserIds`)."""
+    return {
+        "id": row["id"],
+        "notificationSource": row["notification_source"],
+        "notificationSourceData": row["notification_source_data"] or {},
+        "actionUser": row["action_user"],
+        "displayBodyMessage": row["display_body_message"],
+        "displayHeadlineMessageTemplate": row["display_headline_message_template"],
+        "displayHeadlineMessageTemplateData": row["display_headline_message_template_data"] or {},
+        "metadata": {"apiKey": api_key_id, "documentId": row["document_id"], "organizationId": row["organization_id"]},
+        "notifyUsers": row["notify_users"],
+        "notifyUsersByUserId": row["notify_users_by_user_id"],
+        "timestamp": row["timestamp"],
+        "readByUserIds": list(row["read_by"]),
+    }
+
+
+def user_key(user: dict[str, Any]) -> str:
+    """The key of a user in `notifyUsers`: their e-mail when known, else their id."""
+    return user.get("email") or user["userId"]
+
+
+async def recipients_map(
+    conn: Conn, *, api_key_id: str, users: list[dict[str, Any]], extra_ids: list[str], allowed: list[str] | None
+) -> tuple[dict[str, bool], dict[str, bool]]:
+    """`notifyUsers` and `notifyUsersByUserId` for the given users plus ids, limited to `allowed` when private."""
+    by_id = {u["userId"]: u for u in users}
+    missing = sorted(set(extra_ids) - set(by_id))
+    for uid, profile in (await repo.profiles(conn, api_key_id=api_key_id, ids=missing)).items():
+        by_id[uid] = {"userId": uid, **({"email": profile["email"]} if profile["email"] else {})}
+    for uid in missing:
+        by_id.setdefault(uid, {"userId": uid})
+    if allowed is not None:
+        by_id = {k: v for k, v in by_id.items() if k in allowed}
+    return {user_key(u): True for u in by_id.values()}, dict.fromkeys(sorted(by_id), True)
+
+
+async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[str, Any]:
+    """Add a notification for `notifyUsers` (and every organization user unless notifyAll is false)."""
+    now = svc.now_ms()
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    notification_id = data.notificationId or new_id("ntf_")
+    async with transaction(svc.pool, svc.redis) as tx:
+        if not await ensure_organization(
+            tx.conn, tenant=tenant, organization_id=data.organizationId, create=data.createOrganization, now=now
+        ):
+            raise ApiError("NOT_FOUND", ORGANIZATION_MISSING)
+        if data.createDocument:
+            await documents_repo.insert(tx.conn, **key, id=data.documentId, name=None, folder_id=None, now=now)
+        actor = data.actionUser.model_dump(exclude_none=True)
+        everyone = await repo.audience(tx.conn, **key, document_id=None, now_ms=now) if data.notifyAll else []
+        allowed = visible_to(data.notificationSourceData, actor["userId"])
+        notify_users, by_user_id = await recipients_map(
+            tx.conn,
+            api_key_id=tenant.api_key_id,
+            users=[u.model_dump(exclude_none=True) for u in data.notifyUsers],
+            extra_ids=[u for u in everyone if u != actor["userId"]],  # the whole organization, not the actor
+            allowed=allowed,
+        )
+        added = await repo.insert(
+            tx.conn,
+            **key,
+            id=notification_id,
+            document_id=data.documentId,
+            location_id=data.locationId,
+            notification_source="custom",
+            notification_source_data=data.notificationSourceData,
+            action_user=actor,
+            display_body_message=data.displayBodyMessage,
+            display_headline_message_template=data.displayHeadlineMessageTemplate,
+            display_headline_message_template_data=data.displayHeadlineMessageTemplateData,
+            notify_users=notify_users,
+            notify_users_by_user_id=by_user_id,
+            visible_to=allowed,
+            timestamp=now,
+        )
+    message = "Notification added successfully." if added else "Notification already exists."
+    return {"success": True, "message": message, "id": notification_id}
+
+
+async def get(svc: Services, *, tenant: Tenant, data: GetNotifications) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of notifications of a document and/or for a user, newest first by default."""
+    await require_advanced_queries(svc, tenant=tenant)
+    scope = f"{tenant.api_key_id}:notifications:{data.organizationId}:{data.documentId}:{data.userId}:{data.order}"
+    pager = paging.Pager(svc.keyring, scope)
+    after_ts, after_id = pager.after(data.pageToken, 2)
+    async with svc.pool.connection() as conn:
+        rows = await repo.list_page(
+            conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            document_id=data.documentId,
+            location_id=data.locationId,
+            user_id=data.userId,
+            ids=data.notificationIds,
+            after_ts=after_ts,
+            after_id=after_id,
+            desc=data.order == "desc",
+            limit=data.pageSize + 1,
+        )
+    rows, token = pager.page(rows, data.pageSize, "timestamp", "id")
+    return [to_wire(r, tenant.api_key_id) for r in rows], token
+
+
+async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) -> dict[str, Any]:
+    """Change notifications' texts or source data, or mark them read by users; keyed by id."""
+    now = svc.now_ms()
+    results: dict[str, Any] = {}
+    async with transaction(svc.pool, svc.redis) as tx:
+        for change in data.notifications:
+            found = await repo.update(
+                tx.conn,
+                api_key_id=tenant.api_key_id,
+                organization_id=data.organizationId,
+                id=change.id,
+                display_headline_message_template=change.displayHeadlineMessageTemplate,
+                display_headline_message_template_data=change.displayHeadlineMessageTemplateData,
+                display_body_message=change.displayBodyMessage,
+                notification_source_data=change.notificationSourceData,
+                visible_to=visible_to(change.notificationSourceData),
+                read_by=change.readByUserIds,
+                now=now,
+            )
+            message = "Notification updated." if found else "Notification does not exist."
+            results[change.id] = {"success": found, "id": change.id, "message": message}
+    return results
+
+
+async def delete(svc: Services, *, tenant: Tenant, data: DeleteNotifications) -> dict[str, Any]:
+    """Delete notifications by id and/or document; keyed by id."""
+    async with transaction(svc.pool, svc.redis) as tx:
+        deleted = set(await repo.delete(
+            tx.conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            document_id=data.documentId,
+            ids=data.notificationIds,
+        ))
+    ids = data.notificationIds or sorted(deleted)
+    return {
+        i: {"success": i in deleted, "id": i,
+            "message": "Notification deleted." if i in deleted else "Notification does not exist."}
+        for i in ids
+    }
