@@ -16,7 +16,8 @@ def review(record_id, user, reasoning="The price claim needs the original price 
 def counts(db, t, doc):
     """Rows of every feature on one document of o1."""
     out = {}
-    for table in ("documents", "activities", "judgments", "judgment_embeddings", "grants"):
+    for table in ("documents", "activities", "judgments", "judgment_embeddings", "grants", "notifications", "presence",
+                  "recordings"):
         column = {"documents": "id", "grants": "resource_id"}.get(table, "document_id")
         out[table] = db.execute(
             f"select count(*) as n from {table} where api_key_id = %s and organization_id = 'o1' and {column} = %s",
@@ -25,10 +26,20 @@ def counts(db, t, doc):
 
 
 def seed(client, live, t):
-    """o1/d1 with a grant, two users' review activities, their judgments and embeddings."""
+    """o1/d1 with a grant, a notification, presence, a recording, two users' review activities and judgments."""
     add_organization(client, t, "o1", "d1", "keep")
     enable_activities(client, t)
     result(post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]}, t.headers))
+    result(post(client, "/v2/notifications/add", {
+        "organizationId": "o1", "documentId": "d1", "actionUser": {"userId": "u1"}, "notifyAll": False,
+        "displayHeadlineMessageTemplate": "{actionUser} pinged you", "displayBodyMessage": "hi",
+        "notifyUsers": [{"userId": "u2"}]}, t.headers))
+    result(post(client, "/v2/presence/update", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]}, t.headers))
+    result(post(client, "/v2/recordings/add", {"organizationId": "o1", "documentId": "d1", "recordings": [{
+        "annotationId": "rec1", "recordingType": "screen", "mode": "floating", "displayName": "Demo",
+        "recordedTime": {"duration": 5000}, "from": {"userId": "u1"},
+        "attachments": [{"url": "https://cdn.example.com/r.webm", "mimeType": "video/webm", "name": "r.webm",
+                         "type": "video", "size": 100}]}]}, t.headers))
     body = {"organizationId": "o1", "documentId": "d1", "activities": [review("a1", "u1"), review("a2", "u2")]}
     result(post(client, "/v2/activities/add", body, t.headers))
     settle_jobs(live, t)
@@ -42,7 +53,8 @@ def test_migration_moves_every_feature(client, live, db):
     t = new_tenant(client)
     seed(client, live, t)
     before = counts(db, t, "d1")
-    assert before == {"documents": 1, "activities": 2, "judgments": 2, "judgment_embeddings": 2, "grants": 1}
+    assert before == {"documents": 1, "activities": 2, "judgments": 2, "judgment_embeddings": 2, "grants": 1,
+                      "notifications": 1, "presence": 1, "recordings": 1}
     started = result(post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1-new"}, t.headers))
     migration_id = started["migrationId"]
     assert status(client, t, migration_id)["status"] in ("pending", "in_progress", "completed")
@@ -114,6 +126,9 @@ def user_rows(db, t, user):
         "members": db.execute("select count(*) as n from group_members where api_key_id = %s and user_id = %s", (t.api_key, user)).fetchone()["n"],
         "activities": db.execute("select count(*) as n from activities where api_key_id = %s and action_user->>'userId' = %s", (t.api_key, user)).fetchone()["n"],
         "judgments": db.execute("select count(*) as n from judgments where api_key_id = %s and action_user->>'userId' = %s", (t.api_key, user)).fetchone()["n"],
+        "notifications": db.execute("select count(*) as n from notifications where api_key_id = %s and (action_user->>'userId' = %s or notify_users_by_user_id ? %s)", (t.api_key, user, user)).fetchone()["n"],
+        "presence": db.execute("select count(*) as n from presence where api_key_id = %s and user_id = %s", (t.api_key, user)).fetchone()["n"],
+        "recordings": db.execute("select count(*) as n from recordings where api_key_id = %s and from_user->>'userId' = %s", (t.api_key, user)).fetchone()["n"],
         "profile": db.execute("select count(*) as n from users where api_key_id = %s and id = %s", (t.api_key, user)).fetchone()["n"],
     }
 
@@ -124,6 +139,12 @@ def test_user_data_deletion_leaves_nothing_of_the_user_and_touches_no_one_else(c
     result(post(client, "/v2/users/add", {"organizationId": "o1", "users": [{"userId": "u1", "name": "Ana"}, {"userId": "u2"}]}, t.headers))
     result(post(client, "/v2/organizations/usergroups/add", {"organizationId": "o1", "organizationUserGroups": [{"groupId": "g"}]}, t.headers))
     result(post(client, "/v2/organizations/usergroups/users/add", {"organizationId": "o1", "organizationUserGroupId": "g", "userIds": ["u1", "u2"]}, t.headers))
+    result(post(client, "/v2/presence/update", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u2"}]}, t.headers))
+    # u2 mentions u1 and u3: after the deletion the notification stays, without u1.
+    result(post(client, "/v2/notifications/add", {
+        "organizationId": "o1", "documentId": "d1", "actionUser": {"userId": "u2"}, "notifyAll": False,
+        "notificationId": "by-u2", "displayHeadlineMessageTemplate": "{actionUser} mentioned you",
+        "displayBodyMessage": "@u1 @u3", "notifyUsers": [{"userId": "u1"}, {"userId": "u3"}]}, t.headers))
     u2_before = user_rows(db, t, "u2")
     assert all(user_rows(db, t, "u1").values())
 
@@ -133,7 +154,12 @@ def test_user_data_deletion_leaves_nothing_of_the_user_and_touches_no_one_else(c
     assert deletion_status(client, t, started["jobId"]) == {
         "isDeleteCompleted": True, "tasksLeft": 0, "lastTaskCompletedTime": int(clock["now"] * 1000)}
     assert user_rows(db, t, "u1") == dict.fromkeys(u2_before, 0)
-    assert user_rows(db, t, "u2") == u2_before
+    # u2 keeps everything but the notification u1 sent them (u1 created it).
+    assert user_rows(db, t, "u2") == u2_before | {"notifications": u2_before["notifications"] - 1}
+    mention = db.execute("select notify_users_by_user_id as m from notifications where id = 'by-u2' and api_key_id = %s",
+                         (t.api_key,)).fetchone()
+    assert mention["m"] == {"u3": True}
+    u2_before = user_rows(db, t, "u2")
 
     # Running the job again changes nothing.
     ctx = {"svc": live.svc, "pool": live.svc.pool}
@@ -151,7 +177,8 @@ def test_user_data_deletion_scoped_to_organizations(client, live, db):
     assert deletion_status(client, t, started["jobId"])["isDeleteCompleted"] is True
     rows = user_rows(db, t, "u1")
     # o1's data went; the o2 access and the profile it still needs stayed.
-    assert rows == {"grants": 1, "members": 0, "activities": 0, "judgments": 0, "profile": 1}
+    assert rows == {"grants": 1, "members": 0, "activities": 0, "judgments": 0, "notifications": 0, "presence": 0,
+                    "recordings": 0, "profile": 1}
 
 
 def test_user_data_deletion_progress_and_isolation(client, live):

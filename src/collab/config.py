@@ -70,6 +70,10 @@ class Settings(BaseSettings):
     # How long a worker trusts its idea of the active embedding model before asking Postgres again.
     embedding_refresh_s: float = 5.0
 
+    # Presence: a user not updated for this long reads `away`, and then `offline` (seconds).
+    presence_away_s: float = 300
+    presence_offline_s: float = 600
+
     log_level: str = "INFO"
     log_json: bool = True
 

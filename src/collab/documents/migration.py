@@ -69,8 +69,9 @@ async def migrate_document(ctx: dict, *, api_key_id: str, migration_id: str) -> 
             if reason is None:
                 await repo.finish_migration(tx.conn, **key, status="completed", reason=None, now=svc.now_ms())
     except UniqueViolation:
-        # Another migration took the target id between the check and the move.
-        reason = f"Document {migration['new_document_id']} already exists in organization {migration['organization_id']}."
+        # Another migration took the target id meanwhile, or feature data (such as CRDT content) sits there.
+        reason = (f"Document {migration['new_document_id']} already exists or holds data in organization "
+                  f"{migration['organization_id']}.")
     if reason is not None:
         async with svc.pool.connection() as conn:
             await repo.finish_migration(conn, **key, status="failed", reason=reason, now=svc.now_ms())

@@ -45,6 +45,13 @@ update grants set resource_id = %(new_id)s, updated_at = %(now)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and resource_type = 'document' and resource_id = %(id)s
 
+-- name: drop_clashing_presence
+-- Presence is a heartbeat: a user present on both ids keeps the moved row, not the stale target one.
+delete from presence t
+where t.api_key_id = %(api_key_id)s and t.organization_id = %(organization_id)s and t.document_id = %(new_id)s
+  and exists (select 1 from presence s where s.api_key_id = t.api_key_id and s.organization_id = t.organization_id
+                and s.document_id = %(id)s and s.user_id = t.user_id)
+
 -- name: insert_folder
 insert into folders (api_key_id, organization_id, id, name, parent_id, created_at)
 values (%(api_key_id)s, %(organization_id)s, %(id)s, %(name)s, %(parent_id)s, %(now)s)

@@ -56,6 +56,7 @@ async def move(conn: Conn, *, api_key_id: str, organization_id: str, id: str, ne
         return f"Document {new_id} already exists in organization {organization_id}."
     await execute(conn, q.rename_document, params)
     await execute(conn, q.move_document_grants, params)
+    await execute(conn, q.drop_clashing_presence, params)
     for table in DOCUMENT_TABLES:
         statement = sql.SQL(
             "update {} set document_id = %(new_id)s where api_key_id = %(api_key_id)s"

@@ -12,6 +12,8 @@ from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction, tracked
 from collab.kit.services import Services
 from collab.notifications import repository as notifications_repo
+from collab.presence import repository as presence_repo
+from collab.recordings import repository as recordings_repo
 from collab.users import repository as repo
 from collab.users.schemas import DeleteUserData, UserDataDeleteStatus
 
@@ -31,6 +33,16 @@ async def _notifications(conn: Conn, **scope: Any) -> None:
     await notifications_repo.forget_user(conn, **scope)
 
 
+async def _presence(conn: Conn, **scope: Any) -> None:
+    """Where they were present."""
+    await presence_repo.forget_user(conn, **scope)
+
+
+async def _recordings(conn: Conn, **scope: Any) -> None:
+    """Recording versions they made."""
+    await recordings_repo.forget_user(conn, **scope)
+
+
 async def _contacts(conn: Conn, **scope: Any) -> None:
     """Their contact-list entry (name, e-mail), once no access is left."""
     await repo.delete_contacts(conn, **scope)
@@ -41,6 +53,8 @@ TASKS: dict[str, Callable[..., Awaitable[None]]] = {
     "access": _access,
     "activities": _activities,
     "notifications": _notifications,
+    "presence": _presence,
+    "recordings": _recordings,
     "contacts": _contacts,
 }
 

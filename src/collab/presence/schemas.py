@@ -1,0 +1,41 @@
+"""Request models of the presence endpoints."""
+
+from pydantic import Field, field_validator
+
+from collab.kit.envelope import Model
+from collab.kit.fields import Id, Name, batch, id_list
+
+
+class PresenceUser(Model):
+    userId: Id
+    name: Name = None
+    email: str = Field(None, max_length=320)
+    # Any short label the client shows (`online`, `busy`, ...); omitted means `online`.
+    status: str = Field(None, min_length=1, max_length=50)
+
+    @field_validator("status")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("status must not be blank")
+        return value
+
+
+PresenceUsers = batch(PresenceUser, "userId")
+
+
+class UpdatePresence(Model):
+    organizationId: Id
+    documentId: Id
+    users: PresenceUsers
+
+
+class DeletePresence(Model):
+    organizationId: Id
+    documentId: Id
+    userIds: id_list()
+
+
+class GetPresence(Model):
+    organizationId: Id
+    documentId: Id

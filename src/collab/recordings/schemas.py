@@ -1,0 +1,77 @@
+"""Request models of the recording endpoints."""
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, field_validator
+
+from collab.kit.envelope import Model
+from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
+
+# Durations and sizes stay exact in JavaScript clients (Number.MAX_SAFE_INTEGER).
+MAX_SAFE_INTEGER = 2**53 - 1
+Label = Annotated[str, Field(min_length=1, max_length=50)]
+
+
+class User(Model):
+    userId: Id
+    name: Name = None
+    email: str = Field(None, max_length=320)
+
+
+class RecordedTime(Model):
+    # Milliseconds; `display` is always computed from it, so a sent one is ignored.
+    duration: int = Field(ge=0, le=MAX_SAFE_INTEGER)
+
+
+class AttachmentIn(Model):
+    url: str = Field(min_length=1, max_length=2000)
+    mimeType: str = Field(min_length=1, max_length=255)
+    name: str = Field(min_length=1, max_length=500)
+    type: Label
+    size: int = Field(ge=0, le=MAX_SAFE_INTEGER)
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not re.match(r"^https?://\S+$", value, re.IGNORECASE):
+            raise ValueError("Must be an http(s) URL")
+        return value
+
+
+class RecordingIn(Model):
+    annotationId: Id = None
+    recordingType: Label
+    mode: Label
+    displayName: str = Field(min_length=1, max_length=500)
+    recordedTime: RecordedTime
+    attachments: list[AttachmentIn] = Field(min_length=1, max_length=100)
+    from_: User = Field(None, alias="from")
+
+
+def _distinct_ids(items: list[RecordingIn]) -> list[RecordingIn]:
+    # Results are keyed by annotationId: a supplied one may appear once (generated ones are fresh).
+    distinct((r.annotationId for r in items if r.annotationId is not None), "annotationId")
+    return items
+
+
+Recordings = Annotated[list[RecordingIn], Field(min_length=1, max_length=MAX_BATCH), AfterValidator(_distinct_ids)]
+
+
+class AddRecordings(Model):
+    organizationId: Id
+    documentId: Id
+    recordings: Recordings
+
+
+class GetRecordings(Model):
+    organizationId: Id
+    documentId: Id = None
+    recordingIds: id_list(100) = None
+    pageSize: int = Field(1000, ge=1, le=1000)
+    pageToken: str = Field(None, max_length=1000)
+
+
+class DeleteRecordings(Model):
+    organizationId: Id
+    annotationIds: id_list()
