@@ -17,7 +17,7 @@ def counts(db, t, doc):
     """Rows of every feature on one document of o1."""
     out = {}
     for table in ("documents", "activities", "judgments", "judgment_embeddings", "grants", "notifications", "presence",
-                  "recordings"):
+                  "recordings", "crdt_editors"):
         column = {"documents": "id", "grants": "resource_id"}.get(table, "document_id")
         out[table] = db.execute(
             f"select count(*) as n from {table} where api_key_id = %s and organization_id = 'o1' and {column} = %s",
@@ -40,6 +40,8 @@ def seed(client, live, t):
         "recordedTime": {"duration": 5000}, "from": {"userId": "u1"},
         "attachments": [{"url": "https://cdn.example.com/r.webm", "mimeType": "video/webm", "name": "r.webm",
                          "type": "video", "size": 100}]}]}, t.headers))
+    result(post(client, "/v2/crdt/add", {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text",
+                                         "data": "hello", "userId": "u1"}, t.headers))
     body = {"organizationId": "o1", "documentId": "d1", "activities": [review("a1", "u1"), review("a2", "u2")]}
     result(post(client, "/v2/activities/add", body, t.headers))
     settle_jobs(live, t)
@@ -54,7 +56,7 @@ def test_migration_moves_every_feature(client, live, db):
     seed(client, live, t)
     before = counts(db, t, "d1")
     assert before == {"documents": 1, "activities": 2, "judgments": 2, "judgment_embeddings": 2, "grants": 1,
-                      "notifications": 1, "presence": 1, "recordings": 1}
+                      "notifications": 1, "presence": 1, "recordings": 1, "crdt_editors": 1}
     started = result(post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1-new"}, t.headers))
     migration_id = started["migrationId"]
     assert status(client, t, migration_id)["status"] in ("pending", "in_progress", "completed")
@@ -68,6 +70,8 @@ def test_migration_moves_every_feature(client, live, db):
     assert sorted(r["id"] for r in records["result"]["data"]) == ["a1", "a2"]
     got = result(post(client, "/v2/auth/permissions/get", {"organizationId": "o1", "userIds": ["u1"], "documentIds": ["d1-new"]}, t.headers))
     assert got["u1"]["documents"]["d1-new"] == {"accessRole": "editor"}
+    [editor] = result(post(client, "/v2/crdt/get", {"organizationId": "o1", "documentId": "d1-new"}, t.headers))
+    assert editor["data"] == "hello" and editor["lastUpdatedBy"] == "u1"
 
 
 def test_migration_failures_are_recorded_with_a_reason(client, live):

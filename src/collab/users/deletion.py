@@ -5,6 +5,7 @@ A feature that stores data created by users adds a task here; `tasksCount` grows
 
 from typing import Any, Awaitable, Callable
 
+from collab.crdt import repository as crdt_repo
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
@@ -43,6 +44,11 @@ async def _recordings(conn: Conn, **scope: Any) -> None:
     await recordings_repo.forget_user(conn, **scope)
 
 
+async def _crdt(conn: Conn, **scope: Any) -> None:
+    """Their name as the last editor of CRDT content (the content is the document's, and stays)."""
+    await crdt_repo.forget_user(conn, **scope)
+
+
 async def _contacts(conn: Conn, **scope: Any) -> None:
     """Their contact-list entry (name, e-mail), once no access is left."""
     await repo.delete_contacts(conn, **scope)
@@ -55,6 +61,7 @@ TASKS: dict[str, Callable[..., Awaitable[None]]] = {
     "notifications": _notifications,
     "presence": _presence,
     "recordings": _recordings,
+    "crdt": _crdt,
     "contacts": _contacts,
 }
 

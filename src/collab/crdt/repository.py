@@ -1,0 +1,36 @@
+"""SQL of CRDT editor documents; executes, never commits."""
+
+from typing import Any
+
+from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db.pool import Conn
+
+q = Queries.beside(__file__)
+
+
+async def insert(conn: Conn, **row: Any) -> bool:
+    """Store a new editor document; False when the editor already has one."""
+    return await fetch_one(conn, q.insert_editor, row) is not None
+
+
+async def list_editors(conn: Conn, **filters: Any) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.list_editors, filters)
+
+
+async def lock(conn: Conn, **key: Any) -> dict[str, Any] | None:
+    """An editor's type, content key and state, locked until the transaction ends."""
+    return await fetch_one(conn, q.lock_editor, key)
+
+
+async def save(conn: Conn, **row: Any) -> None:
+    await execute(conn, q.save_editor, row)
+
+
+async def delete(conn: Conn, **filters: Any) -> set[str]:
+    return {r["editor_id"] for r in await fetch_all(conn, q.delete_editors, filters)}
+
+
+async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None) -> None:
+    """User-data deletion: the content belongs to the document, so only lastUpdatedBy is cleared."""
+    params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
+    await execute(conn, q.forget_user, params)

@@ -1,0 +1,47 @@
+"""Request models of the CRDT endpoints."""
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from collab.kit.envelope import Model
+from collab.kit.fields import Id, id_list
+
+CrdtType = Literal["text", "map", "array", "xml", "xmltext"]
+# The base64 of an update as large as the 8 MiB body limit allows.
+MAX_YJS_UPDATE_CHARS = 11_184_812
+
+
+class Editors(Model):
+    # Optional here so the service can answer a missing id with the message Velt clients know.
+    organizationId: Id | None = None
+    documentId: Id | None = None
+
+
+class AddCrdt(Editors):
+    editorId: Id | None = None
+    data: Any = None
+    type: CrdtType
+    contentKey: str = Field("content", min_length=1, max_length=200)
+    # Beyond the spec: who wrote it (becomes lastUpdatedBy) and in which editor session.
+    userId: Id | None = None
+    sessionId: str | None = Field(None, min_length=1, max_length=200)
+
+
+class UpdateCrdt(Editors):
+    editorId: Id | None = None
+    data: Any = None
+    # Beyond the spec: a Yjs update (base64) from any Yjs client, in place of data.
+    yjsUpdate: str | None = Field(None, min_length=1, max_length=MAX_YJS_UPDATE_CHARS)
+    userId: Id | None = None
+    sessionId: str | None = Field(None, min_length=1, max_length=200)
+
+
+class GetCrdt(Editors):
+    editorId: Id | None = None
+    # Beyond the spec: "yjs" adds yjsUpdate, the base64 Yjs update that encodes each whole document.
+    format: Literal["json", "yjs"] = "json"
+
+
+class DeleteCrdt(Editors):
+    editorIds: id_list() | None = None

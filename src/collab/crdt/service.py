@@ -1,0 +1,163 @@
+"""CRDT editor content: one Yjs document per editor, written as diffs and merged with Yjs clients' updates."""
+
+import asyncio
+import base64
+import binascii
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from collab.crdt import repository as repo
+from collab.crdt import ydoc
+from collab.crdt.schemas import AddCrdt, DeleteCrdt, GetCrdt, UpdateCrdt
+from collab.kit.auth import Tenant
+from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+
+ALREADY_EXISTS = "CRDT data already exists for this editor ID."
+NOT_FOUND = "CRDT data does not exist for this editor ID."
+DELETED, MISSING = "CRDT data deleted.", "CRDT data does not exist."
+MAX_STATE_BYTES = 16 * 1024 * 1024
+# The messages Velt clients know for a missing id (the organization's has no full stop there either).
+_REQUIRED = {
+    "organizationId": "Organization ID is required",
+    "documentId": "Document ID is required.",
+    "editorId": "Editor ID is required.",
+}
+
+
+def _require(data: Any, *fields: str) -> None:
+    missing = [f for f in fields if getattr(data, f) is None]
+    if missing:
+        raise invalid(_REQUIRED[missing[0]], [issue([f], _REQUIRED[f], "invalid_type") for f in missing])
+
+
+def _check_data(data: Any, kind: str) -> None:
+    message = "Data is required." if data is None else ydoc.shape_error(kind, data)
+    if message:
+        raise invalid(message, [issue(["data"], message, "invalid_type")])
+
+
+def _iso(ms: int) -> str:
+    """Epoch milliseconds as JavaScript's toISOString writes them (UTC, milliseconds, Z)."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def to_wire(row: dict[str, Any], content: Any, *, yjs: bool) -> dict[str, Any]:
+    """A CRDT editor record as Get CRDT Data returns it."""
+    record = {
+        "data": content,
+        "id": row["editor_id"],
+        "lastUpdate": _iso(row["last_update"]),
+        "lastUpdatedBy": row["last_updated_by"],
+        "sessionId": row["session_id"],
+    }
+    if yjs:
+        record["yjsUpdate"] = ydoc.encode(row["state"])
+    return record
+
+
+async def _off_loop(field: str, fn: Callable[..., bytes], *args: Any) -> bytes:
+    """Run pycrdt and diff work in a thread (documents can be large); bad content is INVALID_ARGUMENT."""
+    try:
+        state = await asyncio.to_thread(fn, *args)
+    except ydoc.BadContent as exc:
+        raise invalid(str(exc), [issue([field], str(exc))]) from None
+    if len(state) > MAX_STATE_BYTES:
+        message = f"The CRDT document would exceed {MAX_STATE_BYTES // (1024 * 1024)} MiB."
+        raise invalid(message, [issue([field], message, "too_big")])
+    return state
+
+
+def _decode_update(text: str) -> bytes:
+    # Standard or URL-safe alphabet, padding optional: what JavaScript base64 helpers produce.
+    text = text.replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        message = "yjsUpdate is not valid base64."
+        raise invalid(message, [issue(["yjsUpdate"], message, "invalid_string")]) from None
+
+
+async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
+    """Create an editor's Yjs document from JSON content; ALREADY_EXISTS when the editor has one."""
+    _require(data, "organizationId", "documentId", "editorId")
+    _check_data(data.data, data.type)
+    state = await _off_loop("data", ydoc.write, data.type, data.contentKey, None, data.data)
+    async with transaction(svc.pool, svc.redis) as tx:
+        added = await repo.insert(
+            tx.conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            document_id=data.documentId,
+            editor_id=data.editorId,
+            type=data.type,
+            content_key=data.contentKey,
+            state=state,
+            last_updated_by=data.userId,
+            session_id=data.sessionId,
+            now=svc.now_ms(),
+        )
+    if not added:
+        raise ApiError("ALREADY_EXISTS", ALREADY_EXISTS)
+
+
+async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> list[dict[str, Any]]:
+    """The editor records of a document (one editor's when editorId is given), in editor id order."""
+    _require(data, "organizationId", "documentId")
+    async with svc.pool.connection() as conn:
+        rows = await repo.list_editors(
+            conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            document_id=data.documentId,
+            editor_id=data.editorId,
+        )
+    contents = await asyncio.to_thread(lambda: [ydoc.read(r["type"], r["content_key"], r["state"]) for r in rows])
+    return [to_wire(row, content, yjs=data.format == "yjs") for row, content in zip(rows, contents)]
+
+
+async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
+    """Change an editor's document by CRDT operations (a diff of data, or a client's Yjs update), so edits merge."""
+    _require(data, "organizationId", "documentId", "editorId")
+    if (data.data is None) == (data.yjsUpdate is None):
+        message = "Provide exactly one of data and yjsUpdate."
+        raise invalid(message, [issue(["data"], message), issue(["yjsUpdate"], message)])
+    client_update = _decode_update(data.yjsUpdate) if data.yjsUpdate is not None else None
+    key = {
+        "api_key_id": tenant.api_key_id,
+        "organization_id": data.organizationId,
+        "document_id": data.documentId,
+        "editor_id": data.editorId,
+    }
+    async with transaction(svc.pool, svc.redis) as tx:
+        # Locked from read to write: two concurrent updates apply one after the other, neither is lost.
+        row = await repo.lock(tx.conn, **key)
+        if row is None:
+            raise ApiError("NOT_FOUND", NOT_FOUND)
+        kind, content_key = row["type"], row["content_key"]
+        if client_update is None:
+            _check_data(data.data, kind)
+            state = await _off_loop("data", ydoc.write, kind, content_key, row["state"], data.data)
+        else:
+            state = await _off_loop("yjsUpdate", ydoc.merge, kind, content_key, row["state"], client_update)
+        await repo.save(
+            tx.conn, **key, state=state, last_updated_by=data.userId, session_id=data.sessionId, now=svc.now_ms()
+        )
+
+
+async def delete(svc: Services, *, tenant: Tenant, data: DeleteCrdt) -> dict[str, Any]:
+    """Delete editors' documents (all of the document's when editorIds is omitted); results keyed by editor id."""
+    _require(data, "organizationId", "documentId")
+    async with transaction(svc.pool, svc.redis) as tx:
+        deleted = await repo.delete(
+            tx.conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            document_id=data.documentId,
+            editor_ids=data.editorIds,
+        )
+    ids = data.editorIds if data.editorIds is not None else sorted(deleted)
+    return {
+        i: {"success": i in deleted, "id": i, "message": DELETED if i in deleted else MISSING} for i in ids
+    }
