@@ -64,6 +64,8 @@ def make_settings(servers, fake=None, **overrides) -> Settings:
         llm_call_timeout_s=1.5,
         ask_ai_timeout_s=10,
         embedding_refresh_s=0,
+        # The webhook receiver of the tests listens on 127.0.0.1; SSRF tests switch this off themselves.
+        webhooks_allow_private_targets=True,
     )
     if fake is not None:
         for provider in ("openai", "anthropic", "gemini"):

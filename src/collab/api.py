@@ -14,11 +14,12 @@ from collab.permissions.routes import router as permissions
 from collab.presence.routes import router as presence
 from collab.recordings.routes import router as recordings
 from collab.users.routes import router as users
+from collab.webhooks.routes import router as webhooks
 from collab.workspaces.routes import router as workspaces
 
 ROUTERS = [
     workspaces, organizations, documents, users, permissions, notifications, activities, presence, recordings, crdt,
-    extraction, judgments, ask_ai,
+    extraction, judgments, ask_ai, webhooks,
 ]
 
 

@@ -74,6 +74,12 @@ class Settings(BaseSettings):
     presence_away_s: float = 300
     presence_offline_s: float = 600
 
+    # Advanced webhooks: private, loopback and link-local targets are refused unless this is on (self-hosting,
+    # tests); the time one delivery attempt may take; how many endpoints an API key may register.
+    webhooks_allow_private_targets: bool = False
+    webhooks_timeout_s: float = 15.0
+    webhooks_max_endpoints: int = 50
+
     log_level: str = "INFO"
     log_json: bool = True
 

@@ -8,5 +8,5 @@ follow it without further code.
 DOCUMENT_TABLES = (
     "activities", "judgments", "judgment_embeddings",
     "notifications", "notification_batches", "notification_batch_items",
-    "presence", "recordings", "crdt_editors",
+    "presence", "recordings", "crdt_editors", "webhook_crdt_pending",
 )

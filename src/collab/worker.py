@@ -35,6 +35,7 @@ def functions(settings: Settings) -> list:
     from collab.extraction.tasks import extract_agents
     from collab.judgments.tasks import derive_judgments, embed_query
     from collab.users.deletion import delete_user_data
+    from collab.webhooks.delivery import deliver_webhook
 
     return [
         echo,
@@ -46,15 +47,19 @@ def functions(settings: Settings) -> list:
         func(embed_query, name="embed_query", timeout=settings.search_timeout_s + 5, max_tries=1),
         func(migrate_document, name="migrate_document", timeout=600, max_tries=5),
         func(delete_user_data, name="delete_user_data", timeout=3600, max_tries=8),
+        func(deliver_webhook, name="deliver_webhook", timeout=settings.webhooks_timeout_s + 30, max_tries=3),
     ]
 
 def _cron_jobs() -> list:
     from collab.notifications.engine import flush_due
+    from collab.webhooks.delivery import sweep as webhook_sweep
 
     return [
         cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True),
         # Delayed and batched notifications fall due at any second; a 5 s tick bounds their lateness.
         cron(flush_due, name="flush_notifications", second=set(range(0, 60, 5)), run_at_startup=True, unique=True),
+        # Webhook retries (5 s and up) and CRDT event windows fall due at any second: sweep every second.
+        cron(webhook_sweep, name="webhook_sweep", second=set(range(60)), run_at_startup=True, unique=True),
     ]
 
 

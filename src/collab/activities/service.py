@@ -10,6 +10,7 @@ from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.activities import repository as repo
 from collab.notifications import engine as notification_engine
+from collab.webhooks import events as webhook_events
 from collab.activities.schemas import AddActivities, DeleteActivities, GetActivities, UpdateActivities
 from collab.workspaces.config import get_activity_config
 
@@ -55,15 +56,14 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
     triggers = (config.get("triggers") or {}).get("comment") or {}
     logged: list[str] = []
     new: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []  # the new ones, as webhook payloads
     async with transaction(svc.pool, svc.redis) as tx:
         for activity in data.activities:
             if triggers.get(activity.actionType) is False:
                 continue  # the trigger for this event type is off
             activity_id = activity.id or new_id("act_")
             action_user = activity.actionUser.model_dump(exclude_none=True)
-            inserted = await repo.upsert(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
+            record = dict(
                 id=activity_id,
                 organization_id=data.organizationId,
                 document_id=data.documentId,
@@ -81,11 +81,16 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
                 is_activity_resolver_used=activity.isActivityResolverUsed,
                 timestamp=activity.timestamp if activity.timestamp is not None else now,
             )
+            inserted = await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, **record)
             logged.append(activity_id)
             if inserted:  # an overwrite (a retry with the same id) does not notify again
                 new.append({"id": activity_id, "action_type": activity.actionType, "action_user": action_user,
                             "entity_data": activity.entityData})
+                records.append(to_wire(record))
         if new:
+            await webhook_events.on_activities(tx, now=now, api_key_id=tenant.api_key_id,
+                                               organization_id=data.organizationId, document_id=data.documentId,
+                                               activities=records)
             await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=tenant.api_key_id,
                                                     organization_id=data.organizationId,
                                                     document_id=data.documentId, activities=new)

@@ -13,6 +13,7 @@ from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
+from collab.webhooks import events as webhook_events
 
 ALREADY_EXISTS = "CRDT data already exists for this editor ID."
 NOT_FOUND = "CRDT data does not exist for this editor ID."
@@ -98,6 +99,10 @@ async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
             session_id=data.sessionId,
             now=svc.now_ms(),
         )
+        if added:
+            await webhook_events.crdt_changed(tx.conn, now=svc.now_ms(), api_key_id=tenant.api_key_id,
+                                              organization_id=data.organizationId, document_id=data.documentId,
+                                              editor_id=data.editorId, user_id=data.userId)
     if not added:
         raise ApiError("ALREADY_EXISTS", ALREADY_EXISTS)
 
@@ -144,6 +149,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
         await repo.save(
             tx.conn, **key, state=state, last_updated_by=data.userId, session_id=data.sessionId, now=svc.now_ms()
         )
+        await webhook_events.crdt_changed(tx.conn, now=svc.now_ms(), **key, user_id=data.userId)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteCrdt) -> dict[str, Any]:

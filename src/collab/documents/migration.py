@@ -11,6 +11,7 @@ from collab.kit.crypto import new_id
 from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction, tracked
 from collab.kit.services import Services
+from collab.webhooks import events as webhook_events
 
 
 async def start(svc: Services, *, tenant: Tenant, data: MigrateDocument) -> dict[str, Any]:
@@ -68,12 +69,23 @@ async def migrate_document(ctx: dict, *, api_key_id: str, migration_id: str) -> 
             )
             if reason is None:
                 await repo.finish_migration(tx.conn, **key, status="completed", reason=None, now=svc.now_ms())
+                await _migrated(tx, migration, status="completed", reason=None, now=svc.now_ms())
     except UniqueViolation:
         # Another migration took the target id meanwhile, or feature data (such as CRDT content) sits there.
         reason = (f"Document {migration['new_document_id']} already exists or holds data in organization "
                   f"{migration['organization_id']}.")
     if reason is not None:
-        async with svc.pool.connection() as conn:
-            await repo.finish_migration(conn, **key, status="failed", reason=reason, now=svc.now_ms())
+        async with transaction(svc.pool, svc.redis) as tx:
+            await repo.finish_migration(tx.conn, **key, status="failed", reason=reason, now=svc.now_ms())
+            await _migrated(tx, migration, status="failed", reason=reason, now=svc.now_ms())
         return {"status": "failed", "reason": reason}
     return {"status": "completed"}
+
+
+async def _migrated(tx, migration: dict[str, Any], *, status: str, reason: str | None, now: int) -> None:
+    """The `document.migrate` webhook event of a finished migration (one per migration, however often it runs)."""
+    payload = {"migrationId": migration["id"], "status": status, "documentId": migration["document_id"],
+               "newDocumentId": migration["new_document_id"]} | ({"reason": reason} if reason else {})
+    await webhook_events.emit(tx, now=now, api_key_id=migration["api_key_id"], event_type="document.migrate",
+                              organization_id=migration["organization_id"], document_id=migration["document_id"],
+                              payload=payload, dedupe=f"document.migrate:{migration['id']}")

@@ -16,7 +16,8 @@ from collab.kit.db.pool import Conn
 from collab.kit.merge import deep_merge
 from collab.kit.services import Services
 from collab.notifications import repository as repo
-from collab.notifications.service import recipients_map
+from collab.notifications.service import event_payload, recipients_map
+from collab.webhooks import events as webhook_events
 from collab.notifications.visibility import visible_to
 from collab.workspaces import repository as workspaces_repo
 from collab.workspaces.config import NOTIFICATION_DEFAULTS
@@ -141,17 +142,19 @@ async def _notify(conn: Conn, *, batch: dict[str, Any], items: list[dict[str, An
     if allowed is not None:
         source_data |= {"visibility": "private", "visibleToUserIds": allowed}
     notification_id = "ntf_" + batch["id"].removeprefix("nb_")  # one per batch, however often it flushes
-    await repo.insert(
+    source = "huddle" if _group(last["action_type"]) == "huddle" else "comment"
+    body = _comment_text(last["entity_data"])
+    added = await repo.insert(
         conn,
         api_key_id=batch["api_key_id"],
         id=notification_id,
         organization_id=batch["organization_id"],
         document_id=batch["document_id"],
         location_id=None,
-        notification_source="huddle" if _group(last["action_type"]) == "huddle" else "comment",
+        notification_source=source,
         notification_source_data=source_data,
         action_user=last["action_user"],
-        display_body_message=_comment_text(last["entity_data"]),
+        display_body_message=body,
         display_headline_message_template=headline,
         display_headline_message_template_data=template_data,
         notify_users=notify_users,
@@ -159,6 +162,15 @@ async def _notify(conn: Conn, *, batch: dict[str, Any], items: list[dict[str, An
         visible_to=allowed,
         timestamp=now,
     )
+    if added:
+        await webhook_events.emit(conn, now=now, api_key_id=batch["api_key_id"], event_type="notification.add",
+                                  organization_id=batch["organization_id"], document_id=batch["document_id"],
+                                  action_user=last["action_user"],
+                                  user_ids=[*by_user_id, *(i["action_user"].get("userId", "") for i in items)],
+                                  payload=event_payload(
+                                      id=notification_id, source=source, source_data=source_data, headline=headline,
+                                      headline_data=template_data, body=body, notify_users=notify_users,
+                                      by_user_id=by_user_id, timestamp=now))
     return notification_id
 
 

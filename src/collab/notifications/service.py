@@ -16,6 +16,7 @@ from collab.notifications.visibility import visible_to
 from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.organizations.service import ensure as ensure_organization
 from collab.users.service import require_advanced_queries
+from collab.webhooks import events as webhook_events
 
 
 def to_wire(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
@@ -33,6 +34,17 @@ def to_wire(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
         "notifyUsersByUserId": row["notify_users_by_user_id"],
         "timestamp": row["timestamp"],
         "readByUserIds": list(row["read_by"]),
+    }
+
+
+def event_payload(*, id: str, source: str, source_data: Any, headline: str, headline_data: Any, body: str,
+                  notify_users: dict[str, bool], by_user_id: dict[str, bool], timestamp: int) -> dict[str, Any]:
+    """A new notification as the payload of its `notification.add` webhook event."""
+    return {
+        "id": id, "notificationSource": source, "notificationSourceData": source_data or {},
+        "displayHeadlineMessageTemplate": headline, "displayHeadlineMessageTemplateData": headline_data or {},
+        "displayBodyMessage": body, "notifyUsers": notify_users, "notifyUsersByUserId": by_user_id,
+        "timestamp": timestamp,
     }
 
 
@@ -95,6 +107,15 @@ async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[s
             visible_to=allowed,
             timestamp=now,
         )
+        if added:
+            await webhook_events.emit(tx, now=now, api_key_id=tenant.api_key_id, event_type="notification.add",
+                                      organization_id=data.organizationId, document_id=data.documentId,
+                                      action_user=actor, user_ids=[actor["userId"], *by_user_id], payload=event_payload(
+                                          id=notification_id, source="custom", source_data=data.notificationSourceData,
+                                          headline=data.displayHeadlineMessageTemplate,
+                                          headline_data=data.displayHeadlineMessageTemplateData,
+                                          body=data.displayBodyMessage, notify_users=notify_users,
+                                          by_user_id=by_user_id, timestamp=now))
     message = "Notification added successfully." if added else "Notification already exists."
     return {"success": True, "message": message, "id": notification_id}
 

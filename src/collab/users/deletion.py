@@ -17,6 +17,8 @@ from collab.presence import repository as presence_repo
 from collab.recordings import repository as recordings_repo
 from collab.users import repository as repo
 from collab.users.schemas import DeleteUserData, UserDataDeleteStatus
+from collab.webhooks import events as webhook_events
+from collab.webhooks import repository as webhooks_repo
 
 
 async def _access(conn: Conn, **scope: Any) -> None:
@@ -49,6 +51,11 @@ async def _crdt(conn: Conn, **scope: Any) -> None:
     await crdt_repo.forget_user(conn, **scope)
 
 
+async def _webhooks(conn: Conn, **scope: Any) -> None:
+    """Webhook messages about them (their delivery log)."""
+    await webhooks_repo.forget_user(conn, **scope)
+
+
 async def _contacts(conn: Conn, **scope: Any) -> None:
     """Their contact-list entry (name, e-mail), once no access is left."""
     await repo.delete_contacts(conn, **scope)
@@ -62,6 +69,7 @@ TASKS: dict[str, Callable[..., Awaitable[None]]] = {
     "presence": _presence,
     "recordings": _recordings,
     "crdt": _crdt,
+    "webhooks": _webhooks,
     "contacts": _contacts,
 }
 
@@ -111,4 +119,11 @@ async def delete_user_data(ctx: dict, *, api_key_id: str, deletion_id: str) -> d
         async with transaction(svc.pool, svc.redis) as tx:
             await TASKS[name](tx.conn, **scope)
             await repo.task_done(tx.conn, api_key_id=api_key_id, id=deletion_id, task=name, now=svc.now_ms())
+            if name == row["tasks"][-1]:  # the last task: the deletion is complete with this commit
+                await webhook_events.emit(
+                    tx, now=svc.now_ms(), api_key_id=api_key_id, event_type="user_data.delete",
+                    channels=row["organization_ids"] or [], dedupe=f"user_data.delete:{deletion_id}",
+                    payload={"jobId": deletion_id, "userIds": row["user_ids"],
+                             "organizationIds": row["organization_ids"]},
+                )
     return {"tasks": len(row["tasks"])}

@@ -1,0 +1,176 @@
+"""Delivering messages: one tracked job per attempt, signed per Standard Webhooks, retried on a schedule.
+
+A delivery row is the state: `queued` for the job of attempt n, `sending` while a job holds it, `pending`
+until `due_at` (the sweep cron queues it then: no job is deferred for hours), `succeeded` or `failed`.
+The job claims its attempt with a conditional update, so a job run twice sends once per attempt.
+"""
+
+import asyncio
+import logging
+import random
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+from redis.exceptions import RedisError
+
+from collab.kit.jobs import Tx, tracked, transaction
+from collab.kit.services import Services
+from collab.webhooks import events
+from collab.webhooks import repository as repo
+from collab.webhooks import safety
+from collab.webhooks import secret
+
+log = logging.getLogger("collab.webhooks")
+# Seconds before attempt n + 1 after attempt n failed: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
+SCHEDULE_S = (0, 5, 300, 1800, 7200, 18000, 36000, 36000)
+JITTER = 0.1  # ± 10 % on every scheduled delay
+RETRY_AFTER_MIN_S, RETRY_AFTER_MAX_S = 1, 86400
+DISABLE_AFTER_MS = 5 * 86400 * 1000
+EXCERPT_BYTES = 1024
+LEASE_MARGIN_MS = 60_000
+
+
+def retry_after_s(value: str | None, now_ms: int) -> float | None:
+    """A Retry-After header (seconds or an HTTP date) as seconds from now, bounded; None when absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        seconds = float(value)
+    else:
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - now_ms / 1000
+        except (TypeError, ValueError, IndexError):
+            return None
+    return min(max(seconds, RETRY_AFTER_MIN_S), RETRY_AFTER_MAX_S)
+
+
+def next_delay_ms(attempt: int, *, retry_after: float | None = None) -> int:
+    """The wait after failed attempt `attempt` (1-based): the schedule with jitter, or the server's Retry-After."""
+    if retry_after is not None:
+        return int(retry_after * 1000)
+    return int(SCHEDULE_S[attempt] * 1000 * random.uniform(1 - JITTER, 1 + JITTER))
+
+
+async def post(svc: Services, *, url: str, body: str, headers: dict[str, str]) -> dict[str, Any]:
+    """One POST, redirects not followed; {status_code, response, error, retry_after_header}."""
+    timeout = svc.settings.webhooks_timeout_s
+    try:
+        target = await safety.pin(url, allow_private=svc.settings.webhooks_allow_private_targets)
+        # trust_env off: a proxy from the environment would connect somewhere we did not check.
+        async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=timeout) as client:
+            async with asyncio.timeout(timeout):
+                request = client.build_request("POST", target.url, content=body.encode(),
+                                               headers={**headers, **target.headers}, extensions=target.extensions)
+                response = await client.send(request, stream=True)
+                try:
+                    excerpt = b""
+                    async for chunk in response.aiter_raw():
+                        excerpt += chunk
+                        if len(excerpt) >= EXCERPT_BYTES:
+                            break
+                finally:
+                    await response.aclose()
+    except safety.Refused as exc:
+        return {"status_code": None, "response": None, "error": f"Refused: {exc}"}
+    except (httpx.HTTPError, OSError, TimeoutError) as exc:
+        kind = "Timed out" if isinstance(exc, (TimeoutError, httpx.TimeoutException)) else type(exc).__name__
+        return {"status_code": None, "response": None, "error": f"{kind}: {exc}"[:500]}
+    return {"status_code": response.status_code, "response": excerpt[:EXCERPT_BYTES].decode("utf-8", "replace"),
+            "error": None, "retry_after": response.headers.get("retry-after")}
+
+
+def _outcome(result: dict[str, Any], *, attempt: int, max_attempts: int, now: int) -> tuple[str, int | None, str | None]:
+    """(delivery status, next due time, error) after an attempt."""
+    code = result["status_code"]
+    if code is not None and 200 <= code < 300:
+        return "succeeded", None, None
+    error = result["error"] or f"HTTP {code}"
+    if code == 410 or attempt >= max_attempts:
+        return "failed", None, error
+    honoured = retry_after_s(result.get("retry_after"), now) if code in (429, 503) else None
+    return "pending", now + next_delay_ms(attempt, retry_after=honoured), error
+
+
+@tracked(max_tries=3)
+async def deliver_webhook(ctx: dict, *, api_key_id: str, message_id: str, endpoint_id: str, attempt: int) -> dict | None:
+    """Make attempt `attempt` of a message to an endpoint, record it, and schedule the next one."""
+    svc: Services = ctx["svc"]
+    now = svc.now_ms()
+    key = {"api_key_id": api_key_id, "message_id": message_id, "endpoint_id": endpoint_id}
+    lease = now + int(svc.settings.webhooks_timeout_s * 1000) + LEASE_MARGIN_MS
+    async with svc.pool.connection() as conn:
+        claimed = await repo.claim_delivery(conn, **key, attempt=attempt, now=now, lease_until=lease)
+        if claimed is None:
+            return None  # this attempt was made already (at-least-once delivery), or the row is gone
+        if claimed["disabled"] or claimed["body"] is None:
+            reason = "The endpoint is disabled." if claimed["disabled"] else "The message body could not be made."
+            await repo.fail_delivery(conn, **key, error=reason, now=now)
+            return {"status": "failed", "reason": reason}
+        if claimed["rate_limit"] and await _over_rate(svc, endpoint_id=endpoint_id, api_key_id=api_key_id,
+                                                      limit=claimed["rate_limit"], now=now):
+            # Over the endpoint's rateLimit: try again in the next one-second window; no attempt is used up.
+            await repo.reschedule_delivery(conn, **key, due_at=(now // 1000 + 1) * 1000, now=now)
+            return {"status": "rescheduled"}
+    timestamp = now // 1000
+    keys = secret.for_signing(svc, claimed, api_key_id=api_key_id, endpoint_id=endpoint_id, now=now)
+    signatures = " ".join(secret.sign(k, message_id, timestamp, claimed["body"]) for k in keys)
+    headers = {"content-type": claimed["content_type"], "user-agent": "collab-webhooks/1",
+               "webhook-id": message_id, "webhook-timestamp": str(timestamp), "webhook-signature": signatures}
+    started = time.perf_counter()
+    result = await post(svc, url=claimed["url"], body=claimed["body"], headers=headers)
+    duration_ms = int((time.perf_counter() - started) * 1000)
+    status, due_at, error = _outcome(result, attempt=attempt, max_attempts=claimed["max_attempts"], now=now)
+    async with svc.pool.connection() as conn:
+        async with conn.transaction():
+            await repo.record_attempt(
+                conn,
+                attempt_row={**key, "attempt": attempt, "status_code": result["status_code"],
+                             "response": result["response"], "error": result["error"], "duration_ms": duration_ms,
+                             "now": now},
+                outcome={**key, "attempt": attempt, "status": status, "due_at": due_at, "error": error, "now": now},
+            )
+            if status == "succeeded":
+                await repo.endpoint_succeeded(conn, api_key_id=api_key_id, id=endpoint_id)
+            else:
+                await repo.endpoint_failed(conn, api_key_id=api_key_id, id=endpoint_id, now=now,
+                                           gone=result["status_code"] == 410, disable_after_ms=DISABLE_AFTER_MS)
+    return {"status": status, "statusCode": result["status_code"]}
+
+
+async def _over_rate(svc: Services, *, api_key_id: str, endpoint_id: str, limit: int, now: int) -> bool:
+    """Count a send in the endpoint's one-second window (Redis, so it holds across workers); fails open."""
+    if svc.redis is None:
+        return False
+    key = f"collab:whrl:{api_key_id}:{endpoint_id}:{now // 1000}"
+    try:
+        async with svc.redis.pipeline(transaction=True) as pipe:
+            pipe.incr(key)
+            pipe.expire(key, 60)
+            count, _ = await pipe.execute()
+    except (RedisError, OSError) as exc:
+        log.warning("webhook rate limit of %s not checked, Redis unreachable: %s", endpoint_id, exc)
+        return False
+    return count > limit
+
+
+async def sweep(ctx: dict, *, limit: int = 500) -> int:
+    """Cron: emit due CRDT events, then queue every delivery whose time has come; the number queued."""
+    svc: Services = ctx["svc"]
+    now = svc.now_ms()
+    async with transaction(svc.pool, svc.redis) as tx:
+        await events.flush_crdt(tx, now=now)
+    async with transaction(svc.pool, svc.redis) as tx:
+        due = await repo.due_deliveries(tx.conn, now=now, limit=limit)
+        for row in due:
+            await queue(tx, row, now=now)
+    return len(due)
+
+
+async def queue(tx: Tx, row: dict[str, Any], *, now: int) -> None:
+    """Queue the next attempt of a delivery (its row locked by the caller)."""
+    key = {k: row[k] for k in ("api_key_id", "message_id", "endpoint_id")}
+    await repo.queue_delivery(tx.conn, **key, now=now)
+    await tx.enqueue("deliver_webhook", **key, attempt=row["attempts"] + 1)

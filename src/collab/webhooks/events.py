@@ -1,0 +1,103 @@
+"""Emitting events: a message and its deliveries are written in the caller's transaction, with the change.
+
+Nothing is recorded unless webhooks are enabled for the API key and some enabled endpoint takes the event
+type (and, when it names channels, one of the event's). The body is rendered now, under the config of
+this moment (data protection, encoding, encryption), and stays fixed for every attempt.
+"""
+
+import hashlib
+from typing import Any
+
+from collab.events import COMMENT_EVENTS
+from collab.kit.crypto import new_id
+from collab.kit.db.pool import Conn
+from collab.kit.jobs import Tx
+from collab.webhooks import payload as payloads
+from collab.webhooks import repository as repo
+from collab.workspaces.config import WEBHOOK_DEFAULTS
+
+MAX_ATTEMPTS = 8
+CRDT_DEBOUNCE_MS = 5_000
+
+
+def _message_id(api_key_id: str, dedupe: str | None) -> str:
+    if dedupe is None:
+        return new_id("msg_")
+    # One-off events (a migration's outcome, a deletion's end) get one message however often their job runs.
+    return "msg_" + hashlib.sha256(f"{api_key_id}\n{dedupe}".encode()).hexdigest()[:24]
+
+
+async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, payload: Any,
+               organization_id: str | None = None, document_id: str | None = None,
+               action_user: dict[str, Any] | None = None, channels: list[str] | None = None,
+               dedupe: str | None = None, user_ids: list[str] | None = None) -> str | None:
+    """Record an event for every endpoint that takes it; the message id, or None when none does."""
+    conn = db.conn if isinstance(db, Tx) else db
+    if channels is None:
+        channels = [c for c in (organization_id, document_id) if c]
+    endpoints = await repo.accepting_endpoints(conn, api_key_id=api_key_id, event_type=event_type, channels=channels)
+    if not endpoints:
+        return None
+    config = {**WEBHOOK_DEFAULTS, **(endpoints[0]["webhook_config"] or {})}
+    message_id = _message_id(api_key_id, dedupe)
+    shaped = payloads.message(id=message_id, event_type=event_type, now=now, api_key_id=api_key_id,
+                              organization_id=organization_id, document_id=document_id, action_user=action_user,
+                              payload=payload)
+    try:
+        body, content_type, error = *payloads.render(shaped, config), None
+    except payloads.RenderError as exc:
+        body, content_type, error = None, "application/json", str(exc)
+    if user_ids is None:  # whom the event is about: its actor, unless the caller names more
+        user_ids = [action_user["userId"]] if action_user and action_user.get("userId") else []
+    if not await repo.insert_message(conn, api_key_id=api_key_id, id=message_id, event_type=event_type, body=body,
+                                     content_type=content_type, error=error, organization_id=organization_id,
+                                     user_ids=sorted(set(user_ids)), now=now):
+        return None
+    # Inside a Tx the first attempts are queued at commit; a bare connection leaves them to the sweep.
+    queue = isinstance(db, Tx) and error is None
+    status = "failed" if error else "queued" if queue else "pending"
+    for endpoint in endpoints:
+        await repo.insert_delivery(conn, api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint["id"],
+                                   status=status, max_attempts=MAX_ATTEMPTS, last_error=error, now=now)
+        if queue:
+            await db.enqueue("deliver_webhook", api_key_id=api_key_id, message_id=message_id,
+                             endpoint_id=endpoint["id"], attempt=1)
+    return message_id
+
+
+async def on_activities(tx: Tx, *, now: int, api_key_id: str, organization_id: str, document_id: str,
+                        activities: list[dict[str, Any]]) -> None:
+    """Comment activities become `comment_annotation.*` / `comment.*` events named by their actionType."""
+    for activity in activities:
+        if activity.get("featureType") == "comment" and activity.get("actionType") in COMMENT_EVENTS:
+            await emit(tx, now=now, api_key_id=api_key_id, event_type=activity["actionType"], payload=activity,
+                       organization_id=organization_id, document_id=document_id,
+                       action_user=activity.get("actionUser"))
+
+
+async def crdt_changed(conn: Conn, *, now: int, api_key_id: str, organization_id: str, document_id: str,
+                       editor_id: str, user_id: str | None) -> None:
+    """Count a CRDT change towards its editor's next `crdt.update_data` (at most one per 5 s per editor)."""
+    channels = [organization_id, document_id]
+    if not await repo.accepting_endpoints(conn, api_key_id=api_key_id, event_type="crdt.update_data", channels=channels):
+        return
+    await repo.touch_crdt(conn, api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
+                          editor_id=editor_id, user_id=user_id, now=now, due_at=now + CRDT_DEBOUNCE_MS)
+
+
+async def flush_crdt(tx: Tx, *, now: int, limit: int = 200) -> int:
+    """Turn due CRDT change windows into events (in the caller's transaction); the number flushed."""
+    rows = await repo.due_crdt(tx.conn, now=now, limit=limit)
+    for row in rows:
+        key = {k: row[k] for k in ("api_key_id", "organization_id", "document_id", "editor_id")}
+        user = row["last_updated_by"]
+        await emit(
+            tx, now=now, api_key_id=row["api_key_id"], event_type="crdt.update_data",
+            organization_id=row["organization_id"], document_id=row["document_id"],
+            action_user={"userId": user} if user else None,
+            payload={"organizationId": row["organization_id"], "documentId": row["document_id"],
+                     "editorId": row["editor_id"], "lastUpdatedBy": user, "updates": row["updates"],
+                     "firstUpdateAt": payloads.iso(row["first_at"]), "lastUpdateAt": payloads.iso(row["last_at"])},
+        )
+        await repo.delete_crdt(tx.conn, **key)
+    return len(rows)

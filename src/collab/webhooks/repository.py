@@ -1,0 +1,139 @@
+"""SQL of advanced webhooks: endpoints, messages, deliveries, attempts; executes, never commits."""
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db.pool import Conn
+
+q = Queries.beside(__file__)
+
+
+async def lock_api_key(conn: Conn, *, api_key_id: str) -> None:
+    """Serialise endpoint creation per API key (the endpoint cap) for the rest of the transaction."""
+    await execute(conn, q.lock_api_key, {"api_key_id": api_key_id})
+
+
+async def count_endpoints(conn: Conn, *, api_key_id: str) -> int:
+    return (await fetch_one(conn, q.count_endpoints, {"api_key_id": api_key_id}))["n"]
+
+
+async def insert_endpoint(conn: Conn, **row: Any) -> dict[str, Any]:
+    return await fetch_one(conn, q.insert_endpoint, {**row, "metadata": Jsonb(row["metadata"])})
+
+
+async def get_endpoint(conn: Conn, *, api_key_id: str, ref: str) -> dict[str, Any] | None:
+    """An endpoint by id or uid."""
+    return await fetch_one(conn, q.get_endpoint, {"api_key_id": api_key_id, "ref": ref})
+
+
+async def list_endpoints(conn: Conn, **filters: Any) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.list_endpoints, filters)
+
+
+_SETTABLE = ("url", "description", "filter_types", "channels", "disabled", "rate_limit", "uid", "metadata")
+
+
+async def update_endpoint(conn: Conn, *, api_key_id: str, id: str, changes: dict[str, Any], now: int) -> dict[str, Any]:
+    """Change only the columns named in `changes`."""
+    params: dict[str, Any] = {"api_key_id": api_key_id, "id": id, "now": now}
+    for column in _SETTABLE:
+        params[f"set_{column}"] = column in changes
+        value = changes.get(column)
+        params[column] = Jsonb(value) if column == "metadata" and value is not None else value
+    return await fetch_one(conn, q.update_endpoint, params)
+
+
+async def delete_endpoint(conn: Conn, *, api_key_id: str, id: str) -> bool:
+    return await fetch_one(conn, q.delete_endpoint, {"api_key_id": api_key_id, "id": id}) is not None
+
+
+async def rotate_secret(conn: Conn, **change: Any) -> None:
+    await execute(conn, q.rotate_secret, change)
+
+
+async def accepting_endpoints(conn: Conn, *, api_key_id: str, event_type: str, channels: list[str]) -> list[dict[str, Any]]:
+    """Enabled endpoints that take the event, each with the key's webhook config; [] when webhooks are off."""
+    params = {"api_key_id": api_key_id, "event_type": event_type, "channels": channels}
+    return await fetch_all(conn, q.accepting_endpoints, params)
+
+
+async def insert_message(conn: Conn, **row: Any) -> bool:
+    """Record a message; False when its id exists already (a repeated one-off event)."""
+    return await fetch_one(conn, q.insert_message, row) is not None
+
+
+async def insert_delivery(conn: Conn, **row: Any) -> None:
+    await execute(conn, q.insert_delivery, row)
+
+
+async def due_deliveries(conn: Conn, *, now: int, limit: int) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.due_deliveries, {"now": now, "limit": limit})
+
+
+async def queue_delivery(conn: Conn, **key: Any) -> None:
+    await execute(conn, q.queue_delivery, key)
+
+
+async def claim_delivery(conn: Conn, **key: Any) -> dict[str, Any] | None:
+    """Take one attempt of a queued delivery, with its endpoint and message; None when it is not this attempt's."""
+    return await fetch_one(conn, q.claim_delivery, key)
+
+
+async def reschedule_delivery(conn: Conn, **key: Any) -> None:
+    await execute(conn, q.reschedule_delivery, key)
+
+
+async def record_attempt(conn: Conn, *, attempt_row: dict[str, Any], outcome: dict[str, Any]) -> None:
+    """Store the attempt and move the delivery on (succeeded, failed, or pending until due_at)."""
+    await execute(conn, q.insert_attempt, attempt_row)
+    await execute(conn, q.finish_attempt, outcome)
+
+
+async def fail_delivery(conn: Conn, **key: Any) -> None:
+    await execute(conn, q.fail_delivery, key)
+
+
+async def endpoint_succeeded(conn: Conn, *, api_key_id: str, id: str) -> None:
+    await execute(conn, q.endpoint_succeeded, {"api_key_id": api_key_id, "id": id})
+
+
+async def endpoint_failed(conn: Conn, **params: Any) -> None:
+    await execute(conn, q.endpoint_failed, params)
+
+
+async def list_messages(conn: Conn, **filters: Any) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.list_messages, filters)
+
+
+async def list_attempts(conn: Conn, *, api_key_id: str, message_ids: list[str], endpoint_id: str | None) -> list[dict[str, Any]]:
+    params = {"api_key_id": api_key_id, "message_ids": message_ids, "endpoint_id": endpoint_id}
+    return await fetch_all(conn, q.list_attempts, params)
+
+
+async def lock_delivery(conn: Conn, **key: Any) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.lock_delivery, key)
+
+
+async def requeue_delivery(conn: Conn, **key: Any) -> None:
+    await execute(conn, q.requeue_delivery, key)
+
+
+async def touch_crdt(conn: Conn, **row: Any) -> None:
+    await execute(conn, q.touch_crdt, row)
+
+
+async def due_crdt(conn: Conn, *, now: int, limit: int) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.due_crdt, {"now": now, "limit": limit})
+
+
+async def delete_crdt(conn: Conn, **key: Any) -> None:
+    await execute(conn, q.delete_crdt, key)
+
+
+async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None) -> None:
+    """Delete the messages about these users (with deliveries and attempts) and their pending CRDT marks."""
+    params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
+    await execute(conn, q.forget_user, params)
+    await execute(conn, q.forget_crdt_user, params)

@@ -1,0 +1,78 @@
+"""Request models of advanced webhooks (Svix-shaped endpoints, plus messages)."""
+
+from typing import Annotated, Literal, get_args
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, Field
+
+from collab.events import CommentEvent, HuddleEvent, OtherEvent
+from collab.kit.envelope import Model
+from collab.kit.fields import Id
+
+EventType = Literal[get_args(CommentEvent) + get_args(HuddleEvent) + get_args(OtherEvent)]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+
+
+def _http_url(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        parts.port  # raises on a bad port
+    except ValueError:
+        raise ValueError("Invalid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("Must be an http(s) URL with a host")
+    return url
+
+
+Url = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_http_url)]
+Uid = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9_.-]+$")]
+Channel = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:#-]+$")]
+FilterTypes = Annotated[list[EventType], Field(min_length=1, max_length=len(EVENT_TYPES))]
+Channels = Annotated[list[Channel], Field(min_length=1, max_length=10)]
+Metadata = Annotated[dict[str, Annotated[str, Field(max_length=1000)]], Field(max_length=50)]
+RateLimit = Annotated[int, Field(ge=1, le=65535)]
+
+
+class CreateEndpoint(Model):
+    url: Url
+    description: str = Field("", max_length=2000)
+    filterTypes: FilterTypes | None = None
+    channels: Channels | None = None
+    disabled: bool = False
+    rateLimit: RateLimit | None = None
+    uid: Uid | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class UpdateEndpoint(Model):
+    """Only the sent fields change; null clears filterTypes, channels, rateLimit and uid."""
+
+    endpointId: Id
+    url: Url = None
+    description: str = Field(None, max_length=2000)
+    filterTypes: FilterTypes | None = None
+    channels: Channels | None = None
+    disabled: bool = None
+    rateLimit: RateLimit | None = None
+    uid: Uid | None = None
+    metadata: Metadata = None
+
+
+class EndpointRef(Model):
+    endpointId: Id
+
+
+class ListEndpoints(Model):
+    limit: int = Field(50, ge=1, le=250)
+    iterator: str = Field(None, max_length=1000)
+
+
+class ListMessages(Model):
+    endpointId: Id = None
+    limit: int = Field(50, ge=1, le=250)
+    iterator: str = Field(None, max_length=1000)
+
+
+class RetryMessage(Model):
+    messageId: Id
+    endpointId: Id
