@@ -35,12 +35,20 @@ def test_grant_several_resources_default_editor(client):
     t = new_tenant(client)
     add_organization(client, t, "o1", "d1", "d2")
     response = post(client, ADD, {"user": {"userId": "u1"}, "permissions": {"resources": [
-        doc("d1"), doc("d2", accessRole="viewer"), org()]}}, t.headers)
+        doc("d1"), doc("d2", accessRole="viewer")]}}, t.headers)
     assert response.json() == {"result": {"status": "success", "message": "Permissions added successfully."}}
     got = access(client, t, "u1", documentIds=["d1", "d2"])["u1"]
+    # No accessRole given: editor. No organization grant: the organization itself is denied.
+    assert got["documents"] == {"d1": {"accessRole": "editor"}, "d2": {"accessRole": "viewer"}}
+    assert got["organization"]["o1"]["errorCode"] == "permission_denied"
+    # An organization role flows down; the higher role wins over the document's own viewer grant.
+    grant(client, t, "u1", org())
+    got = access(client, t, "u1", documentIds=["d2"])["u1"]
     assert got["organization"] == {"o1": {"accessRole": "editor"}}
-    # The organization role flows down; the higher role wins over the document's own viewer grant.
-    assert got["documents"] == {"d1": {"accessRole": "editor"}, "d2": {"accessRole": "editor"}}
+    assert got["documents"] == {"d2": {"accessRole": "editor"}}
+    # Naming the same resource twice in one call: the last entry wins.
+    grant(client, t, "u2", doc("d1", accessRole="editor"), doc("d1", accessRole="viewer"))
+    assert access(client, t, "u2", documentIds=["d1"])["u2"]["documents"]["d1"] == {"accessRole": "viewer"}
 
 
 def test_grant_validation(client):

@@ -55,8 +55,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
         raise invalid(message, [issue(["activities", i, "timestamp"], message, "too_big") for i in future])
     triggers = (config.get("triggers") or {}).get("comment") or {}
     logged: list[str] = []
-    new: list[dict[str, Any]] = []
-    records: list[dict[str, Any]] = []  # the new ones, as webhook payloads
+    new: list[dict[str, Any]] = []  # rows of the activities this call created (not overwrites)
     async with transaction(svc.pool, svc.redis) as tx:
         for activity in data.activities:
             if triggers.get(activity.actionType) is False:
@@ -84,13 +83,11 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
             inserted = await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, **record)
             logged.append(activity_id)
             if inserted:  # an overwrite (a retry with the same id) does not notify again
-                new.append({"id": activity_id, "action_type": activity.actionType, "action_user": action_user,
-                            "entity_data": activity.entityData})
-                records.append(to_wire(record))
+                new.append(record)
         if new:
             await webhook_events.on_activities(tx, now=now, api_key_id=tenant.api_key_id,
                                                organization_id=data.organizationId, document_id=data.documentId,
-                                               activities=records)
+                                               activities=[to_wire(r) for r in new])
             await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=tenant.api_key_id,
                                                     organization_id=data.organizationId,
                                                     document_id=data.documentId, activities=new)

@@ -166,7 +166,7 @@ async def _notify(conn: Conn, *, batch: dict[str, Any], items: list[dict[str, An
         await webhook_events.emit(conn, now=now, api_key_id=batch["api_key_id"], event_type="notification.add",
                                   organization_id=batch["organization_id"], document_id=batch["document_id"],
                                   action_user=last["action_user"],
-                                  user_ids=[*by_user_id, *(i["action_user"].get("userId", "") for i in items)],
+                                  user_ids=[*by_user_id, *(i["action_user"]["userId"] for i in items)],
                                   payload=event_payload(
                                       id=notification_id, source=source, source_data=source_data, headline=headline,
                                       headline_data=template_data, body=body, notify_users=notify_users,

@@ -12,18 +12,19 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and principal_type = %(principal_type)s and principal_id = %(principal_id)s
   and resource_type = %(resource_type)s and resource_id = %(resource_id)s
 
--- name: resource_exists
-select exists (
+-- name: missing_resources
+-- The positions (1-based) of the resources that do not exist in their organization, in one pass.
+select r.i from unnest(%(types)s::text[], %(ids)s::text[], %(orgs)s::text[]) with ordinality as r (type, id, org, i)
+where not exists (
     select 1 from organizations o
-    where o.api_key_id = %(api_key_id)s and o.id = %(organization_id)s
-      and (%(resource_type)s = 'organization'
-           or (%(resource_type)s = 'folder' and exists (
-                select 1 from folders f where f.api_key_id = o.api_key_id and f.organization_id = o.id
-                  and f.id = %(resource_id)s))
-           or (%(resource_type)s = 'document' and exists (
-                select 1 from documents d where d.api_key_id = o.api_key_id and d.organization_id = o.id
-                  and d.id = %(resource_id)s)))
-) as found
+    where o.api_key_id = %(api_key_id)s and o.id = r.org
+      and (r.type = 'organization'
+           or (r.type = 'folder' and exists (
+                select 1 from folders f where f.api_key_id = o.api_key_id and f.organization_id = o.id and f.id = r.id))
+           or (r.type = 'document' and exists (
+                select 1 from documents d where d.api_key_id = o.api_key_id and d.organization_id = o.id and d.id = r.id)))
+)
+order by r.i
 
 -- name: group_exists
 select exists (

@@ -8,19 +8,26 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def upsert_grant(conn: Conn, **grant: Any) -> None:
-    """Set a principal's role (and expiry) on a resource."""
-    await execute(conn, q.upsert_grant, grant)
+async def upsert_grants(conn: Conn, grants: list[dict[str, Any]]) -> None:
+    """Set principals' roles (and expiries) on resources, in one pipelined batch; a repeat takes the last."""
+    if grants:
+        async with conn.cursor() as cur:
+            await cur.executemany(q.upsert_grant, grants)
 
 
 async def delete_grant(conn: Conn, **grant: Any) -> int:
     return await execute(conn, q.delete_grant, grant)
 
 
+async def missing_resources(conn: Conn, *, api_key_id: str, resources: list[tuple[str, str, str]]) -> list[int]:
+    """Indexes (0-based) of the (type, id, organization id) resources that do not exist."""
+    params = {"api_key_id": api_key_id, "types": [r[0] for r in resources], "ids": [r[1] for r in resources],
+              "orgs": [r[2] for r in resources]}
+    return [row["i"] - 1 for row in await fetch_all(conn, q.missing_resources, params)]
+
+
 async def resource_exists(conn: Conn, *, api_key_id: str, organization_id: str, resource_type: str, resource_id: str) -> bool:
-    params = {"api_key_id": api_key_id, "organization_id": organization_id,
-              "resource_type": resource_type, "resource_id": resource_id}
-    return (await fetch_one(conn, q.resource_exists, params))["found"]
+    return not await missing_resources(conn, api_key_id=api_key_id, resources=[(resource_type, resource_id, organization_id)])
 
 
 async def group_exists(conn: Conn, *, api_key_id: str, organization_id: str, id: str) -> bool:

@@ -23,32 +23,33 @@ async def _refuse_missing(
     conn: Conn, *, tenant: Tenant, resources: list[Resource], path: list[str], organization_id: str | None = None
 ) -> None:
     """INVALID_ARGUMENT naming every resource that does not exist (or lies outside the group's organization)."""
-    problems = []
-    for i, r in enumerate(resources):
-        if organization_id is not None and r.organizationId != organization_id:
-            problems.append(issue([*path, i, "organizationId"], "Must be the group's organization."))
-        elif not await repo.resource_exists(
-            conn, api_key_id=tenant.api_key_id, organization_id=r.organizationId, resource_type=r.type, resource_id=r.id
-        ):
-            problems.append(issue([*path, i, "id"], _MISSING[r.type]))
+    problems = [issue([*path, i, "organizationId"], "Must be the group's organization.")
+                for i, r in enumerate(resources) if organization_id is not None and r.organizationId != organization_id]
+    if not problems:
+        missing = await repo.missing_resources(
+            conn, api_key_id=tenant.api_key_id, resources=[(r.type, r.id, r.organizationId) for r in resources]
+        )
+        problems = [issue([*path, i, "id"], _MISSING[resources[i].type]) for i in missing]
     if problems:
         raise invalid(problems[0]["message"] if len(problems) == 1 else "Some resources do not exist.", problems)
 
 
+def grant_row(*, tenant: Tenant, principal: tuple[str, str], organization_id: str, resource_type: str,
+              resource_id: str, access_role: str, expires_at: float | None, now: int) -> dict[str, Any]:
+    """One row of `grants`, as permissions/add, users/add and token generation write it."""
+    return {
+        "api_key_id": tenant.api_key_id, "organization_id": organization_id, "principal_type": principal[0],
+        "principal_id": principal[1], "resource_type": resource_type, "resource_id": resource_id,
+        "access_role": access_role, "expires_at": int(expires_at) if expires_at is not None else None, "now": now,
+    }
+
+
 async def _grant(conn: Conn, *, tenant: Tenant, principal: tuple[str, str], resources: list[Resource], now: int) -> None:
-    for r in resources:
-        await repo.upsert_grant(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=r.organizationId,
-            principal_type=principal[0],
-            principal_id=principal[1],
-            resource_type=r.type,
-            resource_id=r.id,
-            access_role=r.accessRole,
-            expires_at=int(r.expiresAt) if r.expiresAt is not None else None,
-            now=now,
-        )
+    await repo.upsert_grants(conn, [
+        grant_row(tenant=tenant, principal=principal, organization_id=r.organizationId, resource_type=r.type,
+                  resource_id=r.id, access_role=r.accessRole, expires_at=r.expiresAt, now=now)
+        for r in resources
+    ])
 
 
 async def add(svc: Services, *, tenant: Tenant, data: AddPermissions) -> None:

@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Envelope, OrjsonResponse, StrictJsonRoute, ok, raw
+from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok, raw
 from collab.kit.services import Services, services
 from collab.users import deletion, groups, service
 from collab.users.schemas import (
@@ -36,9 +36,7 @@ async def update(body: Envelope[UpdateUsers], tenant: Tenant = Auth, svc: Servic
 async def get(body: Envelope[GetUsers], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
     # Both names of the next-page token appear in the spec; clients read either.
-    result = {"status": "success", "message": "Users retrieved successfully.", "data": records,
-              "nextPageToken": token, "pageToken": token}
-    return OrjsonResponse({"result": result})
+    return listed(records, token, "Users retrieved successfully.", nextPageToken=token)
 
 
 @router.post("/users/delete", summary="Remove users from an organization, folder or document [API-key auth]")

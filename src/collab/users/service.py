@@ -11,6 +11,7 @@ from collab.kit.services import Services
 from collab.organizations import repository as organizations_repo
 from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.permissions import repository as permissions_repo
+from collab.permissions.service import grant_row
 from collab.users import repository as repo
 from collab.users.schemas import AddUsers, DeleteUsers, GetUsers, UpdateUsers
 from collab.workspaces import repository as workspaces_repo
@@ -50,17 +51,11 @@ async def add(svc: Services, *, tenant: Tenant, data: AddUsers) -> dict[str, Any
             return {u.userId: {"success": False, "id": u.userId, "message": missing} for u in data.users}
         for user in data.users:
             await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now)
-            await permissions_repo.upsert_grant(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
-                organization_id=data.organizationId,
-                principal_type="user",
-                principal_id=user.userId,
-                access_role=user.accessRole or "editor",
-                expires_at=None,
-                now=now,
-                **scope,
-            )
+        await permissions_repo.upsert_grants(tx.conn, [
+            grant_row(tenant=tenant, principal=("user", u.userId), organization_id=data.organizationId,
+                      access_role=u.accessRole or "editor", expires_at=None, now=now, **scope)
+            for u in data.users
+        ])
     return {u.userId: {"success": True, "id": u.userId, "message": "User added."} for u in data.users}
 
 
