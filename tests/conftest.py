@@ -16,6 +16,7 @@ from psycopg.rows import dict_row
 
 from collab.config import Settings
 from collab.kit import embedded
+from collab.testing.contract import Contract
 from collab.testing.fakes import FakeProviders
 from collab.testing.live import Live
 
@@ -82,9 +83,15 @@ def live(servers, fake_providers):
     service.stop()
 
 
+@pytest.fixture(scope="session")
+def contract(live):
+    """The app's OpenAPI document as validators (every `client` response is checked against it)."""
+    return Contract(live.app.openapi())
+
+
 @pytest.fixture
-def client(live):
-    with httpx.Client(base_url=live.url, timeout=30) as c:
+def client(live, contract):
+    with httpx.Client(base_url=live.url, timeout=30, event_hooks={"response": [contract.check]}) as c:
         yield c
 
 

@@ -7,6 +7,7 @@ from collab.ask_ai.routes import router as ask_ai
 from collab.crdt.routes import router as crdt
 from collab.documents.routes import router as documents
 from collab.extraction.routes import router as extraction
+from collab.kit.openapi import ERRORS
 from collab.judgments.routes import router as judgments
 from collab.notifications.routes import router as notifications
 from collab.organizations.routes import router as organizations
@@ -26,5 +27,5 @@ ROUTERS = [
 def mount(app: FastAPI) -> None:
     """Mount each domain router under /v2 (documented) and /v1 (same handlers; real clients call either)."""
     for router in ROUTERS:
-        app.include_router(router, prefix="/v2")
+        app.include_router(router, prefix="/v2", responses=ERRORS)
         app.include_router(router, prefix="/v1", include_in_schema=False)

@@ -76,9 +76,28 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     api.mount(app)
     app.include_router(health.router)
     _offline_docs(app)
+    _documented_errors_only(app)
     # Outermost: every response, error or not, carries a request id and respects the body limit.
     app.add_middleware(RequestContext, max_body_bytes=settings.max_body_bytes)
     return app
+
+
+def _documented_errors_only(app: FastAPI) -> None:
+    """Drop FastAPI's default 422 from the document: validation fails with 400 and the error envelope."""
+    generate = app.openapi
+
+    def openapi():
+        if app.openapi_schema is None:
+            schema = generate()
+            for item in schema["paths"].values():
+                for operation in item.values():
+                    operation["responses"].pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 def _offline_docs(app: FastAPI) -> None:

@@ -32,6 +32,8 @@ class Settings(BaseSettings):
 
     rate_limit_workspace_create: str = "10/hour"
     rate_limit_workspace_get: str = "60/minute"
+    # Every [API-key auth] call counts against its key (fixed one-minute windows in Redis).
+    rate_limit_api_key: str = "30000/minute"
     max_workspaces_per_email: int = 5
 
     worker_poll_delay_s: float = 0.01

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader
 
+from collab.kit import ratelimit
 from collab.kit.db import Queries, fetch_all, fetch_one
 from collab.kit.errors import ApiError
 from collab.kit.services import Services, services
@@ -63,6 +64,13 @@ async def api_key_auth(
     if matched is None:
         raise ApiError("PERMISSION_DENIED", "Invalid API key.")
     tenant = Tenant(api_key_id=matched["api_key_id"], workspace_id=matched["workspace_id"])
+    await ratelimit.check(
+        svc.redis,
+        bucket=f"api-key:{tenant.api_key_id}",
+        rate=svc.settings.rate_limit_api_key,
+        now=svc.clock(),
+        message="Too many requests for this API key; retry later.",
+    )
     request.state.tenant = tenant
     return tenant
 

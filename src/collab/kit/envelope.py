@@ -10,6 +10,8 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict
 
 T = TypeVar("T")
+# Deeper JSON is refused before any model sees it (client JSON such as metadata nests far less).
+MAX_JSON_DEPTH = 64
 
 
 class Model(BaseModel):
@@ -70,11 +72,33 @@ def _strip_nul(value: Any) -> Any:
     return value
 
 
+def _too_deep(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def _parse(body: bytes) -> Any:
+    too_deep = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+    try:
+        parsed = json.loads(body, parse_constant=_no_constant)
+    except RecursionError:
+        raise json.JSONDecodeError(too_deep, "", 0) from None
+    if isinstance(parsed, (dict, list)) and _too_deep(parsed, MAX_JSON_DEPTH):
+        raise json.JSONDecodeError(too_deep, "", 0)
+    return parsed
+
+
 class _StrictJsonRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            parsed = json.loads(body, parse_constant=_no_constant)
+            parsed = _parse(body)
             # Postgres text and jsonb cannot hold NUL: drop it from every string, once, here.
             self._json = _strip_nul(parsed) if b"\\u0000" in body else parsed
         return self._json

@@ -136,8 +136,11 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError):
         issues = issues_from_errors(exc.errors(), strip=("body", "data"))
-        if any(e["type"] == "json_invalid" for e in exc.errors()):
-            issues = [{"code": "invalid_json", "path": [], "message": "Body is not valid JSON"}]
+        broken = [e for e in exc.errors() if e["type"] == "json_invalid"]
+        if broken:
+            reason = broken[0].get("ctx", {}).get("error")
+            message = f"Body is not valid JSON: {reason}" if reason else "Body is not valid JSON"
+            issues = [{"code": "invalid_json", "path": [], "message": message}]
         return error_response(invalid(summary(issues), issues))
 
     @app.exception_handler(ValidationError)

@@ -4,6 +4,7 @@ from pydantic import Field
 
 from collab.kit.envelope import Model
 from collab.kit.fields import Id, Name, batch, id_list
+from collab.kit.openapi import Doc
 
 
 class OrganizationIn(Model):
@@ -43,3 +44,14 @@ class DeleteOrganizations(Model):
 class UpdateDisableState(Model):
     organizationIds: id_list()
     disabled: bool
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class Organization(Doc):
+    organizationId: str
+    organizationName: str | None = Field(None, description="Absent when the organization was never named.")
+    disabled: bool
+    createdAt: int = Field(description="Epoch milliseconds.")
+    updatedAt: int = Field(description="Epoch milliseconds.")
