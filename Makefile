@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test bench clean
+.PHONY: install run test fuzz bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Schema fuzzing at a large budget (make test runs the same cases at 6 per operation and mode).
+fuzz: install
+	COLLAB_FUZZ_EXAMPLES=$${COLLAB_FUZZ_EXAMPLES:-200} $(BIN)/python -m pytest tests/test_fuzz_schema.py $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python -m bench

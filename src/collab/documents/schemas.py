@@ -1,9 +1,12 @@
 """Request models of documents, folders and document migration."""
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import Id, Name, batch, id_list
+from collab.kit.openapi import Doc
 
 
 class DocumentIn(Model):
@@ -91,3 +94,35 @@ class GetFolders(Model):
     organizationId: Id
     folderId: Id = None
     maxDepth: int = Field(None, ge=0, le=1000)
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class Document(Doc):
+    documentId: str
+    organizationId: str
+    documentName: str | None = Field(None, description="Absent when the document was never named.")
+    folderId: str | None = Field(None, description="Absent when the document is in no folder.")
+    createdAt: int = Field(description="Epoch milliseconds.")
+    updatedAt: int = Field(description="Epoch milliseconds.")
+
+
+class Folder(Doc):
+    folderId: str
+    parentFolderId: str | None = Field(description="Null for a top-level folder.")
+    ancestors: list[str] = Field(description="Folder IDs from the top-level folder down to the parent.")
+    folderName: str | None = Field(None, description="Absent when the folder was never named.")
+    createdAt: int = Field(description="Epoch milliseconds.")
+
+
+class MigrationStarted(Doc):
+    migrationId: str
+
+
+class Migration(Doc):
+    migrationId: str
+    status: Literal["pending", "in_progress", "completed", "failed"]
+    documentId: str
+    newDocumentId: str
+    reason: str | None = Field(None, description="Why the migration failed; absent otherwise.")

@@ -4,32 +4,50 @@ from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, ok
+from collab.kit.openapi import ACKNOWLEDGED, answer
 from collab.kit.services import Services, services
 from collab.permissions import service
-from collab.permissions.schemas import AddPermissions, GenerateToken, GetPermissions, RemovePermissions
+from collab.permissions.schemas import (
+    AddPermissions,
+    GenerateToken,
+    GetPermissions,
+    PermissionsRemoved,
+    RemovePermissions,
+    UserAccess,
+    UserToken,
+)
 
 router = APIRouter(tags=["permissions"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
 Svc = Depends(services)
 
 
-@router.post("/auth/permissions/add", summary="Grant roles on resources to a user or a group [API-key auth]")
+@router.post(
+    "/auth/permissions/add", summary="Grant roles on resources to a user or a group [API-key auth]",
+    responses=ACKNOWLEDGED,
+)
 async def add(body: Envelope[AddPermissions], tenant: Tenant = Auth, svc: Services = Svc):
     await service.add(svc, tenant=tenant, data=body.data)
     return ok(None, "Permissions added successfully.")
 
 
-@router.post("/auth/permissions/get", summary="Effective access of users [API-key auth]")
+@router.post(
+    "/auth/permissions/get", summary="Effective access of users [API-key auth]",
+    responses=answer(dict[str, UserAccess]),
+)
 async def get(body: Envelope[GetPermissions], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.get(svc, tenant=tenant, data=body.data), "Permissions retrieved successfully.")
 
 
-@router.post("/auth/permissions/remove", summary="Revoke roles on resources [API-key auth]")
+@router.post(
+    "/auth/permissions/remove", summary="Revoke roles on resources [API-key auth]",
+    responses=answer(PermissionsRemoved),
+)
 async def remove(body: Envelope[RemovePermissions], tenant: Tenant = Auth, svc: Services = Svc):
     removed = await service.remove(svc, tenant=tenant, data=body.data)
     return ok({"removed": removed}, "Permissions removed successfully.")
 
 
-@router.post("/auth/generate_token", summary="Issue a signed user token [API-key auth]")
+@router.post("/auth/generate_token", summary="Issue a signed user token [API-key auth]", responses=answer(UserToken))
 async def generate_token(body: Envelope[GenerateToken], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.generate_token(svc, tenant=tenant, data=body.data), "Token generated successfully.")

@@ -6,6 +6,7 @@ from pydantic import Field, model_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, Name, id_list
+from collab.kit.openapi import Doc
 
 ResourceType = Literal["organization", "folder", "document"]
 AccessRole = Literal["viewer", "editor"]
@@ -91,3 +92,39 @@ class GenerateToken(Model):
     userId: Id
     userProperties: UserProperties = None
     permissions: Permissions = None
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class Granted(Doc):
+    """Effective access to a resource: the winning role of the grants that apply."""
+
+    accessRole: AccessRole
+    expiresAt: int | None = Field(None, description="Unix seconds; absent when a winning grant never expires.")
+
+
+class NoAccess(Doc):
+    """Why a user has no access to a resource."""
+
+    error: str
+    errorCode: Literal["does_not_exist", "permission_denied"]
+
+
+Access = Granted | NoAccess
+
+
+class UserAccess(Doc):
+    """One user's effective access, each section keyed by resource ID."""
+
+    organization: dict[str, Access]
+    folders: dict[str, Access]
+    documents: dict[str, Access]
+
+
+class PermissionsRemoved(Doc):
+    removed: int = Field(description="How many grants were revoked.")
+
+
+class UserToken(Doc):
+    token: str = Field(description="A signed JWT (HS256), valid for 48 hours.")

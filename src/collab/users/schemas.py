@@ -6,6 +6,7 @@ from pydantic import Field, model_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import Id, Name, batch, id_list
+from collab.kit.openapi import Doc
 
 
 class UserIn(Model):
@@ -85,3 +86,65 @@ class GroupUsers(Model):
     organizationId: Id
     organizationUserGroupId: Id
     userIds: id_list()
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class UserWithAccess(Doc):
+    userId: str
+    accessRole: Literal["viewer", "editor"] = Field(description="The user's effective role at the scope.")
+    name: str | None = Field(None, description="Absent when unknown.")
+    email: str | None = Field(None, description="Absent when unknown.")
+
+
+class UsersPageResult(Doc):
+    status: Literal["success"]
+    message: str
+    data: list[UserWithAccess] | dict[str, list[UserWithAccess]] = Field(
+        description="An array, or with groupByDocumentId an object mapping documentId to such arrays."
+    )
+    pageToken: str | None = Field(description="Pass back to get the next page; null on the last page.")
+    nextPageToken: str | None = Field(description="The same token as pageToken (the spec names both).")
+
+
+class UsersPage(Doc):
+    """`{result: {status, message, data, pageToken, nextPageToken}}`."""
+
+    result: UsersPageResult
+
+
+class UserRemoved(Doc):
+    """One entry of Delete Users, keyed by userId."""
+
+    success: bool
+    message: str
+
+
+class GroupMembership(Doc):
+    """One entry of the group membership answers, keyed by userId."""
+
+    success: bool
+    organizationUserGroupId: str
+    message: str
+
+
+class DeletionStarted(Doc):
+    jobId: str
+    tasksCount: int
+
+
+class UserDataDeletion(Doc):
+    """The spec's top-level body of Delete All User Data (no `result` wrapper), sent with HTTP 202."""
+
+    status: Literal["success"]
+    message: str
+    data: DeletionStarted
+    statusCode: Literal[202]
+
+
+class DeletionStatus(Doc):
+    isDeleteCompleted: bool
+    tasksLeft: int
+    lastTaskCompletedTime: int | None = Field(description="Epoch milliseconds; null before the first task finishes.")
+    error: str | None = Field(None, description="Present when the deletion job failed for good with tasks left.")

@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field
 from collab.events import CommentEvent, HuddleEvent, OtherEvent
 from collab.kit.envelope import Model
 from collab.kit.fields import Id
+from collab.kit.openapi import Doc
 
 EventType = Literal[get_args(CommentEvent) + get_args(HuddleEvent) + get_args(OtherEvent)]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
@@ -76,3 +77,74 @@ class ListMessages(Model):
 class RetryMessage(Model):
     messageId: Id
     endpointId: Id
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class WebhookEndpoint(Doc):
+    """A webhook endpoint as Svix shapes it (plus disabledReason); never its secret."""
+
+    id: str
+    url: str
+    description: str
+    filterTypes: list[EventType] | None = Field(description="Null: every event type.")
+    channels: list[str] | None = Field(description="Null: every channel.")
+    disabled: bool
+    disabledReason: str | None = Field(description="Why the service disabled the endpoint; null otherwise.")
+    rateLimit: int | None = Field(description="Deliveries per second; null: unlimited.")
+    uid: str | None
+    metadata: dict[str, str] = Field(description="Client-supplied, stored and returned as is.")
+    version: Literal[1]
+    createdAt: str = Field(description="ISO 8601, UTC.")
+    updatedAt: str = Field(description="ISO 8601, UTC.")
+
+
+class WebhookEndpointPage(Doc):
+    data: list[WebhookEndpoint]
+    iterator: str | None = Field(description="Pass back to get the next page; null when there is none.")
+    prevIterator: str | None = Field(description="Pass back to get the previous page; null when there is none.")
+    done: bool
+
+
+class WebhookEndpointDeleted(Doc):
+    id: str
+    deleted: Literal[True]
+
+
+class WebhookEndpointSecret(Doc):
+    key: str = Field(description="The signing secret, `whsec_...`.")
+
+
+class WebhookAttempt(Doc):
+    endpointId: str
+    attempt: int = Field(description="1 for the first attempt.")
+    statusCode: int | None = Field(description="The endpoint's HTTP status; null when no answer came.")
+    at: str = Field(description="ISO 8601, UTC.")
+    durationMs: int
+    response: str | None = Field(description="The start of the endpoint's answer; null when no answer came.")
+    error: str | None
+
+
+class WebhookMessage(Doc):
+    id: str
+    eventType: EventType
+    timestamp: str = Field(description="ISO 8601, UTC.")
+    status: Literal["pending", "succeeded", "failed"] = Field(
+        description="failed if any delivery failed, pending while any is under way."
+    )
+    attempts: list[WebhookAttempt]
+    nextAttemptAt: str | None = Field(None, description="ISO 8601, UTC; present while a retry is scheduled.")
+    error: str | None = Field(None, description="Why the body could not be made; absent otherwise.")
+
+
+class WebhookMessagePage(Doc):
+    messages: list[WebhookMessage]
+    iterator: str | None = Field(description="Pass back to get the next page; null on the last page.")
+    done: bool
+
+
+class WebhookRetryQueued(Doc):
+    messageId: str
+    endpointId: str
+    status: Literal["queued"]

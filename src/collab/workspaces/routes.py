@@ -4,36 +4,50 @@ from fastapi import APIRouter, Depends, Request
 
 from collab.kit.auth import Tenant, WorkspaceCaller, api_key_auth, workspace_auth
 from collab.kit.envelope import StrictJsonRoute, Empty, Envelope, ok
+from collab.kit.openapi import answer
 from collab.kit.services import Services, services
 from collab.workspaces import config, service
 from collab.workspaces.schemas import (
+    ActivityConfig,
     ActivityConfigUpdate,
+    AdvancedWebhookConfig,
+    ApiKeyConfig,
     ApiKeyConfigUpdate,
+    ApiKeyEntry,
     ApiKeyRef,
+    AuthTokenReset,
+    AuthTokens,
     CreateApiKey,
     CreateWorkspace,
+    FullNotificationConfig,
+    NewApiKey,
+    NotificationConfig,
     NotificationConfigUpdate,
     WebhookConfigUpdate,
+    Workspace,
 )
 
 router = APIRouter(tags=["workspace"], route_class=StrictJsonRoute)
 
 
-@router.post("/workspace/create", summary="Create a workspace [Public]")
+@router.post("/workspace/create", summary="Create a workspace [Public]", responses=answer(Workspace))
 async def create_workspace(body: Envelope[CreateWorkspace], request: Request, svc: Services = Depends(services)):
     client_ip = request.client.host if request.client else "unknown"
     workspace = await service.create_workspace(svc, data=body.data, client_ip=client_ip)
     return ok(workspace, "Workspace created successfully.")
 
 
-@router.post("/workspace/get", summary="Get the workspace [Workspace auth]")
+@router.post("/workspace/get", summary="Get the workspace [Workspace auth]", responses=answer(Workspace))
 async def get_workspace(
     body: Envelope[Empty], caller: WorkspaceCaller = Depends(workspace_auth), svc: Services = Depends(services)
 ):
     return ok(await service.get_workspace(svc, caller=caller), "Workspace retrieved successfully.")
 
 
-@router.post("/workspace/authtoken/reset", summary="Reset an API key's auth token [Workspace auth]")
+@router.post(
+    "/workspace/authtoken/reset", summary="Reset an API key's auth token [Workspace auth]",
+    responses=answer(AuthTokenReset),
+)
 async def reset_auth_token(
     body: Envelope[ApiKeyRef], caller: WorkspaceCaller = Depends(workspace_auth), svc: Services = Depends(services)
 ):
@@ -41,7 +55,10 @@ async def reset_auth_token(
     return ok(result, "Auth token reset successfully.")
 
 
-@router.post("/workspace/authtokens/get", summary="List an API key's auth tokens [Workspace auth]")
+@router.post(
+    "/workspace/authtokens/get", summary="List an API key's auth tokens [Workspace auth]",
+    responses=answer(AuthTokens),
+)
 async def list_auth_tokens(
     body: Envelope[ApiKeyRef], caller: WorkspaceCaller = Depends(workspace_auth), svc: Services = Depends(services)
 ):
@@ -49,7 +66,7 @@ async def list_auth_tokens(
     return ok(result, "Auth tokens retrieved successfully.")
 
 
-@router.post("/workspace/apikey/create", summary="Create an API key [Workspace auth]")
+@router.post("/workspace/apikey/create", summary="Create an API key [Workspace auth]", responses=answer(NewApiKey))
 async def create_api_key(
     body: Envelope[CreateApiKey], caller: WorkspaceCaller = Depends(workspace_auth), svc: Services = Depends(services)
 ):
@@ -57,14 +74,20 @@ async def create_api_key(
     return ok(result, "API key created successfully.")
 
 
-@router.post("/workspace/apikeys/get", summary="List the workspace's API keys [Workspace auth]")
+@router.post(
+    "/workspace/apikeys/get", summary="List the workspace's API keys [Workspace auth]",
+    responses=answer(list[ApiKeyEntry]),
+)
 async def list_api_keys(
     body: Envelope[Empty], caller: WorkspaceCaller = Depends(workspace_auth), svc: Services = Depends(services)
 ):
     return ok(await service.list_api_keys(svc, caller=caller), "API keys retrieved successfully.")
 
 
-@router.post("/workspace/apikeyconfig/update", summary="Update the API key's console settings [API-key auth]")
+@router.post(
+    "/workspace/apikeyconfig/update", summary="Update the API key's console settings [API-key auth]",
+    responses=answer(ApiKeyConfig),
+)
 async def update_api_key_config(
     body: Envelope[ApiKeyConfigUpdate], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
 ):
@@ -72,14 +95,20 @@ async def update_api_key_config(
     return ok(result, "API key config updated successfully.")
 
 
-@router.post("/workspace/apikeyconfig/get", summary="Get the API key's console settings [API-key auth]")
+@router.post(
+    "/workspace/apikeyconfig/get", summary="Get the API key's console settings [API-key auth]",
+    responses=answer(ApiKeyConfig),
+)
 async def get_api_key_config(
     body: Envelope[Empty], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
 ):
     return ok(await config.get_api_key_config(svc, tenant=tenant), "API key config retrieved successfully.")
 
 
-@router.post("/workspace/advancedwebhookconfig/update", summary="Update advanced webhook config [API-key auth]")
+@router.post(
+    "/workspace/advancedwebhookconfig/update", summary="Update advanced webhook config [API-key auth]",
+    responses=answer(AdvancedWebhookConfig),
+)
 async def update_webhook_config(
     body: Envelope[WebhookConfigUpdate], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
 ):
@@ -87,14 +116,20 @@ async def update_webhook_config(
     return ok(result, "Advanced webhook config updated successfully.")
 
 
-@router.post("/workspace/advancedwebhookconfig/get", summary="Get advanced webhook config [API-key auth]")
+@router.post(
+    "/workspace/advancedwebhookconfig/get", summary="Get advanced webhook config [API-key auth]",
+    responses=answer(AdvancedWebhookConfig),
+)
 async def get_webhook_config(
     body: Envelope[Empty], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
 ):
     return ok(await config.get_webhook_config(svc, tenant=tenant), "Advanced webhook config retrieved successfully.")
 
 
-@router.post("/workspace/activityconfig/update", summary="Update activity service config [API-key auth]")
+@router.post(
+    "/workspace/activityconfig/update", summary="Update activity service config [API-key auth]",
+    responses=answer(ActivityConfig),
+)
 async def update_activity_config(
     body: Envelope[ActivityConfigUpdate], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
 ):
@@ -102,14 +137,20 @@ async def update_activity_config(
     return ok(result, "Activity config updated successfully.")
 
 
-@router.post("/workspace/activityconfig/get", summary="Get activity service config [API-key auth]")
+@router.post(
+    "/workspace/activityconfig/get", summary="Get activity service config [API-key auth]",
+    responses=answer(ActivityConfig),
+)
 async def get_activity_config(
     body: Envelope[Empty], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
 ):
     return ok(await config.get_activity_config(svc, tenant=tenant), "Activity config retrieved successfully.")
 
 
-@router.post("/workspace/notificationconfig/update", summary="Update notification config [API-key auth]")
+@router.post(
+    "/workspace/notificationconfig/update", summary="Update notification config [API-key auth]",
+    responses=answer(NotificationConfig),
+)
 async def update_notification_config(
     body: Envelope[NotificationConfigUpdate], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
 ):
@@ -117,7 +158,10 @@ async def update_notification_config(
     return ok(result, "Notification config updated successfully.")
 
 
-@router.post("/workspace/notificationconfig/get", summary="Get notification config [API-key auth]")
+@router.post(
+    "/workspace/notificationconfig/get", summary="Get notification config [API-key auth]",
+    responses=answer(FullNotificationConfig),
+)
 async def get_notification_config(
     body: Envelope[Empty], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
 ):

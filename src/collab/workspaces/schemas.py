@@ -7,6 +7,7 @@ from pydantic import Field, field_validator, model_validator
 
 from collab.events import CommentEvent, HuddleEvent
 from collab.kit.envelope import Model
+from collab.kit.openapi import Doc
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 
@@ -146,3 +147,155 @@ class NotificationConfigUpdate(Model):
         if not self.model_fields_set:
             raise ValueError("At least one of useNotificationService and notificationServiceConfig is required")
         return self
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+ApiKeyType = Literal["testing", "production"]
+
+
+class Owner(Doc):
+    email: str
+    id: str
+    name: str
+    avatar: str = Field(description="Empty string when no avatar was given.")
+
+
+class ApiKeyEntry(Doc):
+    apiKeyName: str
+    id: str
+    type: ApiKeyType
+
+
+class Workspace(Doc):
+    id: str
+    name: str
+    owner: Owner
+    authToken: str = Field(description="The workspace-level auth token (workspace auth).")
+    apiKeyList: dict[str, ApiKeyEntry] = Field(description="Keyed by API key ID.")
+
+
+class AuthToken(Doc):
+    token: str
+    name: str
+    domains: list[str]
+
+
+class AuthTokenReset(Doc):
+    apiKey: str
+    newAuthToken: AuthToken
+
+
+class AuthTokens(Doc):
+    apiKey: str
+    authTokens: list[AuthToken]
+
+
+class NewApiKey(Doc):
+    apiKey: str = Field(description="ID of the new API key.")
+
+
+class ProviderKeyState(Doc):
+    """A stored model-provider key, shown only by its last 4 characters."""
+
+    provider: Literal["openai", "anthropic", "gemini"]
+    isSet: bool
+    last4: str
+
+
+class ApiKeyConfig(Doc):
+    enableAdvancedQueries: bool
+    aiModelApiKey: list[ProviderKeyState] = Field(description="Only the providers whose key is set.")
+
+
+class AdvancedWebhookConfig(Doc):
+    isEnabled: bool
+    encryptData: bool
+    encodeData: bool
+    publicKey: str = Field(description="Empty string when unset.")
+    enableDataProtection: bool
+
+
+class ActivityTriggersOut(Doc):
+    comment: dict[CommentEvent, bool] | None = None
+
+
+class ActivityServiceConfigOut(Doc):
+    isEnabled: bool = Field(description="False when never set.")
+    enabledTime: int | None = Field(None, description="Epoch milliseconds.")
+    immutable: bool | None = None
+    triggers: ActivityTriggersOut | None = None
+
+
+class ActivityConfig(Doc):
+    activityServiceConfig: ActivityServiceConfigOut
+
+
+class DelayConfigOut(Doc):
+    isEnabled: bool | None = None
+    delaySeconds: int | None = None
+
+
+class BatchScopeOut(Doc):
+    isEnabled: bool | None = None
+    batchWindowSeconds: int | None = None
+    maxActivities: int | None = None
+
+
+class BatchConfigOut(Doc):
+    document: BatchScopeOut | None = None
+    user: BatchScopeOut | None = None
+
+
+class NotificationTriggersOut(Doc):
+    comment: dict[CommentEvent, bool] | None = None
+    huddle: dict[HuddleEvent, bool] | None = None
+
+
+class NotificationServiceConfigOut(Doc):
+    """The stored config: only what was written (seeding writes triggers only)."""
+
+    triggers: NotificationTriggersOut | None = None
+    delayConfig: DelayConfigOut | None = None
+    batchConfig: BatchConfigOut | None = None
+
+
+class NotificationConfig(Doc):
+    """The config after an update: the stored values, nothing filled in."""
+
+    useNotificationService: bool
+    notificationServiceConfig: NotificationServiceConfigOut
+
+
+class FullDelayConfig(Doc):
+    isEnabled: bool
+    delaySeconds: int
+
+
+class FullBatchScope(Doc):
+    isEnabled: bool
+    batchWindowSeconds: int
+    maxActivities: int
+
+
+class FullBatchConfig(Doc):
+    document: FullBatchScope
+    user: FullBatchScope
+
+
+class FullNotificationTriggers(Doc):
+    comment: dict[CommentEvent, bool]
+    huddle: dict[HuddleEvent, bool]
+
+
+class FullNotificationServiceConfig(Doc):
+    triggers: FullNotificationTriggers
+    delayConfig: FullDelayConfig
+    batchConfig: FullBatchConfig
+
+
+class FullNotificationConfig(Doc):
+    """The config with every unset field filled from the defaults."""
+
+    useNotificationService: bool
+    notificationServiceConfig: FullNotificationServiceConfig
