@@ -186,13 +186,19 @@ def test_other_invalid_fields(client):
     ("xml", "<p>a</p></extra>"),
     ("xml", '<!DOCTYPE x [<!ENTITY e "boom">]><x>&e;</x>'),
     ("xml", "<a>" * 150 + "</a>" * 150),
-    ("map", {"deep": json.loads("[" * 150 + "]" * 150)}),
     ("array", [10**400]),
 ])
 def test_content_that_cannot_be_stored(client, kind, data):
     t = new_tenant(client)
     err = error(add(client, t, type=kind, data=data), "INVALID_ARGUMENT")
     assert issue_paths(err) == [["data"]]
+    assert get(client, t) == []
+
+
+def test_content_nested_past_the_body_limit_is_refused(client):
+    t = new_tenant(client)
+    err = error(add(client, t, type="map", data={"deep": json.loads("[" * 150 + "]" * 150)}), "INVALID_ARGUMENT")
+    assert "nested deeper" in err["details"]["issues"][0]["message"]
     assert get(client, t) == []
 
 

@@ -89,3 +89,13 @@ def test_reasoning_falls_back_to_comment_then_display_message():
 
 def test_render_missing_variables_are_empty():
     assert render("{{a}} and {{b.c}}", {"a": 1}, {}) == "1 and"
+
+
+def test_an_empty_agent_object_is_a_human_decision():
+    judgment = derive(row("comment_annotation.approve", entity_data={"agent": {}}))
+    assert judgment["judge_type"] == "human" and judgment["agent"] is None
+
+
+@pytest.mark.parametrize("confidence, stored", [(0.25, 0.25), (10**400, 1.0), (True, 1.0), ("0.5", 1.0), (None, 1.0)])
+def test_confidence_that_is_not_a_finite_number_defaults_to_one(confidence, stored):
+    assert derive(row("comment_annotation.approve", entity_data={"confidence": confidence}))["confidence"] == stored

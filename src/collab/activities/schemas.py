@@ -5,6 +5,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from collab.kit.envelope import Model
+from collab.kit import fields
+from collab.kit.openapi import Doc
 
 Id = Field(min_length=1, max_length=200)
 FeatureType = Literal["comment", "reaction", "recorder", "crdt", "custom"]
@@ -69,9 +71,9 @@ class GetActivities(Model):
     documentId: str = Field(None, min_length=1, max_length=200)
     targetEntityId: str = Field(None, min_length=1, max_length=500)
     featureTypes: list[FeatureType] = Field(None, min_length=1, max_length=5)
-    actionTypes: list[str] = Field(None, min_length=1, max_length=50)
+    actionTypes: list[fields.Name] = Field(None, min_length=1, max_length=50)
     userId: str = Field(None, min_length=1, max_length=200)
-    activityIds: list[str] = Field(None, min_length=1, max_length=100)
+    activityIds: list[fields.Id] = Field(None, min_length=1, max_length=100)
     order: Literal["asc", "desc"] = "desc"
     pageSize: int = Field(100, ge=1, le=1000)
     pageToken: str = Field(None, max_length=500)
@@ -80,10 +82,61 @@ class GetActivities(Model):
 class DeleteActivities(Model):
     organizationId: str = Id
     documentId: str = Field(None, min_length=1, max_length=200)
-    activityIds: list[str] = Field(None, min_length=1, max_length=500)
+    activityIds: list[fields.Id] = Field(None, min_length=1, max_length=500)
 
     @model_validator(mode="after")
     def _something(self):
         if not self.documentId and not self.activityIds:
             raise ValueError("Provide activityIds or documentId")
         return self
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class ActionUser(Doc):
+    """A user as the client sent it: userId, name and email, plus any further keys kept as given."""
+
+    model_config = ConfigDict(extra="allow")
+    userId: str
+    name: str | None = Field(None, description="Absent when the client sent none.")
+    email: str | None = Field(None, description="Absent when the client sent none.")
+
+
+class Activity(Doc):
+    """An activity log record; fields never set are left out."""
+
+    id: str
+    organizationId: str
+    documentId: str
+    featureType: FeatureType
+    actionType: str
+    actionUser: ActionUser
+    targetEntityId: str | None = None
+    targetSubEntityId: str | None = None
+    changes: dict[str, Any] | None = Field(None, description="Field name to `{from, to}`, as the client sent it.")
+    entityData: Any = Field(None, description="Snapshot of the entity, as the client sent it.")
+    entityTargetData: Any = Field(None, description="Snapshot of the target entity, as the client sent it.")
+    displayMessageTemplate: str | None = None
+    displayMessageTemplateData: dict[str, Any] | None = Field(None, description="As the client sent it.")
+    actionIcon: str | None = None
+    isActivityResolverUsed: bool
+    timestamp: int = Field(description="When the activity happened, epoch milliseconds.")
+
+
+class ActivitiesAdded(Doc):
+    success: bool
+    message: str
+
+
+class ActivityOutcome(Doc):
+    """One entry of Update Activities, keyed by activity id."""
+
+    success: bool
+    message: str
+
+
+class ActivitiesDeleted(Doc):
+    success: bool
+    message: str
+    deletedIds: list[str]

@@ -3,9 +3,10 @@
 from fastapi import APIRouter, Depends
 
 from collab.crdt import service
-from collab.crdt.schemas import AddCrdt, DeleteCrdt, GetCrdt, UpdateCrdt
+from collab.crdt.schemas import AddCrdt, CrdtEditor, DeleteCrdt, GetCrdt, UpdateCrdt
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, ok
+from collab.kit.openapi import ACKNOWLEDGED, ItemOutcome, answer
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["crdt"], route_class=StrictJsonRoute)
@@ -13,23 +14,29 @@ Auth = Depends(api_key_auth)
 Svc = Depends(services)
 
 
-@router.post("/crdt/add", summary="Create an editor's CRDT (Yjs) document [API-key auth]")
+@router.post("/crdt/add", summary="Create an editor's CRDT (Yjs) document [API-key auth]", responses=ACKNOWLEDGED)
 async def add(body: Envelope[AddCrdt], tenant: Tenant = Auth, svc: Services = Svc):
     await service.add(svc, tenant=tenant, data=body.data)
     return ok(None, "CRDT data added successfully.")
 
 
-@router.post("/crdt/get", summary="Get a document's CRDT editor data [API-key auth]")
+@router.post(
+    "/crdt/get", summary="Get a document's CRDT editor data [API-key auth]", responses=answer(list[CrdtEditor])
+)
 async def get(body: Envelope[GetCrdt], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.get(svc, tenant=tenant, data=body.data), "CRDT data retrieved successfully.")
 
 
-@router.post("/crdt/update", summary="Change an editor's CRDT data by diff or Yjs update [API-key auth]")
+@router.post(
+    "/crdt/update", summary="Change an editor's CRDT data by diff or Yjs update [API-key auth]", responses=ACKNOWLEDGED
+)
 async def update(body: Envelope[UpdateCrdt], tenant: Tenant = Auth, svc: Services = Svc):
     await service.update(svc, tenant=tenant, data=body.data)
     return ok(None, "CRDT data updated successfully.")
 
 
-@router.post("/crdt/delete", summary="Delete editors' CRDT data [API-key auth]")
+@router.post(
+    "/crdt/delete", summary="Delete editors' CRDT data [API-key auth]", responses=answer(dict[str, ItemOutcome])
+)
 async def delete(body: Envelope[DeleteCrdt], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.delete(svc, tenant=tenant, data=body.data), "CRDT data processed.")

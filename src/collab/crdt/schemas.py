@@ -6,6 +6,7 @@ from pydantic import Field
 
 from collab.kit.envelope import Model
 from collab.kit.fields import Id, id_list
+from collab.kit.openapi import Doc
 
 CrdtType = Literal["text", "map", "array", "xml", "xmltext"]
 # The base64 of an update as large as the 8 MiB body limit allows.
@@ -45,3 +46,22 @@ class GetCrdt(Editors):
 
 class DeleteCrdt(Editors):
     editorIds: id_list() | None = None
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class CrdtEditor(Doc):
+    """A CRDT editor record."""
+
+    data: str | dict[str, Any] | list[Any] = Field(
+        description="The content: a string for `text`, `xmltext` and `xml` (XML markup), an object for `map`, "
+        "an array for `array`."
+    )
+    id: str = Field(description="The editor ID.")
+    lastUpdate: str = Field(description="ISO-8601 timestamp (UTC, milliseconds).")
+    lastUpdatedBy: str | None = Field(description="userId of the last writer; null when none was sent.")
+    sessionId: str | None
+    yjsUpdate: str | None = Field(
+        None, description="With `format: yjs` only: the base64 Yjs update that encodes the whole document."
+    )

@@ -3,15 +3,20 @@
 from fastapi import APIRouter, Depends
 
 from collab.extraction import service
-from collab.extraction.schemas import ExtractAgents
+from collab.extraction.schemas import ExtractAgents, Extraction
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import StrictJsonRoute, Envelope, ok
+from collab.kit.openapi import answer
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
 
 
-@router.post("/agents/extract", summary="Extract draft agents from a checklist file [API-key auth]")
+@router.post(
+    "/agents/extract",
+    summary="Extract draft agents from a checklist file [API-key auth]",
+    responses=answer(Extraction),
+)
 async def extract_agents(
     body: Envelope[ExtractAgents], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
 ):

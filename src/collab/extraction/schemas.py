@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from collab.files import SUPPORTED_MIME_TYPES
 from collab.kit.envelope import Model
+from collab.kit.openapi import Doc
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 # Base64 of 5 MB plus room for line breaks: anything longer is refused before decoding.
@@ -103,3 +104,44 @@ class MergeGroup(BaseModel):
 
 class MergeAnswer(BaseModel):
     groups: list[MergeGroup]
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class UserContextField(Doc):
+    id: str
+    title: str
+    type: str
+    example: str | None = Field(None, description="Absent when the model gave none.")
+
+
+class AgentDraft(Doc):
+    """An extracted agent draft."""
+
+    name: str
+    description: str
+    prompt: str = Field(description="Consolidated QA instruction; maps to `instructions` of agent creation.")
+    sourceTasks: list[str] = Field(description="The task texts grouped into this agent (provenance only).")
+    userContextFields: list[UserContextField] | None = Field(None, description="Absent when the agent needs none.")
+
+
+class SkippedTask(Doc):
+    originalText: str
+    reason: str
+
+
+class ExtractionMemory(Doc):
+    sourceId: str = Field(description="The workspace knowledge source the file was stored as.")
+
+
+class ExtractionResult(Doc):
+    agents: list[AgentDraft] = Field(description="At most 50.")
+    summary: str
+    skipped: list[SkippedTask]
+    totalTasksParsed: int = Field(description="Checks found before grouping or skipping (also when agents are cut).")
+    memory: ExtractionMemory
+
+
+class Extraction(Doc):
+    extractionResult: ExtractionResult

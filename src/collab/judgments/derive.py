@@ -1,5 +1,6 @@
 """Which activities are judgments (review decisions), and the judgment each one becomes."""
 
+import math
 import re
 from typing import Any
 
@@ -75,8 +76,9 @@ def derive(activity: dict[str, Any]) -> dict[str, Any] | None:
         or render(activity.get("display_message_template"), activity.get("display_message_template_data"), user)
         or choice
     )
-    agent = entity.get("agent") if isinstance(entity.get("agent"), dict) else None
-    confidence = entity.get("confidence")
+    # An empty agent object is a human decision: `agent` stays null, as the spec has it for humans.
+    agent = entity.get("agent") if isinstance(entity.get("agent"), dict) and entity.get("agent") else None
+    confidence = _confidence(entity.get("confidence"))
     return {
         "organization_id": activity["organization_id"],
         "document_id": activity.get("document_id"),
@@ -87,11 +89,22 @@ def derive(activity: dict[str, Any]) -> dict[str, Any] | None:
         "content": (_text(target.get("content")) or _text(target.get("text")) or "").replace("\x00", "") or None,
         "content_type": _text(target.get("contentType")),
         "reviewer_id": _text(user.get("userId")),
-        "confidence": float(confidence) if isinstance(confidence, (int, float)) and not isinstance(confidence, bool) else 1.0,
+        "confidence": confidence,
         "action_user": user,
         "agent": agent,
         "created_at": activity["timestamp"],
     }
+
+
+def _confidence(value: Any) -> float:
+    """The decision's confidence; 1.0 when absent or not a finite number (10**400 is an int, not a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 1.0
+    try:
+        number = float(value)
+    except OverflowError:
+        return 1.0
+    return number if math.isfinite(number) else 1.0
 
 
 def texts(judgment: dict[str, Any]) -> dict[str, str]:

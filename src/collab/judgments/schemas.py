@@ -1,11 +1,13 @@
 """Request models of judgment search and listing."""
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from collab.kit.envelope import Model
+from collab.kit.fields import Id
+from collab.kit.openapi import Doc
 
 Decision = Literal[
     "comment", "resolve", "approved", "rejected", "in_progress", "agree", "disagree", "endorse",
@@ -35,8 +37,8 @@ def to_ms(value: str | int | float) -> int:
 
 
 class DateRange(Model):
-    start: str | int | float = None
-    end: str | int | float = None
+    start: Annotated[str, Field(max_length=64)] | int | float = None
+    end: Annotated[str, Field(max_length=64)] | int | float = None
 
     @field_validator("start", "end")
     @classmethod
@@ -57,7 +59,7 @@ class Filters(Model):
     reviewerId: str = OptionalId
     annotationId: str = Field(None, min_length=1, max_length=500)
     dateRange: DateRange = None
-    excludeDocumentIds: list[str] = Field(None, min_length=1, max_length=20)
+    excludeDocumentIds: list[Id] = Field(None, min_length=1, max_length=20)
 
     @field_validator("excludeDocumentIds")
     @classmethod
@@ -94,3 +96,48 @@ class QueryJudgments(Model):
     annotationId: str = Field(None, min_length=1, max_length=500)
     pageSize: int = Field(50, ge=1, le=500)
     pageToken: str = Field(None, max_length=500)
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class JudgmentUser(Doc):
+    userId: str
+    name: str | None = Field(None, description="Absent when the activity's actionUser had none.")
+
+
+class JudgmentAgent(Doc):
+    """The agent behind a decision: the keys of the activity's `entityData.agent`, values as the client sent them."""
+
+    agentId: Any = Field(description="Null when the client sent none.")
+    agentType: Any = Field(description="Null when the client sent none.")
+    executionId: Any = Field(description="Null when the client sent none.")
+    agentFields: Any = Field(description="Null when the client sent none.")
+
+
+class Judgment(Doc):
+    """A judgment record."""
+
+    recordId: str
+    reasoning: str
+    decision: Decision
+    confidence: float
+    actionUser: JudgmentUser
+    createdAt: int = Field(description="Epoch milliseconds.")
+    similarity: float | None = Field(
+        description="Cosine similarity to the query; 1.0 on the annotation and recency paths; null in listings."
+    )
+    scope: Literal["document", "organization", "apiKey"]
+    agent: JudgmentAgent | None = Field(description="Null for a human decision.")
+
+
+class JudgmentSearch(Doc):
+    results: list[Judgment]
+    totalInScope: int = Field(description="How many records `results` holds (after filtering; at most `limit`).")
+    searchLatencyMs: float = Field(description="Milliseconds.")
+
+
+class SearchAnswer(Doc):
+    """`{result: {results, totalInScope, searchLatencyMs}}`: no status or message (spec)."""
+
+    result: JudgmentSearch

@@ -1,6 +1,7 @@
 """The wire envelope: {data} in, {result} out, with strict request models."""
 
 import json
+import math
 from typing import Any, Callable, Generic, TypeVar
 
 import orjson
@@ -72,6 +73,14 @@ def _strip_nul(value: Any) -> Any:
     return value
 
 
+def _finite(text: str) -> float:
+    # 1e400 parses to inf: as refused as a literal Infinity (Postgres jsonb cannot hold it).
+    value = float(text)
+    if math.isinf(value):
+        raise json.JSONDecodeError(f"{text[:40]} is out of range for a JSON number", text, 0)
+    return value
+
+
 def _too_deep(value: Any, limit: int) -> bool:
     stack = [(value, 1)]
     while stack:
@@ -86,7 +95,7 @@ def _too_deep(value: Any, limit: int) -> bool:
 def _parse(body: bytes) -> Any:
     too_deep = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
     try:
-        parsed = json.loads(body, parse_constant=_no_constant)
+        parsed = json.loads(body, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise json.JSONDecodeError(too_deep, "", 0) from None
     if isinstance(parsed, (dict, list)) and _too_deep(parsed, MAX_JSON_DEPTH):

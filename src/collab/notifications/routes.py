@@ -4,32 +4,45 @@ from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
+from collab.kit.openapi import ItemOutcome, answer, page
 from collab.kit.services import Services, services
 from collab.notifications import service
-from collab.notifications.schemas import AddNotification, DeleteNotifications, GetNotifications, UpdateNotifications
+from collab.notifications.schemas import (
+    AddNotification,
+    DeleteNotifications,
+    GetNotifications,
+    Notification,
+    NotificationAdded,
+    UpdateNotifications,
+)
 
 router = APIRouter(tags=["notifications"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
 Svc = Depends(services)
+BY_ID = answer(dict[str, ItemOutcome])
 
 
-@router.post("/notifications/add", summary="Add an in-app notification [API-key auth]")
+@router.post(
+    "/notifications/add", summary="Add an in-app notification [API-key auth]", responses=answer(NotificationAdded)
+)
 async def add(body: Envelope[AddNotification], tenant: Tenant = Auth, svc: Services = Svc):
     result = await service.add(svc, tenant=tenant, data=body.data)
     return ok(result, result["message"])
 
 
-@router.post("/notifications/get", summary="List notifications (advanced queries) [API-key auth]")
+@router.post(
+    "/notifications/get", summary="List notifications (advanced queries) [API-key auth]", responses=page(Notification)
+)
 async def get(body: Envelope[GetNotifications], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
     return listed(records, token, "Notifications retrieved successfully.")
 
 
-@router.post("/notifications/update", summary="Update notifications or mark them read [API-key auth]")
+@router.post("/notifications/update", summary="Update notifications or mark them read [API-key auth]", responses=BY_ID)
 async def update(body: Envelope[UpdateNotifications], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.update(svc, tenant=tenant, data=body.data), "Notifications processed.")
 
 
-@router.post("/notifications/delete", summary="Delete notifications [API-key auth]")
+@router.post("/notifications/delete", summary="Delete notifications [API-key auth]", responses=BY_ID)
 async def delete(body: Envelope[DeleteNotifications], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.delete(svc, tenant=tenant, data=body.data), "Notifications processed.")

@@ -4,8 +4,10 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from collab.activities.schemas import ActionUser
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, Name, batch, id_list
+from collab.kit.openapi import Doc
 
 NOTIFICATION_ID = r"^[A-Za-z0-9_-]+$"
 
@@ -79,3 +81,62 @@ class DeleteNotifications(Model):
         if self.documentId is None and self.notificationIds is None:
             raise ValueError("Provide notificationIds or documentId")
         return self
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class RecipientRef(Doc):
+    userId: str
+
+
+class BatchedActivities(Doc):
+    """`notificationSourceData` of a comment or huddle notification: the activities it reports."""
+
+    activityIds: list[str]
+    actionTypes: list[str]
+    entityData: Any = Field(description="entityData of the latest activity, as its client sent it (null when none).")
+    visibility: Literal["private"] | None = Field(None, description="Present only for a private comment.")
+    visibleToUserIds: list[str] | None = Field(None, description="Present only for a private comment.")
+
+
+class BatchedHeadlineData(Doc):
+    """`displayHeadlineMessageTemplateData` of a comment or huddle notification."""
+
+    actionUser: ActionUser
+    activityCount: str = Field(description="How many activities the notification reports, as a string.")
+    recipientUser: RecipientRef | None = Field(None, description="Present when batched per recipient.")
+
+
+class NotificationMetadata(Doc):
+    apiKey: str
+    documentId: str
+    organizationId: str
+
+
+class Notification(Doc):
+    """A notification record; `readByUserIds` goes beyond the spec."""
+
+    id: str
+    notificationSource: Literal["custom", "comment", "huddle"]
+    notificationSourceData: BatchedActivities | dict[str, Any] = Field(
+        description="For `comment` and `huddle`, the activities reported; for `custom`, the client's object as sent "
+        "(`{}` when none)."
+    )
+    actionUser: ActionUser
+    displayBodyMessage: str
+    displayHeadlineMessageTemplate: str
+    displayHeadlineMessageTemplateData: BatchedHeadlineData | dict[str, Any] = Field(
+        description="For `custom`, the client's object as sent (`{}` when none)."
+    )
+    metadata: NotificationMetadata
+    notifyUsers: dict[str, bool] = Field(description="Recipient key (e-mail when known, else userId) to true.")
+    notifyUsersByUserId: dict[str, bool] = Field(description="Recipient userId to true.")
+    timestamp: int = Field(description="Epoch milliseconds.")
+    readByUserIds: list[str]
+
+
+class NotificationAdded(Doc):
+    success: bool
+    message: str
+    id: str = Field(description="The notification's id: the one sent, or the one generated.")

@@ -4,6 +4,7 @@ from pydantic import Field, field_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import Id, Name, batch, id_list
+from collab.kit.openapi import Doc
 
 
 class PresenceUser(Model):
@@ -39,3 +40,23 @@ class DeletePresence(Model):
 class GetPresence(Model):
     organizationId: Id
     documentId: Id
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class PresenceOutcome(Doc):
+    success: bool
+
+
+class Presence(Doc):
+    """A user seen on a document, with the status they read now."""
+
+    userId: str
+    name: str | None = Field(None, description="Absent when never sent.")
+    email: str | None = Field(None, description="Absent when never sent.")
+    status: str = Field(
+        description="The status last sent (default `online`), read as `away` and then `offline` once the user "
+        "stops sending heartbeats."
+    )
+    lastSeen: int = Field(description="Last update, epoch milliseconds.")

@@ -1,12 +1,13 @@
 """Request models of the recording endpoints."""
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
+from collab.kit.openapi import Doc
 
 # Durations and sizes stay exact in JavaScript clients (Number.MAX_SAFE_INTEGER).
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -75,3 +76,40 @@ class GetRecordings(Model):
 class DeleteRecordings(Model):
     organizationId: Id
     annotationIds: id_list()
+
+
+# Response models (documentation and contract tests; see collab.kit.openapi).
+
+
+class RecordingMetadata(Doc):
+    apiKey: str
+    documentId: str
+    organizationId: str
+
+
+class RecordingTime(Doc):
+    duration: int = Field(description="Milliseconds.")
+    display: str = Field(description="The duration as HH:MM:SS (whole seconds; hours may pass 24).")
+
+
+class RecordingAttachment(Doc):
+    attachmentId: int = Field(description="1..n in the order the files were sent, per version.")
+    url: str
+    mimeType: str
+    name: str
+    type: str
+    size: int = Field(description="Bytes, as the client sent it.")
+
+
+class Recording(Doc):
+    """A recording annotation at its latest version."""
+
+    type: Literal["recorder"]
+    recordingType: str
+    mode: str
+    metadata: RecordingMetadata
+    recordedTime: RecordingTime
+    displayName: str
+    annotationId: str
+    attachments: list[RecordingAttachment]
+    latestVersion: int
