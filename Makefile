@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test fuzz bench clean
+.PHONY: install run test fuzz bench load clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ fuzz: install
 
 bench: install
 	$(BIN)/python -m bench
+
+# The load mix against a fresh `collab run` for 10 minutes (LOAD_ARGS="--duration 60" for a quick look).
+load: install
+	$(BIN)/python -m bench.load --duration 600 $(LOAD_ARGS)
 
 clean:
 	rm -rf $(VENV) .data

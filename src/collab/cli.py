@@ -27,6 +27,9 @@ def _api(args: argparse.Namespace) -> int:
         forwarded_allow_ips=settings.forwarded_allow_ips,
         log_config=None,
         access_log=False,
+        # Longer than clients keep idle connections (httpx, browsers: 5-60 s), so the server never closes one
+        # just as a client reuses it (seen as connection resets under load with uvicorn's 5 s default).
+        timeout_keep_alive=75,
     )
     return 0
 

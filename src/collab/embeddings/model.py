@@ -3,7 +3,6 @@
 import hashlib
 import os
 import threading
-from functools import lru_cache
 
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 _lock = threading.Lock()
@@ -49,11 +48,19 @@ class Embedder:
         return numpy.asarray(vectors, dtype=numpy.float32).tolist()
 
 
-@lru_cache(maxsize=4)
+_loaded: dict[tuple[str, str, str], Embedder] = {}
+_loading = threading.Lock()
+
+
 def load(setting: str | None = None, name: str | None = None, dtype: str = "fp32") -> Embedder:
     """The process-wide embedder for a model setting (loaded on first use, then kept), optionally renamed."""
     default_name, source = resolve(setting)
-    return Embedder(name or default_name, source, dtype=dtype)
+    key = (name or default_name, source, dtype)
+    # Keyed by what is loaded (not by how it was asked for), and concurrent first uses wait for the one load.
+    with _loading:
+        if key not in _loaded:
+            _loaded[key] = Embedder(key[0], source, dtype=dtype)
+        return _loaded[key]
 
 
 def content_hash(text: str) -> str:
