@@ -147,7 +147,7 @@ def test_provider_timeout_is_unavailable(client, llm):
 
 
 def test_redis_down_is_unavailable(client, llm, live, tmp_path):
-    from collab.app import redis_client
+    from collab.kit.redisclient import redis_client
 
     t = tenant_with_keys(client, "openai")
     original = live.svc.redis

@@ -209,7 +209,7 @@ def test_job_over_budget_is_deadline_exceeded(client, model, live, db):
 
 
 def test_redis_down_is_unavailable_and_nothing_written(client, model, live, db, tmp_path):
-    from collab.app import redis_client
+    from collab.kit.redisclient import redis_client
 
     t = tenant_with_key(client)
     original = live.svc.redis

@@ -5,11 +5,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import fastapi_offline
-from arq import ArqRedis
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
-from redis.asyncio import ConnectionPool
 
 from collab import __version__, api, health
 from collab.config import Settings, get_settings
@@ -19,15 +17,11 @@ from collab.kit.db import create_pool
 from collab.kit.db.migrate import migrate
 from collab.kit.envelope import OrjsonResponse
 from collab.kit.http import RequestContext, install_handlers
+from collab.kit.redisclient import redis_client
 from collab.kit.services import Services
 
 log = logging.getLogger("collab.app")
 _DOCS_STATIC = Path(fastapi_offline.__file__).with_name("static")
-
-
-def redis_client(url: str) -> ArqRedis:
-    """An arq Redis client that connects lazily, so the API starts (not ready) while Redis is down."""
-    return ArqRedis(connection_pool=ConnectionPool.from_url(url, socket_connect_timeout=2, socket_timeout=10))
 
 
 async def build_services(settings: Settings) -> Services:
@@ -35,10 +29,16 @@ async def build_services(settings: Settings) -> Services:
     database_url = settings.database_url or embedded.start_postgres(settings.data_dir)
     redis_url = settings.redis_url or embedded.EmbeddedRedis(settings.data_dir).start()
     await migrate(database_url)
-    pool = create_pool(database_url, min_size=settings.db_pool_min, max_size=settings.db_pool_max)
+    pool = create_pool(
+        database_url,
+        min_size=settings.db_pool_min,
+        max_size=settings.db_pool_max,
+        timeout=settings.db_pool_timeout_s,
+    )
     await pool.open()
     keyring = Keyring(settings.resolved_secret_key(), settings.secret_key_previous)
-    return Services(settings=settings, pool=pool, redis=redis_client(redis_url), keyring=keyring)
+    redis = redis_client(redis_url, timeout_s=settings.redis_timeout_s, cooldown_s=settings.redis_cooldown_s)
+    return Services(settings=settings, pool=pool, redis=redis, keyring=keyring)
 
 
 async def close_services(svc: Services) -> None:

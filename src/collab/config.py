@@ -28,6 +28,11 @@ class Settings(BaseSettings):
 
     db_pool_min: int = 1
     db_pool_max: int = 10
+    # A request waits this long for a database connection, then answers UNAVAILABLE.
+    db_pool_timeout_s: float = 5.0
+    # A Redis command taking this long means Redis is gone or frozen; after one, calls fail at once this long.
+    redis_timeout_s: float = 2.0
+    redis_cooldown_s: float = 1.0
     max_body_bytes: int = 8 * 1024 * 1024
 
     rate_limit_workspace_create: str = "10/hour"
@@ -39,6 +44,8 @@ class Settings(BaseSettings):
     worker_poll_delay_s: float = 0.01
     worker_max_jobs: int = 10
     job_sweep_after_s: int = 30
+    # How long after its last heartbeat a silent worker still owns its jobs; then they run elsewhere.
+    worker_lease_s: float = 20.0
 
     openai_base_url: str | None = None
     anthropic_base_url: str | None = None

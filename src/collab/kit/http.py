@@ -5,6 +5,7 @@ import re
 import time
 import uuid
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
@@ -122,6 +123,11 @@ async def _send_error(scope, send, error: ApiError, rid: str) -> None:
     await response(scope, None, send)
 
 
+DATABASE_UNAVAILABLE = ApiError(
+    "UNAVAILABLE", "The database is unavailable; retry later.", headers={"Retry-After": "1"}
+)
+
+
 def error_response(error: ApiError) -> OrjsonResponse:
     return OrjsonResponse(error.body(), status_code=error.http_status, headers=error.headers)
 
@@ -159,6 +165,14 @@ def install_handlers(app: FastAPI) -> None:
             issues = [{"code": "invalid_json", "path": [], "message": str(exc.detail)}]
             return error_response(invalid(str(exc.detail), issues))
         return error_response(ApiError("INTERNAL", "Internal error."))
+
+    @app.exception_handler(psycopg.OperationalError)
+    async def on_database_unavailable(request: Request, exc: psycopg.OperationalError):
+        # The server is down or restarting, the connection broke, or no pooled connection came in time
+        # (PoolTimeout): all retryable. A write that fails this way was not acknowledged, so nothing the
+        # client was told succeeded is lost; it may or may not have committed, like any timed-out request.
+        log.warning("database unavailable on %s: %s: %s", request.url.path, type(exc).__name__, exc)
+        return error_response(DATABASE_UNAVAILABLE)
 
     @app.exception_handler(Exception)
     async def on_unknown(request: Request, exc: Exception):

@@ -3,17 +3,27 @@
 Writes go through `transaction()`: a job added there is inserted in the same transaction and sent
 to Redis only after commit (dropped on rollback). If Redis is down at that moment the row stays
 `queued` and the worker's sweep sends it again, so nothing committed is ever lost.
+
+Workers die mid-job (OOM kill, node loss). arq then keeps the job locked by its in-progress key until
+that key expires: the longest job timeout + 10 s, an hour here. `Heartbeat` and `reap` shorten that to
+the worker lease: every worker says every lease/3 which jobs it runs; a job that stays locked past the
+lease with no live worker claiming it is unlocked and runs again on another worker (jobs are idempotent).
+The sweep also re-sends `running` rows whose arq job is gone altogether (Redis lost it, or arq gave up).
 """
 
 import asyncio
 import functools
+import json
 import logging
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from arq import ArqRedis, Retry
-from arq.jobs import Job, JobStatus
+from arq.constants import default_queue_name, in_progress_key_prefix, job_key_prefix, result_key_prefix
+from arq.jobs import Job, JobStatus, ResultNotFound
+from arq.utils import timestamp_ms
+from arq.worker import JobExecutionFailed
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from redis.exceptions import RedisError
@@ -24,6 +34,11 @@ from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError
 
 log = logging.getLogger("collab.jobs")
+# How long a worker that stopped heartbeating still owns its jobs (seconds); see `Heartbeat`.
+DEFAULT_LEASE_S = 20.0
+WORKERS = "collab:workers"  # a set of worker ids
+WORKER_KEY = "collab:worker:"  # + id: the JSON list of job ids it runs, expiring after the lease
+_QUEUE_UNAVAILABLE = {"Retry-After": "1"}
 
 
 class PermanentError(Exception):
@@ -87,6 +102,12 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
                 )
             if row is None:
                 return None  # finished already, or unknown: at-least-once delivery makes this normal
+            if row["attempts"] > max_tries:
+                # The earlier tries ended with no outcome (their worker died, or arq's timeout cancelled them):
+                # a job that kills its worker every time must stop being retried.
+                error = f"Gave up after {max_tries} tries that ended without an outcome (worker lost or timed out)."
+                await _finish(pool, job_id, "failed", error=error)
+                return None
             try:
                 args = dict(row["args"])
                 if row["api_key_id"] is not None:
@@ -104,6 +125,7 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
             return result
 
         run.__name__ = fn.__name__
+        run.max_tries = max_tries  # type: ignore[attr-defined]  # the worker gives arq one more (worker.py)
         return run
 
     return decorate
@@ -120,7 +142,7 @@ async def _finish(pool: AsyncConnectionPool, job_id: str, status: str, *, result
 
 
 async def sweep(ctx: dict) -> int:
-    """Re-send jobs that were committed but never reached the queue (or were lost from it)."""
+    """Re-send jobs that were committed but never reached the queue, or that the queue lost while running."""
     pool: AsyncConnectionPool = ctx["pool"]
     redis: ArqRedis = ctx["redis"]
     after = ctx["settings"].job_sweep_after_s
@@ -132,18 +154,130 @@ async def sweep(ctx: dict) -> int:
             " order by created_at limit 500",
             {"after": after},
         )
-        await send(conn, redis, [(r["function"], r["id"]) for r in rows])
-    return len(rows)
+        running = await fetch_all(
+            conn,
+            "select id, function from jobs where status = 'running'"
+            " and updated_at < now() - make_interval(secs => %(after)s) order by updated_at limit 500",
+            {"after": after},
+        )
+        lost = await _lost(redis, running)
+        await send(conn, redis, [(r["function"], r["id"]) for r in rows + lost])
+    return len(rows) + len(lost)
+
+
+async def _lost(redis: ArqRedis, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `running` rows whose arq job is neither queued nor running: Redis lost it, or arq finished it
+    without our wrapper recording an outcome (its timeout, or its own max_tries after worker deaths)."""
+    if not rows:
+        return []
+    async with redis.pipeline(transaction=False) as pipe:
+        for row in rows:
+            pipe.exists(job_key_prefix + row["id"], in_progress_key_prefix + row["id"])
+        found = await pipe.execute()
+    lost = [row for row, n in zip(rows, found) if n == 0]
+    if lost:
+        # arq refuses a job id whose result is still kept; the row, not that result, is the truth.
+        await redis.delete(*(result_key_prefix + row["id"] for row in lost))
+        log.warning("re-sending %d running job(s) the queue no longer holds: %s", len(lost), [r["id"] for r in lost])
+    return lost
+
+
+class Heartbeat:
+    """Tells the other workers that this one is alive, and which queued jobs it is running (see `reap`)."""
+
+    def __init__(self, redis: ArqRedis, running: Callable[[], Iterable[str]], *, lease_s: float, worker_id: str):
+        self.redis, self.running, self.lease_s, self.id = redis, running, lease_s, worker_id
+        self.task: asyncio.Task | None = None
+
+    async def beat(self) -> None:
+        ids = sorted(self.running())
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(WORKER_KEY + self.id, json.dumps(ids), px=int(self.lease_s * 1000))
+            pipe.sadd(WORKERS, self.id)
+            await pipe.execute()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.beat()
+            except (RedisError, OSError) as exc:
+                log.warning("worker heartbeat failed: %s", exc)
+            await asyncio.sleep(self.lease_s / 3)
+
+    def start(self) -> None:
+        self.task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        """Stop beating and say goodbye (a worker that stopped cleanly holds no jobs)."""
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            self.task = None
+        try:
+            await self.redis.delete(WORKER_KEY + self.id)
+            await self.redis.srem(WORKERS, self.id)
+        except (RedisError, OSError):
+            pass
+
+
+# Delete an in-progress key only if it is still the one that was judged orphaned: a key set again since
+# (the job picked up by a live worker) has a longer time to live than the one observed.
+_UNLOCK = """
+local ttl = redis.call('pttl', KEYS[1])
+if ttl > 0 and ttl <= tonumber(ARGV[1]) then return redis.call('del', KEYS[1]) end
+return 0
+"""
+
+
+async def reap(ctx: dict, *, limit: int = 1000) -> list[str]:
+    """Unlock the jobs of workers that died mid-job, so that another worker runs them now; their ids.
+
+    A job is orphaned when arq's in-progress key has been set for longer than the lease and no live worker
+    lists it in its heartbeat. It stays on the queue (arq removes a job only when it ends), so unlocking it is
+    enough: the next poll of any worker starts it again, as its next try.
+    """
+    redis: ArqRedis = ctx["redis"]
+    lease_ms = int(ctx.get("lease_s", DEFAULT_LEASE_S) * 1000)
+    lock_ms = int(ctx["in_progress_s"] * 1000)  # what arq gives every in-progress key
+    queue = ctx.get("queue_name", default_queue_name)
+    claimed: set[str] = set()
+    workers = [w.decode() if isinstance(w, bytes) else w for w in await redis.smembers(WORKERS)]
+    if workers:
+        beats = await redis.mget([WORKER_KEY + w for w in workers])
+        gone = [w for w, beat in zip(workers, beats) if beat is None]
+        for beat in beats:
+            if beat is not None:
+                claimed.update(json.loads(beat))
+        if gone:
+            await redis.srem(WORKERS, *gone)
+    due = [j.decode() for j in await redis.zrangebyscore(queue, "-inf", timestamp_ms(), start=0, num=limit)]
+    # Cron jobs are left alone: the next tick runs them anyway, and arq keeps a finished one's in-progress key
+    # for 60 s (to run each tick once), which would read here as a lock an hour old.
+    candidates = [j for j in due if j not in claimed and not j.startswith("cron:")]
+    if not candidates:
+        return []
+    async with redis.pipeline(transaction=False) as pipe:
+        for job_id in candidates:
+            pipe.pttl(in_progress_key_prefix + job_id)
+        ttls = await pipe.execute()
+    reaped = []
+    for job_id, ttl in zip(candidates, ttls):
+        if ttl > 0 and lock_ms - ttl >= lease_ms:
+            if await redis.eval(_UNLOCK, 1, in_progress_key_prefix + job_id, ttl):
+                reaped.append(job_id)
+    if reaped:
+        log.warning("unlocked %d job(s) whose worker died: %s", len(reaped), reaped)
+    return reaped
 
 
 async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, **kwargs: Any) -> Any:
     """Run a job on a worker and await its result: UNAVAILABLE without Redis, DEADLINE_EXCEEDED past the budget."""
     if redis is None:
-        raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.")
+        raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE)
     try:
         job: Job | None = await redis.enqueue_job(function, _expires=timedelta(seconds=timeout_s), **kwargs)
     except (RedisError, OSError) as exc:
-        raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.") from exc
+        raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE) from exc
     assert job is not None
     try:
         return await job.result(timeout=timeout_s, poll_delay=0.002)
@@ -155,4 +289,8 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
             pass
         raise ApiError("DEADLINE_EXCEEDED", "The operation exceeded its processing budget.") from exc
     except (RedisError, OSError) as exc:
-        raise ApiError("UNAVAILABLE", "The job queue became unavailable; retry later.") from exc
+        raise ApiError("UNAVAILABLE", "The job queue became unavailable; retry later.", headers=_QUEUE_UNAVAILABLE) from exc
+    except (JobExecutionFailed, ResultNotFound) as exc:
+        # arq gave the job up without running it to an end (its worker died on every try it had, or it expired),
+        # or Redis lost it (restarted without its data).
+        raise ApiError("UNAVAILABLE", "The job was lost with its worker; retry.", headers=_QUEUE_UNAVAILABLE) from exc

@@ -14,8 +14,11 @@ from collab.worker import make_worker
 class Live:
     """The running service: base URL, settings, services, and a way to run coroutines in its loop."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, worker: bool = True):
+        """`worker=False` serves the app alone (fault drills run their workers in processes of their own)."""
         self.settings = settings
+        self.with_worker = worker
+        self.worker = None
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -52,15 +55,18 @@ class Live:
             lifespan="on",
         )
         self.server = uvicorn.Server(config)
-        self.worker = make_worker(self.settings, self.svc, redis_url=self.settings.redis_url, handle_signals=False)
-        worker_task = asyncio.ensure_future(self.worker.main())
+        worker_task = None
+        if self.with_worker:
+            self.worker = make_worker(self.settings, self.svc, redis_url=self.settings.redis_url, handle_signals=False)
+            worker_task = asyncio.ensure_future(self.worker.main())
         serve_task = asyncio.ensure_future(self.server.serve(sockets=[self.sock]))
         while not self.server.started:
             await asyncio.sleep(0.01)
         self.ready.set()
         await serve_task
-        await self.worker.close()
-        worker_task.cancel()
+        if worker_task is not None:
+            await self.worker.close()
+            worker_task.cancel()
         await close_services(self.svc)
 
     def start(self) -> "Live":
