@@ -88,7 +88,9 @@ class FakeProviders:
         self.scripts: dict[str, deque] = {p: deque() for p in PROVIDERS}
         self.responder: Callable[[str, dict], str] = lambda provider, body: "rewritten: " + last_user_text(provider, body)
         self.release = None  # set in the server loop; hanging requests wait on it
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP (else ~40 ms
+        # delayed-ACK stalls per request).
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.root = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
