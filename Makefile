@@ -20,7 +20,7 @@ run: install
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Schema fuzzing at a large budget (make test runs the same cases at 6 per operation and mode).
+# Schema fuzzing at a large budget (make test runs the same cases at 10 per operation and mode).
 fuzz: install
 	COLLAB_FUZZ_EXAMPLES=$${COLLAB_FUZZ_EXAMPLES:-200} $(BIN)/python -m pytest tests/test_fuzz_schema.py $(PYTEST_ARGS)
 

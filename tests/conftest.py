@@ -18,6 +18,7 @@ from collab.config import Settings
 from collab.kit import embedded
 from collab.testing.contract import Contract
 from collab.testing.fakes import FakeProviders
+from collab.testing.receiver import Receiver
 from collab.testing.live import Live
 
 
@@ -93,6 +94,14 @@ def contract(live):
 def client(live, contract):
     with httpx.Client(base_url=live.url, timeout=30, event_hooks={"response": [contract.check]}) as c:
         yield c
+
+
+@pytest.fixture
+def receiver():
+    """A webhook receiver on 127.0.0.1 for one test."""
+    r = Receiver().start()
+    yield r
+    r.stop()
 
 
 @pytest.fixture

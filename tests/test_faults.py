@@ -17,7 +17,6 @@ from collab.kit.redisclient import REDIS_TIMEOUT_S
 from collab.kit.db.pool import POOL_TIMEOUT_S, RECONNECT_TIMEOUT_S
 from collab.kit.jobs import transaction
 from collab.testing import fake_models
-from collab.testing.receiver import Receiver
 from collab.users.deletion import TASKS
 from collab.webhooks.delivery import LEASE_MARGIN_MS
 from faults_env import FaultEnv, Load, Silent, wait_for
@@ -42,13 +41,6 @@ def fake(fake_providers):
     fake_providers.reset()
     yield fake_providers
     fake_providers.reset()
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver().start()
-    yield r
-    r.stop()
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from collab.app import create_app
 from collab.config import Settings
 from helpers import enable_activities, enable_advanced_queries, new_tenant, post, result
 
-EXAMPLES = int(os.environ.get("COLLAB_FUZZ_EXAMPLES", "6"))
+EXAMPLES = int(os.environ.get("COLLAB_FUZZ_EXAMPLES", "10"))
 SEED = int(os.environ.get("COLLAB_FUZZ_SEED", "20261121"))
 
 # The document is static: build it without starting anything.

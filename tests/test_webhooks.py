@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from collab.testing.receiver import Receiver, settle_webhooks
+from collab.testing.receiver import settle_webhooks
 from collab.webhooks import safety
 from collab.webhooks.secret import sign
 from helpers import error, issue_paths, new_tenant, post, result
@@ -18,13 +18,6 @@ from helpers import error, issue_paths, new_tenant, post, result
 BASE = "/v2/workspace/advancedwebhook"
 ENDPOINT_KEYS = {"id", "url", "description", "filterTypes", "channels", "disabled", "disabledReason", "rateLimit",
                  "uid", "metadata", "version", "createdAt", "updatedAt"}
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver().start()
-    yield r
-    r.stop()
 
 
 @pytest.fixture

@@ -11,18 +11,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from standardwebhooks.webhooks import Webhook
 
-from collab.testing.receiver import Receiver
 from collab.webhooks.delivery import SCHEDULE_S, deliver_webhook, sweep
 from helpers import error, post, result
 from test_webhooks import BASE, messages, notify, secret_of, settle, webhook_tenant
-
-
-@pytest.fixture
-def receiver():
-    """A webhook receiver on 127.0.0.1 for one test."""
-    r = Receiver().start()
-    yield r
-    r.stop()
 
 
 def delivery(db, t):

@@ -4,17 +4,8 @@ import json
 
 import pytest
 
-from collab.testing.receiver import Receiver
 from helpers import add_organization, enable_activities, new_tenant, post, result, settle_jobs
 from test_webhooks import BASE, create_endpoint, enable_webhooks, messages, notify, settle, webhook_tenant
-
-
-@pytest.fixture
-def receiver():
-    """A webhook receiver on 127.0.0.1 for one test."""
-    r = Receiver().start()
-    yield r
-    r.stop()
 
 
 def received(receiver, path="/hook"):
