@@ -8,6 +8,7 @@ envelope, or (negative mode) an invalid body that is accepted.
 
 import os
 
+import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, seed, settings
@@ -73,8 +74,6 @@ def fuzz_tenant(client):
 @pytest.fixture(scope="module")
 def client(live):
     """A module-wide client (the fuzz tenant outlives one test); the contract is checked by schemathesis."""
-    import httpx
-
     with httpx.Client(base_url=live.url, timeout=60) as c:
         yield c
 

@@ -7,7 +7,7 @@ on the hot path. They forbid unknown keys, so a field the docs do not name fails
 
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from collab.kit.errors import HTTP_STATUS
 
@@ -115,13 +115,9 @@ def answer(data: Any, status: int = 200) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": Answer[data]}}
 
 
-def page(record: Any, **extra: Any) -> dict[int | str, dict[str, Any]]:
-    """`responses=` for a paged list of `record`; `extra` names further keys of `result` with their types."""
-    model = Page[record]
-    if extra:
-        inner = create_model(f"PageOf{record.__name__}Plus", __base__=PageOf[record], **extra)
-        model = create_model(f"Page{record.__name__}Plus", __base__=Doc, result=(inner, ...))
-    return {200: {"model": model}}
+def page(record: Any) -> dict[int | str, dict[str, Any]]:
+    """`responses=` for a paged list of `record`."""
+    return {200: {"model": Page[record]}}
 
 
 def plain(model: type[BaseModel], status: int = 200) -> dict[int | str, dict[str, Any]]:
