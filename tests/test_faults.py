@@ -27,6 +27,9 @@ KILLED = -signal.SIGKILL
 CSV = b"Category,Check\nClaims,Every price claim states whether tax is included\nPrivacy,Forms link to the privacy policy\n"
 FILE = base64.b64encode(CSV).decode()
 ASK = {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}
+# "At once" and "no hang" are client timeouts: a call that hangs fails with httpx.ReadTimeout. Speed itself is
+# measured in bench/, never asserted here.
+AT_ONCE = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -132,12 +135,6 @@ def user_rows(env, t, user):
         params = (t.api_key, user, user) if name == "notifications" else (t.api_key, user)
         out[name] = env.query(query, *params)[0]["n"]
     return out
-
-
-def timed(call):
-    started = time.monotonic()
-    response = call()
-    return response, time.monotonic() - started
 
 
 # --- (a) a worker killed in the middle of a job -----------------------------------------------------
@@ -335,14 +332,10 @@ def test_redis_down_queue_calls_unavailable_crud_works_outbox_catches_up(env, cl
             ("/v2/agents/extract", {"fileBase64": FILE, "mimeType": "text/csv"}),
             ("/v2/memory/search", {"query": "price claims"}),
         ]:
-            response, seconds = timed(lambda: post(client, path, data, t.headers))
-            error(response, "UNAVAILABLE")
-            assert seconds < 5, (path, seconds)
+            error(post(client, path, data, t.headers, timeout=AT_ONCE), "UNAVAILABLE")
         # CRUD works (the per-key rate limit fails open), each call at once.
-        response, seconds = timed(lambda: post(client, "/v2/organizations/documents/add",
-                                               {"organizationId": "o1", "documents": [{"documentId": "d3"}]}, t.headers))
-        result(response)
-        assert seconds < 5
+        result(post(client, "/v2/organizations/documents/add", {"organizationId": "o1", "documents": [{"documentId": "d3"}]},
+                    t.headers, timeout=AT_ONCE))
         docs = result(post(client, "/v2/organizations/documents/get", {"organizationId": "o1"}, t.headers))
         assert sorted(d["documentId"] for d in docs) == ["d1", "d2", "d3"]
         # Work that goes through the outbox is accepted, and waits in Postgres.
@@ -391,18 +384,16 @@ def test_frozen_redis_does_not_make_every_request_wait(env, client):
 
     env.freeze_redis()  # it accepts connections and never answers: the worst case for a client
     try:
-        load = Load(env.url, 4, read).start()
+        # A request that waits on the frozen Redis beyond about one Redis timeout ends as a client timeout.
+        load = Load(env.url, 4, read, timeout=REDIS_TIMEOUT_S + 3).start()
         wait_for(lambda: min(load.count(lambda o: True)) >= 5, timeout=60, what="reads while Redis is frozen")
         outcomes = load.finish()
-        response, seconds = timed(lambda: post(client, "/v2/rewriter/ask-ai", ASK, t.headers))
-        error(response, "UNAVAILABLE")
+        error(post(client, "/v2/rewriter/ask-ai", ASK, t.headers, timeout=REDIS_TIMEOUT_S + 3), "UNAVAILABLE")
     finally:
         env.thaw_redis()
     # Reads succeed (the rate limit fails open). One request in a cooldown waits out Redis' timeout; the
     # others fail fast on Redis instead of queueing behind it, so no request waits more than about one timeout.
     assert all(o["status"] == 200 for o in outcomes), [o for o in outcomes if o["status"] != 200][:3]
-    assert max(o["seconds"] for o in outcomes) < REDIS_TIMEOUT_S + 3
-    assert seconds < REDIS_TIMEOUT_S + 3
     result(read(client, 0, 0))
 
 
@@ -418,7 +409,9 @@ def test_postgres_crash_under_load_fails_cleanly_and_loses_no_acknowledged_write
     def ok(o):
         return o["status"] == 200
 
-    load = Load(env.url, 4, write).start()
+    # Nothing may hang: a request waits for a connection at most the pool timeout, else it ends as a client
+    # timeout (status None), which the status check below refuses.
+    load = Load(env.url, 4, write, timeout=POOL_TIMEOUT_S + 5).start()
     crashed = False
     try:
         wait_for(lambda: min(load.count(ok)) >= 3, timeout=30, what="writes before the crash")
@@ -444,8 +437,6 @@ def test_postgres_crash_under_load_fails_cleanly_and_loses_no_acknowledged_write
     assert failures
     for o in failures:
         assert o["body"]["error"]["status"] == "UNAVAILABLE" and o["headers"]["retry-after"] == "1", o
-    # Nothing hung: a request waits for a connection at most the pool timeout.
-    assert max(o["seconds"] for o in outcomes) < POOL_TIMEOUT_S + 5
     # Every write acknowledged with success is there after the crash; the pool reconnected by itself.
     acknowledged = {f"w{i}-{o['n']}" for i, thread in enumerate(load.outcomes) for o in thread if ok(o)}
     stored = {r["id"] for r in env.query("select id from organizations where api_key_id = %s", t.api_key)}
@@ -483,9 +474,7 @@ def test_ask_ai_provider_that_hangs_ends_at_the_api_deadline_and_frees_the_worke
     budget, settings.ask_ai_timeout_s = settings.ask_ai_timeout_s, 2.0
     worker = env.workers.start(env.settings, label="ask-ai-hang")
     try:
-        response, seconds = timed(lambda: post(client, "/v2/rewriter/ask-ai", ASK, t.headers))
-        error(response, "DEADLINE_EXCEEDED")
-        assert 2.0 <= seconds < 2.0 + 5
+        error(post(client, "/v2/rewriter/ask-ai", ASK, t.headers, timeout=2.0 + 5), "DEADLINE_EXCEEDED")
 
         async def aborted():
             return [r for r in await env.app.svc.redis.all_job_results()
@@ -493,9 +482,8 @@ def test_ask_ai_provider_that_hangs_ends_at_the_api_deadline_and_frees_the_worke
 
         # The job was aborted on the worker (not left waiting on the provider), and the worker serves the next call.
         wait_for(lambda: env.app.run(aborted()), timeout=10, what="the Ask AI job to be aborted")
-        response, seconds = timed(lambda: post(client, "/v2/rewriter/ask-ai", ASK, t.headers))
+        response = post(client, "/v2/rewriter/ask-ai", ASK, t.headers, timeout=AT_ONCE)
         assert response.status_code == 200 and response.json()["result"]["success"] is True, response.text
-        assert seconds < 5
     finally:
         settings.ask_ai_timeout_s = budget
         env.workers.stop(worker)
@@ -510,9 +498,7 @@ def test_extraction_provider_that_never_answers_ends_at_its_budget(env, client, 
     worker = env.workers.start(env.settings | {"extraction_timeout_s": 3.0}, label="extract-hang")
     try:
         body = {"fileBase64": FILE, "mimeType": "text/csv"}
-        response, seconds = timed(lambda: post(client, "/v2/agents/extract", body, t.headers))
-        error(response, "DEADLINE_EXCEEDED")
-        assert seconds < 3.0 + 5
+        error(post(client, "/v2/agents/extract", body, t.headers, timeout=3.0 + 5), "DEADLINE_EXCEEDED")
     finally:
         settings.extraction_timeout_s = budget
         env.workers.stop(worker)
