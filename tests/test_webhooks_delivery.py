@@ -4,7 +4,6 @@ import asyncio
 import base64
 import json
 
-import pytest
 from cryptography.hazmat.primitives import hashes, padding, serialization
 from cryptography.hazmat.primitives.asymmetric import padding as asymmetric
 from cryptography.hazmat.primitives.asymmetric import rsa

@@ -6,7 +6,7 @@ from collab.crdt import service
 from collab.crdt.schemas import AddCrdt, CrdtEditor, DeleteCrdt, GetCrdt, UpdateCrdt
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, ok
-from collab.kit.openapi import ACKNOWLEDGED, ItemOutcome, answer
+from collab.kit.openapi import ACKNOWLEDGED, BY_ID, answer
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["crdt"], route_class=StrictJsonRoute)
@@ -36,7 +36,7 @@ async def update(body: Envelope[UpdateCrdt], tenant: Tenant = Auth, svc: Service
 
 
 @router.post(
-    "/crdt/delete", summary="Delete editors' CRDT data [API-key auth]", responses=answer(dict[str, ItemOutcome])
+    "/crdt/delete", summary="Delete editors' CRDT data [API-key auth]", responses=BY_ID
 )
 async def delete(body: Envelope[DeleteCrdt], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.delete(svc, tenant=tenant, data=body.data), "CRDT data processed.")

@@ -19,13 +19,12 @@ from collab.documents.schemas import (
 )
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
-from collab.kit.openapi import ItemOutcome, answer, page
+from collab.kit.openapi import BY_ID, answer, page
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["documents"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
 Svc = Depends(services)
-BY_ID = answer(dict[str, ItemOutcome])
 
 
 @router.post("/organizations/documents/add", summary="Add documents to an organization [API-key auth]", responses=BY_ID)

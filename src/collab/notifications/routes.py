@@ -4,7 +4,7 @@ from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
-from collab.kit.openapi import ItemOutcome, answer, page
+from collab.kit.openapi import BY_ID, answer, page
 from collab.kit.services import Services, services
 from collab.notifications import service
 from collab.notifications.schemas import (
@@ -19,7 +19,6 @@ from collab.notifications.schemas import (
 router = APIRouter(tags=["notifications"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
 Svc = Depends(services)
-BY_ID = answer(dict[str, ItemOutcome])
 
 
 @router.post(

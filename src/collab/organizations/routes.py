@@ -4,7 +4,7 @@ from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
-from collab.kit.openapi import ItemOutcome, answer, page
+from collab.kit.openapi import BY_ID, page
 from collab.kit.services import Services, services
 from collab.organizations import service
 from collab.organizations.schemas import (
@@ -17,7 +17,6 @@ from collab.organizations.schemas import (
 )
 
 router = APIRouter(tags=["organizations"], route_class=StrictJsonRoute)
-BY_ID = answer(dict[str, ItemOutcome])
 
 
 @router.post("/organizations/add", summary="Add organizations [API-key auth]", responses=BY_ID)

@@ -4,7 +4,7 @@ from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
-from collab.kit.openapi import ItemOutcome, answer, page
+from collab.kit.openapi import BY_ID, page
 from collab.kit.services import Services, services
 from collab.recordings import service
 from collab.recordings.schemas import AddRecordings, DeleteRecordings, GetRecordings, Recording
@@ -12,7 +12,6 @@ from collab.recordings.schemas import AddRecordings, DeleteRecordings, GetRecord
 router = APIRouter(tags=["recordings"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
 Svc = Depends(services)
-BY_ID = answer(dict[str, ItemOutcome])
 
 
 @router.post("/recordings/get", summary="List recording annotations [API-key auth]", responses=page(Recording))

@@ -4,7 +4,7 @@ from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok, raw
-from collab.kit.openapi import ItemOutcome, answer, plain
+from collab.kit.openapi import BY_ID, answer, plain
 from collab.kit.services import Services, services
 from collab.users import deletion, groups, service
 from collab.users.schemas import (
@@ -26,7 +26,6 @@ from collab.users.schemas import (
 router = APIRouter(tags=["users"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
 Svc = Depends(services)
-BY_ID = answer(dict[str, ItemOutcome])
 MEMBERSHIP = answer(dict[str, GroupMembership])
 
 
