@@ -47,6 +47,9 @@ class Limits:
     max_pdf_pages: int = 500
     pdf_timeout_s: float = 20.0
     pdf_memory_bytes: int = 512 * 1024 * 1024
+    # Text, Markdown, CSV and TSV are decoded whole in a child process with these caps (files/sandbox.py).
+    text_timeout_s: float = 20.0
+    text_memory_bytes: int = 512 * 1024 * 1024
     max_tasks: int = 20_000
     max_task_chars: int = 4_000
 

@@ -16,13 +16,16 @@ _NUMBERED = (
 _BULLETS = r"[-*+•●○▪▫◦‣∙·–—□■☐☑☒✓✔➢➤►]"
 MARKER = re.compile(rf"^(?P<marker>{_NUMBERED}|{_BULLETS})\s+(?P<text>\S.*)$")
 _CHECKBOX = re.compile(r"^\[[ xX✓]?\]\s+")
-_ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+# Every pattern here runs on untrusted lines: no two adjacent quantifiers may match the same characters
+# (that is what made "# x" + spaces + "y" cubic); the closing "#"s of an ATX heading are stripped in Python.
+_ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(.*)$")
 _SETEXT = re.compile(r"^\s{0,3}(={2,}|-{2,})\s*$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _RULE = re.compile(r"^\s{0,3}([-*_=]\s*){3,}$")
 _SECTION = re.compile(r"^(section|part|chapter|appendix|annex|article)\s+[\dIVXLC]+[A-Za-z]?\b", re.IGNORECASE)
 _PAGE_FURNITURE = re.compile(r"^(page\s+)?\d{1,4}(\s*(of|/)\s*\d{1,4})?$|^[-–]\s*\d{1,4}\s*[-–]$", re.IGNORECASE)
-_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+# Brackets and parentheses are excluded inside, so every scan stops at the next one: linear, not quadratic.
+_LINK = re.compile(r"\[([^\[\]]+)\]\([^()]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__|`)")
 
 MAX_HEADING_CHARS = 80
@@ -30,6 +33,8 @@ MAX_HEADING_WORDS = 10
 WRAP_MIN_CHARS = 40
 # Past this a block is far beyond max_task_chars; further wrapped lines are dropped to stay linear.
 MAX_BLOCK_CHARS = 64_000
+# Lines are cut to this before any pattern sees them (a task keeps at most max_task_chars anyway).
+MAX_LINE_CHARS = 10_000
 # Words that cannot end a line of a finished item: the sentence must go on.
 _CONNECTORS = frozenset({
     "a", "an", "and", "or", "the", "of", "to", "with", "for", "in", "on", "by", "at", "from", "that", "is", "are", "be",
@@ -116,6 +121,11 @@ def _inline(text: str) -> str:
     return _EMPHASIS.sub("", _LINK.sub(r"\1", text))
 
 
+def _atx_title(text: str) -> str:
+    """A heading's text without the optional closing run of '#'."""
+    return text.rstrip().rstrip("#").rstrip()
+
+
 def parse_blocks(lines: list[Line], *, markdown: bool, loose_headings: bool) -> list[Block]:
     """Group lines into list items, paragraphs and headings."""
     blocks: list[Block] = []
@@ -127,7 +137,7 @@ def parse_blocks(lines: list[Line], *, markdown: bool, loose_headings: bool) -> 
         if skip_next:
             skip_next = False
             continue
-        raw = line.text.replace("\x00", "").rstrip()
+        raw = line.text[:MAX_LINE_CHARS].replace("\x00", "").rstrip()
         if markdown and _FENCE.match(raw):
             in_fence, open_block = not in_fence, None
             continue
@@ -141,10 +151,10 @@ def parse_blocks(lines: list[Line], *, markdown: bool, loose_headings: bool) -> 
         if markdown:
             atx = _ATX.match(raw)
             if atx:
-                blocks.append(Block("heading", _inline(atx.group(2)), line.source))
+                blocks.append(Block("heading", _inline(_atx_title(atx.group(2))), line.source))
                 open_block = None
                 continue
-            following = lines[index + 1].text if index + 1 < len(lines) else ""
+            following = lines[index + 1].text[:MAX_LINE_CHARS] if index + 1 < len(lines) else ""
             if open_block is None and _SETEXT.match(following) and not MARKER.match(text) and not _RULE.match(raw):
                 blocks.append(Block("heading", _inline(text), line.source))
                 open_block, skip_next = None, True

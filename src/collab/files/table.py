@@ -8,6 +8,8 @@ from itertools import chain, islice
 from .common import Collector, clean, ends_sentence
 
 MAX_COLUMNS = 200
+# Cells are cut to this before any pattern sees them (a task keeps at most max_task_chars anyway).
+MAX_CELL_CHARS = 10_000
 HEADER_SCAN_ROWS = 10
 SAMPLE_ROWS = 500
 
@@ -220,7 +222,7 @@ def _cleaned(rows: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, list[
     for number, cells in rows:
         if not "".join(cells).strip():
             continue
-        cells = [clean(c) for c in cells[:MAX_COLUMNS]]
+        cells = [clean(c[:MAX_CELL_CHARS]) for c in cells[:MAX_COLUMNS]]
         while cells and not cells[-1]:
             cells.pop()
         if cells:
