@@ -4,10 +4,10 @@ import asyncio
 import base64
 import json
 
-from cryptography.hazmat.primitives import hashes, padding, serialization
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding as asymmetric
 from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from standardwebhooks.webhooks import Webhook
 
 from collab.webhooks.delivery import SCHEDULE_S, deliver_webhook, sweep
@@ -218,10 +218,8 @@ def _rsa_pair():
 def _decrypt(private, envelope: dict) -> bytes:
     key = private.decrypt(base64.b64decode(envelope["encryptedKey"]), asymmetric.OAEP(
         mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None))
-    decryptor = Cipher(algorithms.AES(key), modes.CBC(base64.b64decode(envelope["iv"]))).decryptor()
-    padded = decryptor.update(base64.b64decode(envelope["encryptedData"])) + decryptor.finalize()
-    unpadder = padding.PKCS7(128).unpadder()
-    return unpadder.update(padded) + unpadder.finalize()
+    assert envelope["version"] == 2 and envelope["alg"] == "RSA-OAEP-256+A256GCM"
+    return AESGCM(key).decrypt(base64.b64decode(envelope["iv"]), base64.b64decode(envelope["encryptedData"]), None)
 
 
 def _received(client, live, receiver, config):
@@ -243,7 +241,7 @@ def test_encrypt_data_sends_an_rsa_wrapped_aes_envelope(client, live, receiver):
     private, public = _rsa_pair()
     request = _received(client, live, receiver, {"encryptData": True, "publicKey": public})
     envelope = json.loads(request.body)
-    assert set(envelope) == {"encryptedData", "encryptedKey", "iv"}
+    assert set(envelope) == {"version", "alg", "encryptedData", "encryptedKey", "iv"}
     assert b"Ana" not in request.body
     assert json.loads(_decrypt(private, envelope))["data"]["payload"]["id"] == "n1"
 
@@ -255,8 +253,11 @@ def test_encode_and_encrypt_encrypt_the_base64_text(client, live, receiver):
     assert json.loads(base64.b64decode(plaintext))["type"] == "notification.add"
 
 
-def test_encrypt_data_without_a_usable_key_sends_nothing(client, live, receiver):
-    t, _ = webhook_tenant(client, receiver, config={"encryptData": True, "publicKey": "bm90IGEga2V5"})
+def test_encrypt_data_without_a_usable_key_sends_nothing(client, live, receiver, db):
+    t, _ = webhook_tenant(client, receiver, config={"encryptData": True})
+    # A key stored before publicKey was checked on write (the API refuses it now).
+    db.execute("update api_keys set webhook_config = webhook_config || '{\"publicKey\": \"bm90IGEga2V5\"}'"
+               " where id = %s", (t.api_key,))
     notify(client, t)
     settle(live, t)
     assert receiver.requests == []

@@ -1,11 +1,17 @@
 """Advanced webhook, activity, notification and API-key console config: merge, seeding, defaults."""
 
+import base64
+
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
 from helpers import error, issue_paths, new_tenant, post, result
 
 WEBHOOK = "/v2/workspace/advancedwebhookconfig"
+RSA_PUBLIC_KEY = base64.b64encode(rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_bytes(
+    serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)).decode()
 ACTIVITY = "/v2/workspace/activityconfig"
 NOTIFY = "/v2/workspace/notificationconfig"
 KEYCFG = "/v2/workspace/apikeyconfig"
@@ -33,11 +39,12 @@ def test_webhook_first_config_must_enable(client):
 
 def test_webhook_only_sent_fields_change(client):
     t = new_tenant(client)
-    result(post(client, f"{WEBHOOK}/update", {"isEnabled": True, "publicKey": "PEM"}, t.headers))
+    key = RSA_PUBLIC_KEY
+    result(post(client, f"{WEBHOOK}/update", {"isEnabled": True, "publicKey": key}, t.headers))
     data = result(post(client, f"{WEBHOOK}/update", {"encodeData": True}, t.headers))
-    assert data["isEnabled"] is True and data["publicKey"] == "PEM" and data["encodeData"] is True
+    assert data["isEnabled"] is True and data["publicKey"] == key and data["encodeData"] is True
     data = result(post(client, f"{WEBHOOK}/update", {"isEnabled": False}, t.headers))
-    assert data == {**data, "isEnabled": False, "encodeData": True, "publicKey": "PEM"}
+    assert data == {**data, "isEnabled": False, "encodeData": True, "publicKey": key}
     assert result(post(client, f"{WEBHOOK}/get", {}, t.headers)) == data
 
 

@@ -5,6 +5,8 @@ batch of its document and/or recipient. A batch falls due when its window ends o
 `maxActivities` events, plus `delaySeconds` when a delay is set. Due batches are flushed into
 notifications in the same transaction as the event (when due at once) or by the worker's cron;
 batch rows are locked while they grow or flush, so concurrent events never lose or double a batch.
+Each batch flushes in its own savepoint: one that raises is retried a few times, then marked `failed`,
+and never holds back another batch (the cron serves every tenant).
 """
 
 import logging
@@ -34,6 +36,10 @@ _VERBS = {
     "huddle.join": "joined a huddle",
 }
 _TEXT_KEYS = ("commentText", "text", "comment", "reasoning")
+FLUSH_LIMIT = 200  # batches per transaction of the cron
+# A batch whose flush raises is tried again after these waits, then marked failed (never retried forever).
+FLUSH_RETRY_MS = (60_000, 300_000)
+FLUSH_FAILED = "The notification could not be made (internal error; the details are in the service log)."
 
 
 def _group(action_type: str) -> str | None:
@@ -98,16 +104,26 @@ async def _enqueue_event(conn: Conn, *, now: int, config: dict[str, Any], api_ke
         )
 
 
-async def flush(conn: Conn, *, svc: Services, api_key_id: str | None = None, limit: int = 200) -> int:
-    """Turn due batches into notifications (in the caller's transaction); the number flushed."""
+async def flush(conn: Conn, *, svc: Services, api_key_id: str | None = None, limit: int = FLUSH_LIMIT) -> int:
+    """Turn due batches into notifications (in the caller's transaction, a savepoint each); the number handled."""
     now = svc.now_ms()
-    flushed = 0
+    handled = 0
     for batch in await repo.due_batches(conn, api_key_id=api_key_id, now=now, limit=limit):
-        items = await repo.batch_items(conn, api_key_id=batch["api_key_id"], batch_id=batch["id"])
-        notification_id = await _notify(conn, batch=batch, items=items, now=now) if items else None
-        await repo.mark_flushed(conn, api_key_id=batch["api_key_id"], id=batch["id"], notification_id=notification_id)
-        flushed += 1
-    return flushed
+        try:
+            async with conn.transaction():  # nested: a SAVEPOINT, so a failure undoes this batch's work only
+                items = await repo.batch_items(conn, api_key_id=batch["api_key_id"], batch_id=batch["id"])
+                notification_id = await _notify(conn, batch=batch, items=items, now=now) if items else None
+                await repo.mark_flushed(conn, api_key_id=batch["api_key_id"], id=batch["id"],
+                                        notification_id=notification_id)
+        except Exception:
+            log.exception("notification batch %s (key %s) failed to flush (try %s)", batch["id"],
+                          batch["api_key_id"], batch["attempts"] + 1)
+            tries = batch["attempts"]
+            await repo.fail_batch(conn, api_key_id=batch["api_key_id"], id=batch["id"], error=FLUSH_FAILED,
+                                  retry_at=now + FLUSH_RETRY_MS[min(tries, len(FLUSH_RETRY_MS) - 1)],
+                                  max_attempts=len(FLUSH_RETRY_MS) + 1)
+        handled += 1
+    return handled
 
 
 def _comment_text(entity: Any) -> str:
@@ -175,7 +191,7 @@ async def _notify(conn: Conn, *, batch: dict[str, Any], items: list[dict[str, An
 
 
 async def flush_due(ctx: dict) -> int:
-    """Cron: flush every tenant's due batches, a few hundred per transaction."""
+    """Cron: flush every tenant's due batches, a few hundred per transaction, each batch in its own savepoint."""
     svc: Services = ctx["svc"]
     total = 0
     while True:
@@ -183,5 +199,5 @@ async def flush_due(ctx: dict) -> int:
             async with conn.transaction():
                 count = await flush(conn, svc=svc)
         total += count
-        if count < 200:
+        if count < FLUSH_LIMIT:
             return total

@@ -80,3 +80,9 @@ async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organ
     params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids, "user_keys": keys}
     for sql in (q.forget_created, q.forget_pending, q.untag_pending, q.untag_notifications):
         await execute(conn, sql, params)
+
+
+async def fail_batch(conn: Conn, *, api_key_id: str, id: str, error: str, retry_at: int, max_attempts: int) -> None:
+    """Count a failed flush of a batch: due again at retry_at, or `failed` after max_attempts."""
+    params = {"api_key_id": api_key_id, "id": id, "error": error, "retry_at": retry_at, "max_attempts": max_attempts}
+    await execute(conn, q.fail_batch, params)

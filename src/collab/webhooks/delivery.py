@@ -30,6 +30,10 @@ RETRY_AFTER_MIN_S, RETRY_AFTER_MAX_S = 1, 86400
 DISABLE_AFTER_MS = 5 * 86400 * 1000
 EXCERPT_BYTES = 1024
 LEASE_MARGIN_MS = 60_000
+# A send whose job never finishes (its worker dies, or it raises every try) is re-queued at most this often.
+MAX_LOST_LEASES = 3
+LOST = "Given up: the attempt never finished (its worker was lost or it failed every try)."
+NOT_QUEUED = "Given up: the delivery could not be queued (internal error; the details are in the service log)."
 
 
 def retry_after_s(value: str | None, now_ms: int) -> float | None:
@@ -78,6 +82,10 @@ async def post(svc: Services, *, url: str, body: str, headers: dict[str, str]) -
     except (httpx.HTTPError, OSError, TimeoutError) as exc:
         kind = "Timed out" if isinstance(exc, (TimeoutError, httpx.TimeoutException)) else type(exc).__name__
         return {"status_code": None, "response": None, "error": f"{kind}: {exc}"[:500]}
+    except (httpx.InvalidURL, ValueError) as exc:
+        # A stored target the client library cannot use: a failed attempt on the schedule, not a crashing job.
+        log.warning("webhook target refused by the HTTP client: %s", exc)
+        return {"status_code": None, "response": None, "error": f"Refused: the URL cannot be used ({exc})"[:500]}
     return {"status_code": response.status_code, "response": excerpt[:EXCERPT_BYTES].decode("utf-8", "replace"),
             "error": None, "retry_after": response.headers.get("retry-after")}
 
@@ -157,15 +165,33 @@ async def _over_rate(svc: Services, *, api_key_id: str, endpoint_id: str, limit:
 
 
 async def sweep(ctx: dict, *, limit: int = 500) -> int:
-    """Cron: emit due CRDT events, then queue every delivery whose time has come; the number queued."""
+    """Cron: emit due CRDT events, then queue every delivery whose time has come; the number queued.
+
+    Every tenant's rows share this loop, so each row is its own savepoint: one that raises is given up
+    (with a reason its tenant sees) and the others go on.
+    """
     svc: Services = ctx["svc"]
     now = svc.now_ms()
-    async with transaction(svc.pool, svc.redis) as tx:
-        await events.flush_crdt(tx, now=now)
+    try:
+        async with transaction(svc.pool, svc.redis) as tx:
+            await events.flush_crdt(tx, now=now)
+    except Exception:
+        log.exception("CRDT events not flushed this tick; deliveries are queued regardless")
     async with transaction(svc.pool, svc.redis) as tx:
         due = await repo.due_deliveries(tx.conn, now=now, limit=limit)
         for row in due:
-            await queue(tx, row, now=now)
+            key = {k: row[k] for k in ("api_key_id", "message_id", "endpoint_id")}
+            if row["status"] == "sending" and row["lost_leases"] >= MAX_LOST_LEASES:
+                log.warning("webhook delivery %s to %s given up after %s lost attempts", row["message_id"],
+                            row["endpoint_id"], row["lost_leases"] + 1)
+                await repo.give_up_delivery(tx.conn, **key, error=LOST, now=now)
+                continue
+            try:
+                async with events.savepoint(tx):
+                    await queue(tx, row, now=now)
+            except Exception:
+                log.exception("webhook delivery %s to %s could not be queued", row["message_id"], row["endpoint_id"])
+                await repo.give_up_delivery(tx.conn, **key, error=NOT_QUEUED, now=now)
     return len(due)
 
 

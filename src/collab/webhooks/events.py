@@ -6,7 +6,9 @@ this moment (data protection, encoding, encryption), and stays fixed for every a
 """
 
 import hashlib
-from typing import Any
+import logging
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
 
 from collab.events import COMMENT_EVENTS
 from collab.kit.crypto import new_id
@@ -16,8 +18,24 @@ from collab.webhooks import payload as payloads
 from collab.webhooks import repository as repo
 from collab.workspaces.config import WEBHOOK_DEFAULTS
 
+log = logging.getLogger("collab.webhooks")
 MAX_ATTEMPTS = 8
 CRDT_DEBOUNCE_MS = 5_000
+# A CRDT window whose event cannot be recorded is tried this often, a minute apart, then dropped (logged).
+CRDT_MAX_TRIES, CRDT_RETRY_MS = 3, 60_000
+RENDER_FAILED = "The message body could not be made (internal error; the details are in the service log)."
+
+
+@asynccontextmanager
+async def savepoint(tx: Tx) -> AsyncIterator[None]:
+    """One unit of a shared loop: its writes and its jobs are undone alone when it raises."""
+    mark = len(tx.pending)
+    try:
+        async with tx.conn.transaction():  # nested: a SAVEPOINT in the caller's transaction
+            yield
+    except BaseException:
+        del tx.pending[mark:]
+        raise
 
 
 def _message_id(api_key_id: str, dedupe: str | None) -> str:
@@ -47,6 +65,10 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
         body, content_type, error = *payloads.render(shaped, config), None
     except payloads.RenderError as exc:
         body, content_type, error = None, "application/json", str(exc)
+    except Exception:
+        # Whatever one tenant's data or config does to rendering, it fails this message only, never the caller.
+        log.exception("webhook body of %s (%s, key %s) could not be made", message_id, event_type, api_key_id)
+        body, content_type, error = None, "application/json", RENDER_FAILED
     if user_ids is None:  # whom the event is about: its actor, unless the caller names more
         user_ids = [action_user["userId"]] if action_user and action_user.get("userId") else []
     if not await repo.insert_message(conn, api_key_id=api_key_id, id=message_id, event_type=event_type, body=body,
@@ -86,18 +108,30 @@ async def crdt_changed(conn: Conn, *, now: int, api_key_id: str, organization_id
 
 
 async def flush_crdt(tx: Tx, *, now: int, limit: int = 200) -> int:
-    """Turn due CRDT change windows into events (in the caller's transaction); the number flushed."""
+    """Turn due CRDT change windows into events (in the caller's transaction, one savepoint each); the number flushed."""
     rows = await repo.due_crdt(tx.conn, now=now, limit=limit)
     for row in rows:
         key = {k: row[k] for k in ("api_key_id", "organization_id", "document_id", "editor_id")}
-        user = row["last_updated_by"]
-        await emit(
-            tx, now=now, api_key_id=row["api_key_id"], event_type="crdt.update_data",
-            organization_id=row["organization_id"], document_id=row["document_id"],
-            action_user={"userId": user} if user else None,
-            payload={"organizationId": row["organization_id"], "documentId": row["document_id"],
-                     "editorId": row["editor_id"], "lastUpdatedBy": user, "updates": row["updates"],
-                     "firstUpdateAt": payloads.iso(row["first_at"]), "lastUpdateAt": payloads.iso(row["last_at"])},
-        )
-        await repo.delete_crdt(tx.conn, **key)
+        try:
+            async with savepoint(tx):
+                await _crdt_event(tx, row, now=now)
+                await repo.delete_crdt(tx.conn, **key)
+        except Exception:
+            log.exception("crdt.update_data of %s/%s (key %s) failed", row["document_id"], row["editor_id"],
+                          row["api_key_id"])
+            tries = await repo.fail_crdt(tx.conn, **key, retry_at=now + CRDT_RETRY_MS)
+            if tries >= CRDT_MAX_TRIES:
+                await repo.delete_crdt(tx.conn, **key)
     return len(rows)
+
+
+async def _crdt_event(tx: Tx, row: dict[str, Any], *, now: int) -> None:
+    user = row["last_updated_by"]
+    await emit(
+        tx, now=now, api_key_id=row["api_key_id"], event_type="crdt.update_data",
+        organization_id=row["organization_id"], document_id=row["document_id"],
+        action_user={"userId": user} if user else None,
+        payload={"organizationId": row["organization_id"], "documentId": row["document_id"],
+                 "editorId": row["editor_id"], "lastUpdatedBy": user, "updates": row["updates"],
+                 "firstUpdateAt": payloads.iso(row["first_at"]), "lastUpdateAt": payloads.iso(row["last_at"])},
+    )

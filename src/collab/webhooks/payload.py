@@ -1,4 +1,4 @@
-"""Webhook payloads: the message shape, data protection, and the body options (base64, RSA-wrapped AES)."""
+"""Webhook payloads: the message shape, data protection, and the body options (base64, RSA-wrapped AES-GCM)."""
 
 import base64
 import binascii
@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 import orjson
-from cryptography.hazmat.primitives import hashes, padding, serialization
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding as asymmetric
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 # Keys stripped at any depth by enableDataProtection, compared without case, `_` or `-` (docs/decisions.md).
 PERSONAL_KEYS = frozenset({
@@ -19,8 +19,13 @@ PERSONAL_KEYS = frozenset({
 })
 
 
+# The encrypted envelope's format: 2 is AES-256-GCM (1, AES-256-CBC without a version field, is no longer written).
+ENVELOPE_VERSION = 2
+ENVELOPE_ALG = "RSA-OAEP-256+A256GCM"
+
+
 class RenderError(Exception):
-    """The body cannot be made as configured (encryptData without a usable publicKey)."""
+    """The body cannot be made as configured (encryptData without a usable publicKey, a value JSON cannot carry)."""
 
 
 def iso(ms: int) -> str:
@@ -70,25 +75,30 @@ def public_key(text: str) -> RSAPublicKey:
     return key
 
 
-def encrypt(plaintext: bytes, key_text: str) -> dict[str, str]:
-    """AES-256-CBC (PKCS#7) under a fresh key, the key wrapped with RSA-OAEP (SHA-256, MGF1-SHA-256)."""
+def encrypt(plaintext: bytes, key_text: str) -> dict[str, Any]:
+    """AES-256-GCM under a fresh key and 96-bit nonce, the key wrapped with RSA-OAEP (SHA-256, MGF1-SHA-256)."""
     rsa_key = public_key(key_text)
-    key, iv = os.urandom(32), os.urandom(16)
-    padder = padding.PKCS7(128).padder()
-    padded = padder.update(plaintext) + padder.finalize()
-    encryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).encryptor()
-    data = encryptor.update(padded) + encryptor.finalize()
-    wrapped = rsa_key.encrypt(
-        key, asymmetric.OAEP(mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
-    )
-    return {"encryptedData": _b64(data), "encryptedKey": _b64(wrapped), "iv": _b64(iv)}
+    key, iv = AESGCM.generate_key(bit_length=256), os.urandom(12)
+    data = AESGCM(key).encrypt(iv, plaintext, None)  # ciphertext followed by the 16-byte tag
+    try:
+        wrapped = rsa_key.encrypt(
+            key, asymmetric.OAEP(mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
+        )
+    except ValueError as exc:  # a short key stored before keys were checked on write (768 bits cannot wrap 32 bytes)
+        raise RenderError(f"encryptData is on but publicKey ({rsa_key.key_size} bits) cannot wrap the payload key; "
+                          "use an RSA key of at least 2048 bits.") from exc
+    return {"version": ENVELOPE_VERSION, "alg": ENVELOPE_ALG, "encryptedData": _b64(data),
+            "encryptedKey": _b64(wrapped), "iv": _b64(iv)}
 
 
 def render(payload: dict[str, Any], config: dict[str, Any]) -> tuple[str, str]:
     """The body to send and its content type, under the key's advanced webhook config."""
     if config.get("enableDataProtection"):
         payload = protect(payload)
-    text, content_type = orjson.dumps(payload).decode(), "application/json"
+    try:
+        text, content_type = orjson.dumps(payload).decode(), "application/json"
+    except orjson.JSONEncodeError as exc:  # an integer beyond 64 bits stored before ingress refused them
+        raise RenderError(f"The payload cannot be written as JSON: {exc}.") from exc
     if config.get("encodeData"):
         text, content_type = _b64(text.encode()), "text/plain"
     if config.get("encryptData"):

@@ -80,16 +80,24 @@ values (%(api_key_id)s, %(message_id)s, %(endpoint_id)s, %(status)s, %(max_attem
         %(now)s, %(now)s)
 
 -- name: due_deliveries
--- Pending deliveries whose time has come, and sends whose job vanished past its lease; locked, so
+-- Pending deliveries whose time has come, and sends whose job vanished past its lease, taken in turns (every
+-- key's oldest before any key's second, so one key's backlog cannot starve the others); locked, so
 -- concurrent sweeps skip each other's rows.
-select api_key_id, message_id, endpoint_id, attempts from webhook_deliveries
-where (status = 'pending' and due_at <= %(now)s) or (status = 'sending' and lease_until <= %(now)s)
-order by due_at
+select d.api_key_id, d.message_id, d.endpoint_id, d.attempts, d.status, d.lost_leases from webhook_deliveries d
+join (select api_key_id, message_id, endpoint_id,
+             row_number() over (partition by api_key_id order by due_at, message_id, endpoint_id) as turn
+      from webhook_deliveries
+      where (status = 'pending' and due_at <= %(now)s) or (status = 'sending' and lease_until <= %(now)s)) r
+  using (api_key_id, message_id, endpoint_id)
+where (d.status = 'pending' and d.due_at <= %(now)s) or (d.status = 'sending' and d.lease_until <= %(now)s)
+order by r.turn, d.due_at
 limit %(limit)s
-for update skip locked
+for update of d skip locked
 
 -- name: queue_delivery
-update webhook_deliveries set status = 'queued', lease_until = null, updated_at = %(now)s
+-- A send whose lease ran out counts as lost, so a job that never finishes is given up after a few.
+update webhook_deliveries set status = 'queued', lease_until = null, updated_at = %(now)s,
+    lost_leases = lost_leases + case when status = 'sending' then 1 else 0 end
 where api_key_id = %(api_key_id)s and message_id = %(message_id)s and endpoint_id = %(endpoint_id)s
 
 -- name: claim_delivery
@@ -188,7 +196,16 @@ on conflict (api_key_id, organization_id, document_id, editor_id) do update set
     last_updated_by = coalesce(excluded.last_updated_by, webhook_crdt_pending.last_updated_by)
 
 -- name: due_crdt
-select * from webhook_crdt_pending where due_at <= %(now)s order by due_at limit %(limit)s for update skip locked
+-- Due CRDT windows, taken in turns per key like due_deliveries; locked, so concurrent sweeps skip them.
+select c.* from webhook_crdt_pending c
+join (select api_key_id, organization_id, document_id, editor_id,
+             row_number() over (partition by api_key_id order by due_at, document_id, editor_id) as turn
+      from webhook_crdt_pending where due_at <= %(now)s) r
+  using (api_key_id, organization_id, document_id, editor_id)
+where c.due_at <= %(now)s
+order by r.turn, c.due_at
+limit %(limit)s
+for update of c skip locked
 
 -- name: delete_crdt
 delete from webhook_crdt_pending
@@ -205,3 +222,25 @@ where api_key_id = %(api_key_id)s and user_ids && %(user_ids)s::text[]
 update webhook_crdt_pending set last_updated_by = null
 where api_key_id = %(api_key_id)s and last_updated_by = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
+
+-- name: give_up_delivery
+-- The sweep stops a delivery it cannot move on: failed with its reason, which the key sees in the message log
+-- as one last attempt without a status code.
+with attempt as (
+    insert into webhook_attempts (api_key_id, message_id, endpoint_id, attempt, status_code, response, error,
+                                  duration_ms, at)
+    select api_key_id, message_id, endpoint_id, attempts + 1, null, null, %(error)s, 0, %(now)s
+    from webhook_deliveries
+    where api_key_id = %(api_key_id)s and message_id = %(message_id)s and endpoint_id = %(endpoint_id)s
+    on conflict do nothing
+)
+update webhook_deliveries set status = 'failed', attempts = attempts + 1, lease_until = null, last_error = %(error)s,
+    updated_at = %(now)s
+where api_key_id = %(api_key_id)s and message_id = %(message_id)s and endpoint_id = %(endpoint_id)s
+
+-- name: fail_crdt
+-- A CRDT window whose event could not be recorded: due again later; the tries so far.
+update webhook_crdt_pending set attempts = attempts + 1, due_at = %(retry_at)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+  and editor_id = %(editor_id)s
+returning attempts

@@ -132,6 +132,17 @@ async def delete_crdt(conn: Conn, **key: Any) -> None:
     await execute(conn, q.delete_crdt, key)
 
 
+async def fail_crdt(conn: Conn, *, retry_at: int, **key: Any) -> int:
+    """Count a failed try of a CRDT window and make it due again later; the tries so far."""
+    row = await fetch_one(conn, q.fail_crdt, {**key, "retry_at": retry_at})
+    return row["attempts"] if row else 0
+
+
+async def give_up_delivery(conn: Conn, **key: Any) -> None:
+    """Fail a delivery with a reason, recorded as its last attempt."""
+    await execute(conn, q.give_up_delivery, key)
+
+
 async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None) -> None:
     """Delete the messages about these users (with deliveries and attempts) and their pending CRDT marks."""
     params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}

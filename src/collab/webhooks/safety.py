@@ -7,6 +7,7 @@ changes between check and connect (DNS rebinding) cannot reach a private address
 
 import asyncio
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +21,61 @@ METADATA = frozenset(ipaddress.ip_address(a) for a in (
 ))
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _RESOLVE_TIMEOUT_S = 5.0
+# One DNS label after IDNA encoding (letters, digits, `_`, inner `-`), and a last label that the resolver's
+# inet_aton would read as a number (`0x7f.1`, `2130706433` are 127.0.0.1 to it).
+_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+_NUMERIC = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
+_MAX_HOST = 253
 
 
 class Refused(Exception):
     """A target the service will not connect to."""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A URL as the sender reads it: httpx's parse, the ASCII host the resolver gets, and the port it connects to."""
+
+    url: httpx.URL
+    host: str
+    port: int
+
+
+def parse(url: str) -> Parsed:
+    """The URL exactly as the sender will read it; `Refused` with why when it cannot be a webhook target."""
+    try:
+        parsed = httpx.URL(url)
+        raw_host, port = parsed.raw_host.decode("ascii"), parsed.port
+        parsed.host  # decodes the IDNA labels, as building the request does: a bad A-label fails here
+    except (httpx.InvalidURL, ValueError) as exc:  # IDNA and codec errors are ValueErrors
+        raise Refused(f"The URL cannot be parsed ({str(exc)[:200]}).") from None
+    if parsed.scheme not in ("http", "https"):
+        raise Refused("The URL must use http or https.")
+    if parsed.userinfo:
+        raise Refused("The URL must not carry credentials (user:password@).")
+    if port is not None and not 1 <= port <= 65535:
+        raise Refused("The port must be between 1 and 65535.")
+    host = raw_host.lower()
+    if not host:
+        raise Refused("The URL has no host.")
+    if "%" in host and ":" in host:
+        raise Refused("An IPv6 zone (%) is not allowed in the host.")
+    if _literal(host) is None:
+        _check_name(host)
+    return Parsed(parsed, host, port or (443 if parsed.scheme == "https" else 80))
+
+
+def _check_name(host: str) -> None:
+    name = host[:-1] if host.endswith(".") else host
+    try:
+        name.encode("idna")  # what socket.getaddrinfo does to a str host: empty or long labels fail there
+    except UnicodeError:
+        raise Refused("The host is not a valid DNS name (an empty or over-long label).") from None
+    labels = name.split(".")
+    if len(name) > _MAX_HOST or not all(_LABEL.match(label) for label in labels):
+        raise Refused("The host is not a valid DNS name (labels of 1-63 letters, digits, '-' or '_').")
+    if _NUMERIC.match(labels[-1]):
+        raise Refused("An IPv4 address must be written as four decimal numbers (a.b.c.d).")
 
 
 def refused_address(address: Address) -> bool:
@@ -73,14 +125,17 @@ def _checked(host: str, addresses: list[Address]) -> None:
 
 async def check_registration(url: str, *, allow_private: bool) -> str | None:
     """Why a URL is refused as a webhook target, or None. A name that does not resolve now is checked when sent."""
+    try:
+        parsed = parse(url)
+    except Refused as exc:
+        return str(exc)
     if allow_private:
         return None
-    parsed = httpx.URL(url)
-    host = parsed.host.lower().rstrip(".")
+    host = parsed.host.rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):
         return f"{host} is a loopback name."
     try:
-        _checked(host, await resolve(host, parsed.port or (443 if parsed.scheme == "https" else 80)))
+        _checked(host, await resolve(host, parsed.port))
     except Refused as exc:
         return str(exc)
     except (OSError, TimeoutError):
@@ -99,11 +154,10 @@ class Target:
 
 async def pin(url: str, *, allow_private: bool) -> Target:
     """Resolve, check and pin a target; `Refused` when it is not a public address."""
+    checked = parse(url)  # an endpoint stored before registration parsed URLs this way is refused here
     if allow_private:
         return Target(url)  # self-hosting and tests: no check, plain name resolution
-    parsed = httpx.URL(url)
-    host = parsed.host
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    parsed, host, port = checked.url, checked.host, checked.port
     try:
         addresses = await resolve(host, port)
     except (OSError, TimeoutError) as exc:

@@ -1,7 +1,6 @@
 """Request models of advanced webhooks (Svix-shaped endpoints, plus messages)."""
 
 from typing import Annotated, Literal, get_args
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field
 
@@ -9,19 +8,18 @@ from collab.events import CommentEvent, HuddleEvent, OtherEvent
 from collab.kit.envelope import Model
 from collab.kit.fields import Id
 from collab.kit.openapi import Doc
+from collab.webhooks import safety
 
 EventType = Literal[get_args(CommentEvent) + get_args(HuddleEvent) + get_args(OtherEvent)]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 
 
 def _http_url(url: str) -> str:
+    # The sender's own parser: a URL it would refuse or crash on is refused here (the address check is the service's).
     try:
-        parts = urlsplit(url)
-        parts.port  # raises on a bad port
-    except ValueError:
-        raise ValueError("Invalid URL") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("Must be an http(s) URL with a host")
+        safety.parse(url)
+    except safety.Refused as exc:
+        raise ValueError(str(exc)) from None
     return url
 
 

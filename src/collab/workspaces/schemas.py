@@ -1,8 +1,13 @@
 """Request models of the workspace endpoints."""
 
+import base64
+import binascii
 import re
 from typing import Literal
 
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 from pydantic import Field, field_validator, model_validator
 
 from collab.events import CommentEvent, HuddleEvent
@@ -76,12 +81,36 @@ class ApiKeyConfigUpdate(Model):
         return self
 
 
+# RSA-OAEP-256 must wrap a 32-byte AES key (768 bits or fewer cannot), and under 2048 bits is too weak anyway.
+MIN_PUBLIC_KEY_BITS, MAX_PUBLIC_KEY_BITS = 2048, 16384
+
+
+def _rsa_public_key(value: str | None) -> str | None:
+    """An empty string (unset) or a base64 DER SubjectPublicKeyInfo of an RSA key of 2048 to 16384 bits."""
+    if value is None or value == "":
+        return value
+    try:
+        key = serialization.load_der_public_key(base64.b64decode("".join(value.split()), validate=True))
+    except (ValueError, TypeError, binascii.Error, UnsupportedAlgorithm):
+        raise ValueError("Must be a base64 DER (SubjectPublicKeyInfo) RSA public key") from None
+    if not isinstance(key, RSAPublicKey):
+        raise ValueError("Must be an RSA public key")
+    if not MIN_PUBLIC_KEY_BITS <= key.key_size <= MAX_PUBLIC_KEY_BITS:
+        raise ValueError(f"Must be an RSA key of {MIN_PUBLIC_KEY_BITS} to {MAX_PUBLIC_KEY_BITS} bits")
+    return value
+
+
 class WebhookConfigUpdate(Model):
     isEnabled: bool = None
     encryptData: bool = None
     encodeData: bool = None
     publicKey: str = Field(None, max_length=20_000)
     enableDataProtection: bool = None
+
+    @field_validator("publicKey")
+    @classmethod
+    def _public_key(cls, value: str | None) -> str | None:
+        return _rsa_public_key(value)
 
     @model_validator(mode="after")
     def _at_least_one(self):
