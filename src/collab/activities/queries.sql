@@ -35,20 +35,41 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
 select * from activities where api_key_id = %(api_key_id)s and id = %(id)s
 
 -- name: list_activities
-select * from activities
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
-  and (%(document_id)s::text is null or document_id = %(document_id)s)
-  and (%(target_entity_id)s::text is null or target_entity_id = %(target_entity_id)s)
-  and (%(feature_types)s::text[] is null or feature_type = any(%(feature_types)s))
-  and (%(action_types)s::text[] is null or action_type = any(%(action_types)s))
-  and (%(user_id)s::text is null or action_user ->> 'userId' = %(user_id)s)
-  and (%(activity_ids)s::text[] is null or id = any(%(activity_ids)s))
-  and (%(after_ts)s::bigint is null
-       or (%(desc)s and ("timestamp", id) < (%(after_ts)s, %(after_id)s))
-       or (not %(desc)s and ("timestamp", id) > (%(after_ts)s, %(after_id)s)))
-order by case when %(desc)s then "timestamp" end desc, case when %(desc)s then id end desc,
-         case when not %(desc)s then "timestamp" end asc, case when not %(desc)s then id end asc
-limit %(limit)s
+-- A page by key (at most `limit` rows), then only the rows that start within `budget` bytes of JSON (sizes
+-- measured here, so the API never loads more); `fetched` is how many rows the page had by key.
+with page as (
+    select id, row_number() over (order by
+               case when %(desc)s then "timestamp" end desc, case when %(desc)s then id end desc,
+               case when not %(desc)s then "timestamp" end asc, case when not %(desc)s then id end asc) as n
+    from activities
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+      and (%(document_id)s::text is null or document_id = %(document_id)s)
+      and (%(target_entity_id)s::text is null or target_entity_id = %(target_entity_id)s)
+      and (%(feature_types)s::text[] is null or feature_type = any(%(feature_types)s))
+      and (%(action_types)s::text[] is null or action_type = any(%(action_types)s))
+      and (%(user_id)s::text is null or action_user ->> 'userId' = %(user_id)s)
+      and (%(activity_ids)s::text[] is null or id = any(%(activity_ids)s))
+      and (%(after_ts)s::bigint is null
+           or (%(desc)s and ("timestamp", id) < (%(after_ts)s, %(after_id)s))
+           or (not %(desc)s and ("timestamp", id) > (%(after_ts)s, %(after_id)s)))
+    order by case when %(desc)s then "timestamp" end desc, case when %(desc)s then id end desc,
+             case when not %(desc)s then "timestamp" end asc, case when not %(desc)s then id end asc
+    limit %(limit)s
+), sized as (
+    select p.id, p.n, count(*) over () as fetched,
+           sum(b.bytes) over (order by p.n) - b.bytes as before
+    from page p
+    join activities a on a.api_key_id = %(api_key_id)s and a.id = p.id
+    cross join lateral (
+        select octet_length(concat(a.id, a.action_type, a.action_user, a.target_entity_id, a.target_sub_entity_id,
+                                   a.changes, a.entity_data, a.entity_target_data, a.display_message_template,
+                                   a.display_message_template_data, a.action_icon)) as bytes
+    ) b
+)
+select a.*, s.fetched from sized s
+join activities a on a.api_key_id = %(api_key_id)s and a.id = s.id
+where s.before < %(budget)s
+order by s.n
 
 -- name: delete_activities
 delete from activities

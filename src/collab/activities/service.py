@@ -130,9 +130,13 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateActivities) -> di
 
 
 async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities) -> tuple[list[dict[str, Any]], str | None]:
-    """A page of activities, newest first by default, and the token of the next page."""
-    pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:activities")
+    """A page of activities, newest first by default, at most `pageSize` records and about
+    `max_response_bytes` of JSON (at least one record), and the token of the next page."""
+    # The token is bound to the filters and order: used with others it would skip or repeat rows.
+    filters = data.model_dump(exclude={"pageSize", "pageToken"})
+    pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "activities", filters)
     after_ts, after_id = pager.after(data.pageToken, 2)
+    budget = svc.settings.max_response_bytes
     async with svc.pool.connection() as conn:
         rows = await repo.list_page(
             conn,
@@ -148,9 +152,10 @@ async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities)
             after_id=after_id,
             desc=data.order == "desc",
             limit=data.pageSize + 1,
+            budget=budget,
         )
-    rows, token = pager.page(rows, data.pageSize, "timestamp", "id")
-    return [to_wire(r) for r in rows], token
+    fetched = rows[0]["fetched"] if rows else 0
+    return pager.cut(rows, data.pageSize, "timestamp", "id", render=to_wire, budget=budget, fetched=fetched)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteActivities) -> dict[str, Any]:

@@ -7,10 +7,39 @@ on conflict do nothing
 returning editor_id
 
 -- name: list_editors
-select editor_id, type, content_key, state, last_updated_by, session_id, last_update from crdt_editors
+-- A page of a document's editors after `after_id` (at most `limit`), then only those that start within `budget`
+-- bytes (the stored state, and its base64 too with `yjs`), so the API never loads every state of a document;
+-- `fetched` is how many editors the page had by key.
+with page as (
+    select editor_id, octet_length(state) as state_bytes from crdt_editors
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+      and (%(editor_id)s::text is null or editor_id = %(editor_id)s)
+      and (%(after_id)s::text is null or editor_id > %(after_id)s)
+    order by editor_id
+    limit %(limit)s
+), sized as (
+    select editor_id, count(*) over () as fetched,
+           sum(bytes) over (order by editor_id) - bytes as before
+    from page cross join lateral (
+        select 200 + state_bytes + case when %(yjs)s then (state_bytes + 2) / 3 * 4 else 0 end as bytes
+    ) b
+)
+select e.editor_id, e.type, e.content_key, e.state, e.last_updated_by, e.session_id, e.last_update, s.fetched
+from sized s
+join crdt_editors e on e.api_key_id = %(api_key_id)s and e.organization_id = %(organization_id)s
+ and e.document_id = %(document_id)s and e.editor_id = s.editor_id
+where s.before < %(budget)s
+order by e.editor_id
+
+-- name: lock_document
+-- Adds of one document's editors take turns, so the count below holds under concurrency.
+select pg_advisory_xact_lock(hashtextextended(%(api_key_id)s || '/' || %(organization_id)s || '/' || %(document_id)s,
+                                              7340013))
+
+-- name: count_editors
+-- How many editors a document has (run after lock_document, in a new statement, so it sees every add before).
+select count(*) as editors from crdt_editors
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
-  and (%(editor_id)s::text is null or editor_id = %(editor_id)s)
-order by editor_id
 
 -- name: lock_editor
 select type, content_key, state from crdt_editors

@@ -17,6 +17,13 @@ async def list_editors(conn: Conn, **filters: Any) -> list[dict[str, Any]]:
     return await fetch_all(conn, q.list_editors, filters)
 
 
+async def count_editors_locked(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str) -> int:
+    """The document's editor count, holding the document's add lock until the transaction ends."""
+    key = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id}
+    await execute(conn, q.lock_document, key)
+    return (await fetch_one(conn, q.count_editors, key))["editors"]
+
+
 async def lock(conn: Conn, **key: Any) -> dict[str, Any] | None:
     """An editor's type, content key and state, locked until the transaction ends."""
     return await fetch_one(conn, q.lock_editor, key)

@@ -5,8 +5,8 @@ from fastapi import APIRouter, Depends
 from collab.crdt import service
 from collab.crdt.schemas import AddCrdt, CrdtEditor, DeleteCrdt, GetCrdt, UpdateCrdt
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Envelope, StrictJsonRoute, ok
-from collab.kit.openapi import ACKNOWLEDGED, BY_ID, answer
+from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
+from collab.kit.openapi import ACKNOWLEDGED, BY_ID, page
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["crdt"], route_class=StrictJsonRoute)
@@ -21,10 +21,11 @@ async def add(body: Envelope[AddCrdt], tenant: Tenant = Auth, svc: Services = Sv
 
 
 @router.post(
-    "/crdt/get", summary="Get a document's CRDT editor data [API-key auth]", responses=answer(list[CrdtEditor])
+    "/crdt/get", summary="Get a document's CRDT editor data, paged by size [API-key auth]", responses=page(CrdtEditor)
 )
 async def get(body: Envelope[GetCrdt], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(await service.get(svc, tenant=tenant, data=body.data), "CRDT data retrieved successfully.")
+    records, token = await service.get(svc, tenant=tenant, data=body.data)
+    return listed(records, token, "CRDT data retrieved successfully.")
 
 
 @router.post(

@@ -42,6 +42,8 @@ class GetCrdt(Editors):
     editorId: Id | None = None
     # Beyond the spec: "yjs" adds yjsUpdate, the base64 Yjs update that encodes each whole document.
     format: Literal["json", "yjs"] = "json"
+    # Beyond the spec: a document's editors come in pages of about COLLAB_MAX_RESPONSE_BYTES; this continues one.
+    pageToken: str | None = Field(None, max_length=500)
 
 
 class DeleteCrdt(Editors):

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from collab.crdt import repository as repo
 from collab.crdt import ydoc
 from collab.crdt.schemas import AddCrdt, DeleteCrdt, GetCrdt, UpdateCrdt
+from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.jobs import transaction
@@ -18,7 +19,8 @@ from collab.webhooks import events as webhook_events
 ALREADY_EXISTS = "CRDT data already exists for this editor ID."
 NOT_FOUND = "CRDT data does not exist for this editor ID."
 DELETED, MISSING = "CRDT data deleted.", "CRDT data does not exist."
-MAX_STATE_BYTES = 16 * 1024 * 1024
+# A page holds at most this many editors (and about COLLAB_MAX_RESPONSE_BYTES of JSON).
+PAGE_EDITORS = 1000
 # The messages Velt clients know for a missing id (the organization's has no full stop there either).
 _REQUIRED = {
     "organizationId": "Organization ID is required",
@@ -58,14 +60,19 @@ def to_wire(row: dict[str, Any], content: Any, *, yjs: bool) -> dict[str, Any]:
     return record
 
 
-async def _off_loop(field: str, fn: Callable[..., bytes], *args: Any) -> bytes:
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit % (1024 * 1024) == 0 else f"{limit} bytes"
+
+
+async def _off_loop(svc: Services, field: str, fn: Callable[..., bytes], *args: Any) -> bytes:
     """Run pycrdt and diff work in a thread (documents can be large); bad content is INVALID_ARGUMENT."""
     try:
         state = await asyncio.to_thread(fn, *args)
     except ydoc.BadContent as exc:
         raise invalid(str(exc), [issue([field], str(exc))]) from None
-    if len(state) > MAX_STATE_BYTES:
-        message = f"The CRDT document would exceed {MAX_STATE_BYTES // (1024 * 1024)} MiB."
+    limit = svc.settings.crdt_max_state_bytes
+    if len(state) > limit:
+        message = f"The CRDT document would exceed {_size(limit)}."
         raise invalid(message, [issue([field], message, "too_big")])
     return state
 
@@ -84,8 +91,13 @@ async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
     """Create an editor's Yjs document from JSON content; ALREADY_EXISTS when the editor has one."""
     _require(data, "organizationId", "documentId", "editorId")
     _check_data(data.data, data.type)
-    state = await _off_loop("data", ydoc.write, data.type, data.contentKey, None, data.data)
+    state = await _off_loop(svc, "data", ydoc.write, data.type, data.contentKey, None, data.data)
     async with transaction(svc.pool, svc.redis) as tx:
+        cap = svc.settings.crdt_max_editors_per_document
+        editors = await repo.count_editors_locked(tx.conn, api_key_id=tenant.api_key_id,
+                                                  organization_id=data.organizationId, document_id=data.documentId)
+        if editors >= cap:
+            raise ApiError("RESOURCE_EXHAUSTED", f"A document holds at most {cap} CRDT editors; delete one first.")
         added = await repo.insert(
             tx.conn,
             api_key_id=tenant.api_key_id,
@@ -107,9 +119,14 @@ async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
         raise ApiError("ALREADY_EXISTS", ALREADY_EXISTS)
 
 
-async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> list[dict[str, Any]]:
-    """The editor records of a document (one editor's when editorId is given), in editor id order."""
+async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of the editor records of a document (one editor's when editorId is given), in editor id order, of
+    about `max_response_bytes` (at least one editor), and the next page's token."""
     _require(data, "organizationId", "documentId")
+    filters = data.model_dump(exclude={"pageToken"})
+    pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "crdt", filters)
+    (after_id,) = pager.after(data.pageToken, 1)
+    budget = svc.settings.max_response_bytes
     async with svc.pool.connection() as conn:
         rows = await repo.list_editors(
             conn,
@@ -117,9 +134,16 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> list[dict[str,
             organization_id=data.organizationId,
             document_id=data.documentId,
             editor_id=data.editorId,
+            after_id=after_id,
+            yjs=data.format == "yjs",
+            limit=PAGE_EDITORS + 1,
+            budget=budget,
         )
     contents = await asyncio.to_thread(lambda: [ydoc.read(r["type"], r["content_key"], r["state"]) for r in rows])
-    return [to_wire(row, content, yjs=data.format == "yjs") for row, content in zip(rows, contents)]
+    records = {row["editor_id"]: content for row, content in zip(rows, contents)}
+    fetched = rows[0]["fetched"] if rows else 0
+    return pager.cut(rows, PAGE_EDITORS, "editor_id", budget=budget, fetched=fetched,
+                     render=lambda row: to_wire(row, records[row["editor_id"]], yjs=data.format == "yjs"))
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
@@ -143,9 +167,9 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
         kind, content_key = row["type"], row["content_key"]
         if client_update is None:
             _check_data(data.data, kind)
-            state = await _off_loop("data", ydoc.write, kind, content_key, row["state"], data.data)
+            state = await _off_loop(svc, "data", ydoc.write, kind, content_key, row["state"], data.data)
         else:
-            state = await _off_loop("yjsUpdate", ydoc.merge, kind, content_key, row["state"], client_update)
+            state = await _off_loop(svc, "yjsUpdate", ydoc.merge, kind, content_key, row["state"], client_update)
         await repo.save(
             tx.conn, **key, state=state, last_updated_by=data.userId, session_id=data.sessionId, now=svc.now_ms()
         )

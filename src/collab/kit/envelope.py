@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from typing import Any, Callable, Generic, TypeVar
 
 import orjson
@@ -10,9 +11,16 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict
 
+from collab.kit.errors import ApiError, invalid
+
 T = TypeVar("T")
 # Deeper JSON is refused before any model sees it (client JSON such as metadata nests far less).
 MAX_JSON_DEPTH = 64
+# The integers every JSON reader holds exactly (JavaScript's Number.MAX_SAFE_INTEGER); larger ones are refused.
+MAX_SAFE_INTEGER = 2**53 - 1
+# A run of 16 digits is the shortest text of an integer past MAX_SAFE_INTEGER: without one, no check is needed.
+_LONG_DIGITS = re.compile(rb"\d{16}")
+_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
 class Model(BaseModel):
@@ -32,11 +40,39 @@ class Empty(Model):
     """An operation that takes no parameters."""
 
 
+def _as_double(value: int) -> float | str:
+    try:
+        return float(value)
+    except OverflowError:  # past the double range: only text holds it
+        return str(value)
+
+
+def _safe_integers(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        return _as_double(value)
+    if isinstance(value, list):
+        return [_safe_integers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _safe_integers(v) for k, v in value.items()}
+    return value
+
+
+def dumps(content: Any) -> bytes:
+    """JSON bytes as every response renders them. An integer past 2^53 - 1 can only come from stored JSON (a
+    large double such as 1e30, which Postgres jsonb writes out as integer digits, or a row stored before
+    ingress refused such integers): it is written as the double a JavaScript reader holds, so nothing fails
+    to render (orjson stops at 64 bits) and nothing claims more precision than it has."""
+    try:
+        return orjson.dumps(content, option=_OPTIONS | orjson.OPT_STRICT_INTEGER)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_safe_integers(content), option=_OPTIONS)
+
+
 class OrjsonResponse(JSONResponse):
     """JSON rendered by orjson: faster, and non-str keys fail loudly."""
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+        return dumps(content)
 
 
 def ok(data: Any = None, message: str = "Success", *, status_code: int = 200) -> OrjsonResponse:
@@ -92,12 +128,48 @@ def _too_deep(value: Any, limit: int) -> bool:
     return False
 
 
+def _unsafe_integers(value: Any, limit: int = 20) -> list[list[Any]]:
+    """Paths (from the body's root) of integers outside ±MAX_SAFE_INTEGER, the first `limit` of them."""
+    found: list[list[Any]] = []
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    while stack and len(found) < limit:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((v, [*path, k]) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((v, [*path, i]) for i, v in reversed(list(enumerate(item))))
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_SAFE_INTEGER:
+            found.append(path)
+    return found
+
+
+def unsafe_integer_error(parsed: Any) -> ApiError | None:
+    """INVALID_ARGUMENT naming each integer that JSON readers cannot hold exactly; None when there is none."""
+    paths = _unsafe_integers(parsed)
+    if not paths:
+        return None
+    message = f"Integers must be between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER} (2^53 - 1)."
+    issues = []
+    for path in paths:
+        # Paths are relative to `data`, like every other issue; one outside `data` is named in the message only.
+        inside = bool(path) and path[0] == "data"
+        where = ".".join(str(p) for p in path) or "body"
+        issues.append({"code": "too_big", "path": [str(p) for p in path[1:]] if inside else [],
+                       "message": f"{where}: {message}"})
+    return invalid(f"Invalid request: {issues[0]['message']}", issues)
+
+
 def _parse(body: bytes) -> Any:
     too_deep = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
     try:
         parsed = json.loads(body, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise json.JSONDecodeError(too_deep, "", 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        # Python refuses to convert integers of over 4,300 digits: far out of range anyway.
+        raise json.JSONDecodeError(f"integer out of range (beyond ±{MAX_SAFE_INTEGER})", "", 0) from None
     if isinstance(parsed, (dict, list)) and _too_deep(parsed, MAX_JSON_DEPTH):
         raise json.JSONDecodeError(too_deep, "", 0)
     return parsed
@@ -114,12 +186,24 @@ class _StrictJsonRequest(Request):
 
 
 class StrictJsonRoute(APIRoute):
-    """A route whose body parser refuses NaN and Infinity (every router uses it)."""
+    """A route whose body parser refuses NaN, Infinity and unsafe integers (every router uses it)."""
 
     def get_route_handler(self) -> Callable:
         handler = super().get_route_handler()
 
         async def strict(request: Request):
-            return await handler(_StrictJsonRequest(request.scope, request.receive))
+            strict_request = _StrictJsonRequest(request.scope, request.receive)
+            body = await strict_request.body()
+            if _LONG_DIGITS.search(body):
+                # Decided here, once, for every route: such an integer would be stored and later fail to
+                # render (orjson stops at 64 bits) or be rounded by JavaScript clients.
+                try:
+                    parsed = await strict_request.json()
+                except json.JSONDecodeError:
+                    parsed = None  # FastAPI answers the broken body when the handler reads it again
+                error = unsafe_integer_error(parsed)
+                if error is not None:
+                    raise error
+            return await handler(strict_request)
 
         return strict

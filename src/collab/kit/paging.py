@@ -1,16 +1,19 @@
-"""Opaque, tamper-proof page tokens for keyset pagination.
+"""Opaque, tamper-proof page tokens for keyset pagination, and pages cut by bytes as well as by count.
 
 A token is the key of the last row served plus a MAC over it and its scope (the tenant and the
-query), so a client can neither forge a position nor reuse a token on another tenant or route.
+query, filters and order included when built with `Pager.for_query`), so a client can neither forge a
+position nor reuse a token on another tenant, route or query.
 """
 
 import base64
 import binascii
+import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from collab.kit.crypto import Keyring
+from collab.kit.envelope import dumps
 from collab.kit.errors import invalid, issue
 
 
@@ -53,6 +56,34 @@ def page(
     return rows, encode(*(rows[-1][c] for c in key_columns), keyring=keyring, scope=scope)
 
 
+def _canonical(value: Any) -> Any:
+    # Filters are sets of conditions: a list's order, duplicates and absent (None) keys never change the rows.
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        unique = {json.dumps(i, sort_keys=True, default=str): i for i in (_canonical(v) for v in value)}
+        return [unique[k] for k in sorted(unique)]
+    return value
+
+
+def query_digest(filters: Mapping[str, Any]) -> str:
+    """A stable hash of a query's filters and order (lists compared as sets, None as absent)."""
+    text = json.dumps(_canonical(filters), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def fit(records: list[Any], budget: int) -> int:
+    """How many leading records fit in `budget` bytes of JSON; at least one, so every page moves on."""
+    if len(records) <= 1:
+        return len(records)  # nothing to measure: a page holds at least one record
+    used = 1  # the array's opening bracket
+    for count, record in enumerate(records):
+        used += len(dumps(record)) + 1  # the comma or closing bracket after it
+        if count and used > budget:
+            return count
+    return len(records)
+
+
 @dataclass(frozen=True)
 class Pager:
     """Page tokens of one query for one tenant (the scope), signed with the service's keyring."""
@@ -67,3 +98,28 @@ class Pager:
     def page(self, rows: list[dict[str, Any]], size: int, *key_columns: str) -> tuple[list[dict[str, Any]], str | None]:
         """One page of a `size + 1` fetch and the next page's token."""
         return page(rows, size, *key_columns, keyring=self.keyring, scope=self.scope)
+
+    @classmethod
+    def for_query(cls, keyring: Keyring, tenant: str, name: str, filters: Mapping[str, Any]) -> "Pager":
+        """Tokens valid only for this tenant, query name and these filters (order included): pass every
+        request field that changes which rows come or in what order, and not the page size or token."""
+        return cls(keyring, f"{tenant}:{name}:{query_digest(filters)}")
+
+    def cut(
+        self,
+        rows: list[dict[str, Any]],
+        size: int,
+        *key_columns: str,
+        render: Callable[[dict[str, Any]], Any],
+        budget: int,
+        fetched: int | None = None,
+    ) -> tuple[list[Any], str | None]:
+        """Rendered records of a fetch, cut at `size` records or `budget` bytes of JSON (at least one), and the
+        next page's token. `fetched` is how many rows the query found by key when it left some out itself."""
+        records = [render(row) for row in rows[:size]]
+        records = records[: fit(records, budget)]
+        found = len(rows) if fetched is None else fetched
+        if len(records) >= found:
+            return records, None
+        last = rows[len(records) - 1]
+        return records, encode(*(last[c] for c in key_columns), keyring=self.keyring, scope=self.scope)

@@ -40,20 +40,41 @@ where l.principal_type = 'group'
 select id, name, email from users where api_key_id = %(api_key_id)s and id = any(%(ids)s)
 
 -- name: list_notifications
-select * from notifications
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
-  and (%(document_id)s::text is null or document_id = %(document_id)s)
-  and (%(location_id)s::text is null or location_id = %(location_id)s)
-  and (%(user_id)s::text is null
-       or (notify_users_by_user_id @> jsonb_build_object(%(user_id)s::text, true)
-           and (visible_to is null or %(user_id)s = any(visible_to))))
-  and (%(ids)s::text[] is null or id = any(%(ids)s))
-  and (%(after_ts)s::bigint is null
-       or (%(desc)s and ("timestamp", id) < (%(after_ts)s, %(after_id)s))
-       or (not %(desc)s and ("timestamp", id) > (%(after_ts)s, %(after_id)s)))
-order by case when %(desc)s then "timestamp" end desc, case when %(desc)s then id end desc,
-         case when not %(desc)s then "timestamp" end asc, case when not %(desc)s then id end asc
-limit %(limit)s
+-- A page by key (at most `limit` rows), then only the rows that start within `budget` bytes of JSON (sizes
+-- measured here, so the API never loads more); `fetched` is how many rows the page had by key.
+with page as (
+    select id, row_number() over (order by
+               case when %(desc)s then "timestamp" end desc, case when %(desc)s then id end desc,
+               case when not %(desc)s then "timestamp" end asc, case when not %(desc)s then id end asc) as n
+    from notifications
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+      and (%(document_id)s::text is null or document_id = %(document_id)s)
+      and (%(location_id)s::text is null or location_id = %(location_id)s)
+      and (%(user_id)s::text is null
+           or (notify_users_by_user_id @> jsonb_build_object(%(user_id)s::text, true)
+               and (visible_to is null or %(user_id)s = any(visible_to))))
+      and (%(ids)s::text[] is null or id = any(%(ids)s))
+      and (%(after_ts)s::bigint is null
+           or (%(desc)s and ("timestamp", id) < (%(after_ts)s, %(after_id)s))
+           or (not %(desc)s and ("timestamp", id) > (%(after_ts)s, %(after_id)s)))
+    order by case when %(desc)s then "timestamp" end desc, case when %(desc)s then id end desc,
+             case when not %(desc)s then "timestamp" end asc, case when not %(desc)s then id end asc
+    limit %(limit)s
+), sized as (
+    select p.id, p.n, count(*) over () as fetched,
+           sum(b.bytes) over (order by p.n) - b.bytes as before
+    from page p
+    join notifications x on x.api_key_id = %(api_key_id)s and x.id = p.id
+    cross join lateral (
+        select octet_length(concat(x.id, x.notification_source_data, x.action_user, x.display_body_message,
+                                   x.display_headline_message_template, x.display_headline_message_template_data,
+                                   x.notify_users, x.notify_users_by_user_id, x.read_by)) as bytes
+    ) b
+)
+select x.*, s.fetched from sized s
+join notifications x on x.api_key_id = %(api_key_id)s and x.id = s.id
+where s.before < %(budget)s
+order by s.n
 
 -- name: update_notification
 update notifications set
@@ -104,12 +125,18 @@ update notification_batches set
 where api_key_id = %(api_key_id)s and id = %(id)s
 
 -- name: due_batches
-select * from notification_batches
-where status in ('open', 'closed') and due_at <= %(now)s
-  and (%(api_key_id)s::text is null or api_key_id = %(api_key_id)s)
-order by due_at
+-- Due batches taken in turns (every key's oldest before any key's second, so one key's backlog cannot starve
+-- the others); locked, so concurrent flushes skip them.
+select b.* from notification_batches b
+join (select api_key_id, id, row_number() over (partition by api_key_id order by due_at, id) as turn
+      from notification_batches
+      where status in ('open', 'closed') and due_at <= %(now)s
+        and (%(api_key_id)s::text is null or api_key_id = %(api_key_id)s)) r
+  using (api_key_id, id)
+where b.status in ('open', 'closed') and b.due_at <= %(now)s
+order by r.turn, b.due_at
 limit %(limit)s
-for update skip locked
+for update of b skip locked
 
 -- name: batch_items
 select * from notification_batch_items
@@ -148,3 +175,11 @@ where api_key_id = %(api_key_id)s
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
   and (notify_users_by_user_id ?| %(user_ids)s::text[] or notify_users ?| %(user_keys)s::text[]
        or read_by && %(user_ids)s::text[])
+
+-- name: fail_batch
+-- A batch whose flush raised: due again later, or `failed` with the reason after its last try.
+update notification_batches set
+    attempts = attempts + 1, error = %(error)s,
+    status = case when attempts + 1 >= %(max_attempts)s then 'failed' else status end,
+    due_at = case when attempts + 1 >= %(max_attempts)s then due_at else %(retry_at)s end
+where api_key_id = %(api_key_id)s and id = %(id)s

@@ -121,11 +121,14 @@ async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[s
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetNotifications) -> tuple[list[dict[str, Any]], str | None]:
-    """A page of notifications of a document and/or for a user, newest first by default."""
+    """A page of notifications of a document and/or for a user, newest first by default, at most `pageSize`
+    records and about `max_response_bytes` of JSON (at least one record)."""
     await require_advanced_queries(svc, tenant=tenant)
-    scope = f"{tenant.api_key_id}:notifications:{data.organizationId}:{data.documentId}:{data.userId}:{data.order}"
-    pager = paging.Pager(svc.keyring, scope)
+    # The token is bound to the filters and order: used with others it would skip or repeat rows.
+    filters = data.model_dump(exclude={"pageSize", "pageToken"})
+    pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "notifications", filters)
     after_ts, after_id = pager.after(data.pageToken, 2)
+    budget = svc.settings.max_response_bytes
     async with svc.pool.connection() as conn:
         rows = await repo.list_page(
             conn,
@@ -139,9 +142,11 @@ async def get(svc: Services, *, tenant: Tenant, data: GetNotifications) -> tuple
             after_id=after_id,
             desc=data.order == "desc",
             limit=data.pageSize + 1,
+            budget=budget,
         )
-    rows, token = pager.page(rows, data.pageSize, "timestamp", "id")
-    return [to_wire(r, tenant.api_key_id) for r in rows], token
+    fetched = rows[0]["fetched"] if rows else 0
+    return pager.cut(rows, data.pageSize, "timestamp", "id", budget=budget, fetched=fetched,
+                     render=lambda row: to_wire(row, tenant.api_key_id))
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) -> dict[str, Any]:

@@ -1,0 +1,280 @@
+"""Issue #14 (3, 8, 9): integers past 2^53 refused at ingress and rendered safely from old rows; list pages cut
+by bytes as well as by count; CRDT caps; page tokens bound to their query's filters and order."""
+
+import json
+
+import pytest
+from psycopg.types.json import Jsonb
+
+from helpers import enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result
+from pathological_json import MAX_SAFE_INTEGER, RAW_BODIES, SAFE_VALUES, VALUES
+from test_webhooks import settle, webhook_tenant
+
+ACTIVITIES, NOTIFICATIONS, CRDT = "/v2/activities", "/v2/notifications", "/v2/crdt"
+USER = {"userId": "u1", "name": "Ana"}
+BUDGET = 4096
+
+
+def activity(**fields):
+    return {"featureType": "comment", "actionType": "comment.add", "actionUser": USER, **fields}
+
+
+def add_activities(client, t, *activities, doc="doc1"):
+    return post(client, f"{ACTIVITIES}/add", {"organizationId": "org1", "documentId": doc,
+                                              "activities": list(activities)}, t.headers)
+
+
+def add_notification(client, t, notification_id, **fields):
+    body = {"organizationId": "o1", "documentId": "d1", "notificationId": notification_id, "createOrganization": True,
+            "actionUser": USER, "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
+            "notifyUsers": [{"userId": "u2"}], **fields}
+    return result(post(client, f"{NOTIFICATIONS}/add", body, t.headers))
+
+
+def page_of(client, path, t, **data):
+    response = post(client, path, data, t.headers)
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def every_page(client, path, t, **data):
+    """Follow page tokens to the end: the list of pages' records."""
+    pages, token = [], None
+    while True:
+        page = page_of(client, path, t, **data, **({"pageToken": token} if token else {}))
+        pages.append(page["data"])
+        token = page["pageToken"]
+        if token is None:
+            return pages
+        assert len(pages) < 100
+
+
+def json_bytes(records) -> int:
+    return len(json.dumps(records, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@pytest.fixture
+def small_pages(live):
+    """The running service with a 4 KiB response budget."""
+    before = live.svc.settings.max_response_bytes
+    live.svc.settings.max_response_bytes = BUDGET
+    yield BUDGET
+    live.svc.settings.max_response_bytes = before
+
+
+@pytest.fixture
+def crdt_caps(live):
+    """The running service with at most 2 editors per document and 2 KiB per editor's state."""
+    settings = live.svc.settings
+    before = settings.crdt_max_editors_per_document, settings.crdt_max_state_bytes
+    settings.crdt_max_editors_per_document, settings.crdt_max_state_bytes = 2, 2048
+    yield
+    settings.crdt_max_editors_per_document, settings.crdt_max_state_bytes = before
+
+
+# Integers past 2^53 - 1: refused where they come in, with the path of each.
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_unsafe_integers_are_refused_on_write_with_their_path(client, name):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    response = add_activities(client, t, activity(id="a1"), activity(id="a2", entityData={"n": VALUES[name]}))
+    err = error(response, "INVALID_ARGUMENT")
+    [path, *_] = issue_paths(err)
+    assert path[:4] == ["activities", "1", "entityData", "n"]
+    assert str(MAX_SAFE_INTEGER) in err["message"]
+    # Nothing of the call was stored.
+    assert page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1")["data"] == []
+
+
+def test_every_unsafe_integer_of_a_body_is_named(client):
+    t = new_tenant(client)
+    body = {"organizationId": "o1", "documentId": "d1", "actionUser": USER, "createOrganization": True,
+            "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
+            "displayHeadlineMessageTemplateData": {"big": 2**64},
+            "notificationSourceData": {"list": [1, -(2**63) - 1]}, "notifyUsers": []}
+    err = error(post(client, f"{NOTIFICATIONS}/add", body, t.headers), "INVALID_ARGUMENT")
+    assert sorted(issue_paths(err)) == [["displayHeadlineMessageTemplateData", "big"],
+                                        ["notificationSourceData", "list", "1"]]
+    assert {i["code"] for i in err["details"]["issues"]} == {"too_big"}
+
+
+@pytest.mark.parametrize("name", sorted(RAW_BODIES))
+def test_raw_pathological_bodies_are_invalid_argument(client, name):
+    t = new_tenant(client)
+    response = client.post(f"{ACTIVITIES}/get", content=RAW_BODIES[name],
+                           headers={**t.headers, "content-type": "application/json"})
+    error(response, "INVALID_ARGUMENT")
+
+
+def test_safe_edges_are_accepted_and_come_back_as_sent(client):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    result(add_activities(client, t, activity(id="a1", entityData=SAFE_VALUES)))
+    [record] = page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1")["data"]
+    assert record["entityData"] == SAFE_VALUES
+
+
+def test_a_write_with_a_webhook_endpoint_refuses_the_integer_and_sends_nothing(client, live, receiver):
+    t, _ = webhook_tenant(client, receiver)
+    enable_activities(client, t)
+    response = add_activities(client, t, activity(id="a1", entityData={"n": 2**64}))
+    assert issue_paths(error(response, "INVALID_ARGUMENT")) == [["activities", "0", "entityData", "n"]]
+    result(add_activities(client, t, activity(id="a2", entityData={"n": 2**53 - 1})))
+    settle(live, t)
+    assert [json.loads(r.body)["data"]["payload"]["id"] for r in receiver.to("/hook")] == ["a2"]
+
+
+def test_rows_stored_before_the_check_still_read(client, db):
+    """An old row with integers orjson cannot write (past 64 bits) answers 200, each as the double a JavaScript
+    reader would hold; a large double (jsonb writes 1e30 out as integer digits) comes back as that double."""
+    t = new_tenant(client)
+    enable_activities(client, t)
+    enable_advanced_queries(client, t)
+    result(add_activities(client, t, activity(id="a1", entityData={"n": 1})))
+    add_notification(client, t, "n1", organizationId="org1", documentId="doc1")
+    legacy = {"big": 2**64, "negative": -(2**63) - 1, "huge": 10**30, "nested": [[{"n": 2**70}]], "ok": 5}
+    db.execute("update activities set entity_data = %s where api_key_id = %s", (Jsonb(legacy), t.api_key))
+    db.execute("update notifications set notification_source_data = %s where api_key_id = %s",
+               (Jsonb(legacy), t.api_key))
+    expected = {"big": float(2**64), "negative": float(-(2**63) - 1), "huge": 1e30, "nested": [[{"n": float(2**70)}]],
+                "ok": 5}
+    [record] = page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1")["data"]
+    assert record["entityData"] == expected
+    [record] = page_of(client, f"{NOTIFICATIONS}/get", t, organizationId="org1", documentId="doc1")["data"]
+    assert record["notificationSourceData"] == expected
+    # A large double sent today is stored by jsonb as integer digits and still reads back as the double.
+    result(add_activities(client, t, activity(id="a2", entityData={"x": 1e300, "y": -1.5e30})))
+    [record] = page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1", activityIds=["a2"])["data"]
+    assert record["entityData"] == {"x": 1e300, "y": -1.5e30}
+
+
+# Pages cut by bytes as well as by count.
+
+
+def assert_paged_by_bytes(pages, ids, budget):
+    assert [r["id"] for page in pages for r in page] == ids  # every record once, in order
+    assert len(pages) > 1
+    for page in pages:
+        assert json_bytes(page) <= budget or len(page) == 1
+
+
+def test_activities_pages_stop_at_the_byte_budget(client, small_pages):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    big = [activity(id=f"a{i}", timestamp=1_000 + i, entityData={"text": "x" * 1500}) for i in range(7)]
+    huge = activity(id="a7", timestamp=2_000, entityData={"text": "y" * (3 * small_pages)})
+    result(add_activities(client, t, *big, huge))
+    pages = every_page(client, f"{ACTIVITIES}/get", t, organizationId="org1", order="asc")
+    assert_paged_by_bytes(pages, [f"a{i}" for i in range(8)], small_pages)
+    assert [len(p) for p in pages] == [2, 2, 2, 1, 1]  # the record over the budget comes alone
+    # pageSize still cuts first.
+    assert len(page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1", pageSize=1)["data"]) == 1
+
+
+def test_notifications_pages_stop_at_the_byte_budget(client, small_pages):
+    t = new_tenant(client)
+    enable_advanced_queries(client, t)
+    for i in range(5):
+        add_notification(client, t, f"n{i}", displayBodyMessage="z" * 1500)
+    pages = every_page(client, f"{NOTIFICATIONS}/get", t, organizationId="o1", documentId="d1", order="asc")
+    assert_paged_by_bytes(pages, [f"n{i}" for i in range(5)], small_pages)
+
+
+@pytest.mark.parametrize("fmt", ["json", "yjs"])
+def test_crdt_editors_come_in_pages_of_the_byte_budget(client, small_pages, fmt):
+    t = new_tenant(client)
+    for i in range(5):
+        result(post(client, f"{CRDT}/add", {"organizationId": "o1", "documentId": "d1", "editorId": f"e{i}",
+                                            "type": "text", "data": f"{i}" * 1200}, t.headers))
+    pages = every_page(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1", format=fmt)
+    assert_paged_by_bytes(pages, [f"e{i}" for i in range(5)], small_pages)
+    assert [r["data"] for page in pages for r in page] == [f"{i}" * 1200 for i in range(5)]
+    # One editor asked for by id is one page, whatever its size.
+    one = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1", editorId="e3", format=fmt)
+    assert [r["id"] for r in one["data"]] == ["e3"] and one["pageToken"] is None
+
+
+def test_small_crdt_documents_stay_one_page(client):
+    t = new_tenant(client)
+    for i in range(3):
+        result(post(client, f"{CRDT}/add", {"organizationId": "o1", "documentId": "d1", "editorId": f"e{i}",
+                                            "type": "map", "data": {"k": i}}, t.headers))
+    page = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")
+    assert [r["id"] for r in page["data"]] == ["e0", "e1", "e2"] and page["pageToken"] is None
+
+
+# CRDT caps, enforced on write.
+
+
+def test_crdt_editors_per_document_are_capped(client, crdt_caps):
+    t = new_tenant(client)
+    for editor in ("e1", "e2"):
+        result(post(client, f"{CRDT}/add", {"organizationId": "o1", "documentId": "d1", "editorId": editor,
+                                            "type": "text", "data": "hi"}, t.headers))
+    third = {"organizationId": "o1", "documentId": "d1", "editorId": "e3", "type": "text", "data": "hi"}
+    err = error(post(client, f"{CRDT}/add", third, t.headers), "RESOURCE_EXHAUSTED")
+    assert "at most 2 CRDT editors" in err["message"]
+    # Another document has its own count; deleting an editor makes room.
+    result(post(client, f"{CRDT}/add", {**third, "documentId": "d2"}, t.headers))
+    result(post(client, f"{CRDT}/delete", {"organizationId": "o1", "documentId": "d1", "editorIds": ["e1"]}, t.headers))
+    result(post(client, f"{CRDT}/add", third, t.headers))
+    page = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")
+    assert [r["id"] for r in page["data"]] == ["e2", "e3"]
+
+
+def test_crdt_state_size_is_capped_on_add_and_update(client, crdt_caps):
+    t = new_tenant(client)
+    editor = {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text"}
+    err = error(post(client, f"{CRDT}/add", {**editor, "data": "x" * 5000}, t.headers), "INVALID_ARGUMENT")
+    assert issue_paths(err) == [["data"]] and "2048 bytes" in err["message"]
+    result(post(client, f"{CRDT}/add", {**editor, "data": "small"}, t.headers))
+    err = error(post(client, f"{CRDT}/update", {**editor, "data": "x" * 5000}, t.headers), "INVALID_ARGUMENT")
+    assert issue_paths(err) == [["data"]]
+    [record] = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")["data"]
+    assert record["data"] == "small"
+
+
+# Page tokens belong to one query: its filters and its order.
+
+
+def test_activity_page_tokens_only_work_with_their_filters_and_order(client):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    result(add_activities(client, t, *(activity(id=f"a{i}", timestamp=1_000 + i) for i in range(3))))
+    query = {"organizationId": "org1", "documentId": "doc1", "featureTypes": ["comment", "reaction"], "pageSize": 1}
+    token = page_of(client, f"{ACTIVITIES}/get", t, **query)["pageToken"]
+    # The same query goes on (list filters compare as sets; pageSize may change).
+    same = {**query, "featureTypes": ["reaction", "comment"], "pageSize": 5, "pageToken": token}
+    assert [r["id"] for r in page_of(client, f"{ACTIVITIES}/get", t, **same)["data"]] == ["a1", "a0"]
+    for changed in ({"documentId": "doc2"}, {"order": "asc"}, {"featureTypes": ["comment"]}, {"userId": "u1"},
+                    {"organizationId": "org2"}):
+        response = post(client, f"{ACTIVITIES}/get", {**query, **changed, "pageToken": token}, t.headers)
+        assert issue_paths(error(response, "INVALID_ARGUMENT")) == [["pageToken"]], changed
+
+
+def test_notification_page_tokens_only_work_with_their_filters(client):
+    t = new_tenant(client)
+    enable_advanced_queries(client, t)
+    for i in range(3):
+        add_notification(client, t, f"n{i}", locationId="l1")
+    query = {"organizationId": "o1", "documentId": "d1", "locationId": "l1", "pageSize": 1}
+    token = page_of(client, f"{NOTIFICATIONS}/get", t, **query)["pageToken"]
+    assert token is not None
+    assert len(page_of(client, f"{NOTIFICATIONS}/get", t, **query, pageToken=token)["data"]) == 1
+    for changed in ({"locationId": "l2"}, {"notificationIds": ["n0", "n1"]}, {"order": "asc"}):
+        response = post(client, f"{NOTIFICATIONS}/get", {**query, **changed, "pageToken": token}, t.headers)
+        assert issue_paths(error(response, "INVALID_ARGUMENT")) == [["pageToken"]], changed
+
+
+def test_crdt_page_tokens_only_work_with_their_document(client, small_pages):
+    t = new_tenant(client)
+    for doc in ("d1", "d2"):
+        for i in range(3):
+            result(post(client, f"{CRDT}/add", {"organizationId": "o1", "documentId": doc, "editorId": f"e{i}",
+                                                "type": "text", "data": "w" * 2500}, t.headers))
+    token = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")["pageToken"]
+    assert token is not None
+    response = post(client, f"{CRDT}/get", {"organizationId": "o1", "documentId": "d2", "pageToken": token}, t.headers)
+    assert issue_paths(error(response, "INVALID_ARGUMENT")) == [["pageToken"]]
