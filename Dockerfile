@@ -1,7 +1,9 @@
 # collab API + worker image. Point COLLAB_DATABASE_URL (Postgres >= 15 with pgvector) and
 # COLLAB_REDIS_URL at managed servers; without them the embedded ones start inside the container.
+# Production mode by default: every container must be given the same COLLAB_SECRET_KEY (32+ bytes), or it
+# refuses to start; a development container would invent its own secret, and tokens would not cross replicas.
 FROM python:3.11-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 COLLAB_ENV=production \
     COLLAB_HOST=0.0.0.0 COLLAB_PORT=8000 COLLAB_DATA_DIR=/data COLLAB_PROMPTS_DIR=/app/prompts
 WORKDIR /app
 COPY pyproject.toml README.md ./

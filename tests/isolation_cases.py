@@ -413,6 +413,9 @@ CASES: dict[str, Case] = {
                    "permissions": {"resources": [_grant(i, "document", i.doc2)]}}),
     "/v2/auth/generate_token": Case(lambda i: {"userId": i.user2, "permissions": {"resources": [
         _grant(i, "document", i.doc)]}}),
+    # They take no ids: each answers the caller's own public keys (`kid`, `x` derive from its own API key).
+    "/v2/auth/tokenkeys/get": Case(lambda i: {}),
+    "/v2/auth/tokenkeys/rotate": Case(lambda i: {}),
     # Notifications.
     "/v2/notifications/add": Case(lambda i: _notification(i), lambda i: _notification(i, organizationId=i.org2)),
     "/v2/notifications/get": Case(

@@ -39,7 +39,7 @@ GLOBAL_TABLES = {
     "schema_migrations": "the database schema's version",
 }
 # Values that differ between any two calls whatever the tenant: latencies, freshly signed tokens.
-VOLATILE_KEYS = {"searchLatencyMs", "token"}
+VOLATILE_KEYS = {"searchLatencyMs", "token", "kid", "x"}  # x, kid: the caller's own token keys (JWKS)
 _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
 _NEW_ID = re.compile(r"\b[a-z]{2,4}_[0-9a-f]{24}\b")
 _EPOCH_MS = range(10**12, 10**13)

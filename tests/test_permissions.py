@@ -3,11 +3,19 @@
 import jwt
 import pytest
 
+from collab.kit.crypto import Keyring
 from collab.permissions import tokens
 from helpers import add_organization, error, issue_paths, new_tenant, post, result
 
 ADD, GET, REMOVE = "/v2/auth/permissions/add", "/v2/auth/permissions/get", "/v2/auth/permissions/remove"
-SECRET = "test-secret-key-0123456789-abcdefghij"  # the suite's COLLAB_SECRET_KEY
+
+
+def claims_of(client, t, token):
+    """A token's claims, verified as a relying party would: with the API key's published public key."""
+    keys = jwt.PyJWKSet.from_dict(result(post(client, "/v2/auth/tokenkeys/get", {}, t.headers)))
+    key = keys[jwt.get_unverified_header(token)["kid"]].key
+    return jwt.decode(token, key, algorithms=["EdDSA"], audience=t.api_key, issuer="collab",
+                      options={"verify_exp": False, "verify_iat": False})
 
 
 def grant(client, t, user, *resources, group=None):
@@ -190,7 +198,7 @@ def test_remove(client):
     assert list(access(client, t, "u1")["u1"]["documents"]) == ["d2"]
 
 
-def test_generate_token(client, clock):
+def test_generate_token(client, clock, live):
     t = new_tenant(client)
     add_organization(client, t, "o1", "d1", "d2")
     expires = int(clock["now"]) + 60
@@ -198,7 +206,7 @@ def test_generate_token(client, clock):
             "permissions": {"resources": [doc("d1", accessRole="viewer", expiresAt=expires), doc("d2")]}}
     token = result(post(client, "/v2/auth/generate_token", body, t.headers))["token"]
     now = int(clock["now"])
-    claims = jwt.decode(token, SECRET, algorithms=["HS256"], options={"verify_exp": False, "verify_iat": False})
+    claims = claims_of(client, t, token)
     assert claims["exp"] - claims["iat"] == 48 * 3600 and claims["iat"] == now
     assert claims["user"] == {"userId": "u1", "isAdmin": True, "name": "Ana", "email": "ana@example.com"}
     assert claims["permissions"]["resources"] == [
@@ -207,24 +215,29 @@ def test_generate_token(client, clock):
     # The grants were stored: permissions/get sees them.
     assert access(client, t, "u1", documentIds=["d2"])["u1"]["documents"]["d2"] == {"accessRole": "editor"}
     # Decoding: the d1 grant stops applying at its expiry; the token itself after 48 hours.
-    assert len(tokens.decode(SECRET, token, now_s=expires - 1)["permissions"]["resources"]) == 2
-    assert [r["id"] for r in tokens.decode(SECRET, token, now_s=expires + 1)["permissions"]["resources"]] == ["d2"]
+    def decode(now_s, keyring=live.svc.keyring):
+        return tokens.verify(keyring, token, api_key_id=t.api_key, version=1, now_s=now_s)
+
+    assert len(decode(expires - 1)["permissions"]["resources"]) == 2
+    assert [r["id"] for r in decode(expires + 1)["permissions"]["resources"]] == ["d2"]
     with pytest.raises(jwt.ExpiredSignatureError):
-        tokens.decode(SECRET, token, now_s=now + 48 * 3600)
+        decode(now + 48 * 3600)
     with pytest.raises(jwt.InvalidSignatureError):
-        tokens.decode("another-secret-of-at-least-32-bytes", token, now_s=now)
+        decode(now, Keyring("another-secret-of-at-least-32-bytes"))
 
 
-def test_token_decoding_refuses_other_algorithms_and_missing_exp(client):
-    unsigned = jwt.encode({"sub": "u1", "iss": "collab", "iat": 1, "exp": 10**10}, key=None, algorithm="none")
+def test_token_decoding_refuses_other_algorithms_and_missing_exp(live):
+    keys = live.svc.keyring.token_keys("key_x", 1)
+    claims, kid = {"sub": "u1", "iss": "collab", "aud": "key_x", "iat": 1, "exp": 10**10}, {"kid": keys[0].kid}
+    unsigned = jwt.encode(claims, key=None, algorithm="none", headers=kid)
     with pytest.raises(jwt.InvalidAlgorithmError):
-        tokens.decode(SECRET, unsigned, now_s=2)
-    no_exp = jwt.encode({"sub": "u1", "iss": "collab", "iat": 1}, SECRET, algorithm="HS256")
+        tokens.decode(keys, unsigned, audience="key_x", now_s=2)
+    no_exp = jwt.encode({k: v for k, v in claims.items() if k != "exp"}, keys[0].private, algorithm="EdDSA", headers=kid)
     with pytest.raises(jwt.MissingRequiredClaimError):
-        tokens.decode(SECRET, no_exp, now_s=2)
-    hs512 = jwt.encode({"sub": "u1", "iss": "collab", "iat": 1, "exp": 10**10}, SECRET * 2, algorithm="HS512")
+        tokens.decode(keys, no_exp, audience="key_x", now_s=2)
+    hs512 = jwt.encode(claims, "a-shared-secret-of-at-least-64-bytes" * 2, algorithm="HS512", headers=kid)
     with pytest.raises(jwt.InvalidAlgorithmError):
-        tokens.decode(SECRET * 2, hs512, now_s=2)
+        tokens.decode(keys, hs512, audience="key_x", now_s=2)
 
 
 def test_token_leaves_out_a_disabled_organizations_resources(client):
@@ -234,8 +247,7 @@ def test_token_leaves_out_a_disabled_organizations_resources(client):
     result(post(client, "/v2/organizations/access/disablestate/update", {"organizationIds": ["o1"], "disabled": True}, t.headers))
     body = {"userId": "u1", "permissions": {"resources": [doc("d1"), doc("d2", org="o2")]}}
     token = result(post(client, "/v2/auth/generate_token", body, t.headers))["token"]
-    claims = jwt.decode(token, SECRET, algorithms=["HS256"], options={"verify_exp": False, "verify_iat": False})
-    assert [r["id"] for r in claims["permissions"]["resources"]] == ["d2"]
+    assert [r["id"] for r in claims_of(client, t, token)["permissions"]["resources"]] == ["d2"]
     err = error(post(client, "/v2/auth/generate_token", {"userId": "u1", "permissions": {"resources": [doc("zz")]}}, t.headers),
                 "INVALID_ARGUMENT")
     assert issue_paths(err) == [["permissions", "resources", "0", "id"]]

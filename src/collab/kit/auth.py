@@ -1,12 +1,16 @@
-"""Auth dependencies: API-key auth (the tenant) and workspace auth (the workspace owner)."""
+"""Auth dependencies: API-key auth (the tenant) and workspace auth (the workspace owner).
 
-from dataclasses import dataclass
+Both pass the failed-authentication gate (kit.authlimit) before they touch the database.
+"""
+
+from dataclasses import dataclass, field
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader
 
-from collab.kit import ratelimit
+from collab.kit import authlimit, ratelimit
 from collab.kit.db import Queries, fetch_all, fetch_one
+from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError
 from collab.kit.services import Services, services
 
@@ -28,6 +32,8 @@ class Tenant:
 
     api_key_id: str
     workspace_id: str
+    # The version of the key that signs this API key's user tokens (auth/generate_token); not part of identity.
+    token_key_version: int = field(default=1, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,11 @@ def _header(value: str | None) -> str | None:
     return value or None  # empty headers are ignored
 
 
+def _address(request: Request) -> str:
+    # uvicorn already resolved X-Forwarded-For for trusted proxies (COLLAB_FORWARDED_ALLOW_IPS).
+    return request.client.host if request.client else "unknown"
+
+
 async def api_key_auth(
     request: Request,
     api_key: str | None = Depends(_api_key),
@@ -54,6 +65,7 @@ async def api_key_auth(
         raise ApiError("UNAUTHENTICATED", "Missing x-service-api-key or x-service-auth-token header.")
     if len(api_key) > 200 or len(token) > 500:
         raise ApiError("PERMISSION_DENIED", "Invalid API key.")
+    gate = await authlimit.admit(svc, kind="api-key", address=_address(request), subject=api_key, token=token)
     async with svc.pool.connection() as conn:
         rows = await fetch_all(conn, q.tenant_tokens, {"api_key_id": api_key})
     matched = None
@@ -62,8 +74,11 @@ async def api_key_auth(
         if svc.keyring.verify(token, row["token_hash"] or _NO_HASH):
             matched = row
     if matched is None:
+        await authlimit.failed(svc, gate)
         raise ApiError("PERMISSION_DENIED", "Invalid API key.")
-    tenant = Tenant(api_key_id=matched["api_key_id"], workspace_id=matched["workspace_id"])
+    await authlimit.succeeded(svc, gate)
+    tenant = Tenant(api_key_id=matched["api_key_id"], workspace_id=matched["workspace_id"],
+                    token_key_version=matched["token_key_version"])
     await ratelimit.check(
         svc.redis,
         bucket=f"api-key:{tenant.api_key_id}",
@@ -75,7 +90,14 @@ async def api_key_auth(
     return tenant
 
 
+async def rotate_token_key(conn: Conn, *, api_key_id: str) -> int:
+    """Bump the API key's token signing key version; the new version."""
+    row = await fetch_one(conn, q.rotate_token_key, {"api_key_id": api_key_id})
+    return row["token_key_version"]
+
+
 async def workspace_auth(
+    request: Request,
     workspace_id: str | None = Depends(_workspace_id),
     token: str | None = Depends(_workspace_token),
     fallback_token: str | None = Depends(_auth_token),
@@ -88,13 +110,17 @@ async def workspace_auth(
         raise ApiError("INVALID_ARGUMENT", "Missing x-service-workspace-id header.")
     if token is None:
         raise ApiError("INVALID_ARGUMENT", "Missing x-service-workspace-auth-token header.")
-    row = None
-    if len(workspace_id) <= 200:
-        async with svc.pool.connection() as conn:
-            row = await fetch_one(conn, q.workspace_token, {"workspace_id": workspace_id})
-    valid = svc.keyring.verify(token, row["auth_token_hash"] if row else _NO_HASH)
-    if row is None:
+    if len(workspace_id) > 200:
+        svc.keyring.verify(token, _NO_HASH)  # the same work as an unknown id that was looked up
         raise ApiError("NOT_FOUND", "Workspace not found.")
-    if not valid:
+    gate = await authlimit.admit(svc, kind="workspace", address=_address(request), subject=workspace_id, token=token)
+    async with svc.pool.connection() as conn:
+        row = await fetch_one(conn, q.workspace_token, {"workspace_id": workspace_id})
+    valid = svc.keyring.verify(token, row["auth_token_hash"] if row else _NO_HASH)
+    if row is None or not valid:
+        await authlimit.failed(svc, gate)
+        if row is None:
+            raise ApiError("NOT_FOUND", "Workspace not found.")
         raise ApiError("UNAUTHENTICATED", "Invalid auth token for the workspace.")
+    await authlimit.succeeded(svc, gate)
     return WorkspaceCaller(workspace_id=row["id"])

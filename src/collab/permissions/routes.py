@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Envelope, StrictJsonRoute, ok
+from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import ACKNOWLEDGED, answer
 from collab.kit.services import Services, services
 from collab.permissions import service
@@ -13,6 +13,7 @@ from collab.permissions.schemas import (
     GetPermissions,
     PermissionsRemoved,
     RemovePermissions,
+    TokenKeys,
     UserAccess,
     UserToken,
 )
@@ -51,3 +52,19 @@ async def remove(body: Envelope[RemovePermissions], tenant: Tenant = Auth, svc: 
 @router.post("/auth/generate_token", summary="Issue a signed user token [API-key auth]", responses=answer(UserToken))
 async def generate_token(body: Envelope[GenerateToken], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.generate_token(svc, tenant=tenant, data=body.data), "Token generated successfully.")
+
+
+@router.post(
+    "/auth/tokenkeys/get", summary="The public keys (JWKS) that verify this API key's user tokens [API-key auth]",
+    responses=answer(TokenKeys),
+)
+async def get_token_keys(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(service.token_keys(svc, tenant=tenant), "Token keys retrieved successfully.")
+
+
+@router.post(
+    "/auth/tokenkeys/rotate", summary="Sign user tokens with a new key; the previous one still verifies [API-key auth]",
+    responses=answer(TokenKeys),
+)
+async def rotate_token_keys(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await service.rotate_token_keys(svc, tenant=tenant), "Token keys rotated successfully.")

@@ -127,4 +127,24 @@ class PermissionsRemoved(Doc):
 
 
 class UserToken(Doc):
-    token: str = Field(description="A signed JWT (HS256), valid for 48 hours.")
+    token: str = Field(description="A JWT signed with the API key's own Ed25519 key (EdDSA, header `kid`; claims "
+                                   "`iss` collab, `aud` the API key), valid for 48 hours; verify it with "
+                                   "auth/tokenkeys/get.")
+
+
+class Jwk(Doc):
+    """A public key (RFC 8037) that verifies user tokens; `kid` is its RFC 7638 thumbprint."""
+
+    kty: Literal["OKP"]
+    crv: Literal["Ed25519"]
+    x: str = Field(description="The public key, base64url.")
+    kid: str
+    alg: Literal["EdDSA"]
+    use: Literal["sig"]
+
+
+class TokenKeys(Doc):
+    """A JWKS document: the keys that verify this API key's user tokens, the signing key first, then the
+    previous key version and, during a secret rotation, the same under the previous secret."""
+
+    keys: list[Jwk]

@@ -4,6 +4,7 @@ from itertools import groupby
 from typing import Any
 
 from collab.documents import repository as documents_repo
+from collab.kit import auth
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
 from collab.kit.errors import invalid, issue
@@ -179,4 +180,17 @@ async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) 
     if props and props.email is not None:
         user["email"] = props.email
     claims = {"sub": data.userId, "apiKey": tenant.api_key_id, "user": user, "permissions": {"resources": granted}}
-    return {"token": tokens.issue(svc.keyring.secret, claims=claims, now_s=now // 1000)}
+    key = svc.keyring.token_key(tenant.api_key_id, tenant.token_key_version)
+    return {"token": tokens.issue(key, claims=claims, audience=tenant.api_key_id, now_s=now // 1000)}
+
+
+def token_keys(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
+    """The JWKS that verifies the API key's user tokens (no secret needed to verify)."""
+    return tokens.jwks(svc.keyring, api_key_id=tenant.api_key_id, version=tenant.token_key_version)
+
+
+async def rotate_token_keys(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
+    """Sign the API key's user tokens with a new key from now on; tokens of the key before still verify."""
+    async with transaction(svc.pool, svc.redis) as tx:
+        version = await auth.rotate_token_key(tx.conn, api_key_id=tenant.api_key_id)
+    return tokens.jwks(svc.keyring, api_key_id=tenant.api_key_id, version=version)
