@@ -186,7 +186,9 @@ def test_per_workspace_rate_limit(client, llm, live):
 
 def test_per_workspace_concurrency_limit(client, llm, live):
     t = tenant_with_keys(client, "openai")
-    live.run(live.svc.redis.set(f"collab:conc:ai:{t.workspace['id']}", live.settings.ai_max_concurrency))
+    # Every slot held by another (live) holder; holds expire at their score (ms of Redis time).
+    holders = {f"h{i}": 9_999_999_999_999 for i in range(live.settings.ai_max_concurrency)}
+    live.run(live.svc.redis.zadd(f"collab:conc:ai:{t.workspace['id']}", holders))
     try:
         error(ask(client, t, "gpt-4o"), "RESOURCE_EXHAUSTED")
     finally:

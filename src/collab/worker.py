@@ -1,16 +1,28 @@
-"""The arq worker: one process holds the pool, the model clients and every background job."""
+"""The arq workers: one process holds the pool, the model clients and two lanes of jobs.
 
+The interactive lane (search, Ask AI) and the bulk lane (embedding, extraction, deliveries, crons) are two
+arq workers on two queues, each with its own slots, so bulk work never delays an interactive job. A lane
+waits for work on a Redis list that `run_sync` pushes to (no poll delay), and tells a `run_sync` caller that
+its job ended with a push on the job's own list (no result polling); see kit/jobs.py.
+"""
+
+import asyncio
 import logging
+import signal
 from typing import Any
 
 from arq import cron, func
 from arq.connections import RedisSettings
 from arq.worker import Worker
+from redis.exceptions import RedisError
 
 from collab.app import build_services, close_services
 from collab.config import Settings, get_settings
 from collab.kit.crypto import new_id
-from collab.kit.jobs import Heartbeat, reap, sweep, tracked
+from collab.kit.jobs import (
+    BULK_QUEUE, DONE_KEY, INTERACTIVE, INTERACTIVE_QUEUE, SYNC_PREFIX, WAKE_KEY, Heartbeat, JobFailure, reap, sweep,
+    tracked,
+)
 from collab.kit.services import Services
 
 log = logging.getLogger("collab.worker")
@@ -21,11 +33,16 @@ async def echo(ctx: dict, **kwargs: Any) -> dict[str, Any]:
     return kwargs
 
 
+async def ping(ctx: dict, **kwargs: Any) -> dict[str, Any]:
+    """`echo` on the interactive lane (bench/queue.py measures both lanes' hops)."""
+    return kwargs
+
+
 @tracked(max_tries=3)
 async def echo_tracked(ctx: dict, **kwargs: Any) -> dict[str, Any]:
     """A tracked job that returns its stored arguments; fails permanently when asked to (tests, drills)."""
     if kwargs.get("fail"):
-        raise RuntimeError(str(kwargs["fail"]))
+        raise JobFailure(str(kwargs["fail"]))
     return kwargs
 
 
@@ -39,16 +56,17 @@ def tracked_func(fn, *, timeout: float | None = None):
 
 
 def functions(settings: Settings) -> list:
-    """Every job the worker serves, with its own timeout and tries."""
+    """Every job the workers serve, with its own timeout and tries (each lane serves its own; see `make_worker`)."""
     from collab.ask_ai.tasks import ask_ai
     from collab.documents.migration import migrate_document
     from collab.extraction.tasks import extract_agents
-    from collab.judgments.tasks import derive_judgments, embed_query
+    from collab.judgments.tasks import derive_judgments, embed_query, search_judgments
     from collab.users.deletion import delete_user_data
     from collab.webhooks.delivery import deliver_webhook
 
     return [
         echo,
+        ping,
         tracked_func(echo_tracked),
         # Awaited by the API: a timeout just past the API's own deadline; a second try only when the first
         # ended without an outcome (its worker died or was stopped), while the caller still waits.
@@ -56,12 +74,19 @@ def functions(settings: Settings) -> list:
         func(extract_agents, name="extract_agents", timeout=settings.extraction_timeout_s + 5, max_tries=2),
         tracked_func(derive_judgments, timeout=300),
         func(embed_query, name="embed_query", timeout=settings.search_timeout_s + 5, max_tries=1),
+        func(search_judgments, name="search_judgments", timeout=settings.search_timeout_s + 5, max_tries=1),
         tracked_func(migrate_document, timeout=600),
         tracked_func(delete_user_data, timeout=3600),
         tracked_func(deliver_webhook, timeout=settings.webhooks_timeout_s + 30),
     ]
 
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "name", None) or fn.__name__
+
+
 def _cron_jobs() -> list:
+    from collab.extraction.retention import drop_old_content
     from collab.notifications.engine import flush_due
     from collab.webhooks.delivery import sweep as webhook_sweep
 
@@ -73,64 +98,240 @@ def _cron_jobs() -> list:
         cron(flush_due, name="flush_notifications", second=set(range(0, 60, 5)), run_at_startup=True, unique=True),
         # Webhook retries (5 s and up) and CRDT event windows fall due at any second: sweep every second.
         cron(webhook_sweep, name="webhook_sweep", second=set(range(60)), run_at_startup=True, unique=True),
+        # Uploaded bytes past their retention (COLLAB_KNOWLEDGE_SOURCE_RETENTION_DAYS) are dropped hourly.
+        cron(drop_old_content, name="drop_old_source_content", minute={17}, second={0}, run_at_startup=True, unique=True),
     ]
 
 
-def make_worker(
-    settings: Settings, svc: Services | None = None, *, redis_url: str, lease_s: float | None = None, **overrides: Any
-) -> Worker:
-    """An arq Worker wired to the services; `svc` shares already-built ones (tests).
+class LaneWorker(Worker):
+    """An arq worker that waits for work on its lane's wake list and tells `run_sync` callers when a job ends.
 
-    `lease_s`: how long after its last heartbeat a silent worker still owns its jobs (default
-    COLLAB_WORKER_LEASE_S, 20 s): a worker that dies mid-job has its jobs run again that long after.
+    arq sleeps `poll_delay` between polls; this one also ends that wait as soon as a job is announced (a push on
+    the wake list, see kit/jobs.py `wake`) or one of its own jobs ends (a slot is free again). `poll_delay` stays
+    as the fallback for jobs nobody announced (retries, jobs unlocked by `reap`).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._freed = asyncio.Event()
+        self._wake: asyncio.Task | None = None
+
+    def _release_sem_dec_counter_on_complete(self) -> None:
+        super()._release_sem_dec_counter_on_complete()
+        self._freed.set()
+
+    async def _done(self, job_id: str) -> None:
+        if job_id.startswith(SYNC_PREFIX):
+            try:
+                async with self.pool.pipeline(transaction=False) as pipe:
+                    pipe.lpush(DONE_KEY + job_id, 1)
+                    pipe.pexpire(DONE_KEY + job_id, 60_000)
+                    await pipe.execute()
+            except (RedisError, OSError) as exc:  # the caller reads the result on its next look anyway
+                log.warning("done push for %s failed: %s", job_id, exc)
+
+    async def finish_job(self, job_id: str, finish: bool, *args: Any) -> None:
+        await super().finish_job(job_id, finish, *args)
+        if finish:
+            await self._done(job_id)
+
+    async def finish_failed_job(self, job_id: str, result_data: Any) -> None:
+        await super().finish_failed_job(job_id, result_data)
+        await self._done(job_id)
+
+    async def main(self) -> None:
+        # arq's `main`, with `_idle` in place of its fixed sleep between polls.
+        if self._pool is None:
+            from arq.connections import create_pool
+
+            self._pool = await create_pool(
+                self.redis_settings,
+                job_deserializer=self.job_deserializer,
+                job_serializer=self.job_serializer,
+                default_queue_name=self.queue_name,
+                expires_extra_ms=self.expires_extra_ms,
+            )
+        self.ctx["redis"] = self.pool
+        if self.on_startup:
+            await self.on_startup(self.ctx)
+        while True:
+            await self._poll_iteration()
+            if self.burst:
+                if 0 <= self.max_burst_jobs <= self._jobs_started():
+                    await asyncio.gather(*self.tasks.values())
+                    return None
+                if await self.pool.zcard(self.queue_name) == 0:
+                    await asyncio.gather(*self.tasks.values())
+                    return None
+            await self._idle()
+
+    async def _idle(self) -> None:
+        """Wait until a job is announced, a slot frees, or `poll_delay` passes, whichever comes first."""
+        if self._wake is None and self.job_counter < self.max_jobs:
+            # Blocks at most 1 s, then is issued again (redis-py gives up on a blocked reply it never gets).
+            self._wake = asyncio.ensure_future(self.pool.blpop([WAKE_KEY + self.queue_name], timeout=1))
+        freed = asyncio.ensure_future(self._freed.wait())
+        waits = {freed} | ({self._wake} if self._wake is not None else set())
+        try:
+            done, _ = await asyncio.wait(waits, timeout=self.poll_delay_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            freed.cancel()
+        self._freed.clear()
+        if self._wake is not None and self._wake.done():
+            wake, self._wake = self._wake, None
+            if not wake.cancelled() and wake.exception() is not None:
+                log.warning("waiting on the %s wake list failed: %s", self.queue_name, wake.exception())
+                await asyncio.sleep(self.poll_delay_s)
+
+    async def close(self) -> None:
+        if self._wake is not None:
+            self._wake.cancel()
+            await asyncio.gather(self._wake, return_exceptions=True)
+            self._wake = None
+        await super().close()
+
+
+class Lanes:
+    """The two lane workers of one process, run and stopped together (what `make_worker` returns)."""
+
+    def __init__(self, workers: list[LaneWorker], *, handle_signals: bool):
+        self.workers = workers
+        self.handle_signals = handle_signals
+
+    @property
+    def bulk(self) -> LaneWorker | None:
+        return next((w for w in self.workers if w.queue_name == BULK_QUEUE), None)
+
+    @property
+    def interactive(self) -> LaneWorker | None:
+        return next((w for w in self.workers if w.queue_name == INTERACTIVE_QUEUE), None)
+
+    async def main(self) -> None:
+        """Run every lane until stopped."""
+        for w in self.workers:
+            w.main_task = asyncio.ensure_future(w.main())
+        await asyncio.gather(*(w.main_task for w in self.workers))
+
+    async def close(self) -> None:
+        """Stop every lane: arq cancels what it runs (those jobs run again elsewhere, see kit/jobs.py)."""
+        await asyncio.gather(*(w.close() for w in self.workers))
+
+    def _signal(self, signum: int) -> None:
+        for w in self.workers:
+            w.handle_sig(signum)
+
+    def run(self) -> None:
+        """Run until SIGINT/SIGTERM, then close (the `collab worker` process)."""
+        loop = self.workers[0].loop
+        if self.handle_signals:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, self._signal, signum)
+        task = loop.create_task(self.main())
+        try:
+            loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            loop.run_until_complete(self.close())
+
+
+def make_worker(
+    settings: Settings,
+    svc: Services | None = None,
+    *,
+    redis_url: str,
+    lease_s: float | None = None,
+    lanes: str = "all",
+    handle_signals: bool = True,
+    **overrides: Any,
+) -> Lanes:
+    """The lane workers of one process, wired to the services; `svc` shares already-built ones (tests).
+
+    `lanes`: "all" (both, the default), "interactive" or "bulk" (a process per lane). `lease_s`: how long
+    after its last heartbeat a silent worker still owns its jobs (default COLLAB_WORKER_LEASE_S, 20 s): a worker
+    that dies mid-job has its jobs run again that long after.
+    """
+    if lanes not in ("all", "interactive", "bulk"):
+        raise ValueError(f"lanes must be all, interactive or bulk, not {lanes!r}")
     lease = lease_s if lease_s is not None else settings.worker_lease_s
+    every = functions(settings)
+    shared: dict[str, Any] = {"users": 0}
+    served: dict[str, float] = {}  # queue → its workers' in-progress lock (seconds), for `reap`
 
-    async def startup(ctx: dict) -> None:
-        # Heartbeat first: a job is only picked after startup, but its claim must be visible from the start.
-        ctx["lease_s"] = lease
-        ctx["in_progress_s"] = worker.in_progress_timeout_s
-        ctx["queue_name"] = worker.queue_name
-        ctx["heartbeat"] = heartbeat = Heartbeat(ctx["redis"], lambda: list(worker.tasks), lease_s=lease,
-                                                 worker_id=new_id("wkr_"))
-        heartbeat.start()
-        ctx["svc"] = svc or await build_services(settings)
-        ctx["pool"] = ctx["svc"].pool
-        ctx["settings"] = settings
-        # Load the embedding model now (imports take seconds), not on the first search.
-        from collab.judgments.tasks import active_embedder
+    async def services() -> Services:
+        # One pool and one set of clients per process, whichever lane starts first.
+        if "svc" not in shared:
+            shared["svc"] = asyncio.ensure_future(build_services(settings)) if svc is None else None
+        shared["users"] += 1
+        return svc or await shared["svc"]
 
-        await active_embedder(ctx)
+    def build(queue: str, fns: list, *, crons: list, max_jobs: int, poll_delay: float) -> LaneWorker:
+        async def startup(ctx: dict) -> None:
+            # Heartbeat first: a job is only picked after startup, but its claim must be visible from the start.
+            ctx["lease_s"] = lease
+            ctx["in_progress_s"] = worker.in_progress_timeout_s
+            ctx["queue_name"] = worker.queue_name
+            ctx["lanes"] = served
+            ctx["heartbeat"] = heartbeat = Heartbeat(ctx["redis"], lambda: list(worker.tasks), lease_s=lease,
+                                                     worker_id=new_id("wkr_"))
+            heartbeat.start()
+            ctx["svc"] = await services()
+            ctx["pool"] = ctx["svc"].pool
+            ctx["settings"] = settings
+            # Load the embedding model now (imports take seconds), not on the first search; jobs that need no
+            # model run meanwhile (one that does waits for the same process-wide load).
+            from collab.judgments.tasks import active_embedder
 
-    async def shutdown(ctx: dict) -> None:
-        if "heartbeat" in ctx:
-            await ctx["heartbeat"].stop()
-        if svc is None and "svc" in ctx:
-            await close_services(ctx["svc"])
+            ctx["model_loading"] = asyncio.ensure_future(active_embedder(ctx))
 
-    options: dict[str, Any] = dict(
-        functions=functions(settings),
-        cron_jobs=_cron_jobs(),
-        redis_settings=RedisSettings.from_dsn(redis_url),
-        on_startup=startup,
-        on_shutdown=shutdown,
-        # Poll every 10 ms, not arq's 0.5 s: synchronous endpoints wait on these jobs.
-        poll_delay=settings.worker_poll_delay_s,
-        max_jobs=settings.worker_max_jobs,
-        handle_signals=True,
-        keep_result=300,
-        # An awaited job past its API deadline is aborted (cancelled), not left running.
-        allow_abort_jobs=True,
+        async def shutdown(ctx: dict) -> None:
+            if "model_loading" in ctx:
+                await asyncio.gather(ctx["model_loading"], return_exceptions=True)
+            if "heartbeat" in ctx:
+                await ctx["heartbeat"].stop()
+            if "svc" in ctx:
+                shared["users"] -= 1
+                if svc is None and shared["users"] == 0:
+                    await close_services(ctx["svc"])
+
+        options: dict[str, Any] = dict(
+            functions=fns,
+            cron_jobs=crons,
+            queue_name=queue,
+            redis_settings=RedisSettings.from_dsn(redis_url),
+            on_startup=startup,
+            on_shutdown=shutdown,
+            # The fallback poll; a wake-up push ends the wait at once (LaneWorker).
+            poll_delay=poll_delay,
+            max_jobs=max_jobs,
+            keep_result=300,
+            # An awaited job past its API deadline is aborted (cancelled), not left running.
+            allow_abort_jobs=True,
+            # Both lanes share a loop: `Lanes.run` handles the signals for them.
+            handle_signals=False,
+        )
+        options.update(overrides)
+        worker = LaneWorker(**options)
+        served[queue] = worker.in_progress_timeout_s
+        return worker
+
+    # Both are built even when one runs here: the bulk lane's `reap` unlocks the interactive lane's jobs too.
+    interactive = build(
+        INTERACTIVE_QUEUE, [f for f in every if _name(f) in INTERACTIVE], crons=[],
+        max_jobs=settings.worker_interactive_max_jobs, poll_delay=settings.worker_interactive_poll_delay_s,
     )
-    options.update(overrides)
-    worker = Worker(**options)
-    return worker
+    bulk = build(
+        BULK_QUEUE, [f for f in every if _name(f) not in INTERACTIVE], crons=_cron_jobs(),
+        max_jobs=settings.worker_max_jobs, poll_delay=settings.worker_poll_delay_s,
+    )
+    chosen = {"all": [interactive, bulk], "interactive": [interactive], "bulk": [bulk]}[lanes]
+    return Lanes(chosen, handle_signals=handle_signals)
 
 
-def run(settings: Settings | None = None) -> None:
-    """Run a worker until stopped (collab worker)."""
+def run(settings: Settings | None = None, *, lanes: str = "all") -> None:
+    """Run a worker process until stopped (collab worker [--lane interactive|bulk])."""
     settings = settings or get_settings()
     from collab.kit import embedded
 
     redis_url = settings.redis_url or embedded.EmbeddedRedis(settings.data_dir).start()
-    make_worker(settings, redis_url=redis_url).run()
+    make_worker(settings, redis_url=redis_url, lanes=lanes).run()

@@ -16,3 +16,14 @@ where id = %(id)s and status = 'processing'
 -- name: mark_failed
 update knowledge_sources set status = 'failed', error = %(error)s, updated_at = now()
 where id = %(id)s and status = 'processing'
+
+-- name: drop_old_content
+-- Drop the uploaded bytes of sources older than the retention (the row, its text, tasks and result stay).
+with old as (
+    select id from knowledge_sources
+    where content is not null and status <> 'processing' and created_at < %(before)s
+    order by created_at limit %(limit)s
+    for update skip locked
+)
+update knowledge_sources s set content = null, content_dropped_at = now()
+from old where s.id = old.id

@@ -30,3 +30,7 @@ async def mark_ready(
 
 async def mark_failed(conn: Conn, *, source_id: str, error: str) -> None:
     await execute(conn, q.mark_failed, {"id": source_id, "error": error[:2000]})
+
+
+async def drop_old_content(conn: Conn, *, before: Any, limit: int) -> int:
+    return await execute(conn, q.drop_old_content, {"before": before, "limit": limit})

@@ -11,6 +11,7 @@ from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.errors import ApiError
 from collab.kit.jobs import run_sync, transaction
+from collab.kit.ratelimit import check, concurrency
 from collab.kit.services import Services
 from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
 
@@ -24,6 +25,36 @@ async def extract(svc: Services, *, tenant: Tenant, data: ExtractAgents) -> dict
         await svc.redis.ping()  # fail before writing anything when the queue is down
     except (RedisError, OSError, AttributeError) as exc:
         raise ApiError("UNAVAILABLE", "The ingest queue is unavailable; retry later.") from exc
+    settings = svc.settings
+    # Fairness: one workspace's bulk import must not take every worker slot (or the platform's keys).
+    await check(
+        svc.redis,
+        bucket=f"extract:{tenant.workspace_id}",
+        rate=settings.rate_limit_extraction,
+        now=svc.clock(),
+        message="Too many extractions for this workspace; retry later.",
+    )
+    async with concurrency(
+        svc.redis,
+        bucket=f"extract:{tenant.workspace_id}",
+        limit=settings.extraction_max_concurrency_per_workspace,
+        ttl_s=int(settings.extraction_timeout_s) + 30,
+        message="Too many extractions in flight for this workspace; retry when one has finished.",
+    ):
+        outcome = await _extract(svc, tenant=tenant, data=data, provider=provider)
+    if "failure" in outcome:
+        retry_after = outcome.get("retryAfterSeconds")
+        if retry_after is not None:
+            raise ApiError(
+                outcome["failure"], outcome["message"], details={"retryAfterSeconds": retry_after},
+                headers={"Retry-After": str(retry_after)},
+            )
+        raise ApiError(outcome["failure"], outcome["message"])
+    return {"extractionResult": outcome["extractionResult"]}
+
+
+async def _extract(svc: Services, *, tenant: Tenant, data: ExtractAgents, provider: str) -> dict[str, Any]:
+    """Store the upload as a knowledge source and run the extraction job on it, awaiting its outcome."""
     content = data.content()
     source_id = new_id("src_")
     async with transaction(svc.pool, svc.redis) as tx:
@@ -46,6 +77,4 @@ async def extract(svc: Services, *, tenant: Tenant, data: ExtractAgents) -> dict
         async with svc.pool.connection() as conn:
             await repo.mark_failed(conn, source_id=source_id, error=f"{exc.code}: {exc.message}")
         raise
-    if "failure" in outcome:
-        raise ApiError(outcome["failure"], outcome["message"])
-    return {"extractionResult": outcome["extractionResult"]}
+    return outcome

@@ -4,7 +4,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 from pydantic import BaseModel
 
@@ -17,6 +17,7 @@ from collab.files import Decoded, DecodeError, decode
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.services import Services
+from collab.llm import quota
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
 from collab.llm.routing import Route, base_url, platform_key, resolve
@@ -27,19 +28,32 @@ A = TypeVar("A", bound=BaseModel)
 
 
 class Failure(Exception):
-    """An extraction that cannot succeed; `code` is the error code the API answers with."""
+    """An extraction that cannot succeed; `code` is the error code the API answers with, `message` its text
+    (written for tenants: no provider or driver text)."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, *, retry_after_s: int | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.retry_after_s = retry_after_s
+
+    def outcome(self) -> dict[str, Any]:
+        """The job's answer to the API for this failure."""
+        out: dict[str, Any] = {"failure": self.code, "message": self.message}
+        if self.retry_after_s is not None:
+            out["retryAfterSeconds"] = self.retry_after_s
+        return out
+
+
+# Called with the tokens of each model call made (the platform-key quota counts them).
+Usage = Callable[[int], Awaitable[None]]
 
 
 class _Call:
     """What every model call of one extraction shares: route, key, endpoint, deadline, token counts."""
 
-    def __init__(self, settings: Settings, route: Route, key: str, deadline: float):
-        self.settings, self.route, self.key, self.deadline = settings, route, key, deadline
+    def __init__(self, settings: Settings, route: Route, key: str, deadline: float, usage: Usage | None = None):
+        self.settings, self.route, self.key, self.deadline, self.usage = settings, route, key, deadline, usage
         self.tokens = {"prompt": 0, "completion": 0}
         self.calls = 0
         self.failed_answers = 0
@@ -72,6 +86,8 @@ class _Call:
                     raise Failure("DEADLINE_EXCEEDED", "Extraction exceeded its processing budget.") from None
                 raise Failure("INTERNAL", f"Ingest failed: {exc.message}") from None
             self.calls += 1
+            if self.usage is not None:
+                await self.usage(completion.prompt_tokens + completion.completion_tokens)
             self.tokens["prompt"] += completion.prompt_tokens
             self.tokens["completion"] += completion.completion_tokens
             self.transcript.append((prompt.name, messages[-1]["content"], completion.text))
@@ -81,7 +97,7 @@ class _Call:
                 self.failed_answers += 1
                 log.warning("malformed %s answer (attempt %d): %s", prompt.name, attempt, exc)
                 if attempt == 2:
-                    raise Failure("INTERNAL", f"The model's answer was malformed after a retry: {exc}") from None
+                    raise Failure("INTERNAL", "The model's answer was malformed after a retry.") from None
                 messages = messages + [
                     {"role": "assistant", "content": completion.text[:20_000]},
                     {"role": "user", "content": f"That answer is invalid ({exc}). Answer again with JSON only, following the schema exactly."},
@@ -89,16 +105,36 @@ class _Call:
         raise AssertionError("unreachable")
 
 
-async def _provider_key(svc: Services, tenant: Tenant, provider: str) -> str:
+async def _provider_key(svc: Services, tenant: Tenant, provider: str) -> tuple[str, bool]:
+    """The key to call the provider with, and whether it is the platform's own (then the quota applies)."""
     spec = PROVIDERS[provider]
     try:
         key = await provider_api_key(svc, tenant=tenant, provider=spec.id)
     except ApiError as exc:
         raise Failure("INTERNAL", exc.message) from None
-    key = key or platform_key(svc.settings, spec)
+    if key:
+        return key, False
+    key = platform_key(svc.settings, spec)
     if not key:
         raise Failure("INTERNAL", f"No API key configured for provider: {spec.display}")
-    return key
+    return key, True
+
+
+async def _platform_usage(svc: Services, workspace_id: str) -> Usage:
+    """The usage counter of a workspace's platform-key calls; RESOURCE_EXHAUSTED when today's quota is spent."""
+    retry_after = await quota.exhausted(svc, workspace_id=workspace_id)
+    if retry_after is not None:
+        raise Failure(
+            "RESOURCE_EXHAUSTED",
+            "This workspace has used today's quota of the platform's model keys; configure its own provider key, "
+            "or retry tomorrow (UTC).",
+            retry_after_s=retry_after,
+        )
+
+    async def count(tokens: int) -> None:
+        await quota.record(svc, workspace_id=workspace_id, calls=1, tokens=tokens)
+
+    return count
 
 
 async def _decode(content: bytes, mime_type: str, file_name: str | None):
@@ -120,14 +156,22 @@ class Outcome:
 
 
 async def run(
-    settings: Settings, *, content: bytes, mime_type: str, file_name: str | None, provider: str, key: str, source_id: str
+    settings: Settings,
+    *,
+    content: bytes,
+    mime_type: str,
+    file_name: str | None,
+    provider: str,
+    key: str,
+    source_id: str,
+    usage: Usage | None = None,
 ) -> Outcome:
     """The whole pipeline for one file, given the provider key (no database: the eval runs it too)."""
     deadline = time.monotonic() + settings.extraction_timeout_s - 1
     decoded = await _decode(content, mime_type, file_name)
     extract = prompts.get("extract_agents", settings.prompts_dir)
     route = resolve(extract.models[provider])
-    call = _Call(settings, route, key, deadline)
+    call = _Call(settings, route, key, deadline, usage)
     parts = pipeline.chunk(decoded.tasks, max_chars=settings.extraction_chunk_chars, max_tasks=settings.extraction_chunk_tasks)
     label = file_name or "the file"
     gate = asyncio.Semaphore(settings.extraction_concurrency)
@@ -183,8 +227,11 @@ async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[st
     try:
         if provider not in PROVIDERS:
             raise Failure("INTERNAL", f"Unknown provider '{provider}'.")
+        if row["content"] is None:
+            raise Failure("INTERNAL", "The uploaded file is no longer stored (retention); upload it again.")
         tenant = Tenant(api_key_id=row["api_key_id"], workspace_id=row["workspace_id"])
-        key = await _provider_key(svc, tenant, provider)
+        key, platform = await _provider_key(svc, tenant, provider)
+        usage = await _platform_usage(svc, row["workspace_id"]) if platform else None
         outcome = await run(
             svc.settings,
             content=bytes(row["content"]),
@@ -193,11 +240,12 @@ async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[st
             provider=provider,
             key=key,
             source_id=source_id,
+            usage=usage,
         )
     except Failure as exc:
         async with svc.pool.connection() as conn:
             await repo.mark_failed(conn, source_id=source_id, error=f"{exc.code}: {exc.message}")
-        return {"failure": exc.code, "message": exc.message}
+        return exc.outcome()
     decoded = outcome.decoded
     tasks = [{"text": t.text, "category": t.category, "source": t.source} for t in decoded.tasks]
     async with svc.pool.connection() as conn:

@@ -9,19 +9,26 @@ that key expires: the longest job timeout + 10 s, an hour here. `Heartbeat` and 
 the worker lease: every worker says every lease/3 which jobs it runs; a job that stays locked past the
 lease with no live worker claiming it is unlocked and runs again on another worker (jobs are idempotent).
 The sweep also re-sends `running` rows whose arq job is gone altogether (Redis lost it, or arq gave up).
+
+Two lanes: interactive functions (`INTERACTIVE`: search, Ask AI) go to their own queue, served by their own
+worker slots, so bulk work (embedding, extraction, deliveries) never delays them. `run_sync` wakes the workers
+with a push on a Redis list they block on (no poll delay), and the worker pushes on a per-job list when the job
+ends, which the caller blocks on (no result polling).
 """
 
 import asyncio
 import functools
 import json
 import logging
+import time
+import uuid
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from arq import ArqRedis, Retry
 from arq.constants import default_queue_name, in_progress_key_prefix, job_key_prefix, result_key_prefix
-from arq.jobs import Job, JobStatus, ResultNotFound
+from arq.jobs import Job, JobStatus, ResultNotFound, deserialize_result
 from arq.utils import timestamp_ms
 from arq.worker import JobExecutionFailed
 from psycopg.types.json import Jsonb
@@ -40,9 +47,47 @@ WORKERS = "collab:workers"  # a set of worker ids
 WORKER_KEY = "collab:worker:"  # + id: the JSON list of job ids it runs, expiring after the lease
 _QUEUE_UNAVAILABLE = {"Retry-After": "1"}
 
+# The lanes. Bulk keeps arq's default queue (jobs already queued by an older release are still served).
+BULK_QUEUE = default_queue_name
+INTERACTIVE_QUEUE = "collab:queue:interactive"
+# Functions someone waits on interactively: they run on the interactive lane, whoever enqueues them.
+INTERACTIVE = frozenset({"ask_ai", "embed_query", "search_judgments", "ping"})
+WAKE_KEY = "collab:wake:"  # + queue name: a list workers block on; a push means "a job is waiting"
+DONE_KEY = "collab:done:"  # + job id: a list the `run_sync` caller blocks on; the worker pushes when the job ends
+SYNC_PREFIX = "sync_"  # job ids of `run_sync` jobs: only those get a done push
+_WAKE_TOKENS = 64  # a burst of enqueues needs no more: each wake-up reads a whole batch of jobs
+# The longest single blocking wait on a result; then the result key is read again (covers a lost push). Under
+# the Redis client's 2 s socket timeout, which would otherwise read a long wait as Redis being gone.
+_RESULT_WAIT_S = 0.5
+
+
+def lane(function: str) -> str:
+    """The queue a function runs on."""
+    return INTERACTIVE_QUEUE if function in INTERACTIVE else BULK_QUEUE
+
+
+async def wake(redis: ArqRedis, queue: str) -> None:
+    """Tell the workers of a lane that a job is waiting (they stop waiting for their next poll)."""
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.lpush(WAKE_KEY + queue, 1)
+        pipe.ltrim(WAKE_KEY + queue, 0, _WAKE_TOKENS - 1)
+        pipe.pexpire(WAKE_KEY + queue, 60_000)  # nobody serving the lane: the tokens do not pile up
+        await pipe.execute()
+
 
 class PermanentError(Exception):
-    """A job failure that retrying cannot fix; recorded as `failed` with this reason."""
+    """A job failure that retrying cannot fix; recorded as `failed` with this reason (tenants read it)."""
+
+
+class JobFailure(Exception):
+    """A failure worth retrying whose message is written for tenants; recorded as the reason once tries run out.
+
+    Any other exception is recorded with a generic reason: its text (a driver's DETAIL, a provider's message)
+    goes to `jobs.error_detail` and the log only.
+    """
+
+
+GENERIC_FAILURE = "The job failed after {tries} tries because of an internal error."
 
 
 class Tx:
@@ -77,9 +122,10 @@ async def transaction(pool: AsyncConnectionPool, redis: ArqRedis | None) -> Asyn
 
 async def send(conn: Conn, redis: ArqRedis, jobs: list[tuple[str, str]]) -> None:
     """Put committed jobs on the queue; a failure leaves them for the sweep."""
+    # No wake-up push: background jobs are found by the lane's next poll (COLLAB_WORKER_POLL_DELAY_S).
     for function, job_id in jobs:
         try:
-            await redis.enqueue_job(function, job_id, _job_id=job_id)
+            await redis.enqueue_job(function, job_id, _job_id=job_id, _queue_name=lane(function))
         except (RedisError, OSError) as exc:
             log.warning("enqueue of %s failed, left for the sweep: %s", job_id, exc)
             continue
@@ -118,7 +164,10 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
                 return None
             except Exception as exc:
                 if row["attempts"] >= max_tries:
-                    await _finish(pool, job_id, "failed", error=f"{type(exc).__name__}: {exc}")
+                    detail = f"{type(exc).__name__}: {exc}"
+                    reason = str(exc) if isinstance(exc, JobFailure) else GENERIC_FAILURE.format(tries=row["attempts"])
+                    log.warning("job %s (%s) failed for good: %s", job_id, fn.__name__, detail)
+                    await _finish(pool, job_id, "failed", error=reason, detail=detail[:4000])
                     return None
                 raise Retry(defer=timedelta(seconds=backoff_s * 2 ** (row["attempts"] - 1))) from exc
             await _finish(pool, job_id, "succeeded", result=result)
@@ -131,13 +180,17 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
     return decorate
 
 
-async def _finish(pool: AsyncConnectionPool, job_id: str, status: str, *, result: Any = None, error: str | None = None):
+async def _finish(
+    pool: AsyncConnectionPool, job_id: str, status: str, *, result: Any = None, error: str | None = None,
+    detail: str | None = None,
+):
     async with pool.connection() as conn:
         await execute(
             conn,
-            "update jobs set status = %(status)s, result = %(result)s, error = %(error)s, updated_at = now()"
-            " where id = %(id)s",
-            {"id": job_id, "status": status, "result": Jsonb(result) if result is not None else None, "error": error},
+            "update jobs set status = %(status)s, result = %(result)s, error = %(error)s,"
+            " error_detail = %(detail)s, updated_at = now() where id = %(id)s",
+            {"id": job_id, "status": status, "result": Jsonb(result) if result is not None else None, "error": error,
+             "detail": detail},
         )
 
 
@@ -238,8 +291,8 @@ async def reap(ctx: dict, *, limit: int = 1000) -> list[str]:
     """
     redis: ArqRedis = ctx["redis"]
     lease_ms = int(ctx.get("lease_s", DEFAULT_LEASE_S) * 1000)
-    lock_ms = int(ctx["in_progress_s"] * 1000)  # what arq gives every in-progress key
-    queue = ctx.get("queue_name", default_queue_name)
+    # Each lane's queue with what its worker gives every in-progress key.
+    lanes = ctx.get("lanes") or {ctx.get("queue_name", default_queue_name): ctx["in_progress_s"]}
     claimed: set[str] = set()
     workers = [w.decode() if isinstance(w, bytes) else w for w in await redis.smembers(WORKERS)]
     if workers:
@@ -250,6 +303,16 @@ async def reap(ctx: dict, *, limit: int = 1000) -> list[str]:
                 claimed.update(json.loads(beat))
         if gone:
             await redis.srem(WORKERS, *gone)
+    reaped = []
+    for queue, in_progress_s in lanes.items():
+        reaped += await _reap_queue(redis, queue, claimed, lock_ms=int(in_progress_s * 1000), lease_ms=lease_ms,
+                                    limit=limit)
+    if reaped:
+        log.warning("unlocked %d job(s) whose worker died: %s", len(reaped), reaped)
+    return reaped
+
+
+async def _reap_queue(redis: ArqRedis, queue: str, claimed: set[str], *, lock_ms: int, lease_ms: int, limit: int) -> list[str]:
     due = [j.decode() for j in await redis.zrangebyscore(queue, "-inf", timestamp_ms(), start=0, num=limit)]
     # Cron jobs are left alone: the next tick runs them anyway, and arq keeps a finished one's in-progress key
     # for 60 s (to run each tick once), which would read here as a lock an hour old.
@@ -265,8 +328,6 @@ async def reap(ctx: dict, *, limit: int = 1000) -> list[str]:
         if ttl > 0 and lock_ms - ttl >= lease_ms:
             if await redis.eval(_UNLOCK, 1, in_progress_key_prefix + job_id, ttl):
                 reaped.append(job_id)
-    if reaped:
-        log.warning("unlocked %d job(s) whose worker died: %s", len(reaped), reaped)
     return reaped
 
 
@@ -274,13 +335,20 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
     """Run a job on a worker and await its result: UNAVAILABLE without Redis, DEADLINE_EXCEEDED past the budget."""
     if redis is None:
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE)
+    # Interactive functions have a lane of their own; the rest go to the client's default queue (bulk).
+    queue = INTERACTIVE_QUEUE if function in INTERACTIVE else redis.default_queue_name
+    deadline = time.monotonic() + timeout_s
     try:
-        job: Job | None = await redis.enqueue_job(function, _expires=timedelta(seconds=timeout_s), **kwargs)
+        job: Job | None = await redis.enqueue_job(
+            function, _job_id=SYNC_PREFIX + uuid.uuid4().hex, _queue_name=queue,
+            _expires=timedelta(seconds=timeout_s), **kwargs,
+        )
+        await wake(redis, queue)
     except (RedisError, OSError) as exc:
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE) from exc
     assert job is not None
     try:
-        return await job.result(timeout=timeout_s, poll_delay=0.002)
+        return await _outcome(redis, job, queue, deadline=deadline)
     except asyncio.TimeoutError as exc:
         try:
             if await job.status() != JobStatus.complete:
@@ -294,3 +362,25 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
         # arq gave the job up without running it to an end (its worker died on every try it had, or it expired),
         # or Redis lost it (restarted without its data).
         raise ApiError("UNAVAILABLE", "The job was lost with its worker; retry.", headers=_QUEUE_UNAVAILABLE) from exc
+
+
+async def _outcome(redis: ArqRedis, job: Job, queue: str, *, deadline: float) -> Any:
+    """The job's result (or its exception, raised), waiting on the worker's done push rather than polling."""
+    while True:
+        async with redis.pipeline(transaction=True) as tr:
+            tr.get(result_key_prefix + job.job_id)
+            tr.zscore(queue, job.job_id)
+            stored, score = await tr.execute()
+        if stored:
+            info = deserialize_result(stored, deserializer=redis.job_deserializer)
+            if info.success:
+                return info.result
+            if isinstance(info.result, (Exception, asyncio.CancelledError)):
+                raise info.result
+            raise ResultNotFound(str(info.result))
+        if score is None:
+            raise ResultNotFound("The job is neither queued nor finished.")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise asyncio.TimeoutError()
+        await redis.blpop([DONE_KEY + job.job_id], timeout=min(left, _RESULT_WAIT_S))

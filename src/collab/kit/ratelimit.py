@@ -1,7 +1,8 @@
-"""Fixed-window rate limits counted in Redis, so they hold across API replicas."""
+"""Fixed-window rate limits and concurrency slots counted in Redis, so they hold across API replicas."""
 
 import logging
 import re
+import uuid
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
@@ -52,27 +53,42 @@ async def check(redis: Redis | None, *, bucket: str, rate: str, now: float, mess
         )
 
 
+# One holder per member, scored by when its hold expires: expired holds (a crashed process's) are trimmed before
+# counting, so a leaked slot frees itself after `ttl` whatever the traffic. Returns 1 when the slot is taken.
+# Redis's clock, not ours: API replicas' clocks may disagree (scripts replicate by effects, so TIME is allowed).
+_ACQUIRE = """
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('zremrangebyscore', KEYS[1], '-inf', now)
+if redis.call('zcard', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('zadd', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('pexpire', KEYS[1], tonumber(ARGV[2]))
+return 1
+"""
+
+
 @asynccontextmanager
 async def concurrency(redis: Redis | None, *, bucket: str, limit: int, ttl_s: int, message: str) -> AsyncIterator[None]:
-    """Hold one of `limit` slots for the duration; RESOURCE_EXHAUSTED when all are taken (fails open)."""
+    """Hold one of `limit` slots for the duration; RESOURCE_EXHAUSTED when all are taken (fails open).
+
+    A hold lasts at most `ttl_s` (longer than the work it guards), so a holder that crashed frees its slot then.
+    """
     key = f"collab:conc:{bucket}"
+    holder = uuid.uuid4().hex
     held = False
     if redis is not None:
         try:
-            async with redis.pipeline(transaction=True) as pipe:
-                pipe.incr(key)
-                pipe.expire(key, ttl_s)  # a crashed holder cannot keep a slot forever
-                count, _ = await pipe.execute()
-            held = True
+            held = bool(await redis.eval(_ACQUIRE, 1, key, limit, int(ttl_s * 1000), holder))
         except (RedisError, OSError) as exc:
             log.warning("concurrency %s not checked, Redis unreachable: %s", bucket, exc)
-    try:
-        if held and count > limit:
+            held = None  # type: ignore[assignment]  # unknown: let the work run
+        if held is False:
             raise ApiError("RESOURCE_EXHAUSTED", message, headers={"Retry-After": "1"})
+    try:
         yield
     finally:
         if held:
             try:
-                await redis.decr(key)
+                await redis.zrem(key, holder)
             except (RedisError, OSError):
                 pass

@@ -54,7 +54,11 @@ for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
 
 
 class LlmError(Exception):
-    """A failed model call; `kind` is one of: rate_limited, unavailable, auth, bad_request, timeout."""
+    """A failed model call; `kind` is one of: rate_limited, unavailable, auth, bad_request, timeout.
+
+    `message` is generic and may be shown to tenants; the provider's own text (which can echo request content,
+    account details or upstream internals) is only logged.
+    """
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -83,7 +87,8 @@ def _classify(exc: Exception) -> LlmError:
     if isinstance(exc, litellm.Timeout) or isinstance(exc, asyncio.TimeoutError):
         return LlmError("timeout", "The model provider did not answer in time.")
     if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError)) or status in (400, 404, 422):
-        return LlmError("bad_request", f"The model provider refused the request: {_short(exc)}")
+        log.warning("model provider refused the request (%s): %s", name, _short(exc))
+        return LlmError("bad_request", "The model provider refused the request (unknown model, or input it does not accept).")
     if isinstance(exc, (litellm.APIConnectionError, litellm.ServiceUnavailableError, litellm.InternalServerError)):
         return LlmError("unavailable", "The model provider is unavailable.")
     if status is not None and status >= 500:

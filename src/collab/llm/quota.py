@@ -1,0 +1,45 @@
+"""The daily quota of platform-key model use per workspace, counted durably in Postgres.
+
+Only calls made on the platform's own provider keys (COLLAB_*_API_KEY) count: a workspace that configured its
+own key pays for its calls itself. Checked before work starts (a started job finishes, so a day can end a few
+calls over); 0 turns a limit off.
+"""
+
+from datetime import datetime, timedelta, timezone
+
+from collab.kit.db import Queries, execute, fetch_one
+from collab.kit.services import Services
+
+q = Queries.beside(__file__)
+
+
+def _day(now: float):
+    return datetime.fromtimestamp(now, tz=timezone.utc).date()
+
+
+def seconds_to_next_day(now: float) -> int:
+    """Seconds until the quota's day (UTC) turns."""
+    moment = datetime.fromtimestamp(now, tz=timezone.utc)
+    midnight = datetime.combine(moment.date() + timedelta(days=1), datetime.min.time(), tzinfo=timezone.utc)
+    return max(1, int((midnight - moment).total_seconds()))
+
+
+async def exhausted(svc: Services, *, workspace_id: str) -> int | None:
+    """Seconds until the quota frees up when the workspace spent today's platform-key quota, else None."""
+    settings, now = svc.settings, svc.clock()
+    if not settings.platform_key_daily_calls and not settings.platform_key_daily_tokens:
+        return None
+    async with svc.pool.connection() as conn:
+        row = await fetch_one(conn, q.usage, {"workspace_id": workspace_id, "day": _day(now)})
+    calls, tokens = (row["calls"], row["tokens"]) if row else (0, 0)
+    over_calls = settings.platform_key_daily_calls and calls >= settings.platform_key_daily_calls
+    over_tokens = settings.platform_key_daily_tokens and tokens >= settings.platform_key_daily_tokens
+    return seconds_to_next_day(now) if over_calls or over_tokens else None
+
+
+async def record(svc: Services, *, workspace_id: str, calls: int, tokens: int) -> None:
+    """Count platform-key use for the workspace's current day (its own transaction: the call was made)."""
+    async with svc.pool.connection() as conn:
+        await execute(
+            conn, q.add_usage, {"workspace_id": workspace_id, "day": _day(svc.clock()), "calls": calls, "tokens": tokens}
+        )

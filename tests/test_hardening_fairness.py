@@ -1,0 +1,197 @@
+"""Fairness in the shared worker: extraction limits per workspace, the platform-key quota, retention of uploaded
+bytes, concurrency slots that expire, and failure text that keeps internal detail away from tenants."""
+
+import base64
+import threading
+import uuid
+
+import psycopg
+import pytest
+
+from collab.extraction.retention import drop_old_content
+from collab.kit.errors import ApiError
+from collab.kit.jobs import GENERIC_FAILURE, tracked, transaction
+from collab.kit.ratelimit import concurrency
+from collab.testing import fake_models
+from helpers import error, new_tenant, post, result
+
+EXTRACT = "/v2/agents/extract"
+CHECKS = b"Category,Check\nClaims,Every price claim states whether tax is included\nPrivacy,Forms link to the privacy policy\n"
+
+
+@pytest.fixture
+def model(llm):
+    llm.responder = fake_models.answer
+    return llm
+
+
+@pytest.fixture
+def tune(live):
+    """Set service settings for one test; restored after it."""
+    settings = live.svc.settings
+    saved: dict = {}
+
+    def set_(**values):
+        for name, value in values.items():
+            saved.setdefault(name, getattr(settings, name, None))
+            object.__setattr__(settings, name, value)
+
+    yield set_
+    for name, value in saved.items():
+        object.__setattr__(settings, name, value)
+
+
+def with_own_key(client):
+    t = new_tenant(client)
+    body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-own-key"}]}
+    result(post(client, "/v2/workspace/apikeyconfig/update", body, t.headers))
+    return t
+
+
+def extract(client, t, content: bytes = CHECKS):
+    return post(client, EXTRACT, {"fileBase64": base64.b64encode(content).decode(), "mimeType": "text/csv"}, t.headers)
+
+
+def release(fake) -> None:
+    """Let every hanging fake-provider call answer (later `hang` scripts hang again)."""
+    fake.loop.call_soon_threadsafe(lambda: (fake.release.set(), fake.release.clear()))
+
+
+def wait_for(condition, what: str, limit_s: float = 30) -> None:
+    """Wait for a condition the service reaches on its own (not a fixed delay)."""
+    done = threading.Event()
+    for _ in range(int(limit_s / 0.02)):
+        if condition():
+            return
+        done.wait(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_extraction_rate_limit_per_workspace(client, model, clock, tune):
+    tune(rate_limit_extraction="2/minute")
+    t, other = with_own_key(client), with_own_key(client)
+    result(extract(client, t))
+    result(extract(client, t))
+    err = error(extract(client, t), "RESOURCE_EXHAUSTED")
+    assert err["details"]["retryAfterSeconds"] >= 1
+    response = extract(client, t)
+    assert response.status_code == 429 and int(response.headers["Retry-After"]) >= 1
+    result(extract(client, other))  # another workspace is not affected
+    clock["now"] += 60
+    result(extract(client, t))  # the next window
+
+
+def test_extraction_concurrency_per_workspace(client, model, tune):
+    tune(extraction_max_concurrency_per_workspace=1)
+    t, other = with_own_key(client), with_own_key(client)
+    model.script("openai", {"hang": True})
+    first: dict = {}
+    runner = threading.Thread(target=lambda: first.setdefault("response", extract(client, t)))
+    runner.start()
+    try:
+        wait_for(lambda: len(model.of("openai")) == 1, "the first extraction to reach the model")
+        response = extract(client, t)
+        err = error(response, "RESOURCE_EXHAUSTED")
+        assert "in flight" in err["message"] and response.headers["Retry-After"] == "1"
+        result(extract(client, other))  # another workspace has its own slot
+    finally:
+        release(model)
+        runner.join(60)
+    result(first["response"])
+    result(extract(client, t))  # the slot is free again
+
+
+def test_platform_key_quota_per_workspace(client, model, clock, tune, db):
+    tune(openai_api_key="platform-openai-key", platform_key_daily_calls=1)
+    t = new_tenant(client)  # no key of its own: the platform's is used
+    result(extract(client, t))
+    response = extract(client, t)
+    err = error(response, "RESOURCE_EXHAUSTED")
+    assert "quota" in err["message"] and int(response.headers["Retry-After"]) == err["details"]["retryAfterSeconds"]
+    calls = len(model.of("openai"))
+    assert calls == 1  # the refused extraction never reached the provider
+    workspace = t.workspace["id"]
+    row = db.execute("select calls, tokens from platform_key_usage where workspace_id = %s", (workspace,)).fetchone()
+    assert row["calls"] == 1 and row["tokens"] > 0
+    # The workspace's own key is never counted nor limited.
+    own = with_own_key(client)
+    for _ in range(2):
+        result(extract(client, own))
+    assert db.execute("select count(*) as n from platform_key_usage where workspace_id = %s",
+                      (own.workspace["id"],)).fetchone()["n"] == 0
+    # The next UTC day has a fresh quota; 0 turns it off.
+    clock["now"] += 86_400
+    result(extract(client, t))
+    error(extract(client, t), "RESOURCE_EXHAUSTED")
+    tune(platform_key_daily_calls=0)
+    result(extract(client, t))
+
+
+def test_platform_key_token_quota(client, model, tune):
+    tune(openai_api_key="platform-openai-key", platform_key_daily_tokens=1)
+    t = new_tenant(client)
+    result(extract(client, t))  # checked before work starts: this one spends the day's tokens
+    error(extract(client, t), "RESOURCE_EXHAUSTED")
+
+
+def test_retention_drops_old_bytes_and_keeps_the_source(client, model, live, tune, db):
+    t = with_own_key(client)
+    old_id = result(extract(client, t))["extractionResult"]["memory"]["sourceId"]
+    new_id = result(extract(client, t))["extractionResult"]["memory"]["sourceId"]
+    db.execute("update knowledge_sources set created_at = now() - interval '31 days' where id = %s", (old_id,))
+    assert live.run(drop_old_content({"svc": live.svc})) == 0  # 0 days = kept forever
+    tune(knowledge_source_retention_days=30)
+    assert live.run(drop_old_content({"svc": live.svc})) >= 1
+    old = db.execute("select * from knowledge_sources where id = %s", (old_id,)).fetchone()
+    assert old["content"] is None and old["content_dropped_at"] is not None
+    assert old["status"] == "ready" and old["result"]["memory"]["sourceId"] == old_id and old["size_bytes"] > 0
+    assert bytes(db.execute("select content from knowledge_sources where id = %s", (new_id,)).fetchone()["content"]) == CHECKS
+
+
+def test_a_leaked_concurrency_slot_expires_under_steady_traffic(live):
+    bucket = f"test:{uuid.uuid4().hex}"
+    redis = live.svc.redis
+
+    async def go():
+        seconds, micros = await redis.time()
+        now_ms = seconds * 1000 + micros // 1000
+        # A crashed API process's hold, past its expiry; steady traffic must not keep it alive.
+        await redis.zadd(f"collab:conc:{bucket}", {"crashed-holder": now_ms - 1})
+        for _ in range(3):
+            async with concurrency(redis, bucket=bucket, limit=1, ttl_s=60, message="busy"):
+                pass
+        # A live hold still counts.
+        await redis.zadd(f"collab:conc:{bucket}", {"live-holder": now_ms + 60_000})
+        with pytest.raises(ApiError) as caught:
+            async with concurrency(redis, bucket=bucket, limit=1, ttl_s=60, message="busy"):
+                pass
+        return caught.value.code
+
+    assert live.run(go()) == "RESOURCE_EXHAUSTED"
+
+
+def test_job_failure_keeps_driver_detail_internal(live, db):
+    @tracked(max_tries=1)
+    async def breaks(ctx, **kwargs):
+        raise psycopg.errors.UniqueViolation('duplicate key value\nDETAIL:  Key (email)=(someone@secret.example) exists.')
+
+    async def go():
+        async with transaction(live.svc.pool, None) as tx:
+            job_id = await tx.enqueue("breaks", api_key_id=None)
+        assert await breaks({"pool": live.svc.pool}, job_id) is None
+        return job_id
+
+    row = db.execute("select * from jobs where id = %s", (live.run(go()),)).fetchone()
+    assert row["status"] == "failed" and row["error"] == GENERIC_FAILURE.format(tries=1)
+    assert "secret.example" not in row["error"] and "secret.example" in row["error_detail"]
+
+
+def test_provider_messages_are_not_shown_to_tenants(client, llm):
+    t = new_tenant(client)
+    body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-own-key"}]}
+    result(post(client, "/v2/workspace/apikeyconfig/update", body, t.headers))
+    llm.script("openai", {"status": 400})
+    response = client.post("/v2/rewriter/ask-ai", json={"data": {"model": "gpt-4o", "prompt": "p", "text": "x"}},
+                           headers=t.headers)
+    err = error(response, "INVALID_ARGUMENT")
+    assert "fake" not in err["message"] and "refused" in err["message"]
