@@ -1,7 +1,8 @@
-"""Judgment search at 100k real-text vectors: HNSW build, SQL and HTTP latency, recall, queue, embedding.
+"""Judgment search: latency per scope (sequential and 16 concurrent), recall@10 against exact, full pages,
+exact-text self-retrieval, and ingest throughput.
 
-The corpus is sentences from the docstrings of installed packages, embedded once with the packaged
-model and cached in bench/.cache. Two tenants share one table: `big` (95%) and `small` (5%).
+The corpus is sentences from the docstrings of installed packages, embedded once with the packaged model
+and cached in bench/.cache. One tenant holds the table, in organizations of 0.5%, 5%, 80% and 14.5%.
 """
 
 import ast
@@ -80,11 +81,23 @@ def _vec(v: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.6g}" for x in v) + "]"
 
 
-def load_table(database_url: str, keys: dict[str, str], vectors: np.ndarray, texts: list[str], model: str) -> float:
-    """Bulk-load activities, judgments and embeddings for both tenants; returns the HNSW build seconds."""
-    small_n = int(len(vectors) * SMALL_SHARE)
+SCOPES = (("org_a", 0.005), ("org_b", 0.05), ("org_c", 0.80), ("org_d", 0.145))
+
+
+def org_of(i: int, n: int) -> str:
+    """The organization of row i: contiguous shares of the table."""
+    edge = 0.0
+    for org, share in SCOPES:
+        edge += share
+        if i < edge * n:
+            return org
+    return SCOPES[-1][0]
+
+
+def load_table(database_url: str, key: str, vectors: np.ndarray, texts: list[str], model: str) -> float:
+    """Bulk-load activities, judgments and embeddings for the tenant; returns the HNSW build seconds."""
+    n = len(vectors)
     with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute("drop index if exists judgment_embeddings_hnsw_bench")
         for row in conn.execute("select indexname from pg_indexes where indexname like 'judgment_embeddings_hnsw_%%'").fetchall():
             conn.execute(f'drop index "{row[0]}"')
         for table in ("activities", "judgments", "judgment_embeddings"):
@@ -95,73 +108,111 @@ def load_table(database_url: str, keys: dict[str, str], vectors: np.ndarray, tex
             }[table]
             with conn.cursor().copy(f"copy {table} {cols} from stdin") as copy:
                 for i, vector in enumerate(vectors):
-                    tenant = keys["small"] if i < small_n else keys["big"]
-                    rid, doc = f"r{i}", f"doc{i % 200}"
+                    rid, org, doc = f"r{i}", org_of(i, n), f"doc{i % 200}"
                     if table == "activities":
-                        copy.write_row((tenant, rid, "org", doc, "comment", "comment.add", '{"userId": "u"}', i))
+                        copy.write_row((key, rid, org, doc, "comment", "comment.add", '{"userId": "u"}', i))
                     elif table == "judgments":
-                        copy.write_row((tenant, rid, "org", doc, "comment", "human", texts[i], 1.0, '{"userId": "u"}', i))
+                        copy.write_row((key, rid, org, doc, "comment", "human", texts[i], 1.0, '{"userId": "u"}', i))
                     else:
-                        copy.write_row((tenant, rid, "review", model, "bench", "org", doc, _vec(vector)))
+                        copy.write_row((key, rid, "review", model, "bench", org, doc, _vec(vector)))
+        conn.execute("analyze judgments")
         conn.execute("analyze judgment_embeddings")
         started = time.perf_counter()
         with conn.transaction():
+            from collab.embeddings.registry import index_name
+
             conn.execute("set local maintenance_work_mem = '1GB'")
             conn.execute(
-                "create index judgment_embeddings_hnsw_bench on judgment_embeddings using hnsw"
+                f'create index "{index_name(model, "review")}" on judgment_embeddings using hnsw'
                 " ((embedding::vector(384)) vector_cosine_ops) with (m = 16, ef_construction = 64)"
-                " where model = %s and kind = 'review'".replace("%s", f"'{model}'")
+                f" where model = '{model}' and kind = 'review'"
             )
         return time.perf_counter() - started
 
 
-def sql_level(database_url: str, keys: dict, qvecs: np.ndarray, model: str) -> dict:
-    """Latency and recall@10 at the SQL level: exact vs HNSW, whole table and the 5% tenant."""
-    out = {}
+def recall(database_url: str, key: str, org: str | None, qvecs: np.ndarray, model: str, n: int) -> dict:
+    """recall@10 of the app's own vector plan (collab.judgments.search.plan) against an exact scan."""
+    from collab.config import Settings
+    from collab.judgments.search import plan
+
+    settings = Settings()
+    where = "model = %(m)s and kind = 'review' and api_key_id = %(t)s" + (" and organization_id = %(o)s" if org else "")
     with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
-        def top(tenant, q, exact, ef=None):
-            order = "(embedding::vector(384) <=> %(q)s::vector(384))" + (" + 0" if exact else "")
+        version = tuple(int(p) for p in conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()["extversion"].split("."))
+        in_scope = conn.execute(f"select count(*) as c from judgment_embeddings where {where}", {"m": model, "t": key, "o": org}).fetchone()["c"]
+        how = plan(pgvector=version, in_scope=in_scope, total=n, k=30, exact_threshold=settings.search_exact_threshold,
+                   ef_max=settings.search_ef_search_max)
+        hits, ms = [], []
+        for q in qvecs:
+            params = {"q": _vec(q), "m": model, "t": key, "o": org}
+            order = "(embedding::vector(384) <=> %(q)s::vector(384))"
+            exact = {r["judgment_id"] for r in conn.execute(
+                f"select judgment_id from judgment_embeddings where {where} order by {order} + 0 limit 10", params, prepare=False)}
             with conn.transaction():
-                if ef:
-                    conn.execute(f"set local hnsw.ef_search = {ef}")
+                for name, value in how.settings.items():
+                    conn.execute("select set_config(%s, %s, true)", (name, value))
                 started = time.perf_counter()
                 rows = conn.execute(
-                    f"select judgment_id from judgment_embeddings where model = %(m)s and kind = 'review'"
-                    f" {'and api_key_id = %(t)s' if tenant else ''} order by {order} limit 10",
-                    {"q": _vec(q), "m": model, "t": tenant},
-                    prepare=False,
-                ).fetchall()
-                return [r["judgment_id"] for r in rows], (time.perf_counter() - started) * 1000
-
-        for label, tenant in (("whole table", None), ("5% tenant", keys["small"])):
-            truth, exact_ms, hnsw_ms, recall = [], [], [], []
-            for q in qvecs:
-                ids, ms = top(tenant, q, exact=True)
-                truth.append(set(ids))
-                exact_ms.append(ms)
-            for q, want in zip(qvecs, truth):
-                ids, ms = top(tenant, q, exact=False, ef=100)
-                hnsw_ms.append(ms)
-                recall.append(len(want & set(ids)) / 10)
-            out[label] = {
-                "exact p50": pct(exact_ms, 50), "exact p99": pct(exact_ms, 99),
-                "hnsw p50": pct(hnsw_ms, 50), "hnsw p99": pct(hnsw_ms, 99), "hnsw recall@10": float(np.mean(recall)),
-            }
-    return out
+                    f"select judgment_id, {order} as d from judgment_embeddings where {where}"
+                    f" order by {order if not how.exact else order + ' + 0'} limit 30", params, prepare=False).fetchall()
+                ms.append((time.perf_counter() - started) * 1000)
+            got = [r["judgment_id"] for r in sorted(rows, key=lambda r: r["d"])[:10]]
+            hits.append(len(exact & set(got)) / 10)
+    return {"rows": in_scope, "path": "exact" if how.exact else "HNSW " + ", ".join(f"{k}={v}" for k, v in how.settings.items()),
+            "recall": float(np.mean(hits)), "sql p50": pct(ms, 50)}
 
 
-async def http_level(base: str, headers: dict, texts: list[str], scope_label: str) -> dict:
-    latencies, server = [], []
-    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-        for text in texts[:20]:
-            await client.post("/v2/memory/search", json={"data": {"query": text}}, headers=headers)
-        for text in texts:
-            started = time.perf_counter()
-            response = await client.post("/v2/memory/search", json={"data": {"query": text, "limit": 10}}, headers=headers)
-            latencies.append((time.perf_counter() - started) * 1000)
-            body = response.json()["result"]
-            server.append(body["searchLatencyMs"])
-    return {"scope": scope_label, "p50": pct(latencies, 50), "p99": pct(latencies, 99), "server p50": pct(server, 50)}
+async def http_level(base: str, headers: dict, queries: list[dict], *, concurrency: int = 1) -> dict:
+    """Search latency through HTTP; `queries` are request bodies (each with an `expect` id or None)."""
+    latencies, sizes, top1 = [], [], []
+
+    async def one(client, q):
+        body = {k: v for k, v in q.items() if k != "expect"}
+        started = time.perf_counter()
+        response = await client.post("/v2/memory/search", json={"data": body}, headers=headers)
+        latencies.append((time.perf_counter() - started) * 1000)
+        results = response.json()["result"]["results"]
+        sizes.append(len(results))
+        if q.get("expect"):
+            top1.append(bool(results) and results[0]["recordId"] == q["expect"])
+
+    limits = httpx.Limits(max_connections=concurrency + 4)
+    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
+        for q in queries[:10]:
+            await client.post("/v2/memory/search", json={"data": {"query": q["query"]}}, headers=headers)
+        started = time.perf_counter()
+        queue = list(queries)
+
+        async def lane():
+            while queue:
+                await one(client, queue.pop())
+
+        await asyncio.gather(*(lane() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return {"p50": pct(latencies, 50), "p99": pct(latencies, 99), "per_s": len(queries) / elapsed,
+            "full": sum(1 for s in sizes if s == 10) / len(sizes), "top1": (sum(top1) / len(top1)) if top1 else None}
+
+
+async def ingest_rate(base: str, headers: dict, database_url: str, key: str, texts: list[str]) -> float:
+    """Judgments/s from `activities/add` (500 per call) until every one is searchable (has its vector)."""
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        await client.post("/v2/workspace/activityconfig/update", json={"data": {"activityServiceConfig": {"isEnabled": True}}},
+                          headers=headers)
+        started = time.perf_counter()
+        for at in range(0, len(texts), 500):
+            activities = [{"id": f"i{at + j}", "featureType": "comment", "actionType": "comment_annotation.reject",
+                           "actionUser": {"userId": "u"}, "targetEntityId": f"a{at + j}", "entityData": {"reasoning": t}}
+                          for j, t in enumerate(texts[at:at + 500])]
+            response = await client.post("/v2/activities/add", json={"data": {"organizationId": "ingest", "documentId": "d",
+                                                                                "activities": activities}}, headers=headers)
+            response.raise_for_status()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        while conn.execute("select count(*) from judgment_embeddings where api_key_id = %s and organization_id = 'ingest'"
+                           " and kind = 'review'", (key,)).fetchone()[0] < len(texts):
+            if time.perf_counter() - started > 900:
+                raise RuntimeError("ingest did not finish in 15 minutes")
+            time.sleep(0.2)
+    return len(texts) / (time.perf_counter() - started)
 
 
 async def queue_round_trip(redis_url: str, n: int = 300) -> dict:
@@ -185,52 +236,48 @@ def main() -> str:
     texts = corpus(N)
     vectors, embed_info = embedded(texts)
     table_vecs, query_texts, query_vecs = vectors[:N], texts[N:], vectors[N:]
-    lines = ["## Judgment search", "", f"Machine: {machine()}. {N} real-text vectors (docstring sentences) in one table, "
-             f"two tenants: `big` {100 - SMALL_SHARE * 100:.0f}% and `small` {SMALL_SHARE * 100:.0f}%; {QUERIES} held-out sentences as queries.", ""]
+    rng = random.Random(5)
+    lines = ["## Judgment search", "", f"Machine: {machine()}. {N} real-text vectors (docstring sentences) in one tenant, in "
+             "organizations of 0.5%, 5%, 80% and 14.5% of the rows; held-out sentences as queries (limit 10), and stored "
+             "sentences as exact-text queries (self-retrieval). Hybrid search on (vector + full-text RRF, weights 1/1).", ""]
     with stack(COLLAB_LOG_LEVEL="WARNING") as (base, _):
         with httpx.Client(base_url=base, timeout=30) as client:
-            keys_headers = {"big": new_tenant(client), "small": new_tenant(client)}
-        keys = {k: h["x-service-api-key"] for k, h in keys_headers.items()}
+            headers, ingest_headers = new_tenant(client), new_tenant(client)
+        key = headers["x-service-api-key"]
         database_url = os.environ["BENCH_DATABASE_URL"]
         with psycopg.connect(database_url, autocommit=True) as conn:
             model = conn.execute("select name from embedding_models where active").fetchone()[0]
-        build_s = load_table(database_url, keys, table_vecs, texts[:N], model)
-        lines += [f"HNSW build (m=16, ef_construction=64, maintenance_work_mem 1GB) over {N} vectors: {build_s:.1f} s", ""]
-        sql = sql_level(database_url, keys, query_vecs, model)
-        lines += ["SQL level (ms; recall@10 of HNSW ef_search=100 against exact):", "",
-                  "| scope | exact p50 | exact p99 | HNSW p50 | HNSW p99 | HNSW recall@10 |", "|---|---:|---:|---:|---:|---:|"]
-        # pgvector 0.6 filters after the index scan: the 5% row shows why scopes under the threshold are searched exactly.
-        for label, r in sql.items():
-            lines.append(f"| {label} | {r['exact p50']:.1f} | {r['exact p99']:.1f} | {r['hnsw p50']:.1f} | {r['hnsw p99']:.1f} | {r['hnsw recall@10']:.3f} |")
-        http = [asyncio.run(http_level(base, keys_headers[k], query_texts, label))
-                for k, label in (("big", "big tenant (95k, HNSW path)"), ("small", "small tenant (5%, exact path)"))]
-        lines += ["", "Through HTTP (POST /v2/memory/search, limit 10, sequential; includes embedding the query in the worker):", "",
-                  "| tenant | e2e p50 ms | e2e p99 ms | server-side p50 ms |", "|---|---:|---:|---:|"]
-        for h in http:
-            lines.append(f"| {h['scope']} | {h['p50']:.1f} | {h['p99']:.1f} | {h['server p50']:.1f} |")
+            server = conn.execute("select current_setting('server_version') || ', pgvector ' || extversion"
+                                  " from pg_extension where extname = 'vector'").fetchone()[0]
+        build_s = load_table(database_url, key, table_vecs, texts[:N], model)
+        lines += [f"PostgreSQL {server}. HNSW build (m=16, ef_construction=64) over {N} vectors: {build_s:.1f} s.", "",
+                  "| scope | rows | vector path | recall@10 vs exact | SQL p50 ms | e2e p50 ms | e2e p99 ms | full pages | self top-1 |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for label, org in (("tenant-wide", None), ("org 0.5%", "org_a"), ("org 5%", "org_b"), ("org 80%", "org_c")):
+            r = recall(database_url, key, org, query_vecs[:100], model, N)
+            members = [i for i in range(N) if org is None or org_of(i, N) == org]
+            scope = {"organizationId": org} if org else {}
+            queries = [{"query": t, "limit": 10, **scope} for t in query_texts]
+            own = [{"query": texts[i], "limit": 10, "expect": f"r{i}", **scope} for i in rng.sample(members, min(100, len(members)))]
+            h = asyncio.run(http_level(base, headers, queries))
+            s = asyncio.run(http_level(base, headers, own))
+            lines.append(f"| {label} | {r['rows']} | {r['path']} | {r['recall']:.3f} | {r['sql p50']:.1f} | {h['p50']:.1f} | "
+                         f"{h['p99']:.1f} | {h['full']:.2f} | {s['top1']:.2f} |")
+        conc = asyncio.run(http_level(base, headers, [{"query": t, "limit": 10} for t in query_texts] * 2, concurrency=16))
+        lines += ["", f"16 concurrent clients, tenant-wide: {conc['per_s']:.0f} searches/s, p50 {conc['p50']:.1f} ms, "
+                  f"p99 {conc['p99']:.1f} ms."]
+        ingest_n = int(os.environ.get("BENCH_INGEST_N", "5000"))
+        rate = asyncio.run(ingest_rate(base, ingest_headers, database_url, ingest_headers["x-service-api-key"],
+                                       texts[:ingest_n]))
+        lines += [f"Ingest: {ingest_n} judgments through `activities/add` (500 per call) until searchable: {rate:.0f} judgments/s."]
         queue = asyncio.run(queue_round_trip(os.environ["BENCH_REDIS_URL"]))
-        lines += ["", f"Queue (arq, worker polling every 10 ms): enqueue→start p50 {queue['enqueue→start p50']:.1f} ms, "
-                  f"p99 {queue['enqueue→start p99']:.1f} ms; echo round trip p50 {queue['round trip p50']:.1f} ms."]
-        reembed_rate = _reembed_rate(database_url, keys["small"])
-    lines += ["", f"Embedding throughput (packaged all-MiniLM-L6-v2, batch 64, 2048 texts): fp32 {embed_info['fp32_per_s']:.0f} texts/s, "
-              f"bf16 {embed_info['bf16_per_s']:.0f} texts/s (min cosine to fp32 {embed_info['bf16_min_cosine']:.4f}).",
-              f"`collab reembed --bf16` over the small tenant (DB reads and writes included): {reembed_rate:.0f} texts/s."]
+        lines += [f"Queue (arq): enqueue→start p50 {queue['enqueue→start p50']:.1f} ms, p99 {queue['enqueue→start p99']:.1f} ms; "
+                  f"echo round trip p50 {queue['round trip p50']:.1f} ms."]
+    lines += ["", f"Embedding throughput (packaged model, batch 64, 2048 texts): fp32 {embed_info['fp32_per_s']:.0f} texts/s, "
+              f"bf16 {embed_info['bf16_per_s']:.0f} texts/s."]
     table = "\n".join(lines)
     write_section("search", table)
     return table
-
-
-def _reembed_rate(database_url: str, api_key: str) -> float:
-    from collab.embeddings.model import resolve
-
-    _, source = resolve(None)
-    child_env = dict(os.environ, COLLAB_DATABASE_URL=database_url, COLLAB_REDIS_URL=os.environ["BENCH_REDIS_URL"],
-                     COLLAB_LOG_LEVEL="WARNING")
-    done = subprocess.run([sys.executable, "-m", "collab.cli", "reembed", "--model", source, "--kind", "review",
-                           "--api-key", api_key, "--bf16", "--batch-size", "512"], env=child_env, check=True,
-                          capture_output=True, text=True)
-    # The CLI reports its rate over the re-embedding itself (model loading and imports excluded).
-    return float(re.search(r"\((\d+) texts/s", done.stdout).group(1))
 
 
 if __name__ == "__main__":

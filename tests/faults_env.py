@@ -160,7 +160,7 @@ class FaultEnv:
         if self.redis.process is not None and self.redis.process.poll() is None:
             self.thaw_redis()  # a frozen server cannot stop
         self.redis.stop()
-        server = embedded._handles.get(self.pgdata)
+        server = embedded._handles.get(self.root.resolve())
         if server is not None and not server.get_postmaster_info().is_running():
             self.start_postgres()  # a drill failed between stop and start: leave pgserver a server to stop
         embedded.stop_postgres(self.root)
@@ -222,7 +222,7 @@ class FaultEnv:
         """Stop the server at once, as a crash would (`pg_ctl stop -m immediate`: no checkpoint, clients cut)."""
         from pgserver import pg_ctl
 
-        server = embedded._handles[self.pgdata]
+        server = embedded._handles[self.root.resolve()]
         self._socket_dir = server.get_postmaster_info().socket_dir
         pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.pgdata, user=server.system_user, timeout=30)
 
@@ -231,7 +231,7 @@ class FaultEnv:
         from pgserver import pg_ctl
         from pgserver.utils import PostmasterInfo
 
-        server = embedded._handles[self.pgdata]
+        server = embedded._handles[self.root.resolve()]
         socket_dir = getattr(self, "_socket_dir", None) or server.get_postmaster_info().socket_dir
         pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(server.log), "start"],
                pgdata=self.pgdata, user=server.system_user, timeout=60)

@@ -158,14 +158,18 @@ def test_annotation_thread_oldest_first_without_vector_search(client, live, cloc
     add(client, t, [judged("t2", "second", ts=now - 1000, target="thread"), judged("t1", "first", ts=now - 2000, target="thread"),
                     judged("other", "elsewhere", ts=now - 3000, target="ann9")])
     settle_jobs(live, t)
-    original = live.svc.redis
-    live.svc.redis = redis_client(f"unix://{tmp_path}/none.sock")  # no worker, no embedding: still answers
-    try:
-        out = search(client, t, organizationId="org1", filters={"annotationId": "thread"}, recencyDays=1)
-    finally:
-        live.svc.redis = original
+    out = search(client, t, organizationId="org1", filters={"annotationId": "thread"}, recencyDays=1)
     assert [r["recordId"] for r in out["results"]] == ["t1", "t2"]
     assert all(r["similarity"] == 1.0 for r in out["results"])
+    # The shortcut runs in the worker like every search (the design card): without the queue it is UNAVAILABLE.
+    original = live.svc.redis
+    live.svc.redis = redis_client(f"unix://{tmp_path}/none.sock")
+    try:
+        r = client.post("/v2/memory/search", headers=t.headers,
+                        json={"data": {"query": "q", "organizationId": "org1", "filters": {"annotationId": "thread"}}})
+    finally:
+        live.svc.redis = original
+    assert (r.status_code, r.json()["error"]["status"]) == (503, "UNAVAILABLE")
 
 
 def test_recency_days_complete_utc_days(client, live, clock):

@@ -1,5 +1,8 @@
--- name: activity
-select * from activities where api_key_id = %(api_key_id)s and id = %(id)s
+-- name: activities
+select * from activities where api_key_id = %(api_key_id)s and id = any(%(ids)s)
+
+-- name: delete_judgments
+delete from judgments where api_key_id = %(api_key_id)s and id = any(%(ids)s)
 
 -- name: upsert_judgment
 insert into judgments (api_key_id, id, organization_id, document_id, annotation_id, decision, judge_type,
@@ -14,24 +17,24 @@ on conflict (api_key_id, id) do update set
     reviewer_id = excluded.reviewer_id, confidence = excluded.confidence, action_user = excluded.action_user,
     agent = excluded.agent, created_at = excluded.created_at
 
--- name: delete_judgment
-delete from judgments where api_key_id = %(api_key_id)s and id = %(id)s
-
 -- name: embedding_hashes
 select judgment_id, kind, content_hash from judgment_embeddings
 where api_key_id = %(api_key_id)s and model = %(model)s and judgment_id = any(%(ids)s)
 
--- name: upsert_embedding
+-- name: upsert_embeddings
 insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)
-values (%(api_key_id)s, %(judgment_id)s, %(kind)s, %(model)s, %(content_hash)s, %(organization_id)s,
-        %(document_id)s, %(embedding)s::vector)
+select %(api_key_id)s, r.judgment_id, r.kind, %(model)s, r.content_hash, r.organization_id, r.document_id, r.embedding::vector
+from unnest(%(judgment_ids)s::text[], %(kinds)s::text[], %(content_hashes)s::text[], %(organization_ids)s::text[],
+            %(document_ids)s::text[], %(embeddings)s::text[])
+     as r (judgment_id, kind, content_hash, organization_id, document_id, embedding)
 on conflict (api_key_id, judgment_id, kind, model) do update set
     content_hash = excluded.content_hash, organization_id = excluded.organization_id,
     document_id = excluded.document_id, embedding = excluded.embedding
 
--- name: delete_embedding
-delete from judgment_embeddings
-where api_key_id = %(api_key_id)s and judgment_id = %(judgment_id)s and kind = %(kind)s and model = %(model)s
+-- name: delete_embeddings
+delete from judgment_embeddings e
+using unnest(%(judgment_ids)s::text[], %(kinds)s::text[]) as r (judgment_id, kind)
+where e.api_key_id = %(api_key_id)s and e.model = %(model)s and e.judgment_id = r.judgment_id and e.kind = r.kind
 
 -- name: thread
 select j.*, 1.0::float8 as similarity from judgments j

@@ -16,33 +16,52 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
-async def activity(conn: Conn, *, api_key_id: str, id: str) -> dict[str, Any] | None:
-    return await fetch_one(conn, q.activity, {"api_key_id": api_key_id, "id": id})
+async def activities(conn: Conn, *, api_key_id: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """One tenant's activities by id (those that exist)."""
+    return {r["id"]: r for r in await fetch_all(conn, q.activities, {"api_key_id": api_key_id, "ids": ids})}
 
 
-async def upsert(conn: Conn, *, api_key_id: str, id: str, judgment: dict[str, Any]) -> None:
-    row = dict(judgment, api_key_id=api_key_id, id=id)
-    row["action_user"] = Jsonb(row["action_user"])
-    row["agent"] = Jsonb(row["agent"]) if row["agent"] is not None else None
-    await execute(conn, q.upsert_judgment, row)
+async def upsert_many(conn: Conn, *, api_key_id: str, judgments: dict[str, dict[str, Any]]) -> None:
+    """Insert or replace judgments (id → derived judgment) in one pipelined batch."""
+    rows = []
+    for id, judgment in sorted(judgments.items()):  # one lock order for concurrent batches
+        row = dict(judgment, api_key_id=api_key_id, id=id)
+        row["action_user"] = Jsonb(row["action_user"])
+        row["agent"] = Jsonb(row["agent"]) if row["agent"] is not None else None
+        rows.append(row)
+    if rows:
+        async with conn.cursor() as cur:
+            await cur.executemany(q.upsert_judgment, rows)
 
 
-async def delete(conn: Conn, *, api_key_id: str, id: str) -> None:
-    await execute(conn, q.delete_judgment, {"api_key_id": api_key_id, "id": id})
+async def delete_many(conn: Conn, *, api_key_id: str, ids: list[str]) -> None:
+    """Delete judgments by id (their vectors go with them)."""
+    if ids:
+        await execute(conn, q.delete_judgments, {"api_key_id": api_key_id, "ids": ids})
+
+
+async def upsert_embeddings(conn: Conn, *, api_key_id: str, model: str, rows: list[dict[str, Any]]) -> None:
+    """Write many vectors in one statement (rows: judgment_id, kind, content_hash, organization_id, document_id, embedding)."""
+    if not rows:
+        return
+    params: dict[str, Any] = {"api_key_id": api_key_id, "model": model}
+    for column in ("judgment_id", "kind", "organization_id", "document_id"):
+        params[column + "s"] = [r[column] for r in rows]
+    params["content_hashes"] = [r["content_hash"] for r in rows]
+    params["embeddings"] = [vector_literal(r["embedding"]) for r in rows]
+    await execute(conn, q.upsert_embeddings, params)
+
+
+async def delete_embeddings(conn: Conn, *, api_key_id: str, model: str, keys: list[tuple[str, str]]) -> None:
+    """Delete the vectors of (judgment_id, kind) pairs."""
+    if keys:
+        params = {"api_key_id": api_key_id, "model": model, "judgment_ids": [k[0] for k in keys], "kinds": [k[1] for k in keys]}
+        await execute(conn, q.delete_embeddings, params)
 
 
 async def embedding_hashes(conn: Conn, *, api_key_id: str, model: str, ids: list[str]) -> dict[tuple[str, str], str]:
     rows = await fetch_all(conn, q.embedding_hashes, {"api_key_id": api_key_id, "model": model, "ids": ids})
     return {(r["judgment_id"], r["kind"]): r["content_hash"] for r in rows}
-
-
-async def upsert_embedding(conn: Conn, **row: Any) -> None:
-    row["embedding"] = vector_literal(row["embedding"])
-    await execute(conn, q.upsert_embedding, row)
-
-
-async def delete_embedding(conn: Conn, **row: Any) -> None:
-    await execute(conn, q.delete_embedding, row)
 
 
 async def thread(conn: Conn, **params: Any) -> list[dict[str, Any]]:
@@ -78,13 +97,20 @@ async def count_judgments(conn: Conn, *, only: str | None = None) -> int:
     return (await fetch_one(conn, sql, {"only": only}))["n"]
 
 
-def _scope_where(organization_id: str | None, document_id: str | None) -> sql.Composable:
-    parts = [sql.SQL("e.model = %(model)s and e.kind = %(kind)s and e.api_key_id = %(api_key_id)s")]
+def _scope_where(organization_id: str | None, document_id: str | None, table: str = "e") -> sql.Composable:
+    t = sql.Identifier(table)
+    parts = [sql.SQL("e.model = %(model)s and e.kind = %(kind)s and {t}.api_key_id = %(api_key_id)s").format(t=t)]
     if organization_id is not None:
-        parts.append(sql.SQL("e.organization_id = %(organization_id)s"))
+        parts.append(sql.SQL("{t}.organization_id = %(organization_id)s").format(t=t))
     if document_id is not None:
-        parts.append(sql.SQL("e.document_id = %(document_id)s"))
+        parts.append(sql.SQL("{t}.document_id = %(document_id)s").format(t=t))
     return sql.SQL(" and ").join(parts)
+
+
+async def pgvector_version(conn: Conn) -> tuple[int, ...]:
+    """The installed pgvector's version, e.g. (0, 8, 2)."""
+    row = await fetch_one(conn, "select extversion from pg_extension where extname = 'vector'")
+    return tuple(int(p) for p in row["extversion"].split(".") if p.isdigit()) if row else ()
 
 
 async def count_scope(conn: Conn, *, cap: int, **params: Any) -> int:
@@ -102,9 +128,13 @@ async def table_rows(conn: Conn) -> int:
     return row["n"]
 
 
+def _distance(dimensions: int) -> sql.Composable:
+    return sql.SQL("{} <=> %(vector)s::vector({})").format(vector_expr(dimensions), sql.Literal(dimensions))
+
+
 async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, **params: Any) -> list[dict[str, Any]]:
     """The k judgments nearest to %(vector)s within the scope, with cosine similarity."""
-    distance = sql.SQL("{} <=> %(vector)s::vector({})").format(vector_expr(dimensions), sql.Literal(dimensions))
+    distance = _distance(dimensions)
     # "+ 0" hides the indexed expression, so the planner scans the btree-selected scope exactly.
     order = sql.SQL("({}) + 0").format(distance) if exact else distance
     query = sql.SQL(
@@ -112,5 +142,25 @@ async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, **params:
         " join judgments j on j.api_key_id = e.api_key_id and j.id = e.judgment_id"
         " where {where} order by {order} limit %(k)s"
     ).format(distance=distance, where=_scope_where(params.get("organization_id"), params.get("document_id")), order=order)
-    # Never a server-side prepared plan: it would not see the SET LOCAL hnsw.ef_search before it.
+    # Never a server-side prepared plan: it would not see the SET LOCAL hnsw.* before it.
     return await fetch_all(conn, query, dict(params, k=k), prepare=False)
+
+
+async def lexical(conn: Conn, *, dimensions: int, k: int, text: str, **params: Any) -> list[dict[str, Any]]:
+    """The k judgments of the scope whose text matches every term of `text` best (full-text rank), with the
+    cosine similarity of their vector under the model."""
+    column = sql.Identifier("review_tsv" if params["kind"] == "review" else "content_tsv")
+    query = sql.SQL(
+        "select j.*, 1 - ({distance}) as similarity from judgments j"
+        " join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id"
+        "  and e.kind = %(kind)s and e.model = %(model)s,"
+        " websearch_to_tsquery('simple', %(text)s) tq"
+        " where j.{column} @@ tq and {where}"
+        " order by ts_rank_cd(j.{column}, tq) desc, j.created_at desc, j.id limit %(k)s"
+    ).format(
+        distance=_distance(dimensions),
+        column=column,
+        # The judgment's own scope columns: they sit beside the tsvector, so the GIN and btree scans combine.
+        where=_scope_where(params.get("organization_id"), params.get("document_id"), "j"),
+    )
+    return await fetch_all(conn, query, dict(params, k=k, text=text), prepare=False)

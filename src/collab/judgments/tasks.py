@@ -1,4 +1,4 @@
-"""Worker jobs: derive judgments from activities and embed them; embed search queries."""
+"""Worker jobs: derive judgments from activities and embed them; search them."""
 
 import asyncio
 import logging
@@ -7,8 +7,10 @@ from typing import Any
 
 from collab.embeddings import registry
 from collab.embeddings.model import Embedder, content_hash, load
-from collab.judgments import derive
+from collab.judgments import derive, search
 from collab.judgments import repository as repo
+from collab.judgments.schemas import SearchJudgments
+from collab.kit.errors import ApiError
 from collab.kit.jobs import tracked
 from collab.kit.services import Services
 
@@ -24,12 +26,14 @@ async def active_embedder(ctx: dict) -> Embedder:
     async with svc.pool.connection() as conn:
         row = await registry.active(conn)
     if row is None:
-        embedder = await asyncio.to_thread(load, svc.settings.embedding_model)
+        embedder = await asyncio.to_thread(load, svc.settings.embedding_model, cache_dir=svc.settings.models_dir)
         async with svc.pool.connection() as conn:
             async with conn.transaction():
                 await registry.register(conn, model=embedder.name, source=_source(svc), dimensions=embedder.dimensions)
     else:
-        embedder = await asyncio.to_thread(load, None if row["source"] == "default" else row["source"], row["name"])
+        embedder = await asyncio.to_thread(
+            load, None if row["source"] == "default" else row["source"], row["name"], cache_dir=svc.settings.models_dir
+        )
     ctx["active_model"] = (time.monotonic(), embedder)
     return embedder
 
@@ -63,26 +67,24 @@ async def embed_judgments(
             digest = content_hash(texts[kind])
             if stored.get((judgment_id, kind)) != digest:
                 todo.append((judgment_id, kind, texts[kind], digest))
+    # One encode call for the whole batch, shortest texts first (padding per sub-batch stays small).
+    todo.sort(key=lambda t: len(t[2]))
     vectors = await asyncio.to_thread(embedder.encode, [t[2] for t in todo]) if todo else []
+    rows = [
+        {
+            "judgment_id": judgment_id,
+            "kind": kind,
+            "content_hash": digest,
+            "organization_id": judgments[judgment_id]["organization_id"],
+            "document_id": judgments[judgment_id]["document_id"],
+            "embedding": vector,
+        }
+        for (judgment_id, kind, _, digest), vector in zip(todo, vectors)
+    ]
     async with svc.pool.connection() as conn:
         async with conn.transaction():
-            for (judgment_id, kind, _, digest), vector in zip(todo, vectors):
-                judgment = judgments[judgment_id]
-                await repo.upsert_embedding(
-                    conn,
-                    api_key_id=api_key_id,
-                    judgment_id=judgment_id,
-                    kind=kind,
-                    model=embedder.name,
-                    content_hash=digest,
-                    organization_id=judgment["organization_id"],
-                    document_id=judgment["document_id"],
-                    embedding=vector,
-                )
-            for judgment_id, kind in stale:
-                await repo.delete_embedding(
-                    conn, api_key_id=api_key_id, judgment_id=judgment_id, kind=kind, model=embedder.name
-                )
+            await repo.upsert_embeddings(conn, api_key_id=api_key_id, model=embedder.name, rows=rows)
+            await repo.delete_embeddings(conn, api_key_id=api_key_id, model=embedder.name, keys=stale)
     return len(todo)
 
 
@@ -94,17 +96,17 @@ async def derive_judgments(ctx: dict, *, api_key_id: str, activity_ids: list[str
 
 async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, activity_ids: list[str]) -> dict[str, Any]:
     """Derive (or remove) the judgments of one tenant's activities and embed what changed."""
+    ids = list(dict.fromkeys(activity_ids))
     kept: dict[str, dict] = {}
     async with svc.pool.connection() as conn:
         async with conn.transaction():
-            for activity_id in dict.fromkeys(activity_ids):
-                activity = await repo.activity(conn, api_key_id=api_key_id, id=activity_id)
-                judgment = derive.derive(activity) if activity else None
-                if judgment is None:
-                    await repo.delete(conn, api_key_id=api_key_id, id=activity_id)
-                    continue
-                await repo.upsert(conn, api_key_id=api_key_id, id=activity_id, judgment=judgment)
-                kept[activity_id] = judgment
+            found = await repo.activities(conn, api_key_id=api_key_id, ids=ids)
+            for activity_id in ids:
+                judgment = derive.derive(found[activity_id]) if activity_id in found else None
+                if judgment is not None:
+                    kept[activity_id] = judgment
+            await repo.delete_many(conn, api_key_id=api_key_id, ids=[i for i in ids if i not in kept])
+            await repo.upsert_many(conn, api_key_id=api_key_id, judgments=kept)
     written = await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=kept)
     return {"judgments": len(kept), "vectors": written}
 
@@ -114,3 +116,14 @@ async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
     embedder = await active_embedder(ctx)
     [vector] = await asyncio.to_thread(embedder.encode, [text])
     return {"model": embedder.name, "dimensions": embedder.dimensions, "vector": vector}
+
+
+async def search_judgments(ctx: dict, *, api_key_id: str, data: dict) -> dict[str, Any]:
+    """The whole search (search.run) under the active model; an ApiError comes back as {"error": body}."""
+    try:
+        request = SearchJudgments.model_validate(data)
+        embedder = await active_embedder(ctx) if search.needs_model(request) else None
+        return await search.run(ctx["svc"], embedder, api_key_id=api_key_id, data=request)
+    except ApiError as exc:
+        # Returned, not raised: arq pickles a raised exception, and ApiError's arguments are keyword-only.
+        return exc.body()

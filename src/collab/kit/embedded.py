@@ -12,11 +12,60 @@ log = logging.getLogger("collab.embedded")
 DATABASE = "collab"
 
 
+def server_major() -> int:
+    """The major version of the PostgreSQL that the installed pgserver package bundles."""
+    from pgserver._commands import POSTGRES_BIN_PATH  # imported here: only the embedded path needs it
+
+    out = subprocess.run([str(POSTGRES_BIN_PATH / "pg_config"), "--version"], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[1].split(".")[0])  # "PostgreSQL 18.3"
+
+
+def data_major(pgdata: Path) -> int | None:
+    """The major version a Postgres data directory was made by (None when there is none)."""
+    marker = pgdata / "PG_VERSION"
+    return int(marker.read_text().strip().split(".")[0]) if marker.is_file() else None
+
+
+def choose_pgdata(data_dir: Path, major: int) -> tuple[Path, Path | None]:
+    """(the data directory to run, an older one left untouched beside it or None).
+
+    `pg` holds the data unless an older PostgreSQL made it: a server cannot open an older major's files, and
+    the old binaries are gone with the old package, so that directory is kept as it is and this version runs
+    in `pg<major>` until someone migrates it (`upgrade_instructions`).
+    """
+    current, versioned = data_dir / "pg", data_dir / f"pg{major}"
+    if data_major(versioned) is not None:
+        return versioned, current if data_major(current) not in (None, major) else None
+    old = data_major(current)
+    if old is None or old == major:
+        return current, None
+    return versioned, current
+
+
+def upgrade_instructions(old: Path, new: Path, *, old_major: int, database: str = DATABASE) -> str:
+    """The steps to move an older embedded database into this version's (dump with the old binaries, restore)."""
+    return (
+        f"The embedded Postgres data in {old} was made by PostgreSQL {old_major}; this server is newer and cannot "
+        f"open it, so it is left untouched and a new database runs in {new}. To bring the old data over "
+        f"(with the service stopped):\n"
+        f"  python -m venv old-pg && old-pg/bin/pip install pgserver==0.1.4\n"
+        f"  OLD=$(old-pg/bin/python -c 'import pgserver, os; print(os.path.dirname(pgserver.__file__))')/pginstall/bin\n"
+        f"  $OLD/pg_ctl -D {old} -o \"-c listen_addresses='' -k $PWD\" -w start\n"
+        f"  $OLD/pg_dump -h $PWD -d {database} -Fc -f {database}.dump && $OLD/pg_ctl -D {old} -w stop\n"
+        f"  then start the service once (it creates {new}), stop it, and run\n"
+        f"  pg_restore --clean --if-exists --no-owner -d <the database URL the service logs> {database}.dump\n"
+        f"  (pg_restore from the new package's pginstall/bin); start the service, check the data, then remove {old}."
+    )
+
+
 def start_postgres(data_dir: Path, *, database: str = DATABASE, stop_at_exit: bool = True) -> str:
-    """Start (or join) the embedded Postgres in data_dir/pg and return a URL to `database`."""
+    """Start (or join) the embedded Postgres in data_dir/pg (or pg<major>, see choose_pgdata); a URL to `database`."""
     import pgserver  # imported here: only the embedded path needs it
 
-    pgdata = (data_dir / "pg").resolve()
+    major = server_major()
+    pgdata, stale = choose_pgdata(data_dir.resolve(), major)
+    if stale is not None:
+        log.warning(upgrade_instructions(stale, pgdata, old_major=data_major(stale) or 0, database=database))
     pgdata.mkdir(parents=True, exist_ok=True)
     server = pgserver.get_server(pgdata, cleanup_mode="stop" if stop_at_exit else None)
     admin_url = server.get_uri()
@@ -26,7 +75,7 @@ def start_postgres(data_dir: Path, *, database: str = DATABASE, stop_at_exit: bo
             conn.execute(f'create database "{database}"')
             log.info("created database %s", database)
     # Keep a reference so the server lives as long as this process wants it.
-    _handles[pgdata] = server
+    _handles[data_dir.resolve()] = server
     return server.get_uri(database=database)
 
 
@@ -102,9 +151,9 @@ class EmbeddedRedis:
 
 def stop_postgres(data_dir: Path | None = None) -> None:
     """Stop the embedded Postgres this process started in data_dir (all of them when None)."""
-    dirs = [(data_dir / "pg").resolve()] if data_dir is not None else list(_handles)
-    for pgdata in dirs:
-        server = _handles.pop(pgdata, None)
+    dirs = [data_dir.resolve()] if data_dir is not None else list(_handles)
+    for key in dirs:
+        server = _handles.pop(key, None)
         if server is not None:
             server.cleanup()
 

@@ -1,0 +1,235 @@
+"""The whole judgment search (spec rules 1-7): scope, shortcuts, query embedding, SQL, post-filters.
+
+It runs in the worker (which holds the model); the API only validates, enqueues and answers. The
+shortcut paths need no model, so `needs_model` lets the job answer them without waiting for one.
+"""
+
+import asyncio
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from collab.judgments import repository as repo
+from collab.judgments.schemas import SearchJudgments
+from collab.kit.errors import invalid, issue
+from collab.kit.services import Services
+
+DAY_MS = 86_400_000
+
+
+def resolve_scope(data: SearchJudgments) -> tuple[str, str | None, str | None]:
+    """(scope, organizationId, documentId) after the spec's rules 1-4 (and 3's annotation exception)."""
+    org, doc = data.organizationId, data.documentId
+    annotation = data.filters.annotationId if data.filters else None
+    if data.scope == "apiKey":
+        return "apiKey", None, None
+    if data.scope == "organization":
+        if not org:
+            raise invalid("scope 'organization' needs organizationId.", [issue(["organizationId"], "Required for scope 'organization'")])
+        return "organization", org, None
+    if data.scope == "document":
+        problems = []
+        if not org:
+            problems.append(issue(["organizationId"], "Required for scope 'document'"))
+        if not doc and not annotation:
+            problems.append(issue(["documentId"], "Required for scope 'document'"))
+        if problems:
+            raise invalid("scope 'document' needs organizationId and documentId.", problems)
+        return "document", org, doc
+    if not org:
+        return "apiKey", None, None  # rule 4: without organizationId, documentId is ignored
+    return ("document", org, doc) if doc else ("organization", org, None)
+
+
+def needs_model(data: SearchJudgments) -> bool:
+    """Whether the search ranks by meaning (the annotation and recency shortcuts do not)."""
+    annotation = data.filters.annotationId if data.filters else None
+    return not annotation and not data.recencyDays
+
+
+def record(row: dict[str, Any], scope: str) -> dict[str, Any]:
+    """A judgment as the spec's Judgment record."""
+    user = row["action_user"] or {}
+    agent = row["agent"]
+    return {
+        "recordId": row["id"],
+        "reasoning": row["reasoning"],
+        "decision": row["decision"],
+        "confidence": row["confidence"],
+        "actionUser": {k: user[k] for k in ("name", "userId") if k in user},
+        "createdAt": row["created_at"],
+        "similarity": round(float(row["similarity"]), 6) if row["similarity"] is not None else None,
+        "scope": scope,
+        "agent": (
+            {k: agent.get(k) for k in ("agentId", "agentType", "executionId", "agentFields")} if isinstance(agent, dict) else None
+        ),
+    }
+
+
+def _keep(row: dict[str, Any], data: SearchJudgments, *, skip_dates: bool) -> bool:
+    f = data.filters
+    if f is None:
+        return True
+    if f.decision and row["decision"] != f.decision:
+        return False
+    if f.judgeType and row["judge_type"] != f.judgeType:
+        return False
+    if f.contentType and row["content_type"] != f.contentType:
+        return False
+    if f.reviewerId and row["reviewer_id"] != f.reviewerId:
+        return False
+    if f.dateRange and not skip_dates:
+        if f.dateRange.start is not None and row["created_at"] < f.dateRange.start:
+            return False
+        if f.dateRange.end is not None and row["created_at"] > f.dateRange.end:
+            return False
+    if f.excludeDocumentIds and row["document_id"] is not None:
+        if row["document_id"].strip() in {d.strip() for d in f.excludeDocumentIds}:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one scoped vector search runs: an exact scan of the scope, or HNSW with these SET LOCALs."""
+
+    exact: bool
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_threshold: int, ef_max: int) -> Plan:
+    """Exact below the threshold; above it HNSW, iterative where pgvector has it (0.8+), else a widened beam."""
+    if in_scope <= exact_threshold:
+        return Plan(exact=True)
+    if pgvector >= (0, 8):
+        # Iterative scans go on past ef_search until k rows pass the scope filter (relaxed order: re-sorted
+        # after); the tuple budget covers the scope's selectivity (in_scope is a lower bound of the scope).
+        tuples = min(1_000_000, max(20_000, math.ceil(8 * k * total / in_scope)))
+        return Plan(
+            exact=False,
+            settings={
+                "hnsw.ef_search": str(min(ef_max, max(200, 4 * k))),
+                "hnsw.iterative_scan": "relaxed_order",
+                "hnsw.max_scan_tuples": str(tuples),
+            },
+        )
+    # pgvector 0.6 filters after the index scan: widen the beam to the scope's selectivity.
+    return Plan(exact=False, settings={"hnsw.ef_search": str(min(ef_max, max(100, math.ceil(2 * k * total / in_scope))))})
+
+
+_pgvector: dict[int, tuple[int, ...]] = {}  # per pool: the server's pgvector version, read once
+
+
+async def _version(svc: Services, conn) -> tuple[int, ...]:
+    key = id(svc.pool)
+    if key not in _pgvector:
+        _pgvector[key] = await repo.pgvector_version(conn)
+    return _pgvector[key]
+
+
+def lexical_text(query: str) -> str:
+    """What the lexical arm matches: the query's identifier-like words (those with a digit) when it has
+    any ("status of SEC-4471" → "SEC-4471"), else the whole query (every word must match)."""
+    ids = [w for w in query.split() if any(ch.isdigit() for ch in w)]
+    return " ".join(ids) if ids else query
+
+
+def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexical_weight: float, rrf_k: int) -> list[dict]:
+    """Reciprocal rank fusion of the two rankings (rows keyed by judgment id).
+
+    Equal scores (typically the top of each ranking when they differ) go to the lexical match, the more
+    specific evidence (an identifier, an exact phrase), then to the higher cosine.
+    """
+    scores: dict[str, float] = {}
+    rows: dict[str, dict] = {}
+    for weight, ranking in ((vector_weight, vector), (lexical_weight, lexical)):
+        if weight <= 0:
+            continue
+        for rank, row in enumerate(ranking, start=1):
+            rows.setdefault(row["id"], row)
+            scores[row["id"]] = scores.get(row["id"], 0.0) + weight / (rrf_k + rank)
+    matched = {r["id"] for r in lexical} if lexical_weight > 0 else set()
+    return sorted(rows.values(), key=lambda r: (-scores[r["id"]], r["id"] not in matched, -float(r["similarity"])))
+
+
+async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments, org: str | None, doc: str | None, k: int):
+    [vector] = await asyncio.to_thread(embedder.encode, [data.query])
+    settings = svc.settings
+    params = {
+        "model": embedder.name,
+        "kind": data.embeddingType,
+        "api_key_id": api_key_id,
+        "organization_id": org,
+        "document_id": doc,
+        "vector": repo.vector_literal(vector),
+    }
+    threshold = settings.search_exact_threshold
+    async with svc.pool.connection() as conn:
+        async with conn.transaction():
+            in_scope = await repo.count_scope(conn, cap=threshold + 1, **params)
+            if in_scope == 0:
+                return []
+            how = plan(
+                pgvector=await _version(svc, conn),
+                in_scope=in_scope,
+                # the table's row estimate is free; the scope count stops at the threshold
+                total=await repo.table_rows(conn) if in_scope > threshold else in_scope,
+                k=k,
+                exact_threshold=threshold,
+                ef_max=settings.search_ef_search_max,
+            )
+            for name, value in how.settings.items():
+                await conn.execute("select set_config(%s, %s, true)", (name, value))
+            found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, k=k, **params)
+            lexical = []
+            if settings.search_lexical_weight > 0:
+                lexical = await repo.lexical(conn, dimensions=len(vector), k=k, text=lexical_text(data.query), **params)
+    found.sort(key=lambda r: -float(r["similarity"]))  # relaxed_order may return them slightly out of order
+    fused = fuse(
+        found,
+        lexical,
+        vector_weight=settings.search_vector_weight,
+        lexical_weight=settings.search_lexical_weight,
+        rrf_k=settings.search_rrf_k,
+    )
+    return fused[:k]  # rule 7: the post-filters see the top limit * 3 of the fused list
+
+
+async def run(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments) -> dict[str, Any]:
+    """Search past judgments: the annotation thread, the recent days, or by meaning (rules 1-7)."""
+    started = time.perf_counter()
+    scope, org, doc = resolve_scope(data)
+    annotation = data.filters.annotationId if data.filters else None
+    k = data.limit * 3
+    skip_dates = False
+    if annotation:
+        if not org:
+            raise invalid("filters.annotationId needs organizationId.", [issue(["organizationId"], "Required with filters.annotationId")])
+        async with svc.pool.connection() as conn:
+            rows = await repo.thread(
+                conn, api_key_id=api_key_id, organization_id=org, document_id=doc, annotation_id=annotation, limit=k
+            )
+    elif data.recencyDays:
+        today = datetime.fromtimestamp(svc.clock(), tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+        end_ms = int(today.timestamp() * 1000)
+        skip_dates = True  # recencyDays overrides dateRange
+        async with svc.pool.connection() as conn:
+            rows = await repo.recent(
+                conn,
+                api_key_id=api_key_id,
+                organization_id=org,
+                document_id=doc,
+                start_ms=end_ms - data.recencyDays * DAY_MS,
+                end_ms=end_ms,
+                limit=k,
+            )
+    else:
+        rows = await _vector_rows(svc, embedder, api_key_id=api_key_id, data=data, org=org, doc=doc, k=k)
+    results = [record(r, scope) for r in rows if _keep(r, data, skip_dates=skip_dates)][: data.limit]
+    return {
+        "results": results,
+        "totalInScope": len(results),
+        "searchLatencyMs": round((time.perf_counter() - started) * 1000, 2),
+    }

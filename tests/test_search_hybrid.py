@@ -1,0 +1,95 @@
+"""Hybrid search (identifiers), full pages in a tiny organization past the exact threshold, bound page tokens."""
+
+from helpers import enable_activities, error, new_tenant, post, result, settle_jobs
+
+SEARCH = "/v2/memory/search"
+
+
+def add(client, t, activities, org="org1", doc="doc1"):
+    return result(post(client, "/v2/activities/add", {"organizationId": org, "documentId": doc, "activities": activities}, t.headers))
+
+
+def judged(record_id, reasoning, *, action="comment_annotation.reject", target="ann1", user="u1"):
+    return {
+        "id": record_id,
+        "featureType": "comment",
+        "actionType": action,
+        "actionUser": {"userId": user, "name": f"User {user}"},
+        "targetEntityId": target,
+        "entityData": {"reasoning": reasoning},
+    }
+
+
+def ids(client, t, **data):
+    response = post(client, SEARCH, data, t.headers)
+    assert response.status_code == 200, response.text
+    return [r["recordId"] for r in response.json()["result"]["results"]]
+
+
+def test_an_exact_identifier_is_found_though_the_vector_ranks_it_low(client, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    notes = [judged(f"n{i}", f"Security exception SEC-{4400 + i} was reviewed: access logging is missing.") for i in range(20)]
+    notes.append(judged("target", "Approved once the vendor showed the retention policy; see SEC-4471."))
+    add(client, t, notes)
+    settle_jobs(live, t)
+    settings = live.svc.settings
+    try:
+        settings.search_lexical_weight = 0  # vector only: the many look-alike tickets crowd it out
+        assert "target" not in ids(client, t, query="SEC-4471 security exception", limit=3)
+    finally:
+        settings.search_lexical_weight = 1.0
+    assert "target" in ids(client, t, query="SEC-4471 security exception", limit=3)
+    found = post(client, SEARCH, {"query": "SEC-4471", "limit": 1}, t.headers).json()["result"]["results"][0]
+    assert found["recordId"] == "target" and -1 <= found["similarity"] <= 1  # still the cosine
+
+
+def test_a_tiny_organization_in_a_large_table_gets_full_pages(client, live, db):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    model = db.execute("select name, dimensions from embedding_models where active").fetchone()
+    # 30 rows of 6,000 (0.5%), above a lowered exact threshold: HNSW with a narrow beam, which only fills the
+    # page when the scan goes on past the beam (pgvector 0.8's iterative scans); pgvector 0.6 filtered after it.
+    db.execute(
+        """
+        with ids as (select g, 't' || g as id, case when g <= 30 then 'tiny' else 'big' end as org
+                     from generate_series(1, 6000) g),
+        a as (insert into activities (api_key_id, id, organization_id, document_id, feature_type, action_type,
+                                      action_user, "timestamp")
+              select %(key)s, id, org, 'doc1', 'comment', 'comment.add', '{"userId": "x"}', g from ids returning id, organization_id),
+        j as (insert into judgments (api_key_id, id, organization_id, document_id, decision, judge_type, reasoning,
+                                     confidence, action_user, created_at)
+              select %(key)s, id, organization_id, 'doc1', 'comment', 'human', 'note ' || id, 1, '{"userId": "x"}', 1
+              from a returning id, organization_id)
+        insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)
+        select %(key)s, id, 'review', %(model)s, 'h', organization_id, 'doc1',
+               (select array_agg(random() - 0.5)::vector from generate_series(1, %(dims)s) where j.id is not null)
+        from j
+        """,
+        {"key": t.api_key, "model": model["name"], "dims": model["dimensions"]},
+    )
+    settings = live.svc.settings
+    settings.search_exact_threshold, settings.search_ef_search_max = 20, 40
+    try:
+        for query in ("pricing page review", "contrast of the buttons", "legal disclaimer"):
+            found = ids(client, t, query=query, organizationId="tiny", limit=10)
+            assert len(found) == 10 and all(int(i[1:]) <= 30 for i in found)
+            assert len(ids(client, t, query=query, organizationId="tiny", limit=50)) == 30
+    finally:
+        settings.search_exact_threshold, settings.search_ef_search_max = 20_000, 1000
+
+
+def test_a_judgments_page_token_only_continues_its_own_filters(client, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    add(client, t, [judged(f"r{i}", f"note {i}") for i in range(4)] + [judged(f"a{i}", f"ok {i}", action="comment_annotation.approve")
+                                                                      for i in range(4)])
+    settle_jobs(live, t)
+    path = "/v2/memory/judgments/query"
+    first = post(client, path, {"decision": "rejected", "pageSize": 2}, t.headers).json()["result"]
+    assert len(first["data"]) == 2 and first["pageToken"]
+    rest = post(client, path, {"decision": "rejected", "pageSize": 2, "pageToken": first["pageToken"]}, t.headers)
+    assert {r["recordId"] for r in first["data"] + rest.json()["result"]["data"]} == {f"r{i}" for i in range(4)}
+    for other in ({"decision": "approved"}, {}, {"decision": "rejected", "organizationId": "org1"}):
+        response = post(client, path, {**other, "pageSize": 2, "pageToken": first["pageToken"]}, t.headers)
+        assert error(response, "INVALID_ARGUMENT")["details"]["issues"][0]["path"] == ["pageToken"]

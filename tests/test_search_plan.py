@@ -1,0 +1,92 @@
+"""How a scoped vector search runs on either pgvector generation, the fusion, and the embedded data dir."""
+
+from collab.judgments import repository as repo
+from collab.judgments.search import fuse, lexical_text, plan
+from collab.kit import embedded
+
+ARGS = dict(k=30, exact_threshold=20_000, ef_max=1000)
+
+
+def test_small_scopes_are_searched_exactly_on_both_generations():
+    for version in ((0, 6, 2), (0, 8, 2)):
+        how = plan(pgvector=version, in_scope=20_000, total=1_000_000, **ARGS)
+        assert how.exact and how.settings == {}
+
+
+def test_pgvector_0_8_scans_iteratively():
+    how = plan(pgvector=(0, 8, 2), in_scope=20_001, total=1_000_000, **ARGS)
+    assert not how.exact
+    assert how.settings["hnsw.iterative_scan"] == "relaxed_order"
+    assert int(how.settings["hnsw.ef_search"]) >= 30
+    # The tuple budget covers the scope's selectivity (about 1 in 50 rows): far more than k * 50 tuples.
+    assert int(how.settings["hnsw.max_scan_tuples"]) >= 30 * 50
+    assert plan(pgvector=(1, 0), in_scope=50_000, total=60_000, **ARGS).settings["hnsw.iterative_scan"] == "relaxed_order"
+
+
+def test_pgvector_0_6_widens_the_beam_without_iterative_scans():
+    how = plan(pgvector=(0, 6, 2), in_scope=25_000, total=100_000, **ARGS)
+    assert not how.exact and set(how.settings) == {"hnsw.ef_search"}
+    assert how.settings["hnsw.ef_search"] == str(2 * 30 * 4)  # twice k, times the scope's 1-in-4 selectivity
+    assert plan(pgvector=(0, 7, 4), in_scope=25_000, total=10_000_000, **ARGS).settings == {"hnsw.ef_search": "1000"}
+
+
+def test_the_embedded_server_reports_pgvector_0_8_or_later(live):
+    async def version():
+        async with live.svc.pool.connection() as conn:
+            return await repo.pgvector_version(conn)
+
+    found = live.run(version())
+    assert found >= (0, 8)
+    assert "hnsw.iterative_scan" in plan(pgvector=found, in_scope=30_000, total=100_000, **ARGS).settings
+
+
+def row(id, similarity):
+    return {"id": id, "similarity": similarity}
+
+
+def test_fusion_ranks_agreement_first_and_keeps_the_vector_order_without_lexical_weight():
+    vector = [row("a", 0.9), row("b", 0.8), row("c", 0.7)]
+    lexical = [row("c", 0.7), row("z", 0.1)]
+    fused = fuse(vector, lexical, vector_weight=1, lexical_weight=1, rrf_k=60)
+    assert [r["id"] for r in fused][:1] == ["c"] and {r["id"] for r in fused} == {"a", "b", "c", "z"}
+    assert [r["id"] for r in fuse(vector, lexical, vector_weight=1, lexical_weight=0, rrf_k=60)] == ["a", "b", "c"]
+    # The two top hits tie: the exact-term match goes first.
+    assert [r["id"] for r in fuse(vector, [row("z", 0.1)], vector_weight=1, lexical_weight=1, rrf_k=60)][:2] == ["z", "a"]
+
+
+def test_lexical_text_keeps_identifiers():
+    assert lexical_text("what happened to SEC-4471 last week") == "SEC-4471"
+    assert lexical_text("ISO 27001 A.12.4 logging") == "27001 A.12.4"
+    assert lexical_text("the discount claim") == "the discount claim"
+
+
+def test_an_older_embedded_data_dir_is_kept_and_a_new_one_used(tmp_path):
+    assert embedded.choose_pgdata(tmp_path, 18) == (tmp_path / "pg", None)  # nothing yet
+    (tmp_path / "pg").mkdir()
+    (tmp_path / "pg" / "PG_VERSION").write_text("18\n")
+    assert embedded.choose_pgdata(tmp_path, 18) == (tmp_path / "pg", None)  # this version's own
+    (tmp_path / "pg" / "PG_VERSION").write_text("16\n")
+    assert embedded.choose_pgdata(tmp_path, 18) == (tmp_path / "pg18", tmp_path / "pg")  # older: left alone
+    (tmp_path / "pg18").mkdir()
+    (tmp_path / "pg18" / "PG_VERSION").write_text("18\n")
+    assert embedded.choose_pgdata(tmp_path, 18) == (tmp_path / "pg18", tmp_path / "pg")
+    (tmp_path / "pg" / "PG_VERSION").unlink()  # migrated, old files removed: pg18 stays the data
+    assert embedded.choose_pgdata(tmp_path, 18) == (tmp_path / "pg18", None)
+    text = embedded.upgrade_instructions(tmp_path / "pg", tmp_path / "pg18", old_major=16)
+    assert "pg_dump" in text and "pg_restore" in text and "untouched" in text
+
+
+def test_starting_beside_an_older_data_dir_leaves_it_untouched(tmp_path, caplog):
+    old = tmp_path / "pg"
+    old.mkdir()
+    (old / "PG_VERSION").write_text("16\n")
+    (old / "base").mkdir()
+    (old / "base" / "kept").write_text("old data")
+    embedded.start_postgres(tmp_path)
+    try:
+        major = embedded.server_major()
+        assert (tmp_path / f"pg{major}" / "PG_VERSION").read_text().strip() == str(major)
+        assert (old / "PG_VERSION").read_text() == "16\n" and (old / "base" / "kept").read_text() == "old data"
+        assert "pg_dump" in caplog.text
+    finally:
+        embedded.stop_postgres(tmp_path)
