@@ -37,7 +37,9 @@ async def reembed(
         async with conn.transaction():
             await registry.register(conn, model=embedder.name, source=source, dimensions=embedder.dimensions)
         total = await repo.count_judgments(conn, only=only)
-    bar = progress(total=total, unit="judgment", desc=f"re-embed {embedder.name}") if progress else None
+    runtime = getattr(embedder.model, "label", "torch")
+    log.info("re-embedding %s judgment(s) with %s (%s)", total, embedder.name, runtime)
+    bar = progress(total=total, unit="judgment", desc=f"re-embed {embedder.name} [{runtime}]") if progress else None
     counts = {"judgments": 0, "embedded": 0, "skipped": 0}
     after, batches = None, 0
     started = time.monotonic()

@@ -1,0 +1,179 @@
+"""The runtimes behind an embedder: ONNX Runtime (queries and bulk, CPU or CUDA) and torch (the fallback)."""
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy
+
+log = logging.getLogger("collab.embeddings")
+
+QUERY_CACHE = 1024
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def session(path: Path, *, threads: int, providers: list[str] | None = None):
+    """An ONNX Runtime session with all graph optimizations and `threads` intra-op threads."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(str(path), options, providers=providers or ["CPUExecutionProvider"])
+
+
+class Tokens:
+    """The model's own fast tokenizer (its tokenizer.json), truncating like sentence-transformers."""
+
+    def __init__(self, path: Path, max_length: int):
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(path))
+        self.tokenizer.enable_truncation(max_length)
+        self.tokenizer.no_padding()  # padded per batch below, to the batch's longest text
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(texts)]
+
+    @staticmethod
+    def pad(rows: list[list[int]]) -> tuple[numpy.ndarray, numpy.ndarray]:
+        width = max(len(r) for r in rows)
+        ids = numpy.zeros((len(rows), width), dtype=numpy.int64)
+        mask = numpy.zeros((len(rows), width), dtype=numpy.int64)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = row
+            mask[i, : len(row)] = 1
+        return ids, mask
+
+    def batch(self, texts: list[str]) -> tuple[numpy.ndarray, numpy.ndarray]:
+        return self.pad(self.encode(texts))
+
+
+class Recent:
+    """A small LRU of query vectors keyed by text (a repeated search skips the model)."""
+
+    def __init__(self, size: int = QUERY_CACHE):
+        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, text: str):
+        with self.lock:
+            vector = self.items.get(text)
+            if vector is not None:
+                self.items.move_to_end(text)
+            return vector
+
+    def put(self, text: str, vector) -> None:
+        with self.lock:
+            self.items[text] = vector
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
+def bulk_device(device: str) -> str:
+    """Where bulk embedding runs: 'cuda-onnx' (onnxruntime-gpu), 'cuda-torch', or 'cpu'."""
+    if device == "cpu":
+        return "cpu"
+    import onnxruntime
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        return "cuda-onnx"
+    if not Path("/dev/nvidiactl").exists():  # no NVIDIA driver: skip importing torch (seconds) just to ask
+        if device == "cuda":
+            raise RuntimeError("device 'cuda' asked for, but no NVIDIA GPU is visible")
+        return "cpu"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda-torch"
+    except ImportError:
+        pass
+    if device == "cuda":
+        raise RuntimeError("device 'cuda' asked for, but neither onnxruntime-gpu nor torch sees a GPU")
+    return "cpu"
+
+
+class OnnxModel:
+    """An exported model: a one-thread session for single queries, an all-cores (or GPU) one for batches."""
+
+    def __init__(self, model: Path, tokens: Tokens, *, source: str, device: str = "auto", label: str = "onnx"):
+        self.path, self.tokens, self.source, self.device, self.label = model, tokens, source, device, label
+        # One thread for a query: lowest latency, and queries never queue behind a bulk batch's threads.
+        self.query = session(model, threads=1)
+        self.recent = Recent()
+        self._bulk = None
+        self._bulk_lock = threading.Lock()
+        self.dimensions = int(self._run(self.query, ["warm up"]).shape[1])
+
+    def _run(self, sess, texts: list[str]) -> numpy.ndarray:
+        ids, mask = self.tokens.batch(texts)
+        return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+
+    def bulk(self):
+        """The batch runtime, made on first use (device chosen automatically)."""
+        with self._bulk_lock:
+            if self._bulk is None:
+                where = bulk_device(self.device)
+                if where == "cuda-onnx":
+                    self._bulk = session(self.path, threads=1, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+                elif where == "cuda-torch":
+                    self._bulk = TorchModel(self.source, device="cuda")
+                else:
+                    self._bulk = session(self.path, threads=cores())
+                self.bulk_device = where
+                log.info("bulk embedding with %s on %s", self.label, where)
+            return self._bulk
+
+    def encode(self, texts: list[str], *, batch_size: int = 64) -> numpy.ndarray:
+        """Unit-length float32 vectors, one row per text, in order."""
+        if len(texts) == 1:
+            vector = self.recent.get(texts[0])
+            if vector is None:
+                vector = self._run(self.query, texts)[0]
+                self.recent.put(texts[0], vector)
+            return vector[None, :].copy()
+        runtime = self.bulk()
+        if isinstance(runtime, TorchModel):
+            return runtime.encode(texts, batch_size=batch_size)
+        # Sorted by length, so each batch pads to about its own texts' length rather than the longest one's.
+        rows = self.tokens.encode(texts)
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+        out = numpy.empty((len(rows), self.dimensions), dtype=numpy.float32)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            ids, mask = Tokens.pad([rows[i] for i in chunk])
+            out[chunk] = runtime.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        return out
+
+
+class TorchModel:
+    """sentence-transformers on torch: models without an export, bf16, or a GPU without onnxruntime-gpu."""
+
+    def __init__(self, source: str, *, device: str = "cpu", dtype: str = "fp32"):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local path, never a hub
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self.label = f"torch-{dtype}"
+        self.model = SentenceTransformer(source, device=device)
+        if dtype == "bf16":
+            import torch
+
+            # ~1.7x faster on CPU; cosine to fp32 vectors >= 0.998 (docs/benchmarks.md).
+            self.model = self.model.to(torch.bfloat16)
+        dims = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dimensions = int(dims())
+        self.lock = threading.Lock()
+
+    def encode(self, texts: list[str], *, batch_size: int = 64) -> numpy.ndarray:
+        with self.lock:  # one forward pass at a time per process; torch uses the cores itself
+            vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                                        show_progress_bar=False)
+        return numpy.asarray(vectors, dtype=numpy.float32)

@@ -1,0 +1,140 @@
+"""The ONNX Runtime embedder: its vectors agree with the torch model, it never downloads, its export is cached."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy
+import pytest
+
+from collab.embeddings.model import Embedder, resolve
+
+SAMPLE = [line for line in (Path(__file__).parent / "fixtures_embedding_sample.txt").read_text().splitlines() if line]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="module")
+def torch_vectors():
+    """The packaged model on sentence-transformers/torch: the vectors already stored in every deployment."""
+    name, source = resolve(None)
+    return numpy.asarray(Embedder(name, source, runtime="torch").encode(SAMPLE), dtype=numpy.float32)
+
+
+@pytest.fixture(scope="module")
+def no_network():
+    """Any connection to a host other than 127.0.0.1 fails the test that made it."""
+    attempts: list = []
+    real = socket.socket.connect
+
+    def connect(self, address):
+        if isinstance(address, tuple) and address[0] not in ("127.0.0.1", "::1", "localhost"):
+            attempts.append(address)
+            raise OSError("network is off in this test")
+        return real(self, address)
+
+    socket.socket.connect = connect
+    yield attempts
+    socket.socket.connect = real
+
+
+@pytest.fixture(scope="module")
+def onnx_fp32(cache, no_network):
+    name, source = resolve(None)
+    return Embedder(name, source, runtime="onnx", cache_dir=cache)
+
+
+def cosines(a, b) -> numpy.ndarray:
+    return numpy.sum(numpy.asarray(a, dtype=numpy.float32) * b, axis=1)
+
+
+def test_sample_is_real_and_mixed():
+    assert len(SAMPLE) >= 180
+    assert sum(len(t.split()) <= 2 for t in SAMPLE) >= 30 and sum(len(t.split()) > 100 for t in SAMPLE) >= 2
+
+
+def test_onnx_fp32_agrees_with_torch_batched_and_one_by_one(onnx_fp32, torch_vectors):
+    batched = cosines(onnx_fp32.encode(SAMPLE, batch_size=16), torch_vectors)
+    single = cosines([onnx_fp32.encode([t])[0] for t in SAMPLE], torch_vectors)
+    assert batched.min() >= 0.999 and single.min() >= 0.999
+    assert onnx_fp32.name == "all-MiniLM-L6-v2" and onnx_fp32.dimensions == 384
+
+
+def test_load_uses_onnx_fp32_by_default(cache, onnx_fp32):
+    # int8 (attention-only, per-channel) falls short on this sample when batched (min cosine 0.9899), so fp32.
+    from collab.embeddings.model import load
+
+    model = load(cache_dir=cache)
+    assert model.model.label == "onnx-fp32" and model.model.path.name == "model.onnx"
+
+
+def test_vectors_are_unit_length_and_in_input_order(onnx_fp32):
+    texts = ["Legal footer absent", "ok", SAMPLE[-20] * 3, "Typo in heading"]
+    vectors = numpy.asarray(onnx_fp32.encode(texts))
+    assert numpy.allclose(numpy.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    for text, vector in zip(texts, vectors):
+        assert float(numpy.dot(onnx_fp32.encode([text])[0], vector)) >= 0.9999
+    assert onnx_fp32.encode([]) == []
+
+
+def test_repeated_query_is_served_from_the_recent_cache(onnx_fp32):
+    first = onnx_fp32.encode(["hero image alt text"])
+    assert onnx_fp32.model.recent.get("hero image alt text") is not None
+    first[0][0] = 42.0  # a caller mutating its result does not change what the next caller gets
+    assert onnx_fp32.encode(["hero image alt text"])[0][0] != 42.0
+
+
+def test_export_is_cached_by_content_hash_and_nothing_was_downloaded(onnx_fp32, cache, no_network):
+    [folder] = [p for p in cache.iterdir() if p.is_dir()]
+    assert len(folder.name) == 32 and (folder / "model.onnx").exists()
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert no_network == []
+
+
+def test_a_cached_export_starts_without_torch_or_network(onnx_fp32, cache):
+    # A fresh process (like a worker starting): loads the cached export, embeds, never imports torch.
+    code = (
+        "import socket, sys\n"
+        "def refuse(*a, **k): raise OSError('network is off')\n"
+        "socket.socket.connect = lambda self, addr: refuse() if addr[0] not in ('127.0.0.1', '::1') else None\n"
+        "from collab.embeddings.model import load\n"
+        f"e = load(cache_dir={str(cache)!r})\n"
+        "v = e.encode(['hero image alt text', 'ok'])\n"
+        "print(e.model.label, len(v), 'torch' in sys.modules)\n"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["onnx-fp32", "2", "False"]
+
+
+def test_a_model_given_by_path_is_exported_under_its_own_name(tmp_path, cache, onnx_fp32, torch_vectors):
+    # `collab reembed --model PATH` with a plain BERT-like sentence-transformers folder: exported too.
+    _, source = resolve(None)
+    copy = tmp_path / "my-minilm"
+    shutil.copytree(source, copy)
+    model = Embedder("my-minilm", str(copy), cache_dir=cache)
+    assert model.model.label == "onnx-fp32"
+    assert cosines(model.encode(SAMPLE[:40]), torch_vectors[:40]).min() >= 0.999
+
+
+def test_a_model_that_does_not_export_falls_back_to_torch(tmp_path, cache):
+    # CLS pooling is not what the export computes: the model runs on torch, with its own (correct) vectors.
+    _, source = resolve(None)
+    copy = tmp_path / "cls-minilm"
+    shutil.copytree(source, copy)
+    pooling = copy / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    config.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    pooling.write_text(json.dumps(config))
+    model = Embedder("cls-minilm", str(copy), cache_dir=cache)
+    assert model.model.label == "torch-fp32"
+    reference = Embedder("cls-minilm", str(copy), runtime="torch")
+    assert cosines(model.encode(SAMPLE[:10]), numpy.asarray(reference.encode(SAMPLE[:10]))).min() >= 0.9999
