@@ -68,3 +68,62 @@ def test_eval_record_then_replay(llm, live, tmp_path):
     assert [(r.fixture, r.covered, r.agents, r.ok) for r in replayed] == [
         (r.fixture, r.covered, r.agents, r.ok) for r in recorded
     ]
+
+
+def _small_fixtures(tmp_path):
+    """Two of the extraction fixtures (the large one is covered above)."""
+    import shutil
+
+    small = tmp_path / "fixtures"
+    small.mkdir(parents=True)
+    for name in ("editorial_review", "marketing_compliance"):
+        for path in evaluate.FIXTURES.glob(f"{name}.*"):
+            shutil.copy(path, small / path.name)
+    return small
+
+
+def _version_b(tmp_path, marker: str):
+    """A copy of prompts/ whose extract_agents system message carries `marker`."""
+    import shutil
+
+    b = tmp_path / "prompts-b"
+    shutil.copytree(prompts.DEFAULT_DIR, b)
+    toml = b / "extract_agents.toml"
+    text = toml.read_text()
+    toml.write_text(text.replace("[messages]\nsystem = \"\"\"", f"[messages]\nsystem = \"\"\"{marker} ", 1))
+    assert marker in toml.read_text()
+    return b
+
+
+def test_compare_scores_two_prompt_versions_side_by_side(llm, live, tmp_path):
+    b = _version_b(tmp_path, "VERSION-B")
+
+    def respond(provider, body):
+        # Version B's prompt "breaks" the model: its answers are not JSON.
+        return "not json" if "VERSION-B" in str(body) else fake_models.answer(provider, body)
+
+    llm.responder = respond
+    fixtures = _small_fixtures(tmp_path)
+    settings = live.settings.model_copy(update={"openai_api_key": "platform-key"})
+    a_rows = asyncio.run(evaluate.evaluate(settings, provider="openai", fixtures=fixtures))
+    b_rows = asyncio.run(
+        evaluate.evaluate(settings.model_copy(update={"prompts_dir": str(b)}), provider="openai", fixtures=fixtures)
+    )
+    assert all(r.ok for r in a_rows) and not any(r.ok for r in b_rows)
+    out = evaluate.compare_table(a_rows, b_rows, names=("current", "prompts-b"))
+    assert "A = current, B = prompts-b" in out
+    assert "| editorial_review.txt | 6/6 | - |" in out
+    assert "| fixtures ok | 2/2 | 0/2 | -2 |" in out
+    assert evaluate.regressions(a_rows, b_rows) == ["editorial_review.txt", "marketing_compliance.csv"]
+    assert evaluate.regressions(a_rows, a_rows) == []
+
+
+def test_compare_from_the_command_entry(live, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("collab.config.get_settings", lambda: live.settings)
+    b = _version_b(tmp_path, "Version B.")
+    code = evaluate.main(provider="fake", mode="live", fixtures=_small_fixtures(tmp_path), compare=("current", str(b)))
+    out = capsys.readouterr().out
+    assert code == 0, out  # the stand-in model answers both versions alike: nothing got worse
+    assert "| fixtures ok | 2/2 | 2/2 | +0 |" in out
+    with pytest.raises(SystemExit, match="not a directory"):
+        evaluate.main(provider="fake", mode="live", fixtures=_small_fixtures(tmp_path / "x"), compare=("current", str(tmp_path / "none")))

@@ -3,6 +3,7 @@
 Modes: live calls (platform keys from COLLAB_*_API_KEY), --record (live, answers stored as cassettes),
 --replay (offline, the cassettes served by a local fake provider so litellm's real path runs), and
 --provider fake (offline, a deterministic stand-in model: checks the pipeline, not the prompt).
+--compare A B runs two prompt versions (prompts directories) over the same fixtures and prints them side by side.
 """
 
 import asyncio
@@ -127,13 +128,76 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main(*, provider: str, mode: str, fixtures: Path = FIXTURES) -> int:
-    """The CLI entry: print the table; exit 1 when a fixture is not ok."""
+def _counts(value: str) -> tuple[int, int] | None:
+    """"3/4" as (3, 4); None for a failed fixture's "-"."""
+    got, _, of = value.partition("/")
+    return (int(got), int(of)) if of else None
+
+
+def totals(rows: list[Row]) -> dict[str, tuple[float, float | None]]:
+    """Per metric (value, out of): fixtures ok, tasks covered and skipped as expected, schema-valid answers,
+    tokens and latency summed over the fixtures."""
+    out: dict[str, tuple[float, float | None]] = {"fixtures ok": (sum(r.ok for r in rows), len(rows))}
+    for label, name in (("mustCover covered", "covered"), ("mustSkip skipped", "skipped"), ("schema-valid answers", "schema_valid")):
+        pairs = [_counts(getattr(r, name)) for r in rows]
+        out[label] = (sum(p[0] for p in pairs if p), sum(p[1] for p in pairs if p))
+    tokens = [r.tokens.split("/") for r in rows if r.tokens != "-"]
+    out["tokens in"] = (sum(int(t[0]) for t in tokens), None)
+    out["tokens out"] = (sum(int(t[1]) for t in tokens), None)
+    out["latency s (sum)"] = (round(sum(r.latency_s for r in rows), 2), None)
+    return out
+
+
+def compare_table(a: list[Row], b: list[Row], *, names: tuple[str, str]) -> str:
+    """Two prompt versions side by side: per fixture, then the totals with the difference B - A."""
+    def cell(value: float, of: float | None) -> str:
+        return f"{value:g}/{of:g}" if of is not None else f"{value:g}"
+
+    na, nb = names
+    lines = [
+        f"A = {na}, B = {nb}",
+        "",
+        "| fixture | covered A | covered B | skipped ok A | skipped ok B | agents A | agents B | ok A | ok B |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    by_fixture = {r.fixture: r for r in b}
+    for ra in a:
+        rb = by_fixture[ra.fixture]
+        oks = ["yes" if r.ok else f"NO {r.error}".strip() for r in (ra, rb)]
+        lines.append(
+            f"| {ra.fixture} | {ra.covered} | {rb.covered} | {ra.skipped} | {rb.skipped} | {ra.agents} | {rb.agents} | {oks[0]} | {oks[1]} |"
+        )
+    lines += ["", "| total | A | B | B - A |", "|---|---:|---:|---:|"]
+    ta, tb = totals(a), totals(b)
+    for metric, (va, of_a) in ta.items():
+        vb, of_b = tb[metric]
+        lines.append(f"| {metric} | {cell(va, of_a)} | {cell(vb, of_b)} | {round(vb - va, 2):+g} |")
+    return "\n".join(lines)
+
+
+def regressions(a: list[Row], b: list[Row]) -> list[str]:
+    """Fixtures that pass with version A and fail with B (a prompt change ships when there are none)."""
+    passed_b = {r.fixture for r in b if r.ok}
+    return [r.fixture for r in a if r.ok and r.fixture not in passed_b]
+
+
+def prompts_dir(name: str) -> str | None:
+    """A --compare argument: a prompts directory, or "current" for the packaged prompts/."""
+    if name == "current":
+        return None
+    if not Path(name).is_dir():
+        raise SystemExit(f"--compare: {name} is not a directory of prompt files (or 'current')")
+    return name
+
+
+def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[str, str] | None = None) -> int:
+    """The CLI entry: print the table (or two versions side by side); exit 1 when a fixture is not ok."""
     from collab.config import get_settings
     from collab.testing import fake_models
     from collab.testing.fakes import FakeProviders
 
     settings = get_settings().model_copy()
+    dirs = [prompts_dir(n) for n in compare] if compare else []
     cassettes = fixtures / "cassettes" / provider
     fake = None
     model_provider = provider
@@ -146,12 +210,17 @@ def main(*, provider: str, mode: str, fixtures: Path = FIXTURES) -> int:
             fake.responder = cassette_responder(cassettes)
         spec = EXTRACTION_PROVIDERS[model_provider]
         settings = settings.model_copy(update={f"{spec.id}_base_url": fake.base_url(spec.id), f"{spec.id}_api_key": "offline"})
+    versions = [settings.model_copy(update={"prompts_dir": d}) for d in dirs] if compare else [settings]
     try:
-        rows = asyncio.run(
-            evaluate(settings, provider=model_provider, fixtures=fixtures, record=cassettes if mode == "record" else None)
-        )
+        runs = [
+            asyncio.run(evaluate(s, provider=model_provider, fixtures=fixtures, record=cassettes if mode == "record" else None))
+            for s in versions
+        ]
     finally:
         if fake is not None:
             fake.stop()
-    print(table(rows))
-    return 0 if all(r.ok for r in rows) else 1
+    if compare is None:
+        print(table(runs[0]))
+        return 0 if all(r.ok for r in runs[0]) else 1
+    print(compare_table(runs[0], runs[1], names=compare))
+    return 0 if not regressions(runs[0], runs[1]) else 1
