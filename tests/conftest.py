@@ -5,6 +5,8 @@ and may run coroutines in it with `live.run(...)`. Each test isolates itself by 
 workspace (a fresh tenant), so no state is shared between tests.
 """
 
+import atexit
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,6 +22,12 @@ from collab.testing.contract import Contract
 from collab.testing.fakes import FakeProviders
 from collab.testing.receiver import Receiver
 from collab.testing.live import Live
+
+# One export of the embedding model for the whole run: the session's worker, the fault drills' worker processes
+# and tests that load the model directly all read it from here (Settings takes COLLAB_* from the environment).
+if "COLLAB_MODEL_CACHE_DIR" not in os.environ:
+    os.environ["COLLAB_MODEL_CACHE_DIR"] = _models = tempfile.mkdtemp(prefix="collab-models-")
+    atexit.register(shutil.rmtree, _models, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +87,13 @@ def make_settings(servers, fake=None, **overrides) -> Settings:
 @pytest.fixture(scope="session")
 def live(servers, fake_providers):
     """The app and a worker, served on 127.0.0.1 for the whole session."""
-    service = Live(make_settings(servers, fake_providers)).start()
+    settings = make_settings(servers, fake_providers)
+    # The worker loads (first: exports) the embedding model in the background; do it before the tests start, so
+    # that CPU-bound export does not race the first tests' short provider timeouts in this same process.
+    from collab.embeddings.model import load
+
+    load(settings.embedding_model, cache_dir=settings.models_dir)
+    service = Live(settings).start()
     yield service
     service.stop()
 

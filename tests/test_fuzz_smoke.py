@@ -1,11 +1,28 @@
-"""Smoke fuzz: mutated bodies (25 per operation) answer in the envelope, never with a 500."""
+"""Smoke fuzz: mutated bodies (25 per operation) answer in the envelope, never with a 500.
+
+The mutations draw on the pathological corpus of issue #14 (integers past 2^53, URLs and public keys that once
+crashed the webhook guard, lines that made the decoders backtrack), so those inputs stay covered everywhere.
+"""
 
 import json
 import random
 
+import pathological
+import pathological_json
+import pathological_webhooks
 from helpers import enable_activities, enable_advanced_queries, new_tenant
 
 VALUES = [None, True, 0, -1, 10**20, 1.5, "", " ", "x"*300, "\u0000", "💥", [], [1], {}, {"a": 1}, [None], "2026-01-01", -10**20]
+# Strings and values from the hardening corpus (uploads stay small here: their lines, not the 5 MB files).
+CORPUS = [
+    *pathological_json.VALUES.values(),
+    *pathological_webhooks.URLS,
+    *pathological_webhooks.PUBLIC_KEYS,
+    pathological.ATX_LINE.decode(),
+    pathological.SNIFF_LINE.decode(),
+    pathological.LINK_OPENERS_LINE.decode()[:4000],
+]
+VALUES = VALUES + CORPUS
 
 def mutate(obj, rng):
     if isinstance(obj, dict) and obj and rng.random() < 0.7:
@@ -54,6 +71,7 @@ def test_mutated_bodies_never_give_a_500(client, live):
       "/v2/users/delete": {"organizationId":"o","folderId":"f","userIds":["u"]},
       "/v2/users/data/delete": {"userIds":["zz"],"organizationIds":["o"]},
       "/v2/users/data/delete/status": {"jobId":"job_x"},
+      "/v2/workspace/advancedwebhook/endpoints/create": {"url":"https://hooks.example.com/x","filterTypes":["comment.add"]},
     }
     rng = random.Random(5)
     bad = []
@@ -69,4 +87,9 @@ def test_mutated_bodies_never_give_a_500(client, live):
                 and r.json()["error"]["status"] == "INTERNAL"
             if r.status_code >= 500 and not spec_500:
                 bad.append((path, r.status_code, json.dumps(body)[:200], r.text[:200]))
+    # Whatever was accepted must read back: the reads that once turned stored big integers into 500s.
+    for path, data in [("/v2/activities/get", {"organizationId": "o"}), ("/v2/notifications/get", {"organizationId": "o"})]:
+        r = client.post(path, json={"data": data}, headers=t.headers)
+        if r.status_code >= 500:
+            bad.append((path, r.status_code, "read back", r.text[:200]))
     assert not bad, "\n".join(map(str, bad[:20]))

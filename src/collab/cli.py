@@ -10,7 +10,7 @@ import time
 import urllib.request
 
 from collab import logging as collab_logging
-from collab.config import get_settings
+from collab.config import get_settings, require_safe_secret
 
 
 def _api(args: argparse.Namespace) -> int:
@@ -19,6 +19,7 @@ def _api(args: argparse.Namespace) -> int:
     from collab.app import create_app
 
     settings = get_settings()
+    require_safe_secret(settings, host=args.host or settings.host)
     uvicorn.run(
         create_app(settings),
         host=args.host or settings.host,
@@ -37,7 +38,7 @@ def _api(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from collab import worker
 
-    worker.run()
+    worker.run(lanes=getattr(args, "lane", "all"))
     return 0
 
 
@@ -79,7 +80,25 @@ def _eval(args: argparse.Namespace) -> int:
     if args.provider == "fake" and mode != "live":
         print("--record/--replay need a real provider", file=sys.stderr)
         return 2
-    return evaluate.main(provider=args.provider, mode=mode)
+    if args.compare and mode != "live":
+        print("--compare calls the provider (or --provider fake): cassettes hold one version's answers", file=sys.stderr)
+        return 2
+    return evaluate.main(provider=args.provider, mode=mode, compare=tuple(args.compare) if args.compare else None)
+
+
+def _eval_search(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from collab.judgments import evaluate
+
+    return evaluate.main(
+        model=args.model,
+        set_path=Path(args.set) if args.set else None,
+        as_json=args.json,
+        queries=args.queries,
+        judgments=args.judgments,
+        bf16=args.bf16,
+    )
 
 
 def _reembed(args: argparse.Namespace) -> int:
@@ -91,7 +110,9 @@ def _reembed(args: argparse.Namespace) -> int:
         svc = await build_services(get_settings())
         try:
             setting = None if args.model in (DEFAULT_NAME, "default") else args.model
-            embedder = await asyncio.to_thread(load, setting, None, "bf16" if args.bf16 else "fp32")
+            embedder = await asyncio.to_thread(
+                load, setting, None, "bf16" if args.bf16 else "fp32", cache_dir=svc.settings.models_dir
+            )
             kinds = (args.kind,) if args.kind else ("review", "content")
             return await reembed(
                 svc,
@@ -206,7 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     api.add_argument("--host")
     api.add_argument("--port", type=int)
     api.set_defaults(fn=_api)
-    sub.add_parser("worker", help="run a background worker").set_defaults(fn=_worker)
+    worker_cmd = sub.add_parser("worker", help="run a background worker (both lanes, or one)")
+    worker_cmd.add_argument("--lane", choices=["all", "interactive", "bulk"], default="all",
+                            help="interactive: search and Ask AI only; bulk: everything else and the crons")
+    worker_cmd.set_defaults(fn=_worker)
     sub.add_parser("migrate", help="apply pending database migrations").set_defaults(fn=_migrate)
     workspace = sub.add_parser("workspace", help="operator commands on workspaces")
     wsub = workspace.add_subparsers(dest="action", required=True)
@@ -228,14 +252,24 @@ def main(argv: list[str] | None = None) -> int:
     fill.add_argument("--batch-size", type=int, default=256)
     fill.add_argument("--api-key", help="only this tenant's activities")
     fill.set_defaults(fn=_backfill)
-    evaluation = sub.add_parser("eval", help="evaluate prompts offline or live")
+    evaluation = sub.add_parser("eval", help="evaluate prompts and search offline or live")
     esub = evaluation.add_subparsers(dest="target", required=True)
     extraction = esub.add_parser("extraction", help="run extraction over fixtures/extraction and score it")
     extraction.add_argument("--provider", choices=["openai", "claude", "gemini", "fake"], default="openai")
     how = extraction.add_mutually_exclusive_group()
     how.add_argument("--record", action="store_true", help="call the provider and store its answers as cassettes")
     how.add_argument("--replay", action="store_true", help="answer from the stored cassettes, offline")
+    extraction.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                            help="two prompts directories ('current' = prompts/), scored side by side")
     extraction.set_defaults(fn=_eval)
+    search = esub.add_parser("search", help="recall@1/3/10, MRR and latency of judgment search on a labelled set")
+    search.add_argument("--model", help="a candidate embedding model (as for reembed); default: the active one")
+    search.add_argument("--set", help="a labelled set directory (judgments.jsonl + queries.jsonl); default: fixtures/search")
+    search.add_argument("--json", action="store_true", help="print the report as JSON")
+    search.add_argument("--queries", type=int, help="only this many queries (taken round-robin over the kinds)")
+    search.add_argument("--judgments", type=int, help="only this many judgments (the queries' relevant ones first)")
+    search.add_argument("--bf16", action="store_true", help="run a candidate model in bfloat16")
+    search.set_defaults(fn=_eval_search)
     args = parser.parse_args(argv)
     settings = get_settings()
     collab_logging.setup(settings.log_level, settings.log_json)

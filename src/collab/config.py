@@ -1,5 +1,7 @@
 """Settings: the one place that reads the environment (prefix COLLAB_)."""
 
+import ipaddress
+import os
 import secrets
 from functools import lru_cache
 from pathlib import Path
@@ -47,6 +49,21 @@ class Settings(BaseSettings):
     # How long after its last heartbeat a silent worker still owns its jobs; then they run elsewhere.
     worker_lease_s: float = 20.0
 
+    # Fairness (issue #14 item 6, #15 item 1). The interactive lane (search, Ask AI) has its own queue and slots;
+    # it is woken by a push, so its poll delay is only the fallback for jobs nobody announced (retries).
+    worker_interactive_max_jobs: int = Field(default=10, ge=1)
+    worker_interactive_poll_delay_s: float = Field(default=0.25, gt=0)
+    # Extraction per workspace: runs in flight and starts per window (429 RESOURCE_EXHAUSTED past either).
+    extraction_max_concurrency_per_workspace: int = Field(default=2, ge=1)
+    rate_limit_extraction: str = "30/hour"
+    # Model calls and tokens per workspace per UTC day on the platform's own provider keys (not a workspace's
+    # own key); 0 = no quota. Past it: RESOURCE_EXHAUSTED until the next UTC day.
+    platform_key_daily_calls: int = Field(default=0, ge=0)
+    platform_key_daily_tokens: int = Field(default=0, ge=0)
+    # Uploaded knowledge-source bytes are dropped this many days after upload (the row and its result stay);
+    # 0 = kept forever.
+    knowledge_source_retention_days: int = Field(default=0, ge=0)
+
     openai_base_url: str | None = None
     anthropic_base_url: str | None = None
     gemini_base_url: str | None = None
@@ -54,6 +71,8 @@ class Settings(BaseSettings):
     anthropic_api_key: str | None = None
     gemini_api_key: str | None = None
     embedding_model: str | None = None
+    # Where ONNX exports of embedding models are cached (keyed by the weights' hash); unset: <data_dir>/models.
+    model_cache_dir: Path | None = None
 
     # Ask AI: the whole job's budget, one model call's share of it, retries, per-workspace limits.
     ask_ai_timeout_s: float = 60.0
@@ -76,6 +95,11 @@ class Settings(BaseSettings):
     search_timeout_s: float = 10.0
     search_exact_threshold: int = 20_000
     search_ef_search_max: int = 1000
+    # Hybrid search: reciprocal rank fusion of the vector and the full-text rankings (score = weight / (k + rank)
+    # per ranking); a lexical weight of 0 searches by vector only. `similarity` stays the vector's cosine.
+    search_vector_weight: float = 1.0
+    search_lexical_weight: float = 1.0
+    search_rrf_k: int = 60
     # How long a worker trusts its idea of the active embedding model before asking Postgres again.
     embedding_refresh_s: float = 5.0
 
@@ -89,25 +113,90 @@ class Settings(BaseSettings):
     webhooks_timeout_s: float = 15.0
     webhooks_max_endpoints: int = 50
 
+    # Bounded reads: a list page (activities, notifications, CRDT editors) stops before its records pass this
+    # many bytes of JSON (always at least one record; the page token goes on from there); a CRDT editor's
+    # stored Yjs state and the number of editors of one document are capped on write.
+    max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    crdt_max_state_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    crdt_max_editors_per_document: int = Field(default=1000, ge=1)
+
+    # Failed authentication (auth): failures counted per source address and per presented API key or workspace
+    # id, fixed windows in Redis; past either, 429 RESOURCE_EXHAUSTED before any database work (credentials that
+    # authenticated recently still pass). Fails open while Redis is down.
+    auth_failures_per_address: str = "60/minute"
+    auth_failures_per_key: str = "100/minute"
+
     log_level: str = "INFO"
     log_json: bool = True
 
     run_workers: int = Field(default=1, ge=1)
 
+    @property
+    def models_dir(self) -> Path:
+        """The cache of exported embedding models."""
+        return self.model_cache_dir or self.data_dir / "models"
+
     def resolved_secret_key(self) -> str:
         """The secret key; in development one is generated once and kept in the data dir."""
         if self.secret_key:
+            if self.env == "production" and len(self.secret_key.encode()) < MIN_SECRET_BYTES:
+                raise RuntimeError(
+                    f"COLLAB_SECRET_KEY is {len(self.secret_key.encode())} bytes; production needs at least "
+                    f"{MIN_SECRET_BYTES} (e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))')"
+                )
             return self.secret_key
         if self.env == "production":
             raise RuntimeError("COLLAB_SECRET_KEY is required when COLLAB_ENV=production")
         path = self.data_dir / "secret_key"
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(secrets.token_urlsafe(48))
-            tmp.chmod(0o600)
-            tmp.replace(path)
+            _create_secret_file(path)
         return path.read_text().strip()
+
+
+# Secrets: production refuses a shorter COLLAB_SECRET_KEY (it keys every hash, cipher and signing key).
+MIN_SECRET_BYTES = 32
+
+
+def _create_secret_file(path: Path) -> None:
+    """Write a fresh secret to `path`: never readable by others, never half-written, never overwriting."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    # Created 0600 in one call (no window where another user can read it), filled, then linked into place:
+    # os.link fails when another process won the race, and then its secret is the one kept.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as file:
+            file.write(secrets.token_urlsafe(48))
+            file.flush()
+            os.fsync(file.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a filesystem without hard links: rename, which is atomic but may overwrite
+            if not path.exists():
+                os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def require_safe_secret(settings: Settings, *, host: str) -> None:
+    """Refuse to serve off loopback with a secret nobody configured (each replica would invent its own)."""
+    settings.resolved_secret_key()  # production: present and long enough
+    if settings.env == "development" and not settings.secret_key and not _is_loopback(host):
+        raise RuntimeError(
+            f"Listening on {host} in development mode without COLLAB_SECRET_KEY: set COLLAB_SECRET_KEY "
+            "(and COLLAB_ENV=production), or listen on 127.0.0.1"
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve anywhere
 
 
 @lru_cache
