@@ -3,7 +3,7 @@
 import importlib
 import sys
 
-ALL = ["ask_ai", "embedding", "extraction", "search"]
+ALL = ["ask_ai", "embedding", "extraction", "queue", "search"]
 
 
 def main() -> None:

@@ -60,6 +60,10 @@ def stack(fake_model: str | None = None, **overrides: str) -> Iterator[tuple[str
         COLLAB_AI_MAX_CONCURRENCY="1000",
         COLLAB_DB_POOL_MAX="20",
         COLLAB_WORKER_MAX_JOBS="100",
+        COLLAB_RATE_LIMIT_EXTRACTION="1000000/hour",
+        COLLAB_EXTRACTION_MAX_CONCURRENCY_PER_WORKSPACE="1000",
+        # The ONNX export of the embedding model is made once and kept with the bench's other caches.
+        COLLAB_MODEL_CACHE_DIR=str(Path(__file__).resolve().parent / ".cache" / "models"),
     )
     for provider in ("openai", "anthropic", "gemini"):
         env[f"COLLAB_{provider.upper()}_BASE_URL"] = f"{fake_root}/{provider}"

@@ -102,3 +102,13 @@ def test_a_query_finds_the_judgment_it_quotes_under_both_rankings(live, db, tmp_
         assert ranking["overall"]["recall@10"] == 1.0 and ranking["overall"]["mrr"] > 0
     assert "vector only" in evaluate.table(report) and "| self |" in evaluate.table(report)
     assert db.execute("select count(*) as n from workspaces where owner_email = %s", (evaluate.SCRATCH_EMAIL,)).fetchone()["n"] == 0
+
+
+def test_leftover_cleanup_never_reaches_a_tenant_that_signed_up_with_the_scratch_address(client, live, db):
+    from helpers import new_tenant
+
+    real = new_tenant(client, ownerEmail=evaluate.SCRATCH_EMAIL, name="Real").workspace["id"]
+    db.execute("update workspaces set created_at = now() - interval '2 days' where id = %s", (real,))
+    workspace_id, _ = live.run(evaluate._scratch_tenant(live.svc))  # cleans up leftovers first
+    live.run(evaluate._drop_tenant(live.svc, workspace_id=workspace_id))
+    assert db.execute("select count(*) as n from workspaces where id = %s", (real,)).fetchone()["n"] == 1

@@ -25,6 +25,7 @@ FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "search"
 CUTOFFS = (1, 3, 10)
 LIMIT = 10  # results per query: recall@10 is the widest cutoff
 SCRATCH_EMAIL = "search-eval@collab.invalid"  # owner of every scratch workspace (never a real address)
+SCRATCH_PREFIX = "wseval_"  # scratch workspace ids; the public API makes ws_… ids only
 q = Queries(Path(__file__).with_name("evaluate.sql"))
 
 
@@ -150,10 +151,12 @@ async def _scratch_tenant(svc) -> tuple[str, str]:
     from collab.kit.crypto import new_id, new_token
     from collab.workspaces import repository as workspaces
 
-    workspace_id, api_key_id = new_id("ws_"), new_id("key_")
+    # Scratch ids carry a prefix the public API never issues (it makes `ws_…`), so the cleanup of leftovers can
+    # never reach a real tenant, whatever e-mail that tenant signed up with.
+    workspace_id, api_key_id = new_id(SCRATCH_PREFIX), new_id("key_")
     async with svc.pool.connection() as conn:
         async with conn.transaction():
-            await execute(conn, q.delete_stale_scratch, {"owner_email": SCRATCH_EMAIL})
+            await execute(conn, q.delete_stale_scratch, {"owner_email": SCRATCH_EMAIL, "prefix": SCRATCH_PREFIX})
             await workspaces.insert_workspace(
                 conn,
                 id=workspace_id,
