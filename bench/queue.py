@@ -1,7 +1,7 @@
-"""Queue hop latencies, before and after the interactive lane, in one run: python -m bench queue.
+"""Queue hop latencies, of a polled lane and of a woken one, in one run: python -m bench queue.
 
 before: the bulk queue as every awaited job used it (arq's 10 ms poll, result polled every 2 ms).
-after: `run_sync` on the interactive lane (a wake-up push, the result's done push).
+after: `run_sync` on the search lane (a wake-up push, the result's done push).
 Hops: enqueue→start (the job function's first line) and done→answered (its return until the caller has the
 result). The API side and the worker run in one process here (one clock for both ends of a hop).
 """
@@ -61,7 +61,7 @@ def main() -> str:
         try:
             rows = []
             for name, after in (("before: bulk queue, 10 ms poll, result polled every 2 ms", False),
-                                ("after: interactive lane, wake push, done push", True)):
+                                ("after: search lane, wake push, done push", True)):
                 live.run(_measure(live.svc.redis, after=after), timeout=300)  # warm-up
                 starts, answers = live.run(_measure(live.svc.redis, after=after), timeout=300)
                 rows.append(f"| {name} | {pct(starts, 50):.2f} | {pct(starts, 99):.2f} | "

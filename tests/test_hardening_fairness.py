@@ -134,6 +134,33 @@ def test_platform_key_token_quota(client, model, tune):
     error(extract(client, t), "RESOURCE_EXHAUSTED")
 
 
+def test_platform_key_quota_stops_a_job_midway(client, model, tune, db):
+    """A large file would make many model calls: once the day's quota is spent the job stops before its next call."""
+    tune(openai_api_key="platform-openai-key", platform_key_daily_calls=2, extraction_chunk_tasks=1,
+         extraction_concurrency=1)
+    t = new_tenant(client)
+    rows = "".join(f"Claims,Check number {i} states whether tax is included\n" for i in range(6))
+    response = extract(client, t, ("Category,Check\n" + rows).encode())
+    err = error(response, "RESOURCE_EXHAUSTED")
+    assert "quota" in err["message"] and int(response.headers["Retry-After"]) >= 1
+    assert len(model.of("openai")) == 2  # six chunks, but only the quota's two calls reached the provider
+    row = db.execute("select calls from platform_key_usage where workspace_id = %s", (t.workspace["id"],)).fetchone()
+    assert row["calls"] == 2
+    [source] = db.execute("select status, error from knowledge_sources where api_key_id = %s", (t.api_key,)).fetchall()
+    assert source["status"] == "failed" and source["error"].startswith("RESOURCE_EXHAUSTED")
+
+
+def test_failed_platform_key_calls_count_as_calls(client, model, tune, db):
+    tune(openai_api_key="platform-openai-key", platform_key_daily_calls=1)
+    t = new_tenant(client)
+    model.script("openai", {"status": 400})  # the provider refused it, but the call was made
+    assert extract(client, t).status_code != 200
+    row = db.execute("select calls, tokens from platform_key_usage where workspace_id = %s",
+                     (t.workspace["id"],)).fetchone()
+    assert row["calls"] == 1 and row["tokens"] == 0
+    error(extract(client, t), "RESOURCE_EXHAUSTED")
+
+
 def test_retention_drops_old_bytes_and_keeps_the_source(client, model, live, tune, db):
     t = with_own_key(client)
     old_id = result(extract(client, t))["extractionResult"]["memory"]["sourceId"]

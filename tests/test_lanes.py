@@ -1,15 +1,24 @@
-"""Interactive work never waits behind bulk work: search has its own queue and worker slots."""
+"""No kind of work waits behind another's slots: search, Ask AI, extraction and bulk each have their own queue and
+worker slots (kit/jobs.py LANES)."""
 
+import asyncio
 import base64
+import math
 import threading
+import uuid
 
 import pytest
 
-from collab.kit.jobs import BULK_QUEUE, INTERACTIVE_QUEUE, lane, run_sync
+from collab.judgments.tasks import ActiveModel, active_embedder
+from collab.kit.jobs import AWAITED_RESULT_S, BULK_QUEUE, LANES, lane, run_sync
 from collab.testing import fake_models
 from helpers import enable_activities, new_tenant, post, result, settle_jobs
+from test_notifications import batches, comment, service_tenant
+from test_webhooks import create_endpoint, enable_webhooks, notify, settle
 
 CHECKS = b"Category,Check\nClaims,Every price claim states whether tax is included\n"
+ASK = {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}
+DELAYED = {"delayConfig": {"isEnabled": True, "delaySeconds": 20}}
 
 
 def judged(record_id: str, reasoning: str) -> dict:
@@ -33,41 +42,153 @@ def wait_for(condition, what: str, limit_s: float = 60) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_functions_are_routed_to_their_lane():
-    for function in ("search_judgments", "embed_query", "ask_ai"):
-        assert lane(function) == INTERACTIVE_QUEUE
-    for function in ("extract_agents", "derive_judgments", "deliver_webhook", "delete_user_data", "migrate_document"):
-        assert lane(function) == BULK_QUEUE
+@pytest.fixture
+def tune(live):
+    """Set service settings for one test; restored after it."""
+    settings = live.svc.settings
+    saved: dict = {}
+
+    def set_(**values):
+        for name, value in values.items():
+            saved.setdefault(name, getattr(settings, name))
+            object.__setattr__(settings, name, value)
+
+    yield set_
+    for name, value in saved.items():
+        object.__setattr__(settings, name, value)
 
 
-def test_interactive_lane_answers_awaited_jobs(live):
-    assert live.run(run_sync(live.svc.redis, "ping", timeout_s=10, a=1)) == {"a": 1}
+def release(fake) -> None:
+    """Let every hanging fake-provider call answer (later `hang` scripts hang again)."""
+    fake.loop.call_soon_threadsafe(lambda: (fake.release.set(), fake.release.clear()))
 
 
-def test_search_answers_while_the_bulk_queue_is_full(client, live, llm):
-    """Every bulk slot runs a slow extraction and 1,000 judgments wait to be embedded; a search still answers."""
-    llm.responder = fake_models.answer
-    searcher = new_tenant(client)
-    enable_activities(client, searcher)
+def with_own_key(client):
+    t = new_tenant(client)
+    body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-own-key"}]}
+    result(post(client, "/v2/workspace/apikeyconfig/update", body, t.headers))
+    return t
+
+
+def searcher_with_judgments(client, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
     result(post(client, "/v2/activities/add", {"organizationId": "org1", "documentId": "doc1", "activities": [
         judged("price", "The discount claim needs the original price shown next to the sale price."),
         judged("alt", "Images are missing alternative text for screen readers."),
-    ]}, searcher.headers))
-    settle_jobs(live, searcher)
+    ]}, t.headers))
+    settle_jobs(live, t)
+    return t
 
-    slots = live.settings.worker_max_jobs
+
+def search_finds_price(client, t) -> None:
+    response = post(client, "/v2/memory/search", {"query": "show the previous cost beside the reduced price"}, t.headers)
+    assert response.status_code == 200, response.text
+    assert "price" in [r["recordId"] for r in response.json()["result"]["results"]]
+
+
+def hold_extraction_slots(client, llm, live) -> list[threading.Thread]:
+    """Fill every extraction slot with an extraction hanging on its model call (a workspace each)."""
+    slots = live.settings.worker_extraction_max_jobs
     llm.script("openai", *[{"hang": True}] * slots)
-    extractions = []
-    for _ in range(slots):  # a workspace each: every one may run one at a time at least
-        t = new_tenant(client)
-        body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-own-key"}]}
-        result(post(client, "/v2/workspace/apikeyconfig/update", body, t.headers))
+    runners = []
+    for _ in range(slots):
+        t = with_own_key(client)
         data = {"fileBase64": base64.b64encode(CHECKS).decode(), "mimeType": "text/csv"}
         runner = threading.Thread(target=lambda t=t, data=data: post(client, "/v2/agents/extract", data, t.headers))
         runner.start()
-        extractions.append(runner)
+        runners.append(runner)
+    wait_for(lambda: len(llm.of("openai")) >= slots, "every extraction slot to hold a slow extraction")
+    return runners
+
+
+def test_functions_are_routed_to_their_lane():
+    assert {name: lane.queue for name, lane in LANES.items()}["bulk"] == BULK_QUEUE  # older queued jobs still served
+    assert len({lane.queue for lane in LANES.values()}) == len(LANES)
+    for function in ("search_judgments", "embed_query", "ping"):
+        assert lane(function).name == "search"
+    assert lane("ask_ai").name == "ai"
+    assert lane("extract_agents").name == "extraction"
+    for function in ("derive_judgments", "deliver_webhook", "delete_user_data", "migrate_document", "echo"):
+        assert lane(function).name == "bulk"
+
+
+def test_each_lane_runs_in_the_worker(live):
+    assert sorted(w.lane.name for w in live.worker.workers) == sorted(LANES)
+    assert live.worker["search"].max_jobs == live.settings.worker_search_max_jobs
+    assert live.worker["ai"].max_jobs == live.settings.worker_ai_max_jobs
+    assert live.worker["extraction"].max_jobs == live.settings.worker_extraction_max_jobs
+    assert live.worker["bulk"].max_jobs == live.settings.worker_max_jobs
+
+
+def test_search_lane_answers_awaited_jobs_and_keeps_results_briefly(live):
+    redis = live.svc.redis
+    assert live.run(run_sync(redis, "ping", timeout_s=10, a=1)) == {"a": 1}
+
+    async def ttls():
+        keys = [k async for k in redis.scan_iter(match="arq:result:sync_*")]
+        return [await redis.pttl(k) for k in keys]
+
+    kept = live.run(ttls())
+    assert kept and all(0 < ttl <= AWAITED_RESULT_S * 1000 for ttl in kept)
+
+
+def test_search_answers_while_every_ai_slot_is_held_by_other_workspaces(client, live, llm, tune):
+    """Ask AI calls of other workspaces that hang hold every Ask AI slot; a search still answers."""
+    llm.responder = fake_models.answer
+    searcher = searcher_with_judgments(client, live)
+    tune(ask_ai_timeout_s=60, llm_call_timeout_s=60)
+    slots = live.settings.worker_ai_max_jobs
+    per_workspace = live.settings.ai_max_concurrency
+    llm.script("openai", *[{"hang": True}] * slots)
+    answers: list = []
+    askers = []
+    for w in range(math.ceil(slots / per_workspace)):
+        t = with_own_key(client)
+        for _ in range(min(per_workspace, slots - w * per_workspace)):
+            asker = threading.Thread(target=lambda t=t: answers.append(post(client, "/v2/rewriter/ask-ai", ASK, t.headers)))
+            asker.start()
+            askers.append(asker)
     try:
-        wait_for(lambda: len(llm.of("openai")) >= slots, "every bulk slot to hold a slow extraction")
+        wait_for(lambda: len(llm.of("openai")) >= slots, "every Ask AI slot to hold a hanging call")
+        search_finds_price(client, searcher)
+    finally:
+        release(llm)
+        for asker in askers:
+            asker.join(60)
+    assert [r.status_code for r in answers] == [200] * slots  # the Ask AI calls were only slow, never dropped
+
+
+def test_bulk_crons_run_while_every_extraction_slot_is_held(client, live, llm, receiver, clock):
+    """Hanging extractions hold every extraction slot; a delayed notification and a webhook retry still arrive."""
+    llm.responder = fake_models.answer
+    b = service_tenant(client, DELAYED)
+    enable_webhooks(client, b)
+    create_endpoint(client, b, receiver.url("/b"), filterTypes=["notification.add"])
+    receiver.reply(500)
+    notify(client, b, "direct")
+    settle(live, b)
+    [first] = receiver.to("/b")
+    comment(client, b, "b1")
+    runners = hold_extraction_slots(client, llm, live)
+    try:
+        clock["now"] += 20  # the delayed notification falls due; the webhook's retry (5 s ± 10 %) too
+        # Nothing here runs the crons: the worker's bulk lane does, on its own ticks.
+        wait_for(lambda: batches(client, b) == [["b1"]], "the delayed notification (flush cron)")
+        retried = lambda: [h.headers["webhook-id"] for h in receiver.to("/b")].count(first.headers["webhook-id"]) == 2
+        wait_for(retried, "the webhook retry (webhook sweep cron)")
+    finally:
+        release(llm)
+        for runner in runners:
+            runner.join(120)
+
+
+def test_search_answers_while_the_bulk_and_extraction_lanes_are_full(client, live, llm):
+    """Every extraction slot runs a slow extraction and 1,000 judgments wait to be embedded; a search still answers."""
+    llm.responder = fake_models.answer
+    searcher = searcher_with_judgments(client, live)
+    runners = hold_extraction_slots(client, llm, live)
+    try:
         bulk = new_tenant(client)
         enable_activities(client, bulk)
         for batch in range(2):  # 500 activities a request at most
@@ -75,12 +196,50 @@ def test_search_answers_while_the_bulk_queue_is_full(client, live, llm):
                           for i in range(500)]
             result(post(client, "/v2/activities/add", {"organizationId": "org1", "documentId": "doc1",
                                                         "activities": activities}, bulk.headers))
-        response = post(client, "/v2/memory/search", {"query": "show the previous cost beside the reduced price"},
-                        searcher.headers)
-        assert response.status_code == 200, response.text
-        assert "price" in [r["recordId"] for r in response.json()["result"]["results"]]
+        search_finds_price(client, searcher)
     finally:
-        llm.loop.call_soon_threadsafe(lambda: (llm.release.set(), llm.release.clear()))
-        for runner in extractions:
+        release(llm)
+        for runner in runners:
             runner.join(120)
     settle_jobs(live, bulk)  # the bulk work was only waiting, never dropped
+
+
+def test_the_embedder_is_loaded_once_per_process_and_survives_job_context_copies(live, db):
+    held = ActiveModel()
+    base = {"svc": live.svc, "active_model": held}
+
+    async def go():
+        # Two lanes' jobs at once, each with its own copy of the worker's ctx (as arq passes them).
+        first, second = await asyncio.gather(active_embedder(dict(base)), active_embedder(dict(base)))
+        return first, second
+
+    first, second = live.run(go(), timeout=120)
+    assert first is second is held.embedder
+    assert db.execute("select count(*) as n from embedding_models where active").fetchone()["n"] == 1
+
+
+def test_a_wake_token_that_came_when_every_slot_filled_is_handed_on(live):
+    from collab.kit.jobs import WAKE_KEY, Lane
+    from collab.worker import LaneWorker, echo
+
+    redis = live.svc.redis
+
+    async def go():
+        queue = f"collab:test:{uuid.uuid4().hex}"
+        woken = LaneWorker(functions=[echo], queue_name=queue, redis_pool=redis, lane=Lane("t", queue, woken=True),
+                           max_jobs=1, poll_delay=0.01, handle_signals=False)
+        popped = asyncio.get_running_loop().create_future()
+        popped.set_result((WAKE_KEY + queue, b"1"))
+        woken._wake, woken.job_counter = popped, 1  # the token arrived, but the only slot filled meanwhile
+        await woken._idle()
+        handed_on = await redis.llen(WAKE_KEY + queue)
+        polled = LaneWorker(functions=[echo], queue_name=queue + ":bulk", redis_pool=redis,
+                            lane=Lane("b", queue + ":bulk", woken=False), max_jobs=1, poll_delay=0.01,
+                            handle_signals=False)
+        await polled._idle()
+        await redis.delete(WAKE_KEY + queue)
+        return handed_on, polled._wake
+
+    handed_on, blocked = live.run(go())
+    assert handed_on == 1  # another worker of the lane gets it
+    assert blocked is None  # nothing blocks on a lane that nobody wakes

@@ -227,9 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     api.add_argument("--host")
     api.add_argument("--port", type=int)
     api.set_defaults(fn=_api)
-    worker_cmd = sub.add_parser("worker", help="run a background worker (both lanes, or one)")
-    worker_cmd.add_argument("--lane", choices=["all", "interactive", "bulk"], default="all",
-                            help="interactive: search and Ask AI only; bulk: everything else and the crons")
+    worker_cmd = sub.add_parser("worker", help="run a background worker (every lane, or one)")
+    worker_cmd.add_argument("--lane", choices=["all", "search", "ai", "extraction", "bulk"], default="all",
+                            help="search: judgment search; ai: Ask AI; extraction: agent extraction; "
+                                 "bulk: everything else and the crons")
     worker_cmd.set_defaults(fn=_worker)
     sub.add_parser("migrate", help="apply pending database migrations").set_defaults(fn=_migrate)
     workspace = sub.add_parser("workspace", help="operator commands on workspaces")

@@ -1,9 +1,9 @@
-"""The arq workers: one process holds the pool, the model clients and two lanes of jobs.
+"""The arq workers: one process holds the pool, the model clients and the lanes of jobs.
 
-The interactive lane (search, Ask AI) and the bulk lane (embedding, extraction, deliveries, crons) are two
-arq workers on two queues, each with its own slots, so bulk work never delays an interactive job. A lane
-waits for work on a Redis list that `run_sync` pushes to (no poll delay), and tells a `run_sync` caller that
-its job ended with a push on the job's own list (no result polling); see kit/jobs.py.
+Each lane of `kit.jobs.LANES` (search, ai, extraction, bulk) is an arq worker on its own queue with its own slots,
+so no kind of work waits behind another kind's slots. The search, ai and extraction lanes wait for work on a
+Redis list that `run_sync` pushes to (no poll delay); bulk polls. A lane tells a `run_sync` caller that its job
+ended with a push on the job's own list (no result polling); see kit/jobs.py.
 """
 
 import asyncio
@@ -20,8 +20,8 @@ from collab.app import build_services, close_services
 from collab.config import Settings, get_settings
 from collab.kit.crypto import new_id
 from collab.kit.jobs import (
-    BULK_QUEUE, DONE_KEY, INTERACTIVE, INTERACTIVE_QUEUE, SYNC_PREFIX, WAKE_KEY, Heartbeat, JobFailure, reap, sweep,
-    tracked,
+    AWAITED_RESULT_S, DONE_KEY, LANES, SYNC_PREFIX, WAKE_KEY, Heartbeat, JobFailure, Lane, lane, reap, sweep, tracked,
+    wake,
 )
 from collab.kit.services import Services
 
@@ -34,7 +34,7 @@ async def echo(ctx: dict, **kwargs: Any) -> dict[str, Any]:
 
 
 async def ping(ctx: dict, **kwargs: Any) -> dict[str, Any]:
-    """`echo` on the interactive lane (bench/queue.py measures both lanes' hops)."""
+    """`echo` on the search lane (bench/queue.py measures both a polled and a woken lane's hops)."""
     return kwargs
 
 
@@ -64,17 +64,21 @@ def functions(settings: Settings) -> list:
     from collab.users.deletion import delete_user_data
     from collab.webhooks.delivery import deliver_webhook
 
+    # Awaited by the API: a timeout just past the API's own deadline; a second try only when the first ended
+    # without an outcome (its worker died or was stopped), while the caller still waits. Their results are read
+    # at once, so they stay in Redis only briefly (AWAITED_RESULT_S).
+    def awaited(fn, *, timeout: float | None = None, max_tries: int = 1):
+        return func(fn, name=fn.__name__, timeout=timeout, max_tries=max_tries, keep_result=AWAITED_RESULT_S)
+
     return [
-        echo,
-        ping,
+        awaited(echo),
+        awaited(ping),
         tracked_func(echo_tracked),
-        # Awaited by the API: a timeout just past the API's own deadline; a second try only when the first
-        # ended without an outcome (its worker died or was stopped), while the caller still waits.
-        func(ask_ai, name="ask_ai", timeout=settings.ask_ai_timeout_s + 5, max_tries=2),
-        func(extract_agents, name="extract_agents", timeout=settings.extraction_timeout_s + 5, max_tries=2),
+        awaited(ask_ai, timeout=settings.ask_ai_timeout_s + 5, max_tries=2),
+        awaited(extract_agents, timeout=settings.extraction_timeout_s + 5, max_tries=2),
         tracked_func(derive_judgments, timeout=300),
-        func(embed_query, name="embed_query", timeout=settings.search_timeout_s + 5, max_tries=1),
-        func(search_judgments, name="search_judgments", timeout=settings.search_timeout_s + 5, max_tries=1),
+        awaited(embed_query, timeout=settings.search_timeout_s + 5),
+        awaited(search_judgments, timeout=settings.search_timeout_s + 5),
         tracked_func(migrate_document, timeout=600),
         tracked_func(delete_user_data, timeout=3600),
         tracked_func(deliver_webhook, timeout=settings.webhooks_timeout_s + 30),
@@ -107,12 +111,13 @@ class LaneWorker(Worker):
     """An arq worker that waits for work on its lane's wake list and tells `run_sync` callers when a job ends.
 
     arq sleeps `poll_delay` between polls; this one also ends that wait as soon as a job is announced (a push on
-    the wake list, see kit/jobs.py `wake`) or one of its own jobs ends (a slot is free again). `poll_delay` stays
-    as the fallback for jobs nobody announced (retries, jobs unlocked by `reap`).
+    the wake list of a woken lane, see kit/jobs.py `wake`) or one of its own jobs ends (a slot is free again).
+    `poll_delay` stays as the fallback for jobs nobody announced (retries, jobs unlocked by `reap`).
     """
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(self, *args: Any, lane: Lane, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.lane = lane
         self._freed = asyncio.Event()
         self._wake: asyncio.Task | None = None
 
@@ -167,7 +172,7 @@ class LaneWorker(Worker):
 
     async def _idle(self) -> None:
         """Wait until a job is announced, a slot frees, or `poll_delay` passes, whichever comes first."""
-        if self._wake is None and self.job_counter < self.max_jobs:
+        if self.lane.woken and self._wake is None and self.job_counter < self.max_jobs:
             # Blocks at most 1 s, then is issued again (redis-py gives up on a blocked reply it never gets).
             self._wake = asyncio.ensure_future(self.pool.blpop([WAKE_KEY + self.queue_name], timeout=1))
         freed = asyncio.ensure_future(self._freed.wait())
@@ -178,10 +183,17 @@ class LaneWorker(Worker):
             freed.cancel()
         self._freed.clear()
         if self._wake is not None and self._wake.done():
-            wake, self._wake = self._wake, None
-            if not wake.cancelled() and wake.exception() is not None:
-                log.warning("waiting on the %s wake list failed: %s", self.queue_name, wake.exception())
+            token, self._wake = self._wake, None
+            if not token.cancelled() and token.exception() is not None:
+                log.warning("waiting on the %s wake list failed: %s", self.queue_name, token.exception())
                 await asyncio.sleep(self.poll_delay_s)
+            elif not token.cancelled() and token.result() is not None and self.job_counter >= self.max_jobs:
+                # The token came while every slot filled up: this worker cannot start the job, so hand the token
+                # on to a worker that can (else that one waits for its fallback poll).
+                try:
+                    await wake(self.pool, self.queue_name)
+                except (RedisError, OSError) as exc:
+                    log.warning("handing on a wake token of %s failed: %s", self.queue_name, exc)
 
     async def close(self) -> None:
         if self._wake is not None:
@@ -192,19 +204,18 @@ class LaneWorker(Worker):
 
 
 class Lanes:
-    """The two lane workers of one process, run and stopped together (what `make_worker` returns)."""
+    """The lane workers of one process, run and stopped together (what `make_worker` returns)."""
 
     def __init__(self, workers: list[LaneWorker], *, handle_signals: bool):
         self.workers = workers
         self.handle_signals = handle_signals
 
-    @property
-    def bulk(self) -> LaneWorker | None:
-        return next((w for w in self.workers if w.queue_name == BULK_QUEUE), None)
-
-    @property
-    def interactive(self) -> LaneWorker | None:
-        return next((w for w in self.workers if w.queue_name == INTERACTIVE_QUEUE), None)
+    def __getitem__(self, name: str) -> LaneWorker:
+        """The worker of lane `name` in this process (KeyError when it runs elsewhere)."""
+        for w in self.workers:
+            if w.lane.name == name:
+                return w
+        raise KeyError(name)
 
     async def main(self) -> None:
         """Run every lane until stopped."""
@@ -247,15 +258,18 @@ def make_worker(
 ) -> Lanes:
     """The lane workers of one process, wired to the services; `svc` shares already-built ones (tests).
 
-    `lanes`: "all" (both, the default), "interactive" or "bulk" (a process per lane). `lease_s`: how long
-    after its last heartbeat a silent worker still owns its jobs (default COLLAB_WORKER_LEASE_S, 20 s): a worker
-    that dies mid-job has its jobs run again that long after.
+    `lanes`: "all" (every lane, the default) or one lane's name (search, ai, extraction, bulk: a process per
+    lane). `lease_s`: how long after its last heartbeat a silent worker still owns its jobs (default
+    COLLAB_WORKER_LEASE_S, 20 s): a worker that dies mid-job has its jobs run again that long after.
     """
-    if lanes not in ("all", "interactive", "bulk"):
-        raise ValueError(f"lanes must be all, interactive or bulk, not {lanes!r}")
+    if lanes != "all" and lanes not in LANES:
+        raise ValueError(f"lanes must be all or one of {', '.join(LANES)}, not {lanes!r}")
     lease = lease_s if lease_s is not None else settings.worker_lease_s
     every = functions(settings)
-    shared: dict[str, Any] = {"users": 0}
+    from collab.judgments.tasks import ActiveModel
+
+    # One embedder holder per process, shared by every lane and job (arq copies ctx per job, see judgments/tasks.py).
+    shared: dict[str, Any] = {"users": 0, "active_model": ActiveModel()}
     served: dict[str, float] = {}  # queue → its workers' in-progress lock (seconds), for `reap`
 
     async def services() -> Services:
@@ -265,7 +279,7 @@ def make_worker(
         shared["users"] += 1
         return svc or await shared["svc"]
 
-    def build(queue: str, fns: list, *, crons: list, max_jobs: int, poll_delay: float) -> LaneWorker:
+    def build(where: Lane, fns: list, *, crons: list, max_jobs: int, poll_delay: float) -> LaneWorker:
         async def startup(ctx: dict) -> None:
             # Heartbeat first: a job is only picked after startup, but its claim must be visible from the start.
             ctx["lease_s"] = lease
@@ -278,8 +292,10 @@ def make_worker(
             ctx["svc"] = await services()
             ctx["pool"] = ctx["svc"].pool
             ctx["settings"] = settings
+            ctx["active_model"] = shared["active_model"]
             # Load the embedding model now (imports take seconds), not on the first search; jobs that need no
-            # model run meanwhile (one that does waits for the same process-wide load).
+            # model run meanwhile (one that does waits for the same process-wide load; every lane starts it, one
+            # loads and registers).
             from collab.judgments.tasks import active_embedder
 
             ctx["model_loading"] = asyncio.ensure_future(active_embedder(ctx))
@@ -297,7 +313,7 @@ def make_worker(
         options: dict[str, Any] = dict(
             functions=fns,
             cron_jobs=crons,
-            queue_name=queue,
+            queue_name=where.queue,
             redis_settings=RedisSettings.from_dsn(redis_url),
             on_startup=startup,
             on_shutdown=shutdown,
@@ -307,29 +323,35 @@ def make_worker(
             keep_result=300,
             # An awaited job past its API deadline is aborted (cancelled), not left running.
             allow_abort_jobs=True,
-            # Both lanes share a loop: `Lanes.run` handles the signals for them.
+            # The lanes share a loop: `Lanes.run` handles the signals for them.
             handle_signals=False,
         )
         options.update(overrides)
-        worker = LaneWorker(**options)
-        served[queue] = worker.in_progress_timeout_s
+        worker = LaneWorker(**options, lane=where)
+        served[where.queue] = worker.in_progress_timeout_s
         return worker
 
-    # Both are built even when one runs here: the bulk lane's `reap` unlocks the interactive lane's jobs too.
-    interactive = build(
-        INTERACTIVE_QUEUE, [f for f in every if _name(f) in INTERACTIVE], crons=[],
-        max_jobs=settings.worker_interactive_max_jobs, poll_delay=settings.worker_interactive_poll_delay_s,
-    )
-    bulk = build(
-        BULK_QUEUE, [f for f in every if _name(f) not in INTERACTIVE], crons=_cron_jobs(),
-        max_jobs=settings.worker_max_jobs, poll_delay=settings.worker_poll_delay_s,
-    )
-    chosen = {"all": [interactive, bulk], "interactive": [interactive], "bulk": [bulk]}[lanes]
+    slots = {
+        "search": settings.worker_search_max_jobs,
+        "ai": settings.worker_ai_max_jobs,
+        "extraction": settings.worker_extraction_max_jobs,
+        "bulk": settings.worker_max_jobs,
+    }
+    # Every lane is built even when one runs here: the bulk lane's `reap` unlocks the other lanes' jobs too.
+    built = {
+        name: build(
+            where, [f for f in every if lane(_name(f)) is where], crons=_cron_jobs() if name == "bulk" else [],
+            max_jobs=slots[name],
+            poll_delay=settings.worker_lane_poll_delay_s if where.woken else settings.worker_poll_delay_s,
+        )
+        for name, where in LANES.items()
+    }
+    chosen = list(built.values()) if lanes == "all" else [built[lanes]]
     return Lanes(chosen, handle_signals=handle_signals)
 
 
 def run(settings: Settings | None = None, *, lanes: str = "all") -> None:
-    """Run a worker process until stopped (collab worker [--lane interactive|bulk])."""
+    """Run a worker process until stopped (collab worker [--lane all|search|ai|extraction|bulk])."""
     settings = settings or get_settings()
     from collab.kit import embedded
 

@@ -20,7 +20,12 @@ def vector_expr(dimensions: int) -> sql.Composable:
 
 
 async def register(conn: Conn, *, model: str, source: str, dimensions: int) -> bool:
-    """Record a model (and where it loads from); the first one becomes active with its indexes."""
+    """Record a model (and where it loads from); the first one becomes active with its indexes (call in a transaction).
+
+    Serialised across processes by a transaction-scoped advisory lock: two workers booting on an empty database
+    would otherwise both see no active model and both build its indexes, and the loser's CREATE INDEX fails.
+    """
+    await execute(conn, "select pg_advisory_xact_lock(hashtext('collab:embedding_models'))")
     await execute(
         conn,
         "insert into embedding_models (name, source, dimensions) values (%(n)s, %(s)s, %(d)s)"

@@ -3,8 +3,9 @@
 import asyncio
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -45,8 +46,30 @@ class Failure(Exception):
         return out
 
 
-# Called with the tokens of each model call made (the platform-key quota counts them).
-Usage = Callable[[int], Awaitable[None]]
+QUOTA_SPENT = (
+    "This workspace has used today's quota of the platform's model keys; configure its own provider key, "
+    "or retry tomorrow (UTC)."
+)
+
+
+class Usage:
+    """A workspace's platform-key quota during one extraction: every model call is counted, and once the day's
+    totals are spent no further call starts (RESOURCE_EXHAUSTED mid-way)."""
+
+    def __init__(self, svc: Services, workspace_id: str):
+        self.svc, self.workspace_id = svc, workspace_id
+        self.spent = False
+
+    def check(self) -> None:
+        """Refuse to start a model call once the quota is spent."""
+        if self.spent:
+            retry_after = quota.seconds_to_next_day(self.svc.clock())
+            raise Failure("RESOURCE_EXHAUSTED", QUOTA_SPENT, retry_after_s=retry_after)
+
+    async def count(self, tokens: int) -> None:
+        """Count one call that reached the provider (a failed one with no tokens)."""
+        calls, total = await quota.record(self.svc, workspace_id=self.workspace_id, calls=1, tokens=tokens)
+        self.spent = self.spent or quota.spent(self.svc.settings, calls=calls, tokens=total)
 
 
 class _Call:
@@ -70,6 +93,8 @@ class _Call:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise Failure("DEADLINE_EXCEEDED", "Extraction exceeded its processing budget.")
+            if self.usage is not None:
+                self.usage.check()
             try:
                 completion = await complete(
                     self.route,
@@ -82,12 +107,14 @@ class _Call:
                     response_format=response_format,
                 )
             except LlmError as exc:
+                if self.usage is not None:
+                    await self.usage.count(0)  # it reached (or may have reached) the provider: it counts
                 if exc.kind == "timeout" and self.deadline - time.monotonic() <= 0:
                     raise Failure("DEADLINE_EXCEEDED", "Extraction exceeded its processing budget.") from None
                 raise Failure("INTERNAL", f"Ingest failed: {exc.message}") from None
             self.calls += 1
             if self.usage is not None:
-                await self.usage(completion.prompt_tokens + completion.completion_tokens)
+                await self.usage.count(completion.prompt_tokens + completion.completion_tokens)
             self.tokens["prompt"] += completion.prompt_tokens
             self.tokens["completion"] += completion.completion_tokens
             self.transcript.append((prompt.name, messages[-1]["content"], completion.text))
@@ -124,22 +151,27 @@ async def _platform_usage(svc: Services, workspace_id: str) -> Usage:
     """The usage counter of a workspace's platform-key calls; RESOURCE_EXHAUSTED when today's quota is spent."""
     retry_after = await quota.exhausted(svc, workspace_id=workspace_id)
     if retry_after is not None:
-        raise Failure(
-            "RESOURCE_EXHAUSTED",
-            "This workspace has used today's quota of the platform's model keys; configure its own provider key, "
-            "or retry tomorrow (UTC).",
-            retry_after_s=retry_after,
-        )
-
-    async def count(tokens: int) -> None:
-        await quota.record(svc, workspace_id=workspace_id, calls=1, tokens=tokens)
-
-    return count
+        raise Failure("RESOURCE_EXHAUSTED", QUOTA_SPENT, retry_after_s=retry_after)
+    return Usage(svc, workspace_id)
 
 
-async def _decode(content: bytes, mime_type: str, file_name: str | None):
+# Decodes wait on a child process (up to the decode budget each): threads of their own, so that they never fill
+# the loop's default executor that other work of the process uses. One per extraction slot is enough.
+_decoders: ThreadPoolExecutor | None = None
+
+
+def _decode_threads(settings: Settings) -> ThreadPoolExecutor:
+    global _decoders
+    if _decoders is None:
+        _decoders = ThreadPoolExecutor(max_workers=settings.worker_extraction_max_jobs, thread_name_prefix="decode")
+    return _decoders
+
+
+async def _decode(settings: Settings, content: bytes, mime_type: str, file_name: str | None):
     try:
-        return await asyncio.to_thread(decode, content, mime_type, file_name=file_name)
+        return await asyncio.get_running_loop().run_in_executor(
+            _decode_threads(settings), lambda: decode(content, mime_type, file_name=file_name)
+        )
     except DecodeError as exc:
         code = "INVALID_ARGUMENT" if exc.kind in ("limits", "unsupported") else "INTERNAL"
         raise Failure(code, exc.message) from None
@@ -168,7 +200,7 @@ async def run(
 ) -> Outcome:
     """The whole pipeline for one file, given the provider key (no database: the eval runs it too)."""
     deadline = time.monotonic() + settings.extraction_timeout_s - 1
-    decoded = await _decode(content, mime_type, file_name)
+    decoded = await _decode(settings, content, mime_type, file_name)
     extract = prompts.get("extract_agents", settings.prompts_dir)
     route = resolve(extract.models[provider])
     call = _Call(settings, route, key, deadline, usage)
@@ -183,7 +215,15 @@ async def run(
             )
             return part, answer
 
-    answers = await asyncio.gather(*(one(part) for part in parts))
+    calls = [asyncio.ensure_future(one(part)) for part in parts]
+    try:
+        answers = await asyncio.gather(*calls)
+    except BaseException:
+        # One chunk failed (the deadline, the quota, the provider): the others stop too, no call is left running.
+        for task in calls:
+            task.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        raise
     agents, skipped = pipeline.assemble(answers)
     if len(parts) > 1 and len(agents) > 1:
         merge = prompts.get("merge_agents", settings.prompts_dir)
@@ -191,7 +231,7 @@ async def run(
             grouped = await call.ask(merge, MergeAnswer, agent_count=len(agents), agents=pipeline.merge_lines(agents))
             agents = pipeline.apply_merge(agents, grouped)
         except Failure as exc:
-            if exc.code == "DEADLINE_EXCEEDED":
+            if exc.code in ("DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED"):
                 raise
             log.warning("merge call failed, merging by name instead: %s", exc.message)
             agents = pipeline.merge_by_name(agents)

@@ -3,6 +3,7 @@
 import asyncio
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from collab.embeddings import registry
@@ -15,26 +16,60 @@ from collab.kit.jobs import tracked
 from collab.kit.services import Services
 
 log = logging.getLogger("collab.judgments")
+# Threads of their own, never the loop's default executor (which searches must not queue behind): bulk encodes
+# (each one already spreads over every core inside the runtime, so two at a time is plenty), model loads (one at
+# a time), and `embed_query`'s single encodes.
+_BULK_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bulk-encode")
+_LOAD_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-load")
+_QUERY_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
+
+
+class ActiveModel:
+    """The process's embedder of the active model, shared by every lane and job of a worker process.
+
+    The worker puts one in its ctx at startup: arq gives each job a copy of ctx, so a value a job stores there is
+    lost when it ends, while this mutable holder is the same object in every copy.
+    """
+
+    def __init__(self) -> None:
+        self.embedder: Embedder | None = None
+        self.loaded: tuple[str | None, str | None] | None = None  # (model setting, name) it was loaded as
+        self.read_at = float("-inf")
+        self.lock = asyncio.Lock()  # one registry read, load and registration at a time per process
 
 
 async def active_embedder(ctx: dict) -> Embedder:
     """The embedder of the model search uses now (re-read every few seconds, so an activation spreads)."""
     svc: Services = ctx["svc"]
-    cached = ctx.get("active_model")
-    if cached and time.monotonic() - cached[0] < svc.settings.embedding_refresh_s:
-        return cached[1]
-    async with svc.pool.connection() as conn:
-        row = await registry.active(conn)
-    if row is None:
-        embedder = await asyncio.to_thread(load, svc.settings.embedding_model, cache_dir=svc.settings.models_dir)
+    held: ActiveModel = ctx.setdefault("active_model", ActiveModel())  # callers outside a worker get their own
+    if held.embedder is not None and (
+        time.monotonic() - held.read_at < svc.settings.embedding_refresh_s or held.lock.locked()
+    ):
+        return held.embedder  # fresh, or another job is re-reading it right now: no need to wait for that
+    async with held.lock:
+        if held.embedder is not None and time.monotonic() - held.read_at < svc.settings.embedding_refresh_s:
+            return held.embedder
         async with svc.pool.connection() as conn:
-            async with conn.transaction():
-                await registry.register(conn, model=embedder.name, source=_source(svc), dimensions=embedder.dimensions)
-    else:
-        embedder = await asyncio.to_thread(
-            load, None if row["source"] == "default" else row["source"], row["name"], cache_dir=svc.settings.models_dir
-        )
-    ctx["active_model"] = (time.monotonic(), embedder)
+            row = await registry.active(conn)
+        if row is None:
+            embedder = await _load(held, svc.settings.embedding_model, None, svc)
+            async with svc.pool.connection() as conn:
+                async with conn.transaction():
+                    await registry.register(conn, model=embedder.name, source=_source(svc),
+                                            dimensions=embedder.dimensions)
+        else:
+            embedder = await _load(held, None if row["source"] == "default" else row["source"], row["name"], svc)
+        held.embedder, held.read_at = embedder, time.monotonic()
+        return embedder
+
+
+async def _load(held: ActiveModel, setting: str | None, name: str | None, svc: Services) -> Embedder:
+    """The embedder for (setting, name): the held one when it is that, else loaded on the load thread."""
+    if held.embedder is not None and held.loaded == (setting, name):
+        return held.embedder
+    loop = asyncio.get_running_loop()
+    embedder = await loop.run_in_executor(_LOAD_THREADS, lambda: load(setting, name, cache_dir=svc.settings.models_dir))
+    held.loaded = (setting, name)
     return embedder
 
 
@@ -69,7 +104,8 @@ async def embed_judgments(
                 todo.append((judgment_id, kind, texts[kind], digest))
     # One encode call for the whole batch, shortest texts first (padding per sub-batch stays small).
     todo.sort(key=lambda t: len(t[2]))
-    vectors = await asyncio.to_thread(embedder.encode, [t[2] for t in todo]) if todo else []
+    texts = [t[2] for t in todo]
+    vectors = await asyncio.get_running_loop().run_in_executor(_BULK_THREADS, embedder.encode, texts) if todo else []
     rows = [
         {
             "judgment_id": judgment_id,
@@ -114,7 +150,7 @@ async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, ac
 async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
     """The query's vector under the active model (the worker holds the model)."""
     embedder = await active_embedder(ctx)
-    [vector] = await asyncio.to_thread(embedder.encode, [text])
+    [vector] = await asyncio.get_running_loop().run_in_executor(_QUERY_THREADS, embedder.encode, [text])
     return {"model": embedder.name, "dimensions": embedder.dimensions, "vector": vector}
 
 

@@ -10,10 +10,11 @@ the worker lease: every worker says every lease/3 which jobs it runs; a job that
 lease with no live worker claiming it is unlocked and runs again on another worker (jobs are idempotent).
 The sweep also re-sends `running` rows whose arq job is gone altogether (Redis lost it, or arq gave up).
 
-Two lanes: interactive functions (`INTERACTIVE`: search, Ask AI) go to their own queue, served by their own
-worker slots, so bulk work (embedding, extraction, deliveries) never delays them. `run_sync` wakes the workers
-with a push on a Redis list they block on (no poll delay), and the worker pushes on a per-job list when the job
-ends, which the caller blocks on (no result polling).
+Lanes (`LANES`): search, Ask AI and extraction each have their own queue, served by their own worker slots, and
+bulk (embedding, deliveries, deletions, migrations, the crons) keeps arq's default queue; so no kind of work
+waits behind another kind's slots. `run_sync` wakes a woken lane's workers with a push on a Redis list they
+block on (no poll delay), and the worker pushes on a per-job list when the job ends, which the caller blocks on
+(no result polling).
 """
 
 import asyncio
@@ -23,7 +24,9 @@ import logging
 import time
 import uuid
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from arq import ArqRedis, Retry
@@ -36,22 +39,47 @@ from psycopg_pool import AsyncConnectionPool
 from redis.exceptions import RedisError
 
 from collab.kit.crypto import new_id
-from collab.kit.db import execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_one
 from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError
 
 log = logging.getLogger("collab.jobs")
+q = Queries(Path(__file__).with_name("jobs.sql"))
 # How long a worker that stopped heartbeating still owns its jobs (seconds); see `Heartbeat`.
 DEFAULT_LEASE_S = 20.0
 WORKERS = "collab:workers"  # a set of worker ids
 WORKER_KEY = "collab:worker:"  # + id: the JSON list of job ids it runs, expiring after the lease
 _QUEUE_UNAVAILABLE = {"Retry-After": "1"}
 
-# The lanes. Bulk keeps arq's default queue (jobs already queued by an older release are still served).
+
+
+@dataclass(frozen=True)
+class Lane:
+    """A queue with its own worker slots; `woken`: awaited callers wake its workers with a push (else they poll)."""
+
+    name: str
+    queue: str
+    woken: bool
+
+
+# Bulk keeps arq's default queue (jobs already queued by an older release are still served).
 BULK_QUEUE = default_queue_name
-INTERACTIVE_QUEUE = "collab:queue:interactive"
-# Functions someone waits on interactively: they run on the interactive lane, whoever enqueues them.
-INTERACTIVE = frozenset({"ask_ai", "embed_query", "search_judgments", "ping"})
+LANES = {
+    "search": Lane("search", "collab:queue:search", woken=True),
+    "ai": Lane("ai", "collab:queue:ai", woken=True),
+    "extraction": Lane("extraction", "collab:queue:extraction", woken=True),
+    "bulk": Lane("bulk", BULK_QUEUE, woken=False),
+}
+# The one mapping of functions to lanes, whoever enqueues them; any other function (and every cron) is bulk.
+LANE_OF = {
+    "search_judgments": "search",
+    "embed_query": "search",
+    "ping": "search",
+    "ask_ai": "ai",
+    "extract_agents": "extraction",
+}
+# How long an awaited (`run_sync`) function's result stays in Redis: the caller reads it within moments.
+AWAITED_RESULT_S = 30
 WAKE_KEY = "collab:wake:"  # + queue name: a list workers block on; a push means "a job is waiting"
 DONE_KEY = "collab:done:"  # + job id: a list the `run_sync` caller blocks on; the worker pushes when the job ends
 SYNC_PREFIX = "sync_"  # job ids of `run_sync` jobs: only those get a done push
@@ -61,9 +89,9 @@ _WAKE_TOKENS = 64  # a burst of enqueues needs no more: each wake-up reads a who
 _RESULT_WAIT_S = 0.5
 
 
-def lane(function: str) -> str:
-    """The queue a function runs on."""
-    return INTERACTIVE_QUEUE if function in INTERACTIVE else BULK_QUEUE
+def lane(function: str) -> Lane:
+    """The lane a function runs on."""
+    return LANES[LANE_OF.get(function, "bulk")]
 
 
 async def wake(redis: ArqRedis, queue: str) -> None:
@@ -100,11 +128,7 @@ class Tx:
     async def enqueue(self, function: str, *, api_key_id: str | None, _job_id: str | None = None, **args: Any) -> str:
         """Record a job in this transaction; it is sent to the queue after commit."""
         job_id = _job_id or new_id("job_")
-        await execute(
-            self.conn,
-            "insert into jobs (id, api_key_id, function, args) values (%(id)s, %(key)s, %(fn)s, %(args)s)",
-            {"id": job_id, "key": api_key_id, "fn": function, "args": Jsonb(args)},
-        )
+        await execute(self.conn, q.insert_job, {"id": job_id, "key": api_key_id, "fn": function, "args": Jsonb(args)})
         self.pending.append((function, job_id))
         return job_id
 
@@ -125,11 +149,11 @@ async def send(conn: Conn, redis: ArqRedis, jobs: list[tuple[str, str]]) -> None
     # No wake-up push: background jobs are found by the lane's next poll (COLLAB_WORKER_POLL_DELAY_S).
     for function, job_id in jobs:
         try:
-            await redis.enqueue_job(function, job_id, _job_id=job_id, _queue_name=lane(function))
+            await redis.enqueue_job(function, job_id, _job_id=job_id, _queue_name=lane(function).queue)
         except (RedisError, OSError) as exc:
             log.warning("enqueue of %s failed, left for the sweep: %s", job_id, exc)
             continue
-        await execute(conn, "update jobs set enqueued_at = now() where id = %(id)s", {"id": job_id})
+        await execute(conn, q.mark_enqueued, {"id": job_id})
 
 
 def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
@@ -140,12 +164,7 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
         async def run(ctx: dict, job_id: str) -> Any:
             pool: AsyncConnectionPool = ctx["pool"]
             async with pool.connection() as conn:
-                row = await fetch_one(
-                    conn,
-                    "update jobs set status = 'running', attempts = attempts + 1, updated_at = now()"
-                    " where id = %(id)s and status in ('queued', 'running') returning args, attempts, api_key_id",
-                    {"id": job_id},
-                )
+                row = await fetch_one(conn, q.start_job, {"id": job_id})
             if row is None:
                 return None  # finished already, or unknown: at-least-once delivery makes this normal
             if row["attempts"] > max_tries:
@@ -187,8 +206,7 @@ async def _finish(
     async with pool.connection() as conn:
         await execute(
             conn,
-            "update jobs set status = %(status)s, result = %(result)s, error = %(error)s,"
-            " error_detail = %(detail)s, updated_at = now() where id = %(id)s",
+            q.finish_job,
             {"id": job_id, "status": status, "result": Jsonb(result) if result is not None else None, "error": error,
              "detail": detail},
         )
@@ -200,19 +218,8 @@ async def sweep(ctx: dict) -> int:
     redis: ArqRedis = ctx["redis"]
     after = ctx["settings"].job_sweep_after_s
     async with pool.connection() as conn:
-        rows = await fetch_all(
-            conn,
-            "select id, function from jobs where status = 'queued'"
-            " and coalesce(enqueued_at, created_at) < now() - make_interval(secs => %(after)s)"
-            " order by created_at limit 500",
-            {"after": after},
-        )
-        running = await fetch_all(
-            conn,
-            "select id, function from jobs where status = 'running'"
-            " and updated_at < now() - make_interval(secs => %(after)s) order by updated_at limit 500",
-            {"after": after},
-        )
+        rows = await fetch_all(conn, q.unsent_jobs, {"after": after})
+        running = await fetch_all(conn, q.stale_running_jobs, {"after": after})
         lost = await _lost(redis, running)
         await send(conn, redis, [(r["function"], r["id"]) for r in rows + lost])
     return len(rows) + len(lost)
@@ -335,15 +342,17 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
     """Run a job on a worker and await its result: UNAVAILABLE without Redis, DEADLINE_EXCEEDED past the budget."""
     if redis is None:
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE)
-    # Interactive functions have a lane of their own; the rest go to the client's default queue (bulk).
-    queue = INTERACTIVE_QUEUE if function in INTERACTIVE else redis.default_queue_name
+    # Search, Ask AI and extraction have lanes of their own; the rest go to the client's default queue (bulk).
+    where = lane(function)
+    queue = where.queue if where.woken else redis.default_queue_name
     deadline = time.monotonic() + timeout_s
     try:
         job: Job | None = await redis.enqueue_job(
             function, _job_id=SYNC_PREFIX + uuid.uuid4().hex, _queue_name=queue,
             _expires=timedelta(seconds=timeout_s), **kwargs,
         )
-        await wake(redis, queue)
+        if where.woken:  # nothing blocks on the bulk lane's list: its workers poll
+            await wake(redis, queue)
     except (RedisError, OSError) as exc:
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE) from exc
     assert job is not None

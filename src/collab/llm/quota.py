@@ -1,13 +1,16 @@
 """The daily quota of platform-key model use per workspace, counted durably in Postgres.
 
 Only calls made on the platform's own provider keys (COLLAB_*_API_KEY) count: a workspace that configured its
-own key pays for its calls itself. Checked before work starts (a started job finishes, so a day can end a few
-calls over); 0 turns a limit off.
+own key pays for its calls itself; a call that failed counts as a call (with no tokens). Checked before a job
+starts and again before each of its model calls (against the totals the previous call returned), so a job stops
+mid-way once the day is spent; calls already in flight then still finish, so a day can end up to the extraction's
+concurrent calls over. 0 turns a limit off.
 """
 
 from datetime import datetime, timedelta, timezone
 
-from collab.kit.db import Queries, execute, fetch_one
+from collab.config import Settings
+from collab.kit.db import Queries, fetch_one
 from collab.kit.services import Services
 
 q = Queries.beside(__file__)
@@ -32,14 +35,21 @@ async def exhausted(svc: Services, *, workspace_id: str) -> int | None:
     async with svc.pool.connection() as conn:
         row = await fetch_one(conn, q.usage, {"workspace_id": workspace_id, "day": _day(now)})
     calls, tokens = (row["calls"], row["tokens"]) if row else (0, 0)
-    over_calls = settings.platform_key_daily_calls and calls >= settings.platform_key_daily_calls
-    over_tokens = settings.platform_key_daily_tokens and tokens >= settings.platform_key_daily_tokens
-    return seconds_to_next_day(now) if over_calls or over_tokens else None
+    return seconds_to_next_day(now) if spent(settings, calls=calls, tokens=tokens) else None
 
 
-async def record(svc: Services, *, workspace_id: str, calls: int, tokens: int) -> None:
-    """Count platform-key use for the workspace's current day (its own transaction: the call was made)."""
+def spent(settings: Settings, *, calls: int, tokens: int) -> bool:
+    """Whether a day's totals use up the quota (no further call may start)."""
+    over_calls = bool(settings.platform_key_daily_calls) and calls >= settings.platform_key_daily_calls
+    over_tokens = bool(settings.platform_key_daily_tokens) and tokens >= settings.platform_key_daily_tokens
+    return over_calls or over_tokens
+
+
+async def record(svc: Services, *, workspace_id: str, calls: int, tokens: int) -> tuple[int, int]:
+    """Count platform-key use for the workspace's current day (its own transaction: the call was made); the
+    day's totals (calls, tokens) after it."""
     async with svc.pool.connection() as conn:
-        await execute(
+        row = await fetch_one(
             conn, q.add_usage, {"workspace_id": workspace_id, "day": _day(svc.clock()), "calls": calls, "tokens": tokens}
         )
+    return row["calls"], row["tokens"]

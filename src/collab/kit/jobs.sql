@@ -1,0 +1,31 @@
+-- name: insert_job
+-- Record a queued job in the caller's transaction (sent to the queue after commit).
+insert into jobs (id, api_key_id, function, args) values (%(id)s, %(key)s, %(fn)s, %(args)s)
+
+-- name: mark_enqueued
+-- Note that a job reached the queue (the sweep re-sends queued jobs that never did).
+update jobs set enqueued_at = now() where id = %(id)s
+
+-- name: start_job
+-- Count a try of an unfinished job and move it to running; nothing when it finished already.
+update jobs set status = 'running', attempts = attempts + 1, updated_at = now()
+where id = %(id)s and status in ('queued', 'running')
+returning args, attempts, api_key_id
+
+-- name: finish_job
+-- Record a job's outcome: its status, result, tenant-facing reason and internal detail.
+update jobs set status = %(status)s, result = %(result)s, error = %(error)s, error_detail = %(detail)s,
+  updated_at = now()
+where id = %(id)s
+
+-- name: unsent_jobs
+-- Queued jobs not on the queue for a while (committed while Redis was away, or their send failed).
+select id, function from jobs
+where status = 'queued' and coalesce(enqueued_at, created_at) < now() - make_interval(secs => %(after)s)
+order by created_at limit 500
+
+-- name: stale_running_jobs
+-- Running jobs unchanged for a while: candidates for "the queue lost them" (checked against Redis).
+select id, function from jobs
+where status = 'running' and updated_at < now() - make_interval(secs => %(after)s)
+order by updated_at limit 500
