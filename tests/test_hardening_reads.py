@@ -1,12 +1,14 @@
 """Issue #14 (3, 8, 9): integers past 2^53 refused at ingress and rendered safely from old rows; list pages cut
-by bytes as well as by count; CRDT caps; page tokens bound to their query's filters and order."""
+by bytes as well as by count (activities, notifications, CRDT editors, judgments, recordings); CRDT caps; page
+tokens bound to their query's filters and order."""
 
 import json
 
 import pytest
 from psycopg.types.json import Jsonb
 
-from helpers import enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result
+from helpers import (enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result,
+                     settle_jobs)
 from pathological_json import MAX_SAFE_INTEGER, RAW_BODIES, SAFE_VALUES, VALUES
 from test_webhooks import settle, webhook_tenant
 
@@ -153,8 +155,8 @@ def test_rows_stored_before_the_check_still_read(client, db):
 # Pages cut by bytes as well as by count.
 
 
-def assert_paged_by_bytes(pages, ids, budget):
-    assert [r["id"] for page in pages for r in page] == ids  # every record once, in order
+def assert_paged_by_bytes(pages, ids, budget, key="id"):
+    assert [r[key] for page in pages for r in page] == ids  # every record once, in order
     assert len(pages) > 1
     for page in pages:
         assert json_bytes(page) <= budget or len(page) == 1
@@ -180,6 +182,35 @@ def test_notifications_pages_stop_at_the_byte_budget(client, small_pages):
         add_notification(client, t, f"n{i}", displayBodyMessage="z" * 1500)
     pages = every_page(client, f"{NOTIFICATIONS}/get", t, organizationId="o1", documentId="d1", order="asc")
     assert_paged_by_bytes(pages, [f"n{i}" for i in range(5)], small_pages)
+
+
+def test_judgment_queries_stop_at_the_byte_budget(client, live, small_pages):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    judged = [activity(id=f"j{i}", actionType="comment_annotation.reject", timestamp=1_000 + i, targetEntityId="ann1",
+                       entityData={"reasoning": f"{i} " + "r" * 1500}) for i in range(5)]
+    result(add_activities(client, t, *judged))
+    settle_jobs(live, t)
+    pages = every_page(client, "/v2/memory/judgments/query", t, organizationId="org1")
+    assert_paged_by_bytes(pages, [f"j{i}" for i in reversed(range(5))], small_pages, key="recordId")  # newest first
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert [r["reasoning"][:1] for page in pages for r in page] == ["4", "3", "2", "1", "0"]
+
+
+def test_recordings_pages_stop_at_the_byte_budget(client, small_pages):
+    t = new_tenant(client)
+    files = [{"url": f"https://cdn.example.com/{'v' * 1400}.webm", "mimeType": "video/webm", "name": "r.webm",
+              "type": "video", "size": 1}]
+    recordings = [{"annotationId": f"r{i}", "recordingType": "screen", "mode": "floating", "displayName": "Walk",
+                   "recordedTime": {"duration": 1000}, "attachments": files} for i in range(5)]
+    result(post(client, "/v2/recordings/add", {"organizationId": "o1", "documentId": "d1", "recordings": recordings},
+                t.headers))
+    pages = every_page(client, "/v2/recordings/get", t, organizationId="o1")
+    assert_paged_by_bytes(pages, [f"r{i}" for i in range(5)], small_pages, key="annotationId")
+    assert [len(p) for p in pages] == [2, 2, 1]
+    # pageSize still cuts first.
+    page = page_of(client, "/v2/recordings/get", t, organizationId="o1", pageSize=1)
+    assert [r["annotationId"] for r in page["data"]] == ["r0"] and page["pageToken"]
 
 
 @pytest.mark.parametrize("fmt", ["json", "yjs"])
@@ -222,6 +253,19 @@ def test_crdt_editors_per_document_are_capped(client, crdt_caps):
     result(post(client, f"{CRDT}/add", third, t.headers))
     page = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")
     assert [r["id"] for r in page["data"]] == ["e2", "e3"]
+
+
+def test_an_existing_editor_at_the_cap_is_already_exists(client, crdt_caps):
+    t = new_tenant(client)
+    for editor in ("e1", "e2"):
+        result(post(client, f"{CRDT}/add", {"organizationId": "o1", "documentId": "d1", "editorId": editor,
+                                            "type": "text", "data": "hi"}, t.headers))
+    again = {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text", "data": "other"}
+    err = error(post(client, f"{CRDT}/add", again, t.headers), "ALREADY_EXISTS")
+    assert err["message"] == "CRDT data already exists for this editor ID."
+    error(post(client, f"{CRDT}/add", {**again, "editorId": "e3"}, t.headers), "RESOURCE_EXHAUSTED")
+    page = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")
+    assert [(r["id"], r["data"]) for r in page["data"]] == [("e1", "hi"), ("e2", "hi")]
 
 
 def test_crdt_state_size_is_capped_on_add_and_update(client, crdt_caps):

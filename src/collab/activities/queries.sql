@@ -35,12 +35,18 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
 select * from activities where api_key_id = %(api_key_id)s and id = %(id)s
 
 -- name: list_activities
--- A page by key (at most `limit` rows), then only the rows that start within `budget` bytes of JSON (sizes
--- measured here, so the API never loads more); `fetched` is how many rows the page had by key.
+-- A page by key (at most `limit` rows, taken by a top-N sort or the index), then only the rows that start within
+-- `budget` bytes by a cheap estimate (the sizes as stored, a compressed JSON value counted 10 times: nothing is
+-- read out of TOAST or rendered), so the API never loads much more than the budget; `fetched` is how many rows
+-- the page had by key. The exact cut is made on the records as rendered (kit/paging.py).
 with page as (
-    select id, row_number() over (order by
-               case when %(desc)s then "timestamp" end desc, case when %(desc)s then id end desc,
-               case when not %(desc)s then "timestamp" end asc, case when not %(desc)s then id end asc) as n
+    select id, "timestamp",
+           octet_length(id) + octet_length(action_type) + coalesce(octet_length(target_entity_id), 0)
+           + coalesce(octet_length(target_sub_entity_id), 0) + coalesce(octet_length(display_message_template), 0)
+           + coalesce(octet_length(action_icon), 0)
+           + (select coalesce(sum(pg_column_size(v) * case when pg_column_compression(v) is null then 1 else 10 end), 0)
+              from (values (action_user), (changes), (entity_data), (entity_target_data),
+                           (display_message_template_data)) j(v)) as bytes
     from activities
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
       and (%(document_id)s::text is null or document_id = %(document_id)s)
@@ -56,18 +62,16 @@ with page as (
              case when not %(desc)s then "timestamp" end asc, case when not %(desc)s then id end asc
     limit %(limit)s
 ), sized as (
-    select p.id, p.n, count(*) over () as fetched,
-           sum(b.bytes) over (order by p.n) - b.bytes as before
-    from page p
-    join activities a on a.api_key_id = %(api_key_id)s and a.id = p.id
-    cross join lateral (
-        select octet_length(concat(a.id, a.action_type, a.action_user, a.target_entity_id, a.target_sub_entity_id,
-                                   a.changes, a.entity_data, a.entity_target_data, a.display_message_template,
-                                   a.display_message_template_data, a.action_icon)) as bytes
-    ) b
+    -- Numbered after the limit: a window over the whole match would turn the top-N sort into a full sort.
+    select id, n, count(*) over () as fetched, sum(bytes) over (order by n) - bytes as before
+    from (select id, bytes, row_number() over (order by
+                     case when %(desc)s then "timestamp" end desc, case when %(desc)s then id end desc,
+                     case when not %(desc)s then "timestamp" end asc, case when not %(desc)s then id end asc) as n
+          from page) p
 )
 select a.*, s.fetched from sized s
-join activities a on a.api_key_id = %(api_key_id)s and a.id = s.id
+-- By key, row by row (offset 0 keeps the planner from trading the index for a scan of the tenant's rows).
+cross join lateral (select * from activities a where a.api_key_id = %(api_key_id)s and a.id = s.id offset 0) a
 where s.before < %(budget)s
 order by s.n
 

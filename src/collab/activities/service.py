@@ -154,8 +154,7 @@ async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities)
             limit=data.pageSize + 1,
             budget=budget,
         )
-    fetched = rows[0]["fetched"] if rows else 0
-    return pager.cut(rows, data.pageSize, "timestamp", "id", render=to_wire, budget=budget, fetched=fetched)
+    return pager.cut(rows, data.pageSize, "timestamp", "id", render=to_wire, budget=budget)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteActivities) -> dict[str, Any]:

@@ -41,6 +41,14 @@ select pg_advisory_xact_lock(hashtextextended(%(api_key_id)s || '/' || %(organiz
 select count(*) as editors from crdt_editors
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
 
+-- name: editor_exists
+-- Whether the editor has a document (an add at the editor cap answers ALREADY_EXISTS for it, not the cap).
+select exists (
+    select 1 from crdt_editors
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+      and editor_id = %(editor_id)s
+) as found
+
 -- name: lock_editor
 select type, content_key, state from crdt_editors
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s

@@ -24,6 +24,11 @@ async def count_editors_locked(conn: Conn, *, api_key_id: str, organization_id: 
     return (await fetch_one(conn, q.count_editors, key))["editors"]
 
 
+async def exists(conn: Conn, **key: Any) -> bool:
+    """Whether the editor has a document."""
+    return (await fetch_one(conn, q.editor_exists, key))["found"]
+
+
 async def lock(conn: Conn, **key: Any) -> dict[str, Any] | None:
     """An editor's type, content key and state, locked until the transaction ends."""
     return await fetch_one(conn, q.lock_editor, key)

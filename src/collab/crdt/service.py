@@ -96,7 +96,10 @@ async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
         cap = svc.settings.crdt_max_editors_per_document
         editors = await repo.count_editors_locked(tx.conn, api_key_id=tenant.api_key_id,
                                                   organization_id=data.organizationId, document_id=data.documentId)
-        if editors >= cap:
+        # An editor that exists is ALREADY_EXISTS at the cap too (under the lock, no add can slip in between).
+        if editors >= cap and not await repo.exists(tx.conn, api_key_id=tenant.api_key_id,
+                                                    organization_id=data.organizationId,
+                                                    document_id=data.documentId, editor_id=data.editorId):
             raise ApiError("RESOURCE_EXHAUSTED", f"A document holds at most {cap} CRDT editors; delete one first.")
         added = await repo.insert(
             tx.conn,
@@ -141,8 +144,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
         )
     contents = await asyncio.to_thread(lambda: [ydoc.read(r["type"], r["content_key"], r["state"]) for r in rows])
     records = {row["editor_id"]: content for row, content in zip(rows, contents)}
-    fetched = rows[0]["fetched"] if rows else 0
-    return pager.cut(rows, PAGE_EDITORS, "editor_id", budget=budget, fetched=fetched,
+    return pager.cut(rows, PAGE_EDITORS, "editor_id", budget=budget,
                      render=lambda row: to_wire(row, records[row["editor_id"]], yjs=data.format == "yjs"))
 
 

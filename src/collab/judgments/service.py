@@ -34,12 +34,14 @@ async def search(svc: Services, *, tenant: Tenant, data: SearchJudgments) -> dic
 
 
 async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple[list[dict[str, Any]], str | None]:
-    """Judgments by filters, newest first, without vector search."""
+    """Judgments by filters, newest first, without vector search: at most `pageSize` records and about
+    `max_response_bytes` of JSON (at least one record), and the token of the next page."""
     # The token is bound to the filters: a position in one listing means nothing in another.
     filters = data.model_dump(exclude={"pageSize", "pageToken"})
     filters["documentId"] = data.documentId if data.organizationId else None  # ignored without an organization
     pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "judgments", filters)
     after_ts, after_id = pager.after(data.pageToken, 2)
+    budget = svc.settings.max_response_bytes
     async with svc.pool.connection() as conn:
         rows = await repo.list_page(
             conn,
@@ -53,7 +55,7 @@ async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple
             after_ts=after_ts,
             after_id=after_id,
             limit=data.pageSize + 1,
+            budget=budget,
         )
-    rows, token = pager.page(rows, data.pageSize, "created_at", "id")
     scope = "document" if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey"
-    return [record(r, scope) for r in rows], token
+    return pager.cut(rows, data.pageSize, "created_at", "id", render=lambda r: record(r, scope), budget=budget)

@@ -10,7 +10,9 @@ import binascii
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
+
+import orjson
 
 from collab.kit.crypto import Keyring
 from collab.kit.envelope import dumps
@@ -72,16 +74,18 @@ def query_digest(filters: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def fit(records: list[Any], budget: int) -> int:
-    """How many leading records fit in `budget` bytes of JSON; at least one, so every page moves on."""
-    if len(records) <= 1:
-        return len(records)  # nothing to measure: a page holds at least one record
+def fit(records: Iterable[Any], budget: int) -> list[bytes]:
+    """The JSON of the leading records that fit in `budget` bytes as one array; at least one, so every page moves
+    on. Each record is rendered once, and none after the first that does not fit."""
+    rendered: list[bytes] = []
     used = 1  # the array's opening bracket
-    for count, record in enumerate(records):
-        used += len(dumps(record)) + 1  # the comma or closing bracket after it
-        if count and used > budget:
-            return count
-    return len(records)
+    for record in records:
+        blob = dumps(record)
+        used += len(blob) + 1  # the comma or closing bracket after it
+        if rendered and used > budget:
+            break
+        rendered.append(blob)
+    return rendered
 
 
 @dataclass(frozen=True)
@@ -112,13 +116,12 @@ class Pager:
         *key_columns: str,
         render: Callable[[dict[str, Any]], Any],
         budget: int,
-        fetched: int | None = None,
     ) -> tuple[list[Any], str | None]:
-        """Rendered records of a fetch, cut at `size` records or `budget` bytes of JSON (at least one), and the
-        next page's token. `fetched` is how many rows the query found by key when it left some out itself."""
-        records = [render(row) for row in rows[:size]]
-        records = records[: fit(records, budget)]
-        found = len(rows) if fetched is None else fetched
+        """Records of a `size + 1` fetch, cut at `size` records or `budget` bytes of JSON (at least one), and the
+        next page's token. A query that leaves rows out itself (by a size estimate) says in each row's `fetched`
+        how many rows it found by key. Records come rendered (orjson fragments), so a response writes each once."""
+        found = rows[0].get("fetched", len(rows)) if rows else 0
+        records = [orjson.Fragment(blob) for blob in fit((render(row) for row in rows[:size]), budget)]
         if len(records) >= found:
             return records, None
         last = rows[len(records) - 1]

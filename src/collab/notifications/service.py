@@ -144,8 +144,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetNotifications) -> tuple
             limit=data.pageSize + 1,
             budget=budget,
         )
-    fetched = rows[0]["fetched"] if rows else 0
-    return pager.cut(rows, data.pageSize, "timestamp", "id", budget=budget, fetched=fetched,
+    return pager.cut(rows, data.pageSize, "timestamp", "id", budget=budget,
                      render=lambda row: to_wire(row, tenant.api_key_id))
 
 

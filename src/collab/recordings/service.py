@@ -76,9 +76,11 @@ async def add(svc: Services, *, tenant: Tenant, data: AddRecordings) -> dict[str
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetRecordings) -> tuple[list[dict[str, Any]], str | None]:
-    """A page of recording annotations (latest version each) in annotationId order."""
+    """A page of recording annotations (latest version each) in annotationId order, at most `pageSize` records
+    and about `max_response_bytes` of JSON (at least one record), and the token of the next page."""
     pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:recordings:{data.organizationId}")
     (after_id,) = pager.after(data.pageToken, 1)
+    budget = svc.settings.max_response_bytes
     async with svc.pool.connection() as conn:
         rows = await repo.list_page(
             conn,
@@ -88,9 +90,9 @@ async def get(svc: Services, *, tenant: Tenant, data: GetRecordings) -> tuple[li
             annotation_ids=data.recordingIds,
             after_id=after_id,
             limit=data.pageSize + 1,
+            budget=budget,
         )
-    rows, token = pager.page(rows, data.pageSize, "annotation_id")
-    return [to_wire(r) for r in rows], token
+    return pager.cut(rows, data.pageSize, "annotation_id", render=to_wire, budget=budget)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteRecordings) -> dict[str, Any]:
