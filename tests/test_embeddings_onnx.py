@@ -84,11 +84,15 @@ def test_vectors_are_unit_length_and_in_input_order(onnx_fp32):
     assert onnx_fp32.encode([]) == []
 
 
-def test_repeated_query_is_served_from_the_recent_cache(onnx_fp32):
+def test_the_runtime_caches_no_text(onnx_fp32, monkeypatch):
+    # A cache shared by every caller would let one tenant time another's texts; searches keep their own, per tenant.
+    runs = []
+    real = onnx_fp32.model._run
+    monkeypatch.setattr(onnx_fp32.model, "_run", lambda sess, texts: runs.append(texts) or real(sess, texts))
     first = onnx_fp32.encode(["hero image alt text"])
-    assert onnx_fp32.model.recent.get("hero image alt text") is not None
-    first[0][0] = 42.0  # a caller mutating its result does not change what the next caller gets
+    first[0][0] = 42.0
     assert onnx_fp32.encode(["hero image alt text"])[0][0] != 42.0
+    assert runs == [["hero image alt text"], ["hero image alt text"]]
 
 
 def test_export_is_cached_by_content_hash_and_nothing_was_downloaded(onnx_fp32, cache, no_network):

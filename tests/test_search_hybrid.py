@@ -93,3 +93,34 @@ def test_a_judgments_page_token_only_continues_its_own_filters(client, live):
     for other in ({"decision": "approved"}, {}, {"decision": "rejected", "organizationId": "org1"}):
         response = post(client, path, {**other, "pageSize": 2, "pageToken": first["pageToken"]}, t.headers)
         assert error(response, "INVALID_ARGUMENT")["details"]["issues"][0]["path"] == ["pageToken"]
+
+
+def test_a_megabytes_long_reasoning_is_derived_and_searchable_with_its_batch(client, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    # ~2 MB of distinct words: their lexemes pass tsvector's 1 MiB limit, which once failed the whole batch.
+    words = " ".join(f"w{i:06d}" for i in range(260_000))
+    add(client, t, [
+        judged("long", f"Rejected after the audit: {words}"),
+        judged("ticket", "Approved once the vendor showed the retention policy; see SEC-5001.", target="ann2"),
+        judged("alt", "The hero image has no alt text, screen readers skip it.", target="ann3"),
+    ])
+    settle_jobs(live, t)
+    assert ids(client, t, query="w000042", limit=1) == ["long"]
+    assert ids(client, t, query="SEC-5001", limit=1) == ["ticket"]
+    assert "alt" in ids(client, t, query="missing alt text on the hero image", limit=2)
+
+
+def test_the_lexical_arm_ranks_only_its_first_matches(client, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    add(client, t, [judged(f"m{i}", f"Checked against control A.12.4 on page {i}.") for i in range(8)])
+    settle_jobs(live, t)
+    settings = live.svc.settings
+    try:
+        settings.search_vector_weight = 0  # the lexical ranking alone
+        assert len(ids(client, t, query="A.12.4", limit=10)) == 8
+        settings.search_lexical_candidates = 3  # a word this common: only the first 3 matches are ranked
+        assert len(ids(client, t, query="A.12.4", limit=10)) == 3
+    finally:
+        settings.search_vector_weight, settings.search_lexical_candidates = 1.0, 1000

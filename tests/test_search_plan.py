@@ -1,7 +1,9 @@
 """How a scoped vector search runs on either pgvector generation, the fusion, and the embedded data dir."""
 
+import asyncio
+
 from collab.judgments import repository as repo
-from collab.judgments.search import fuse, lexical_text, plan
+from collab.judgments.search import fuse, lexical_text, plan, query_vector
 from collab.kit import embedded
 
 ARGS = dict(k=30, exact_threshold=20_000, ef_max=1000)
@@ -90,3 +92,31 @@ def test_starting_beside_an_older_data_dir_leaves_it_untouched(tmp_path, caplog)
         assert "pg_dump" in caplog.text
     finally:
         embedded.stop_postgres(tmp_path)
+
+
+class CountingEmbedder:
+    """A stand-in model that records what it was asked to encode."""
+
+    name = "counting"
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return [[1.0, 0.0] for _ in texts]
+
+
+def test_a_query_cached_for_one_tenant_is_not_a_hit_for_another():
+    model = CountingEmbedder()
+
+    async def searches():
+        first = await query_vector(model, api_key_id="tenant-a", text="layoffs in the Q3 plan")
+        first[0] = 42.0  # a caller changing its vector does not change what the next search gets
+        again = await query_vector(model, api_key_id="tenant-a", text="layoffs in the Q3 plan")
+        other = await query_vector(model, api_key_id="tenant-b", text="layoffs in the Q3 plan")
+        return again, other
+
+    again, other = asyncio.run(searches())
+    assert model.calls == [["layoffs in the Q3 plan"], ["layoffs in the Q3 plan"]]  # tenant A's repeat was cached
+    assert again == other == [1.0, 0.0]

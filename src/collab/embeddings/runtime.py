@@ -4,6 +4,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from pathlib import Path
 
 import numpy
@@ -57,21 +58,21 @@ class Tokens:
 
 
 class Recent:
-    """A small LRU of query vectors keyed by text (a repeated search skips the model)."""
+    """A small LRU of query vectors (a repeated search skips the model); the caller picks the key."""
 
     def __init__(self, size: int = QUERY_CACHE):
         self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
 
-    def get(self, text: str):
+    def get(self, key: Hashable):
         with self.lock:
-            vector = self.items.get(text)
+            vector = self.items.get(key)
             if vector is not None:
-                self.items.move_to_end(text)
+                self.items.move_to_end(key)
             return vector
 
-    def put(self, text: str, vector) -> None:
+    def put(self, key: Hashable, vector) -> None:
         with self.lock:
-            self.items[text] = vector
+            self.items[key] = vector
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
 
@@ -107,7 +108,6 @@ class OnnxModel:
         self.path, self.tokens, self.source, self.device, self.label = model, tokens, source, device, label
         # One thread for a query: lowest latency, and queries never queue behind a bulk batch's threads.
         self.query = session(model, threads=1)
-        self.recent = Recent()
         self._bulk = None
         self._bulk_lock = threading.Lock()
         self.dimensions = int(self._run(self.query, ["warm up"]).shape[1])
@@ -134,11 +134,9 @@ class OnnxModel:
     def encode(self, texts: list[str], *, batch_size: int = 64) -> numpy.ndarray:
         """Unit-length float32 vectors, one row per text, in order."""
         if len(texts) == 1:
-            vector = self.recent.get(texts[0])
-            if vector is None:
-                vector = self._run(self.query, texts)[0]
-                self.recent.put(texts[0], vector)
-            return vector[None, :].copy()
+            # No cache here: a cache shared by every caller would let one tenant time another's texts
+            # (the search path keeps its own, per tenant: judgments/search.py).
+            return self._run(self.query, texts)
         runtime = self.bulk()
         if isinstance(runtime, TorchModel):
             return runtime.encode(texts, batch_size=batch_size)

@@ -14,6 +14,7 @@ REJECTED = {"comment_annotation.reject", "comment.reject", "comment_annotation.s
 AGREE = {"agree", "+1", "👍"}
 DISAGREE = {"disagree", "-1", "👎"}
 _VAR = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
+EMBED_CHARS = 100_000  # of a text, embedded at most (far past any model's max length in tokens)
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -109,7 +110,8 @@ def _confidence(value: Any) -> float:
 
 def texts(judgment: dict[str, Any]) -> dict[str, str]:
     """What is embedded per kind: `review` = decision and reasoning, `content` = the reviewed content."""
-    out = {"review": f"{judgment['decision']}: {judgment['reasoning']}"}
+    # The model reads a few hundred tokens; cut far past that, so a megabytes-long reasoning is not tokenized whole.
+    out = {"review": f"{judgment['decision']}: {judgment['reasoning']}"[:EMBED_CHARS]}
     if judgment.get("content"):
-        out["content"] = judgment["content"]
+        out["content"] = judgment["content"][:EMBED_CHARS]
     return out

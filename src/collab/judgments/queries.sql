@@ -1,10 +1,13 @@
 -- name: activities
+-- One tenant's activities by id (those that exist), for a derive batch.
 select * from activities where api_key_id = %(api_key_id)s and id = any(%(ids)s)
 
 -- name: delete_judgments
+-- Delete a tenant's judgments by id (their vectors cascade).
 delete from judgments where api_key_id = %(api_key_id)s and id = any(%(ids)s)
 
 -- name: upsert_judgment
+-- Insert or replace one derived judgment.
 insert into judgments (api_key_id, id, organization_id, document_id, annotation_id, decision, judge_type,
                        reasoning, content, content_type, reviewer_id, confidence, action_user, agent, created_at)
 values (%(api_key_id)s, %(id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, %(decision)s,
@@ -18,10 +21,12 @@ on conflict (api_key_id, id) do update set
     agent = excluded.agent, created_at = excluded.created_at
 
 -- name: embedding_hashes
+-- The content hash of each stored vector of these judgments under a model.
 select judgment_id, kind, content_hash from judgment_embeddings
 where api_key_id = %(api_key_id)s and model = %(model)s and judgment_id = any(%(ids)s)
 
 -- name: upsert_embeddings
+-- Write many vectors in one statement (parallel arrays, one row per judgment and kind).
 insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)
 select %(api_key_id)s, r.judgment_id, r.kind, %(model)s, r.content_hash, r.organization_id, r.document_id, r.embedding::vector
 from unnest(%(judgment_ids)s::text[], %(kinds)s::text[], %(content_hashes)s::text[], %(organization_ids)s::text[],
@@ -32,11 +37,13 @@ on conflict (api_key_id, judgment_id, kind, model) do update set
     document_id = excluded.document_id, embedding = excluded.embedding
 
 -- name: delete_embeddings
+-- Delete the vectors of (judgment_id, kind) pairs under a model.
 delete from judgment_embeddings e
 using unnest(%(judgment_ids)s::text[], %(kinds)s::text[]) as r (judgment_id, kind)
 where e.api_key_id = %(api_key_id)s and e.model = %(model)s and e.judgment_id = r.judgment_id and e.kind = r.kind
 
 -- name: thread
+-- An annotation's thread of judgments, oldest first (the annotationId shortcut).
 select j.*, 1.0::float8 as similarity from judgments j
 where j.api_key_id = %(api_key_id)s and j.organization_id = %(organization_id)s
   and j.annotation_id = %(annotation_id)s
@@ -45,6 +52,7 @@ order by j.created_at asc, j.id asc
 limit %(limit)s
 
 -- name: recent
+-- The judgments of a day range, newest first (the recencyDays shortcut).
 select j.*, 1.0::float8 as similarity from judgments j
 where j.api_key_id = %(api_key_id)s
   and (%(organization_id)s::text is null or j.organization_id = %(organization_id)s)
@@ -54,24 +62,62 @@ order by j.created_at desc, j.id desc
 limit %(limit)s
 
 -- name: list_judgments
-select j.*, null::float8 as similarity from judgments j
-where j.api_key_id = %(api_key_id)s
-  and (%(organization_id)s::text is null or j.organization_id = %(organization_id)s)
-  and (%(document_id)s::text is null or j.document_id = %(document_id)s)
-  and (%(decision)s::text is null or j.decision = %(decision)s)
-  and (%(judge_type)s::text is null or j.judge_type = %(judge_type)s)
-  and (%(reviewer_id)s::text is null or j.reviewer_id = %(reviewer_id)s)
-  and (%(annotation_id)s::text is null or j.annotation_id = %(annotation_id)s)
-  and (%(after_ts)s::bigint is null or (j.created_at, j.id) < (%(after_ts)s, %(after_id)s))
-order by j.created_at desc, j.id desc
-limit %(limit)s
+-- Judgments by filters, newest first: a page by key (at most `limit`), then only those that start within `budget`
+-- bytes by a cheap estimate (sizes as stored, a compressed JSON value counted 10 times), with the columns a record
+-- shows; `fetched` is how many the page had by key. The exact cut is made on the records as rendered.
+with page as (
+    select j.id, j.created_at,
+           octet_length(j.id) + octet_length(j.reasoning) + octet_length(j.decision)
+           + (select coalesce(sum(pg_column_size(v) * case when pg_column_compression(v) is null then 1 else 10 end), 0)
+              from (values (j.action_user), (j.agent)) v(v)) as bytes
+    from judgments j
+    where j.api_key_id = %(api_key_id)s
+      and (%(organization_id)s::text is null or j.organization_id = %(organization_id)s)
+      and (%(document_id)s::text is null or j.document_id = %(document_id)s)
+      and (%(decision)s::text is null or j.decision = %(decision)s)
+      and (%(judge_type)s::text is null or j.judge_type = %(judge_type)s)
+      and (%(reviewer_id)s::text is null or j.reviewer_id = %(reviewer_id)s)
+      and (%(annotation_id)s::text is null or j.annotation_id = %(annotation_id)s)
+      and (%(after_ts)s::bigint is null or (j.created_at, j.id) < (%(after_ts)s, %(after_id)s))
+    order by j.created_at desc, j.id desc
+    limit %(limit)s
+), sized as (
+    select id, created_at, count(*) over () as fetched,
+           sum(bytes) over (order by created_at desc, id desc rows unbounded preceding) - bytes as before
+    from page
+)
+select j.id, j.reasoning, j.decision, j.confidence, j.action_user, j.agent, j.created_at, null::float8 as similarity,
+       s.fetched
+from sized s
+-- By key, row by row (offset 0 keeps the planner from trading the index for a scan of the tenant's rows).
+cross join lateral (select * from judgments j where j.api_key_id = %(api_key_id)s and j.id = s.id offset 0) j
+where s.before < %(budget)s
+order by s.created_at desc, s.id desc
 
 -- name: judgments_after
+-- One batch of judgments in key order after a key (all tenants, or one); re-embedding walks them.
 select * from judgments
 where (api_key_id, id) > (%(key)s, %(ident)s) and (%(only)s::text is null or api_key_id = %(only)s)
 order by api_key_id, id limit %(limit)s
 
 -- name: activities_after
+-- One batch of activity keys in order after a key (all tenants, or one); the backfill walks them.
 select api_key_id, id from activities
 where (api_key_id, id) > (%(key)s, %(ident)s) and (%(only)s::text is null or api_key_id = %(only)s)
 order by api_key_id, id limit %(limit)s
+
+-- name: count_judgments
+-- How many judgments there are (all tenants, or one).
+select count(*) as n from judgments where (%(only)s::text is null or api_key_id = %(only)s)
+
+-- name: pgvector_version
+-- The installed pgvector's version string (no row when the extension is missing).
+select extversion from pg_extension where extname = 'vector'
+
+-- name: table_rows
+-- The planner's estimate of the embeddings table's size (no scan).
+select greatest(reltuples, 0)::bigint as n from pg_class where oid = 'judgment_embeddings'::regclass
+
+-- name: set_local
+-- SET LOCAL many settings in one round trip (names[i] = values[i]).
+select set_config(s.name, s.value, true) from unnest(%(names)s::text[], %(values)s::text[]) as s (name, value)

@@ -93,8 +93,7 @@ async def activities_after(
 
 
 async def count_judgments(conn: Conn, *, only: str | None = None) -> int:
-    sql = "select count(*) as n from judgments where (%(only)s::text is null or api_key_id = %(only)s)"
-    return (await fetch_one(conn, sql, {"only": only}))["n"]
+    return (await fetch_one(conn, q.count_judgments, {"only": only}))["n"]
 
 
 def _scope_where(organization_id: str | None, document_id: str | None, table: str = "e") -> sql.Composable:
@@ -109,7 +108,7 @@ def _scope_where(organization_id: str | None, document_id: str | None, table: st
 
 async def pgvector_version(conn: Conn) -> tuple[int, ...]:
     """The installed pgvector's version, e.g. (0, 8, 2)."""
-    row = await fetch_one(conn, "select extversion from pg_extension where extname = 'vector'")
+    row = await fetch_one(conn, q.pgvector_version)
     return tuple(int(p) for p in row["extversion"].split(".") if p.isdigit()) if row else ()
 
 
@@ -124,8 +123,14 @@ async def count_scope(conn: Conn, *, cap: int, **params: Any) -> int:
 
 async def table_rows(conn: Conn) -> int:
     """The planner's estimate of the embeddings table's size (no scan)."""
-    row = await fetch_one(conn, "select greatest(reltuples, 0)::bigint as n from pg_class where oid = 'judgment_embeddings'::regclass")
-    return row["n"]
+    return (await fetch_one(conn, q.table_rows))["n"]
+
+
+async def set_local(conn: Conn, settings: dict[str, str]) -> None:
+    """SET LOCAL each of these settings, in one statement (one round trip)."""
+    if settings:
+        names, values = list(settings), list(settings.values())
+        await execute(conn, q.set_local, {"names": names, "values": values})
 
 
 def _distance(dimensions: int) -> sql.Composable:
@@ -146,21 +151,29 @@ async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, **params:
     return await fetch_all(conn, query, dict(params, k=k), prepare=False)
 
 
-async def lexical(conn: Conn, *, dimensions: int, k: int, text: str, **params: Any) -> list[dict[str, Any]]:
-    """The k judgments of the scope whose text matches every term of `text` best (full-text rank), with the
-    cosine similarity of their vector under the model."""
+async def lexical(conn: Conn, *, dimensions: int, k: int, cap: int, text: str, **params: Any) -> list[dict[str, Any]]:
+    """The k judgments of the scope whose text matches every term of `text` best (full-text rank) among the
+    first `cap` matches found, with the cosine similarity of their vector under the model."""
     column = sql.Identifier("review_tsv" if params["kind"] == "review" else "content_tsv")
+    # The matches are taken unordered up to `cap` (the scan stops there), and only those are ranked: a common
+    # word over a huge tenant would otherwise rank (and read the tsvector of) every row it matches.
     query = sql.SQL(
-        "select j.*, 1 - ({distance}) as similarity from judgments j"
+        "with hits as materialized ("
+        "  select j.api_key_id, j.id, j.created_at, ts_rank_cd(j.{column}, tq) as rank from judgments j"
+        "  join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id"
+        "   and e.kind = %(kind)s and e.model = %(model)s,"
+        "  websearch_to_tsquery('simple', %(text)s) tq"
+        "  where j.{column} @@ tq and {where} limit %(cap)s"
+        "), top as (select * from hits order by rank desc, created_at desc, id limit %(k)s)"
+        " select j.*, 1 - ({distance}) as similarity from top"
+        " join judgments j on j.api_key_id = top.api_key_id and j.id = top.id"
         " join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id"
-        "  and e.kind = %(kind)s and e.model = %(model)s,"
-        " websearch_to_tsquery('simple', %(text)s) tq"
-        " where j.{column} @@ tq and {where}"
-        " order by ts_rank_cd(j.{column}, tq) desc, j.created_at desc, j.id limit %(k)s"
+        "  and e.kind = %(kind)s and e.model = %(model)s"
+        " order by top.rank desc, top.created_at desc, top.id"
     ).format(
         distance=_distance(dimensions),
         column=column,
         # The judgment's own scope columns: they sit beside the tsvector, so the GIN and btree scans combine.
         where=_scope_where(params.get("organization_id"), params.get("document_id"), "j"),
     )
-    return await fetch_all(conn, query, dict(params, k=k, text=text), prepare=False)
+    return await fetch_all(conn, query, dict(params, k=k, cap=cap, text=text), prepare=False)

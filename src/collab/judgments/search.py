@@ -7,16 +7,24 @@ shortcut paths need no model, so `needs_model` lets the job answer them without 
 import asyncio
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from collab.embeddings.runtime import Recent
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
 from collab.kit.errors import invalid, issue
 from collab.kit.services import Services
 
 DAY_MS = 86_400_000
+# Query encodes get their own threads: the loop's default executor also runs bulk encodes, model loads and file
+# decodes, and a search must never wait behind those. Each encode is one thread of the model's query session.
+_QUERY_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-encode")
+# Recent query vectors, per tenant: keyed by (model, api key, text), so no tenant can time whether another one
+# searched a text. Only searches fill it (bulk and single encodes elsewhere never do).
+_recent = Recent()
 
 
 def resolve_scope(data: SearchJudgments) -> tuple[str, str | None, str | None]:
@@ -154,8 +162,18 @@ def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexic
     return sorted(rows.values(), key=lambda r: (-scores[r["id"]], r["id"] not in matched, -float(r["similarity"])))
 
 
+async def query_vector(embedder, *, api_key_id: str, text: str) -> list[float]:
+    """The query's vector: this tenant's recent one for the same text, else encoded on the query threads."""
+    key = (embedder.name, api_key_id, text)
+    vector = _recent.get(key)
+    if vector is None:
+        [vector] = await asyncio.get_running_loop().run_in_executor(_QUERY_THREADS, embedder.encode, [text])
+        _recent.put(key, vector)
+    return list(vector)
+
+
 async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments, org: str | None, doc: str | None, k: int):
-    [vector] = await asyncio.to_thread(embedder.encode, [data.query])
+    vector = await query_vector(embedder, api_key_id=api_key_id, text=data.query)
     settings = svc.settings
     params = {
         "model": embedder.name,
@@ -180,12 +198,18 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
                 exact_threshold=threshold,
                 ef_max=settings.search_ef_search_max,
             )
-            for name, value in how.settings.items():
-                await conn.execute("select set_config(%s, %s, true)", (name, value))
+            await repo.set_local(conn, how.settings)
             found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, k=k, **params)
             lexical = []
             if settings.search_lexical_weight > 0:
-                lexical = await repo.lexical(conn, dimensions=len(vector), k=k, text=lexical_text(data.query), **params)
+                lexical = await repo.lexical(
+                    conn,
+                    dimensions=len(vector),
+                    k=k,
+                    cap=settings.search_lexical_candidates,
+                    text=lexical_text(data.query),
+                    **params,
+                )
     found.sort(key=lambda r: -float(r["similarity"]))  # relaxed_order may return them slightly out of order
     fused = fuse(
         found,
