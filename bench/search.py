@@ -232,6 +232,16 @@ async def queue_round_trip(redis_url: str, n: int = 300) -> dict:
     return {"enqueue→start p50": pct(starts, 50), "enqueue→start p99": pct(starts, 99), "round trip p50": pct(totals, 50)}
 
 
+def _active_model(conn, timeout_s: float = 600) -> str:
+    """The model search uses, once the worker has registered it (its first start exports the model first)."""
+    deadline = time.monotonic() + timeout_s
+    while (row := conn.execute("select name from embedding_models where active").fetchone()) is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the worker registered no embedding model")
+        time.sleep(0.5)
+    return row[0]
+
+
 def main() -> str:
     texts = corpus(N)
     vectors, embed_info = embedded(texts)
@@ -246,7 +256,7 @@ def main() -> str:
         key = headers["x-service-api-key"]
         database_url = os.environ["BENCH_DATABASE_URL"]
         with psycopg.connect(database_url, autocommit=True) as conn:
-            model = conn.execute("select name from embedding_models where active").fetchone()[0]
+            model = _active_model(conn)
             server = conn.execute("select current_setting('server_version') || ', pgvector ' || extversion"
                                   " from pg_extension where extname = 'vector'").fetchone()[0]
         build_s = load_table(database_url, key, table_vecs, texts[:N], model)

@@ -49,10 +49,13 @@ class Settings(BaseSettings):
     # How long after its last heartbeat a silent worker still owns its jobs; then they run elsewhere.
     worker_lease_s: float = 20.0
 
-    # Fairness (issue #14 item 6, #15 item 1). The interactive lane (search, Ask AI) has its own queue and slots;
-    # it is woken by a push, so its poll delay is only the fallback for jobs nobody announced (retries).
-    worker_interactive_max_jobs: int = Field(default=10, ge=1)
-    worker_interactive_poll_delay_s: float = Field(default=0.25, gt=0)
+    # Fairness (issue #14 item 6, #15 item 1). Search, Ask AI and extraction each have their own queue and slots
+    # per worker process (bulk work and the crons use `worker_max_jobs`); those three lanes are woken by a push, so
+    # their poll delay is only the fallback for jobs nobody announced (retries).
+    worker_search_max_jobs: int = Field(default=10, ge=1)
+    worker_ai_max_jobs: int = Field(default=10, ge=1)
+    worker_extraction_max_jobs: int = Field(default=4, ge=1)
+    worker_lane_poll_delay_s: float = Field(default=0.25, gt=0)
     # Extraction per workspace: runs in flight and starts per window (429 RESOURCE_EXHAUSTED past either).
     extraction_max_concurrency_per_workspace: int = Field(default=2, ge=1)
     rate_limit_extraction: str = "30/hour"
@@ -100,6 +103,9 @@ class Settings(BaseSettings):
     search_vector_weight: float = 1.0
     search_lexical_weight: float = 1.0
     search_rrf_k: int = 60
+    # Full-text candidates ranked per search at most (the first matches found, unordered): a common word in a
+    # huge tenant stays a bounded amount of ranking work.
+    search_lexical_candidates: int = Field(default=1000, ge=1)
     # How long a worker trusts its idea of the active embedding model before asking Postgres again.
     embedding_refresh_s: float = 5.0
 
