@@ -112,3 +112,27 @@ def test_run_sync_past_deadline(live):
     with pytest.raises(ApiError) as caught:
         live.run(go())
     assert caught.value.code == "DEADLINE_EXCEEDED"
+
+
+def test_reap_leaves_the_ticks_of_named_crons_alone(live):
+    from arq.constants import in_progress_key_prefix
+
+    from collab.kit.jobs import reap
+
+    queue = "collab:test:reap"
+    lock_s = 3600.0
+    # A tick of a named cron and a plain job, both locked for far longer than the lease by no live worker.
+    jobs = ["flush_notifications:1795490250123", "job_orphan"]
+
+    async def go():
+        redis = live.svc.redis
+        for job_id in jobs:
+            await redis.zadd(queue, {job_id: 1})
+            await redis.psetex(in_progress_key_prefix + job_id, 60_000, b"1")  # set an hour minus a minute ago
+        ctx = {"redis": redis, "lease_s": 20, "lanes": {queue: lock_s}, "cron_names": {"flush_notifications"}}
+        try:
+            return await reap(ctx)
+        finally:
+            await redis.delete(queue, *(in_progress_key_prefix + j for j in jobs))
+
+    assert live.run(go()) == ["job_orphan"]

@@ -271,6 +271,8 @@ def make_worker(
     # One embedder holder per process, shared by every lane and job (arq copies ctx per job, see judgments/tasks.py).
     shared: dict[str, Any] = {"users": 0, "active_model": ActiveModel()}
     served: dict[str, float] = {}  # queue → its workers' in-progress lock (seconds), for `reap`
+    crons = _cron_jobs()
+    cron_names = {c.name for c in crons}  # `reap` leaves their ticks alone
 
     async def services() -> Services:
         # One pool and one set of clients per process, whichever lane starts first.
@@ -286,6 +288,7 @@ def make_worker(
             ctx["in_progress_s"] = worker.in_progress_timeout_s
             ctx["queue_name"] = worker.queue_name
             ctx["lanes"] = served
+            ctx["cron_names"] = cron_names
             ctx["heartbeat"] = heartbeat = Heartbeat(ctx["redis"], lambda: list(worker.tasks), lease_s=lease,
                                                      worker_id=new_id("wkr_"))
             heartbeat.start()
@@ -340,7 +343,7 @@ def make_worker(
     # Every lane is built even when one runs here: the bulk lane's `reap` unlocks the other lanes' jobs too.
     built = {
         name: build(
-            where, [f for f in every if lane(_name(f)) is where], crons=_cron_jobs() if name == "bulk" else [],
+            where, [f for f in every if lane(_name(f)) is where], crons=crons if name == "bulk" else [],
             max_jobs=slots[name],
             poll_delay=settings.worker_lane_poll_delay_s if where.woken else settings.worker_poll_delay_s,
         )

@@ -313,17 +313,21 @@ async def reap(ctx: dict, *, limit: int = 1000) -> list[str]:
     reaped = []
     for queue, in_progress_s in lanes.items():
         reaped += await _reap_queue(redis, queue, claimed, lock_ms=int(in_progress_s * 1000), lease_ms=lease_ms,
-                                    limit=limit)
+                                    limit=limit, cron_names=ctx.get("cron_names", ()))
     if reaped:
         log.warning("unlocked %d job(s) whose worker died: %s", len(reaped), reaped)
     return reaped
 
 
-async def _reap_queue(redis: ArqRedis, queue: str, claimed: set[str], *, lock_ms: int, lease_ms: int, limit: int) -> list[str]:
+async def _reap_queue(
+    redis: ArqRedis, queue: str, claimed: set[str], *, lock_ms: int, lease_ms: int, limit: int, cron_names: Iterable[str]
+) -> list[str]:
     due = [j.decode() for j in await redis.zrangebyscore(queue, "-inf", timestamp_ms(), start=0, num=limit)]
     # Cron jobs are left alone: the next tick runs them anyway, and arq keeps a finished one's in-progress key
     # for 60 s (to run each tick once), which would read here as a lock an hour old.
-    candidates = [j for j in due if j not in claimed and not j.startswith("cron:")]
+    # Their ids are "<cron name>:<tick ms>" ("cron:<function>" when a cron has no name of its own).
+    crons = ("cron:", *(f"{name}:" for name in cron_names))
+    candidates = [j for j in due if j not in claimed and not j.startswith(crons)]
     if not candidates:
         return []
     async with redis.pipeline(transaction=False) as pipe:
