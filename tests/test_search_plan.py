@@ -60,6 +60,8 @@ def test_lexical_text_keeps_identifiers():
     assert lexical_text("what happened to SEC-4471 last week") == "SEC-4471"
     assert lexical_text("ISO 27001 A.12.4 logging") == "27001 A.12.4"
     assert lexical_text("the discount claim") == "the discount claim"
+    # Prose (past MAX_LEXICAL_WORDS words, no identifier) is left to the vector alone.
+    assert lexical_text("why did the reviewers turn down the discount claim for the spring launch") is None
 
 
 def test_an_older_embedded_data_dir_is_kept_and_a_new_one_used(tmp_path):

@@ -156,10 +156,12 @@ async def lexical(conn: Conn, *, dimensions: int, k: int, cap: int, text: str, *
     first `cap` matches found, with the cosine similarity of their vector under the model."""
     column = sql.Identifier("review_tsv" if params["kind"] == "review" else "content_tsv")
     # The matches are taken unordered up to `cap` (the scan stops there), and only those are ranked: a common
-    # word over a huge tenant would otherwise rank (and read the tsvector of) every row it matches.
+    # word over a huge tenant would otherwise rank (and read the tsvector of) every row it matches. The rank is
+    # divided by the text's length (flag 2), so a short text that is all the query ranks above a long one that
+    # merely contains it (exact-text retrieval).
     query = sql.SQL(
         "with hits as materialized ("
-        "  select j.api_key_id, j.id, j.created_at, ts_rank_cd(j.{column}, tq) as rank from judgments j"
+        "  select j.api_key_id, j.id, j.created_at, ts_rank_cd(j.{column}, tq, 2) as rank from judgments j"
         "  join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id"
         "   and e.kind = %(kind)s and e.model = %(model)s,"
         "  websearch_to_tsquery('simple', %(text)s) tq"

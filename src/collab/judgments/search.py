@@ -137,11 +137,19 @@ async def _version(svc: Services, conn) -> tuple[int, ...]:
     return _pgvector[key]
 
 
-def lexical_text(query: str) -> str:
+# Past this many words (and with no identifier in them) a query is prose: requiring every word to match finds
+# little beyond what the vector finds, and ANDing the posting lists of common words costs tens of ms at 100k rows.
+MAX_LEXICAL_WORDS = 8
+
+
+def lexical_text(query: str) -> str | None:
     """What the lexical arm matches: the query's identifier-like words (those with a digit) when it has
-    any ("status of SEC-4471" → "SEC-4471"), else the whole query (every word must match)."""
-    ids = [w for w in query.split() if any(ch.isdigit() for ch in w)]
-    return " ".join(ids) if ids else query
+    any ("status of SEC-4471" → "SEC-4471"), else a short query whole (every word must match); None for prose."""
+    words = query.split()
+    ids = [w for w in words if any(ch.isdigit() for ch in w)]
+    if ids:
+        return " ".join(ids)
+    return query if len(words) <= MAX_LEXICAL_WORDS else None
 
 
 def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexical_weight: float, rrf_k: int) -> list[dict]:
@@ -201,14 +209,10 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
             await repo.set_local(conn, how.settings)
             found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, k=k, **params)
             lexical = []
-            if settings.search_lexical_weight > 0:
+            text = lexical_text(data.query)
+            if settings.search_lexical_weight > 0 and text:
                 lexical = await repo.lexical(
-                    conn,
-                    dimensions=len(vector),
-                    k=k,
-                    cap=settings.search_lexical_candidates,
-                    text=lexical_text(data.query),
-                    **params,
+                    conn, dimensions=len(vector), k=k, cap=settings.search_lexical_candidates, text=text, **params
                 )
     found.sort(key=lambda r: -float(r["similarity"]))  # relaxed_order may return them slightly out of order
     fused = fuse(
