@@ -44,7 +44,7 @@ where e.api_key_id = %(api_key_id)s and e.model = %(model)s and e.judgment_id = 
 
 -- name: thread
 -- An annotation's thread of judgments, oldest first (the annotationId shortcut).
-select j.*, 1.0::float8 as similarity from judgments j
+select j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning, j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at, 1.0::float8 as similarity from judgments j
 where j.api_key_id = %(api_key_id)s and j.organization_id = %(organization_id)s
   and j.annotation_id = %(annotation_id)s
   and (%(document_id)s::text is null or j.document_id = %(document_id)s)
@@ -53,7 +53,7 @@ limit %(limit)s
 
 -- name: recent
 -- The judgments of a day range, newest first (the recencyDays shortcut).
-select j.*, 1.0::float8 as similarity from judgments j
+select j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning, j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at, 1.0::float8 as similarity from judgments j
 where j.api_key_id = %(api_key_id)s
   and (%(organization_id)s::text is null or j.organization_id = %(organization_id)s)
   and (%(document_id)s::text is null or j.document_id = %(document_id)s)

@@ -12,6 +12,12 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
+# What a search reads of a judgment: its record and the rule-7 filters, never `content` or the tsvectors (a
+# scope searched exactly would otherwise carry them through the sort for every row in it).
+RECORD_COLUMNS = sql.SQL(
+    "j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning, j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at"
+)
+
 def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
@@ -142,11 +148,15 @@ async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, **params:
     distance = _distance(dimensions)
     # "+ 0" hides the indexed expression, so the planner scans the btree-selected scope exactly.
     order = sql.SQL("({}) + 0").format(distance) if exact else distance
+    # The k nearest are found on the embeddings alone, and only those k are joined to their judgments: joined
+    # first, an exact scan of a 5,000-row scope paid 5,000 judgment lookups (18 ms against 3 ms).
     query = sql.SQL(
-        "select j.*, 1 - ({distance}) as similarity from judgment_embeddings e"
-        " join judgments j on j.api_key_id = e.api_key_id and j.id = e.judgment_id"
-        " where {where} order by {order} limit %(k)s"
-    ).format(distance=distance, where=_scope_where(params.get("organization_id"), params.get("document_id")), order=order)
+        "select {columns}, 1 - n.distance as similarity from ("
+        "  select e.api_key_id, e.judgment_id, {distance} as distance from judgment_embeddings e"
+        "  where {where} order by {order} limit %(k)s"
+        ") n join judgments j on j.api_key_id = n.api_key_id and j.id = n.judgment_id order by n.distance"
+    ).format(distance=distance, where=_scope_where(params.get("organization_id"), params.get("document_id")), order=order,
+             columns=RECORD_COLUMNS)
     # Never a server-side prepared plan: it would not see the SET LOCAL hnsw.* before it.
     return await fetch_all(conn, query, dict(params, k=k), prepare=False)
 
@@ -167,13 +177,14 @@ async def lexical(conn: Conn, *, dimensions: int, k: int, cap: int, text: str, *
         "  websearch_to_tsquery('simple', %(text)s) tq"
         "  where j.{column} @@ tq and {where} limit %(cap)s"
         "), top as (select * from hits order by rank desc, created_at desc, id limit %(k)s)"
-        " select j.*, 1 - ({distance}) as similarity from top"
+        " select {columns}, 1 - ({distance}) as similarity from top"
         " join judgments j on j.api_key_id = top.api_key_id and j.id = top.id"
         " join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id"
         "  and e.kind = %(kind)s and e.model = %(model)s"
         " order by top.rank desc, top.created_at desc, top.id"
     ).format(
         distance=_distance(dimensions),
+        columns=RECORD_COLUMNS,
         column=column,
         # The judgment's own scope columns: they sit beside the tsvector, so the GIN and btree scans combine.
         where=_scope_where(params.get("organization_id"), params.get("document_id"), "j"),
