@@ -62,7 +62,8 @@ def _check(ranking: dict, kinds: set[str], per_kind: int) -> None:
         for k in (1, 3, 10):
             assert 0 <= m[f"recall@{k}"] <= 1
         assert m["recall@3"] <= m["recall@10"] and 0 <= m["mrr"] <= 1
-        assert 0 < m["p50_ms"] <= m["p95_ms"]
+        # The report's shape, not a speed: both percentiles are there and ordered.
+        assert m["p50_ms"] > 0 and sorted([m["p50_ms"], m["p95_ms"]]) == [m["p50_ms"], m["p95_ms"]]
     assert all(m["queries"] == per_kind for m in ranking["kinds"].values())
 
 
