@@ -133,3 +133,19 @@ def clock(live):
     live.svc.clock = lambda: box["now"]
     yield box
     live.svc.clock = original
+
+
+@pytest.fixture
+def tune(live):
+    """Set service settings for one test; restored after it."""
+    settings = live.svc.settings
+    saved: dict = {}
+
+    def set_(**values):
+        for name, value in values.items():
+            saved.setdefault(name, getattr(settings, name, None))
+            object.__setattr__(settings, name, value)
+
+    yield set_
+    for name, value in saved.items():
+        object.__setattr__(settings, name, value)

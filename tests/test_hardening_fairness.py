@@ -25,22 +25,6 @@ def model(llm):
     return llm
 
 
-@pytest.fixture
-def tune(live):
-    """Set service settings for one test; restored after it."""
-    settings = live.svc.settings
-    saved: dict = {}
-
-    def set_(**values):
-        for name, value in values.items():
-            saved.setdefault(name, getattr(settings, name, None))
-            object.__setattr__(settings, name, value)
-
-    yield set_
-    for name, value in saved.items():
-        object.__setattr__(settings, name, value)
-
-
 def with_own_key(client):
     t = new_tenant(client)
     body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-own-key"}]}

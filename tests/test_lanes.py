@@ -42,22 +42,6 @@ def wait_for(condition, what: str, limit_s: float = 60) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture
-def tune(live):
-    """Set service settings for one test; restored after it."""
-    settings = live.svc.settings
-    saved: dict = {}
-
-    def set_(**values):
-        for name, value in values.items():
-            saved.setdefault(name, getattr(settings, name))
-            object.__setattr__(settings, name, value)
-
-    yield set_
-    for name, value in saved.items():
-        object.__setattr__(settings, name, value)
-
-
 def release(fake) -> None:
     """Let every hanging fake-provider call answer (later `hang` scripts hang again)."""
     fake.loop.call_soon_threadsafe(lambda: (fake.release.set(), fake.release.clear()))

@@ -40,6 +40,28 @@ def to_wire(row: dict[str, Any]) -> dict[str, Any]:
     return {wire: row[column] for column, wire in _WIRE.items() if row.get(column) is not None}
 
 
+def row(activity: Any, *, id: str, organization_id: str, document_id: str | None, now: int) -> dict[str, Any]:
+    """The stored row of one wire activity (stamped `now` when it carries no timestamp)."""
+    return dict(
+        id=id,
+        organization_id=organization_id,
+        document_id=document_id,
+        feature_type=activity.featureType,
+        action_type=activity.actionType,
+        action_user=activity.actionUser.model_dump(exclude_none=True),
+        target_entity_id=activity.targetEntityId,
+        target_sub_entity_id=activity.targetSubEntityId,
+        changes=activity.changes,
+        entity_data=activity.entityData,
+        entity_target_data=activity.entityTargetData,
+        display_message_template=activity.displayMessageTemplate,
+        display_message_template_data=activity.displayMessageTemplateData,
+        action_icon=activity.actionIcon,
+        is_activity_resolver_used=activity.isActivityResolverUsed,
+        timestamp=activity.timestamp if activity.timestamp is not None else now,
+    )
+
+
 async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str, Any]:
     """Log activities (an id overwrites); event types switched off in the triggers are not logged."""
     config = (await get_activity_config(svc, tenant=tenant))["activityServiceConfig"]
@@ -61,25 +83,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
             if triggers.get(activity.actionType) is False:
                 continue  # the trigger for this event type is off
             activity_id = activity.id or new_id("act_")
-            action_user = activity.actionUser.model_dump(exclude_none=True)
-            record = dict(
-                id=activity_id,
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                feature_type=activity.featureType,
-                action_type=activity.actionType,
-                action_user=action_user,
-                target_entity_id=activity.targetEntityId,
-                target_sub_entity_id=activity.targetSubEntityId,
-                changes=activity.changes,
-                entity_data=activity.entityData,
-                entity_target_data=activity.entityTargetData,
-                display_message_template=activity.displayMessageTemplate,
-                display_message_template_data=activity.displayMessageTemplateData,
-                action_icon=activity.actionIcon,
-                is_activity_resolver_used=activity.isActivityResolverUsed,
-                timestamp=activity.timestamp if activity.timestamp is not None else now,
-            )
+            record = row(activity, id=activity_id, organization_id=data.organizationId, document_id=data.documentId,
+                         now=now)
             inserted = await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, **record)
             logged.append(activity_id)
             if inserted:  # an overwrite (a retry with the same id) does not notify again

@@ -181,26 +181,11 @@ async def _drop_tenant(svc, *, workspace_id: str) -> None:
             await execute(conn, q.delete_workspace, {"workspace_id": workspace_id, "owner_email": SCRATCH_EMAIL})
 
 
-_COLUMNS = {
-    "featureType": "feature_type",
-    "actionType": "action_type",
-    "targetEntityId": "target_entity_id",
-    "targetSubEntityId": "target_sub_entity_id",
-    "changes": "changes",
-    "entityData": "entity_data",
-    "entityTargetData": "entity_target_data",
-    "displayMessageTemplate": "display_message_template",
-    "displayMessageTemplateData": "display_message_template_data",
-    "actionIcon": "action_icon",
-    "isActivityResolverUsed": "is_activity_resolver_used",
-    "timestamp": "timestamp",
-}
-
-
 async def load(svc, embedder, *, api_key_id: str, records: list[dict[str, Any]], batch_size: int = 256) -> dict[str, Any]:
     """Write the records to the tenant's activity log, then derive and embed them as the worker does."""
     from collab.activities import repository as activities
     from collab.activities.schemas import AddActivities
+    from collab.activities.service import row
     from collab.judgments.tasks import derive_batch
 
     started = time.perf_counter()
@@ -211,16 +196,11 @@ async def load(svc, embedder, *, api_key_id: str, records: list[dict[str, Any]],
                     {"organizationId": record["organizationId"], "documentId": record["documentId"], "activities": [record["activity"]]}
                 )
                 activity = request.activities[0]
-                row = {column: getattr(activity, field) for field, column in _COLUMNS.items()}
-                row["action_user"] = activity.actionUser.model_dump(exclude_none=True)
-                row["timestamp"] = activity.timestamp if activity.timestamp is not None else svc.now_ms()
                 await activities.upsert(
                     conn,
                     api_key_id=api_key_id,
-                    id=activity.id,
-                    organization_id=request.organizationId,
-                    document_id=request.documentId,
-                    **row,
+                    **row(activity, id=activity.id, organization_id=request.organizationId,
+                          document_id=request.documentId, now=svc.now_ms()),
                 )
     counts = Counter()
     ids = [r["activity"]["id"] for r in records]
