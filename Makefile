@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test fuzz bench load clean
+.PHONY: install run test fuzz bench bench-crud load clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The API serves on every core by default; API_WORKERS=N sets how many processes.
 run: install
-	$(BIN)/collab run
+	$(BIN)/collab run $(if $(API_WORKERS),--workers $(API_WORKERS))
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -26,6 +27,10 @@ fuzz: install
 
 bench: install
 	$(BIN)/python -m bench
+
+# Per-request overhead: a bare FastAPI route vs small reads and writes, 1 and 2 API processes (needs wrk).
+bench-crud: install
+	$(BIN)/python -m bench.crud --workers 1,2 $(CRUD_ARGS)
 
 # The load mix against a fresh `collab run` for 10 minutes (LOAD_ARGS="--duration 60" for a quick look).
 load: install

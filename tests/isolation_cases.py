@@ -171,6 +171,15 @@ def _features(call, i: Ids, tag: str) -> None:
     call("/v2/recordings/add", {**where, "recordings": [recording(i.rec, f"Alpha recording {tag}", url, i.user),
                                                         recording(None, f"Alpha recording two {tag}", url, i.user2)]})
     call("/v2/crdt/add", {**where, "editorId": i.editor, "type": "text", "data": f"Alpha text {tag}", "userId": i.user})
+    call("/v2/commentannotations/add", {**where, "commentAnnotations": [
+        {"annotationId": i.ann, "location": {"id": f"loc-{tag}"}, "assignedTo": {"userId": i.user2},
+         "commentData": [{"commentText": f"Alpha thread {tag}", "from": {"userId": i.user, "name": f"Ana {tag}"},
+                          "taggedUserContacts": [{"userId": i.user2}]}]},
+        {"visibility": {"type": "restricted", "userIds": [i.user2]},
+         "commentData": [{"commentText": f"Alpha private {tag}", "from": {"userId": i.user}}]}]})
+    call("/v2/commentannotations/comments/reactions/add", {**where, "annotationId": i.ann, "commentId": 1,
+                                                           "reaction": f"alpha-{tag}", "userId": i.user2})
+    call("/v2/commentannotations/read/update", {**where, "userId": i.user2})
 
 
 def _endpoints(call, i: Ids, tag: str, hook_url: str) -> None:
@@ -225,6 +234,8 @@ def _page_tokens(client: httpx.Client, t: Tenant, i: Ids) -> None:
         "ntfs_token": ("/v2/notifications/get", {"organizationId": i.org, "documentId": i.doc, "pageSize": 1}, "pageToken"),
         "acts_token": ("/v2/activities/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
         "recs_token": ("/v2/recordings/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
+        "comments_token": ("/v2/commentannotations/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
+        "export_token": ("/v2/users/data/get", {"userIds": [i.user], "pageSize": 1}, "pageToken"),
         "judgments_token": ("/v2/memory/judgments/query", {"pageSize": 1}, "pageToken"),
         "endpoints_iterator": (f"{HOOKS}/endpoints/get", {"limit": 1}, "iterator"),
         "messages_iterator": (f"{HOOKS}/messages/get", {"limit": 1}, "iterator"),
@@ -315,6 +326,10 @@ _RECORDING = {"recordingType": "screen", "mode": "floating", "displayName": "b",
               "attachments": [{"url": "https://cdn.b.example/b.webm", "mimeType": "video/webm", "name": "b",
                                "type": "video", "size": 1}]}
 
+def _COMMENT(i: Ids) -> dict[str, Any]:
+    return {"commentText": "b", "from": {"userId": i.user}, "taggedUserContacts": [{"userId": i.user2}]}
+
+
 # One entry per /v2 operation (the test checks this against the route table).
 CASES: dict[str, Case] = {
     # Workspace auth: B's workspace credentials, A's API key in the body.
@@ -393,6 +408,9 @@ CASES: dict[str, Case] = {
     "/v2/users/data/delete": Case(lambda i: {"userIds": [i.user, i.user2], "organizationIds": [i.org]},
                                   lambda i: {"userIds": [i.user2, i.gone]}),
     "/v2/users/data/delete/status": Case(lambda i: {"jobId": i.job}),
+    "/v2/users/data/get": Case(lambda i: {"userIds": [i.user, i.user2, i.gone]},
+                               lambda i: {"userIds": [i.user], "organizationIds": [i.org, i.org2]},
+                               lambda i: {"userIds": [i.user], "pageSize": 1, "pageToken": i.export_token}),
     "/v2/organizations/usergroups/add": Case(lambda i: {"organizationId": i.org, "organizationUserGroups": [
         {"groupId": i.group}]}),
     "/v2/organizations/usergroups/users/add": Case(lambda i: {"organizationId": i.org, "organizationUserGroupId": i.group,
@@ -460,6 +478,32 @@ CASES: dict[str, Case] = {
     "/v2/memory/judgments/query": Case(
         lambda i: {"organizationId": i.org, "annotationId": i.ann}, lambda i: {"reviewerId": i.user},
         lambda i: {"pageToken": i.judgments_token}, lambda i: {}),
+    # Comment threads.
+    "/v2/commentannotations/add": Case(lambda i: _where(i, commentAnnotations=[
+        {"annotationId": i.ann, "commentData": [_COMMENT(i)]}, {"commentData": [_COMMENT(i)]}])),
+    "/v2/commentannotations/get": Case(
+        lambda i: {"organizationId": i.org, "annotationIds": [i.ann]}, lambda i: _where(i, userId=i.user2),
+        lambda i: {"organizationId": i.org, "mentionedUserIds": [i.user2], "groupByDocumentId": True},
+        lambda i: {"organizationId": i.org, "pageToken": i.comments_token}),
+    "/v2/commentannotations/update": Case(
+        lambda i: _where(i, annotationIds=[i.ann], updatedData={"status": {"id": "resolved"}}),
+        lambda i: _where(i, updateUsers=[{"from": {"userId": i.user}, "to": {"userId": i.user2}}])),
+    "/v2/commentannotations/delete": Case(lambda i: _where(i, annotationIds=[i.ann]), lambda i: _where(i)),
+    "/v2/commentannotations/count/get": Case(lambda i: {"organizationId": i.org, "userId": i.user2},
+                                             lambda i: {"organizationId": i.org, "userId": i.user,
+                                                        "documentIds": [i.doc, i.doc2]}),
+    "/v2/commentannotations/read/update": Case(lambda i: _where(i, userId=i.user2),
+                                               lambda i: _where(i, userId=i.user, annotationIds=[i.ann])),
+    "/v2/commentannotations/comments/add": Case(lambda i: _where(i, annotationId=i.ann, commentData=[_COMMENT(i)])),
+    "/v2/commentannotations/comments/get": Case(lambda i: _where(i, annotationId=i.ann),
+                                                lambda i: _where(i, annotationId=i.ann, commentIds=[1])),
+    "/v2/commentannotations/comments/update": Case(
+        lambda i: _where(i, annotationId=i.ann, commentIds=[1], updatedData={"commentText": "b"})),
+    "/v2/commentannotations/comments/delete": Case(lambda i: _where(i, annotationId=i.ann, commentIds=[1])),
+    "/v2/commentannotations/comments/reactions/add": Case(
+        lambda i: _where(i, annotationId=i.ann, commentId=1, reaction="b", userId=i.user)),
+    "/v2/commentannotations/comments/reactions/delete": Case(
+        lambda i: _where(i, annotationId=i.ann, commentId=1, reaction="b", userId=i.user2)),
     "/v2/rewriter/ask-ai": Case(lambda i: {"model": "gpt-4o", "prompt": "p", "text": "t"}),
 }
 

@@ -100,7 +100,7 @@ def test_history_timestamp_and_future_refused(client, clock):
         ),
         (
             {"organizationId": "o", "documentId": "d", "activities": [activity(featureType="custom")]},
-            [["activities", "0"]],
+            [["activities", "0", "targetEntityId"]],
         ),
         ({"organizationId": 1, "documentId": "d", "activities": [activity()]}, [["organizationId"]]),
     ],

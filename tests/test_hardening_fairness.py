@@ -8,7 +8,7 @@ import uuid
 import psycopg
 import pytest
 
-from collab.extraction.retention import drop_old_content
+from collab.extraction.tasks import drop_old_content
 from collab.kit.errors import ApiError
 from collab.kit.jobs import GENERIC_FAILURE, tracked, transaction
 from collab.kit.ratelimit import concurrency

@@ -11,9 +11,11 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from psycopg.types.json import Jsonb
 
-from collab.notifications.engine import FLUSH_FAILED, flush_due
+from collab.notifications.engine import FLUSH_FAILED
+from collab.notifications.tasks import flush_due
 from collab.webhooks import repository as webhooks_repo
-from collab.webhooks.delivery import LOST, MAX_LOST_LEASES, sweep
+from collab.webhooks.delivery import LOST, MAX_LOST_LEASES
+from collab.webhooks.tasks import sweep
 from helpers import error, issue_paths, new_tenant, post, result
 from pathological_webhooks import BIG_INTEGERS, PUBLIC_KEYS, URLS, short_rsa_key
 from test_notifications import batches, comment, listed, service_tenant

@@ -286,9 +286,12 @@ def read_as_a(client: httpx.Client, a: Alpha) -> dict[str, Any]:
         "/v2/notifications/get": {"organizationId": i.org, "documentId": i.doc},
         "/v2/activities/get": {"organizationId": i.org}, "/v2/presence/get": {"organizationId": i.org, "documentId": i.doc},
         "/v2/recordings/get": {"organizationId": i.org}, "/v2/crdt/get": {"organizationId": i.org, "documentId": i.doc},
+        "/v2/commentannotations/get": {"organizationId": i.org},
+        "/v2/commentannotations/count/get": {"organizationId": i.org, "userId": i.user2},
         f"{HOOKS}/endpoints/get": {}, f"{HOOKS}/messages/get": {}, "/v2/memory/judgments/query": {},
         "/v2/organizations/documents/migrate/status": {"organizationId": i.org, "migrationId": i.migration},
         "/v2/users/data/delete/status": {"jobId": i.job}, "/v2/workspace/apikeyconfig/get": {},
+        "/v2/users/data/get": {"userIds": [i.user, i.user2]},
     }
     view = {path: result(post(client, path, data, h)) for path, data in reads.items()}
     view["/v2/workspace/authtokens/get"] = result(post(client, "/v2/workspace/authtokens/get", {"apiKey": i.api_key},

@@ -17,12 +17,13 @@ def test_migrations_recorded_and_rerun_is_noop(servers, db, live):
 
 def test_queries_file_parsing(tmp_path):
     path = tmp_path / "queries.sql"
-    path.write_text("-- name: one\nselect 1;\n\n-- name: two\nselect %(x)s\n")
+    path.write_text("-- name: one\n-- The first.\nselect 1;\n\n-- name: two\n-- The second.\nselect %(x)s\n")
     q = Queries(path)
     assert q.one == "select 1" and q.two == "select %(x)s"
+    assert q.descriptions == {"one": "The first.", "two": "The second."}
     with pytest.raises(AttributeError):
         q.three
-    path.write_text("-- name: one\nselect 1\n-- name: one\nselect 2\n")
+    path.write_text("-- name: one\n-- A.\nselect 1\n-- name: one\n-- B.\nselect 2\n")
     with pytest.raises(ValueError):
         Queries(path)
 

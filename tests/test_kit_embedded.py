@@ -5,8 +5,8 @@ import asyncio
 import psycopg
 import redis
 
-from collab.app import build_services, close_services
 from collab.kit import embedded
+from collab.kit.services import build_services, close_services
 from conftest import make_settings
 
 

@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from collab.app import redis_client
+from collab.kit.redisclient import redis_client
 from helpers import error, new_tenant, post, result
 
 ACTIVITY_GET = "/v2/workspace/activityconfig/get"

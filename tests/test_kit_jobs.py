@@ -2,9 +2,9 @@
 
 import pytest
 
-from collab.app import redis_client
 from collab.kit.errors import ApiError
 from collab.kit.jobs import run_sync, sweep, transaction
+from collab.kit.redisclient import redis_client
 
 
 def _job(db, job_id):

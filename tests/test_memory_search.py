@@ -140,7 +140,7 @@ def test_every_validation_failure_is_listed(client, corpus):
             ["recencyDays"],
             ["filters", "decision"],
             ["filters", "judgeType"],
-            ["filters", "dateRange"],
+            ["filters", "dateRange", "start"],
             ["filters", "excludeDocumentIds"],
         ]
     )
@@ -150,7 +150,7 @@ def test_every_validation_failure_is_listed(client, corpus):
 
 
 def test_annotation_thread_oldest_first_without_vector_search(client, live, clock, tmp_path):
-    from collab.app import redis_client
+    from collab.kit.redisclient import redis_client
 
     t = new_tenant(client)
     enable_activities(client, t)

@@ -1,7 +1,8 @@
 """Document migration and user-data deletion: jobs that move or remove every feature's data, exactly once."""
 
-from collab.documents.migration import migrate_document
-from collab.users.deletion import TASKS, delete_user_data
+from collab.documents.tasks import migrate_document
+from collab.users.deletion import TASKS
+from collab.users.tasks import delete_user_data
 from helpers import add_organization, enable_activities, error, new_tenant, post, result, settle_jobs
 
 MIGRATE, STATUS = "/v2/organizations/documents/migrate", "/v2/organizations/documents/migrate/status"

@@ -2,7 +2,7 @@
 
 import concurrent.futures
 
-from collab.notifications.engine import flush_due
+from collab.notifications.tasks import flush_due
 from helpers import (add_organization, enable_activities, enable_advanced_queries, error, issue_paths, new_tenant,
                      post, result)
 

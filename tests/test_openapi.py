@@ -5,6 +5,7 @@ CLIENT_JSON = {
     "entityData", "entityTargetData", "changes", "displayMessageTemplateData",  # activities
     "notificationSourceData", "displayHeadlineMessageTemplateData", "ActionUser",  # notifications
     "CrdtEditor.data",  # the editor content
+    "location", "context", "agent", "attachments",  # comment threads (commentannotations/*)
 }
 
 

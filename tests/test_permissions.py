@@ -67,7 +67,7 @@ def test_grant_validation(client):
         ({"user": {"userId": "u1"}}, [["permissions"]]),
         ({"user": {"userId": "u1"}, "permissions": {"resources": []}}, [["permissions", "resources"]]),
         ({"user": {"userId": "u1"}, "permissions": {"resources": [{"type": "document", "id": "d1"}]}},
-         [["permissions", "resources", "0"]]),
+         [["permissions", "resources", "0", "organizationId"]]),
         ({"user": {"userId": "u1"}, "permissions": {"resources": [doc("d1", accessRole="owner")]}},
          [["permissions", "resources", "0", "accessRole"]]),
         ({"user": {"userId": "u1"}, "permissions": {"resources": [{"type": "space", "id": "x"}]}},

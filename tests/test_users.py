@@ -66,8 +66,8 @@ def test_users_get_validation(client):
         ({"organizationId": "o1", "userIds": ids}, [["userIds"]]),
         ({"organizationId": "o1", "organizationUserGroupIds": ids}, [["organizationUserGroupIds"]]),
         ({"organizationId": "o1", "documentId": "d", "folderId": "f"}, [[]]),
-        ({"organizationId": "o1", "groupByDocumentId": True}, [[]]),
-        ({"organizationId": "o1", "allDocuments": True, "documentId": "d"}, [[]]),
+        ({"organizationId": "o1", "groupByDocumentId": True}, [["groupByDocumentId"]]),
+        ({"organizationId": "o1", "allDocuments": True, "documentId": "d"}, [["documentId"]]),
         ({"organizationId": "o1", "pageSize": 0}, [["pageSize"]]),
         ({"organizationId": "o1", "pageSize": "10"}, [["pageSize"]]),
     ]

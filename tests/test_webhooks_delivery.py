@@ -10,7 +10,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from standardwebhooks.webhooks import Webhook
 
-from collab.webhooks.delivery import SCHEDULE_S, deliver_webhook, sweep
+from collab.webhooks.delivery import SCHEDULE_S
+from collab.webhooks.tasks import deliver_webhook, sweep
 from helpers import error, post, result
 from test_webhooks import BASE, messages, notify, secret_of, settle, webhook_tenant
 

@@ -3,6 +3,7 @@
 from fastapi import FastAPI
 
 from collab.activities.routes import router as activities
+from collab.comments.routes import router as comments
 from collab.ask_ai.routes import router as ask_ai
 from collab.crdt.routes import router as crdt
 from collab.documents.routes import router as documents
@@ -20,7 +21,7 @@ from collab.workspaces.routes import router as workspaces
 
 ROUTERS = [
     workspaces, organizations, documents, users, permissions, notifications, activities, presence, recordings, crdt,
-    extraction, judgments, ask_ai, webhooks,
+    extraction, judgments, ask_ai, webhooks, comments,
 ]
 
 

@@ -11,40 +11,13 @@ from fastapi.staticfiles import StaticFiles
 
 from collab import __version__, api, health
 from collab.config import Settings, get_settings
-from collab.kit import embedded
-from collab.kit.crypto import Keyring
-from collab.kit.db import create_pool
-from collab.kit.db.migrate import migrate
 from collab.kit.envelope import OrjsonResponse
+from collab.kit.auth import CredentialCache
 from collab.kit.http import RequestContext, install_handlers
-from collab.kit.redisclient import redis_client
-from collab.kit.services import Services
+from collab.kit.services import Services, build_services, close_services
 
 log = logging.getLogger("collab.app")
 _DOCS_STATIC = Path(fastapi_offline.__file__).with_name("static")
-
-
-async def build_services(settings: Settings) -> Services:
-    """Connect to Postgres and Redis (embedded ones when no URL is configured) and migrate."""
-    database_url = settings.database_url or embedded.start_postgres(settings.data_dir)
-    redis_url = settings.redis_url or embedded.EmbeddedRedis(settings.data_dir).start()
-    await migrate(database_url)
-    pool = create_pool(
-        database_url,
-        min_size=settings.db_pool_min,
-        max_size=settings.db_pool_max,
-        timeout=settings.db_pool_timeout_s,
-    )
-    await pool.open()
-    keyring = Keyring(settings.resolved_secret_key(), settings.secret_key_previous)
-    redis = redis_client(redis_url, timeout_s=settings.redis_timeout_s, cooldown_s=settings.redis_cooldown_s)
-    return Services(settings=settings, pool=pool, redis=redis, keyring=keyring)
-
-
-async def close_services(svc: Services) -> None:
-    await svc.pool.close()
-    if svc.redis is not None:
-        await svc.redis.aclose()
 
 
 def create_app(settings: Settings | None = None, svc: Services | None = None) -> FastAPI:
@@ -72,6 +45,8 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     )
     if svc is not None:
         app.state.services = svc
+    # API-key credentials verified a moment ago, per process (kit/auth.py: invalidated across processes).
+    app.state.credentials = CredentialCache(ttl_s=settings.auth_cache_ttl_s)
     install_handlers(app)
     api.mount(app)
     app.include_router(health.router)
@@ -83,7 +58,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
 
 
 def _documented_errors_only(app: FastAPI) -> None:
-    """Drop FastAPI's default 422 from the document: validation fails with 400 and the error envelope."""
+    """Leave FastAPI's default 422 out of the document: validation fails with 400 and the error envelope."""
     generate = app.openapi
 
     def openapi():

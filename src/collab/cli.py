@@ -19,11 +19,12 @@ def _api(args: argparse.Namespace) -> int:
     from collab.app import create_app
 
     settings = get_settings()
-    require_safe_secret(settings, host=args.host or settings.host)
-    uvicorn.run(
-        create_app(settings),
-        host=args.host or settings.host,
-        port=args.port or settings.port,
+    host, port = args.host or settings.host, args.port or settings.port
+    require_safe_secret(settings, host=host)
+    workers = args.workers or settings.api_workers or os.cpu_count() or 1
+    options = dict(
+        host=host,
+        port=port,
         proxy_headers=True,
         forwarded_allow_ips=settings.forwarded_allow_ips,
         log_config=None,
@@ -32,13 +33,43 @@ def _api(args: argparse.Namespace) -> int:
         # just as a client reuses it (seen as connection resets under load with uvicorn's 5 s default).
         timeout_keep_alive=75,
     )
+    if workers == 1:
+        uvicorn.run(create_app(settings), **options)
+        return 0
+    # Several processes share one socket (uvicorn's supervisor) and one set of servers: the embedded ones
+    # start here, once, and the workers get their URLs from the environment.
+    from collab.kit import embedded
+
+    redis = None if settings.redis_url else embedded.EmbeddedRedis(settings.data_dir)
+    try:
+        os.environ["COLLAB_DATABASE_URL"] = settings.database_url or embedded.start_postgres(settings.data_dir)
+        os.environ["COLLAB_REDIS_URL"] = settings.redis_url or redis.start()
+        settings.resolved_secret_key()  # the dev secret file is made once, before the workers race for it
+        uvicorn.run("collab.cli:worker_app", factory=True, workers=workers, **options)
+    finally:
+        if redis is not None:
+            redis.stop()
+        if not settings.database_url:
+            embedded.stop_postgres()
     return 0
+
+
+def worker_app():
+    """The app of one `collab api --workers N` process (uvicorn imports it there): logging set up as in main."""
+    from collab.app import create_app
+
+    settings = get_settings()
+    collab_logging.setup(settings.log_level, settings.log_json)
+    return create_app(settings)
 
 
 def _worker(args: argparse.Namespace) -> int:
     from collab import worker
 
-    worker.run(lanes=getattr(args, "lane", "all"))
+    settings = get_settings()
+    if getattr(args, "concurrency", None):
+        settings = settings.model_copy(update={"worker_max_jobs": args.concurrency})
+    worker.run(settings, lanes=getattr(args, "lane", "all"))
     return 0
 
 
@@ -54,8 +85,8 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _set_plan(args: argparse.Namespace) -> int:
-    from collab.app import build_services, close_services
     from collab.kit.errors import ApiError
+    from collab.kit.services import build_services, close_services
     from collab.workspaces.service import set_plan
 
     async def go() -> int:
@@ -102,9 +133,9 @@ def _eval_search(args: argparse.Namespace) -> int:
 
 
 def _reembed(args: argparse.Namespace) -> int:
-    from collab.app import build_services, close_services
     from collab.embeddings.model import DEFAULT_NAME, load
     from collab.judgments.reembed import reembed
+    from collab.kit.services import build_services, close_services
 
     async def go() -> dict:
         svc = await build_services(get_settings())
@@ -137,9 +168,9 @@ def _reembed(args: argparse.Namespace) -> int:
 
 
 def _backfill(args: argparse.Namespace) -> int:
-    from collab.app import build_services, close_services
     from collab.judgments.reembed import backfill
     from collab.judgments.tasks import active_embedder
+    from collab.kit.services import build_services, close_services
 
     async def go() -> int:
         svc = await build_services(get_settings())
@@ -179,9 +210,11 @@ def _run(args: argparse.Namespace) -> int:
     settings.resolved_secret_key()  # create the dev secret once, before two children race for it
     env = dict(os.environ, COLLAB_DATABASE_URL=database_url, COLLAB_REDIS_URL=redis_url)
     # Children get their own session: Ctrl-C reaches only this supervisor, which stops each child once.
-    roles = ["api"] + ["worker"] * settings.run_workers
+    # The API serves on every core (`collab api --workers`, one per core unless set); then the worker processes.
+    api = ["api"] + (["--workers", str(args.workers)] if getattr(args, "workers", None) else [])
+    roles = [api] + [["worker"]] * settings.run_workers
     children = [
-        subprocess.Popen([sys.executable, "-m", "collab.cli", role], env=env, start_new_session=True) for role in roles
+        subprocess.Popen([sys.executable, "-m", "collab.cli", *role], env=env, start_new_session=True) for role in roles
     ]
     stopping = False
 
@@ -222,15 +255,21 @@ def _run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="collab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("run", help="API + worker on the embedded defaults (make run)").set_defaults(fn=_run)
+    run = sub.add_parser("run", help="API + worker on the embedded defaults (make run)")
+    run.add_argument("--workers", type=int, help="API processes (default COLLAB_API_WORKERS, else one per core)")
+    run.set_defaults(fn=_run)
     api = sub.add_parser("api", help="serve the HTTP API")
     api.add_argument("--host")
     api.add_argument("--port", type=int)
+    api.add_argument("--workers", type=int, help="API processes on one port (default COLLAB_API_WORKERS, else one per core)")
     api.set_defaults(fn=_api)
     worker_cmd = sub.add_parser("worker", help="run a background worker (every lane, or one)")
     worker_cmd.add_argument("--lane", choices=["all", "search", "ai", "extraction", "bulk"], default="all",
                             help="search: judgment search; ai: Ask AI; extraction: agent extraction; "
                                  "bulk: everything else and the crons")
+    worker_cmd.add_argument("--concurrency", type=int,
+                            help="jobs at once in the bulk lane (default COLLAB_WORKER_MAX_JOBS); more processes: "
+                                 "run more `collab worker`s (COLLAB_RUN_WORKERS under `collab run`)")
     worker_cmd.set_defaults(fn=_worker)
     sub.add_parser("migrate", help="apply pending database migrations").set_defaults(fn=_migrate)
     workspace = sub.add_parser("workspace", help="operator commands on workspaces")

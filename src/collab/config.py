@@ -126,16 +126,25 @@ class Settings(BaseSettings):
     crdt_max_state_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     crdt_max_editors_per_document: int = Field(default=1000, ge=1)
 
+    # Comments (commentannotations/*): how many comments one thread may hold; an add past it is INVALID_ARGUMENT.
+    comments_max_per_thread: int = Field(default=1000, ge=1)
+
     # Failed authentication (auth): failures counted per source address and per presented API key or workspace
     # id, fixed windows in Redis; past either, 429 RESOURCE_EXHAUSTED before any database work (credentials that
     # authenticated recently still pass). Fails open while Redis is down.
     auth_failures_per_address: str = "60/minute"
     auth_failures_per_key: str = "100/minute"
+    # How long a process reuses its verification of API-key credentials (no database round trip, no MAC) while
+    # their version in Redis is unchanged; a token reset or key rotation ends it at once everywhere. 0: off.
+    auth_cache_ttl_s: float = Field(default=10.0, ge=0)
 
     log_level: str = "INFO"
     log_json: bool = True
 
     run_workers: int = Field(default=1, ge=1)
+
+    # Serving on every core (`collab api --workers`): API processes sharing one port; unset: one per core.
+    api_workers: int | None = Field(default=None, ge=1)
 
     @property
     def models_dir(self) -> Path:

@@ -1,6 +1,11 @@
-"""Event types (DESIGN.md §3): keys of trigger maps, activity actionTypes and webhook types."""
+"""Event types (DESIGN.md §3): keys of trigger maps, activity actionTypes and webhook types; and the wire
+types several features' events share (so no feature imports another's schemas for them)."""
 
 from typing import Literal, get_args
+
+from pydantic import ConfigDict, Field
+
+from collab.kit.openapi import Doc
 
 CommentEvent = Literal[
     "comment_annotation.add",
@@ -35,3 +40,12 @@ OtherEvent = Literal[
 
 COMMENT_EVENTS: tuple[str, ...] = get_args(CommentEvent)
 HUDDLE_EVENTS: tuple[str, ...] = get_args(HuddleEvent)
+
+
+class ActionUser(Doc):
+    """A user as the client sent it: userId, name and email, plus any further keys kept as given."""
+
+    model_config = ConfigDict(extra="allow")
+    userId: str
+    name: str | None = Field(None, description="Absent when the client sent none.")
+    email: str | None = Field(None, description="Absent when the client sent none.")

@@ -16,14 +16,13 @@ from arq.connections import RedisSettings
 from arq.worker import Worker
 from redis.exceptions import RedisError
 
-from collab.app import build_services, close_services
 from collab.config import Settings, get_settings
 from collab.kit.crypto import new_id
 from collab.kit.jobs import (
     AWAITED_RESULT_S, DONE_KEY, LANES, SYNC_PREFIX, WAKE_KEY, Heartbeat, JobFailure, Lane, lane, reap, sweep, tracked,
     wake,
 )
-from collab.kit.services import Services
+from collab.kit.services import Services, build_services, close_services
 
 log = logging.getLogger("collab.worker")
 
@@ -58,11 +57,11 @@ def tracked_func(fn, *, timeout: float | None = None):
 def functions(settings: Settings) -> list:
     """Every job the workers serve, with its own timeout and tries (each lane serves its own; see `make_worker`)."""
     from collab.ask_ai.tasks import ask_ai
-    from collab.documents.migration import migrate_document
+    from collab.documents.tasks import migrate_document
     from collab.extraction.tasks import extract_agents
     from collab.judgments.tasks import derive_judgments, embed_query, search_judgments
-    from collab.users.deletion import delete_user_data
-    from collab.webhooks.delivery import deliver_webhook
+    from collab.users.tasks import delete_user_data
+    from collab.webhooks.tasks import deliver_webhook
 
     # Awaited by the API: a timeout just past the API's own deadline; a second try only when the first ended
     # without an outcome (its worker died or was stopped), while the caller still waits. Their results are read
@@ -90,9 +89,9 @@ def _name(fn: Any) -> str:
 
 
 def _cron_jobs() -> list:
-    from collab.extraction.retention import drop_old_content
-    from collab.notifications.engine import flush_due
-    from collab.webhooks.delivery import sweep as webhook_sweep
+    from collab.extraction.tasks import drop_old_content
+    from collab.notifications.tasks import flush_due
+    from collab.webhooks.tasks import sweep as webhook_sweep
 
     return [
         cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True),

@@ -1,4 +1,5 @@
 -- name: upsert_activity
+-- Insert an activity or replace the one with its id; whether it was new.
 insert into activities (api_key_id, id, organization_id, document_id, feature_type, action_type, action_user,
                         target_entity_id, target_sub_entity_id, changes, entity_data, entity_target_data,
                         display_message_template, display_message_template_data, action_icon,
@@ -19,6 +20,7 @@ on conflict (api_key_id, id) do update set
 returning (xmax = 0) as inserted
 
 -- name: update_activity
+-- Change only the flagged fields of an activity.
 update activities set
     changes = case when %(set_changes)s then %(changes)s else changes end,
     entity_data = case when %(set_entity_data)s then %(entity_data)s else entity_data end,
@@ -32,6 +34,7 @@ update activities set
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
 
 -- name: get_activity
+-- An activity by id.
 select * from activities where api_key_id = %(api_key_id)s and id = %(id)s
 
 -- name: list_activities
@@ -76,6 +79,7 @@ where s.before < %(budget)s
 order by s.n
 
 -- name: delete_activities
+-- Delete a document's or an organization's activities (or only some ids); the ids deleted.
 delete from activities
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and (%(document_id)s::text is null or document_id = %(document_id)s)

@@ -15,8 +15,23 @@ def _json(row: dict[str, Any]) -> dict[str, Any]:
     return {k: Jsonb(v) if k in JSON_COLUMNS and v is not None else v for k, v in row.items()}
 
 
-async def upsert(conn: Conn, **row: Any) -> bool:
+async def upsert(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None, id: str, feature_type: str,
+    action_type: str, action_user: dict[str, Any], target_entity_id: str | None, target_sub_entity_id: str | None,
+    changes: Any, entity_data: Any, entity_target_data: Any, display_message_template: str | None,
+    display_message_template_data: Any, action_icon: str | None, is_activity_resolver_used: bool | None,
+    timestamp: int,
+) -> bool:
     """Write an activity; True when it is new (not an overwrite of the same id)."""
+    row = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "id": id,
+        "feature_type": feature_type, "action_type": action_type, "action_user": action_user,
+        "target_entity_id": target_entity_id, "target_sub_entity_id": target_sub_entity_id, "changes": changes,
+        "entity_data": entity_data, "entity_target_data": entity_target_data,
+        "display_message_template": display_message_template,
+        "display_message_template_data": display_message_template_data, "action_icon": action_icon,
+        "is_activity_resolver_used": is_activity_resolver_used, "timestamp": timestamp,
+    }
     return (await fetch_one(conn, q.upsert_activity, _json(row)))["inserted"]
 
 
@@ -34,9 +49,25 @@ async def get(conn: Conn, *, api_key_id: str, id: str) -> dict[str, Any] | None:
     return await fetch_one(conn, q.get_activity, {"api_key_id": api_key_id, "id": id})
 
 
-async def list_page(conn: Conn, **filters: Any) -> list[dict[str, Any]]:
+async def list_page(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None, target_entity_id: str | None,
+    feature_types: list[str] | None, action_types: list[str] | None, user_id: str | None,
+    activity_ids: list[str] | None, after_ts: int | None, desc: bool, after_id: str | None, limit: int, budget: int,
+) -> list[dict[str, Any]]:
+    filters = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "target_entity_id": target_entity_id, "feature_types": feature_types, "action_types": action_types,
+        "user_id": user_id, "activity_ids": activity_ids, "after_ts": after_ts, "desc": desc, "after_id": after_id,
+        "limit": limit, "budget": budget,
+    }
     return await fetch_all(conn, q.list_activities, filters)
 
 
-async def delete(conn: Conn, **filters: Any) -> list[str]:
+async def delete(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None, activity_ids: list[str] | None,
+) -> list[str]:
+    filters = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "activity_ids": activity_ids,
+    }
     return [r["id"] for r in await fetch_all(conn, q.delete_activities, filters)]

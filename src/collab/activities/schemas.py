@@ -2,11 +2,13 @@
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
+from collab.events import ActionUser
 from collab.kit.envelope import Model
 from collab.kit import fields
 from collab.kit.openapi import Doc
+from collab.kit.validation import Broken, rule, rules
 
 Id = Field(min_length=1, max_length=200)
 FeatureType = Literal["comment", "reaction", "recorder", "crdt", "custom"]
@@ -38,11 +40,9 @@ class ActivityIn(Model):
     # Beyond the spec: when the activity happened (epoch ms), for importing history; never in the future.
     timestamp: int = Field(None, ge=0, le=10**14)
 
-    @model_validator(mode="after")
-    def _custom_needs_target(self):
-        if self.featureType == "custom" and not self.targetEntityId:
-            raise ValueError("targetEntityId is required when featureType is custom")
-        return self
+    _rules = rules(rule("featureType", "targetEntityId")(
+        lambda v: Broken("targetEntityId", "targetEntityId is required when featureType is custom")
+        if v.get("featureType") == "custom" and not v.get("targetEntityId") else None))
 
 
 class AddActivities(Model):
@@ -84,23 +84,12 @@ class DeleteActivities(Model):
     documentId: str = Field(None, min_length=1, max_length=200)
     activityIds: list[fields.Id] = Field(None, min_length=1, max_length=500)
 
-    @model_validator(mode="after")
-    def _something(self):
-        if not self.documentId and not self.activityIds:
-            raise ValueError("Provide activityIds or documentId")
-        return self
+    _rules = rules(rule("documentId", "activityIds")(
+        lambda v: Broken(None, "Provide activityIds or documentId")
+        if not v.get("documentId") and not v.get("activityIds") else None))
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
-
-
-class ActionUser(Doc):
-    """A user as the client sent it: userId, name and email, plus any further keys kept as given."""
-
-    model_config = ConfigDict(extra="allow")
-    userId: str
-    name: str | None = Field(None, description="Absent when the client sent none.")
-    email: str | None = Field(None, description="Absent when the client sent none.")
 
 
 class Activity(Doc):

@@ -1,12 +1,12 @@
 """The activity log: add (idempotent by id), update, list and delete; judgments follow in the worker."""
 
-from typing import Any
+from typing import Any, Iterable
 
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.errors import ApiError, invalid, issue
-from collab.kit.jobs import transaction
+from collab.kit.jobs import Tx, transaction
 from collab.kit.services import Services
 from collab.activities import repository as repo
 from collab.notifications import engine as notification_engine
@@ -76,33 +76,41 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
         message = "timestamp must not be in the future"
         raise invalid(message, [issue(["activities", i, "timestamp"], message, "too_big") for i in future])
     triggers = (config.get("triggers") or {}).get("comment") or {}
-    logged: list[str] = []
-    new: list[dict[str, Any]] = []  # rows of the activities this call created (not overwrites)
+    records = [row(a, id=a.id or new_id("act_"), organization_id=data.organizationId, document_id=data.documentId,
+                   now=now)
+               for a in data.activities if triggers.get(a.actionType) is not False]  # off in the triggers: skipped
+    logged = [r["id"] for r in records]
     async with transaction(svc.pool, svc.redis) as tx:
-        for activity in data.activities:
-            if triggers.get(activity.actionType) is False:
-                continue  # the trigger for this event type is off
-            activity_id = activity.id or new_id("act_")
-            record = row(activity, id=activity_id, organization_id=data.organizationId, document_id=data.documentId,
-                         now=now)
-            inserted = await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, **record)
-            logged.append(activity_id)
-            if inserted:  # an overwrite (a retry with the same id) does not notify again
-                new.append(record)
-        if new:
-            await webhook_events.on_activities(tx, now=now, api_key_id=tenant.api_key_id,
-                                               organization_id=data.organizationId, document_id=data.documentId,
-                                               activities=[to_wire(r) for r in new])
-            await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=tenant.api_key_id,
-                                                    organization_id=data.organizationId,
-                                                    document_id=data.documentId, activities=new)
-        if logged:
-            await tx.enqueue("derive_judgments", api_key_id=tenant.api_key_id, activity_ids=logged)
+        await publish(tx, svc, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                      document_id=data.documentId, records=records, store=True)
     skipped = len(data.activities) - len(logged)
     message = f"{len(logged)} activit{'y' if len(logged) == 1 else 'ies'} added."
     if skipped:
         message += f" {skipped} not logged: their trigger is off."
     return {"success": True, "message": message}
+
+
+async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
+                  records: list[dict[str, Any]], store: bool, notify: bool = True,
+                  participants: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+    """The one path of activity records (activities/add and every comment write): stored when `store` (judgments
+    follow in the worker), then, for records new to the log, webhook events and notifications (when `notify`;
+    `participants` join the document's audience, `exclude` leave it)."""
+    new: list[dict[str, Any]] = []
+    for record in records:
+        # An overwrite (a retry with the same id) does not emit or notify again.
+        if not store or await repo.upsert(tx.conn, api_key_id=api_key_id, **record):
+            new.append(record)
+    if new:
+        now = svc.now_ms()
+        await webhook_events.on_activities(tx, now=now, api_key_id=api_key_id, organization_id=organization_id,
+                                           document_id=document_id, activities=[to_wire(r) for r in new])
+        if notify:
+            await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=api_key_id,
+                                                    organization_id=organization_id, document_id=document_id,
+                                                    activities=new, participants=participants, exclude=exclude)
+    if store and records:
+        await tx.enqueue("derive_judgments", api_key_id=api_key_id, activity_ids=[r["id"] for r in records])
 
 
 _FIELDS = {
@@ -163,7 +171,7 @@ async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteActivities) -> dict[str, Any]:
-    """Delete activities (and the judgments derived from them)."""
+    """Remove activities; the judgments derived from them go too."""
     async with transaction(svc.pool, svc.redis) as tx:
         deleted = await repo.delete(
             tx.conn,

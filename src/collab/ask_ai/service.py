@@ -4,19 +4,10 @@ from typing import Any
 
 from collab.ask_ai.schemas import AskAi
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError
 from collab.kit.jobs import run_sync
 from collab.kit.ratelimit import check, concurrency
 from collab.kit.services import Services
 from collab.llm.routing import resolve
-
-_FAILURES = {
-    "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),
-    "unavailable": ("UNAVAILABLE", "{provider} is unavailable; retry later."),
-    "timeout": ("UNAVAILABLE", "{provider} did not answer in time; retry later."),
-    "auth": ("FAILED_PRECONDITION", "The {provider} API key configured for this workspace was rejected by {provider}."),
-    "bad_request": ("INVALID_ARGUMENT", "{message}"),
-}
 
 
 async def ask_ai(svc: Services, *, tenant: Tenant, data: AskAi) -> dict[str, Any]:
@@ -47,7 +38,4 @@ async def ask_ai(svc: Services, *, tenant: Tenant, data: AskAi) -> dict[str, Any
             prompt=data.prompt,
             text=data.text,
         )
-    if "failure" in outcome:
-        code, template = _FAILURES.get(outcome["failure"], (outcome["failure"], "{message}"))
-        raise ApiError(code, template.format(provider=outcome.get("provider", "The provider"), message=outcome["message"]))
     return outcome

@@ -4,22 +4,30 @@ from typing import Any
 
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
+from collab.kit.jobs import reports_failures
 from collab.kit.services import Services
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import base_url, resolve
 from collab.workspaces.config import provider_api_key
 
+# A provider's failure, by kind (llm/client.py), as the caller is answered.
+_FAILURES = {
+    "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),
+    "unavailable": ("UNAVAILABLE", "{provider} is unavailable; retry later."),
+    "timeout": ("UNAVAILABLE", "{provider} did not answer in time; retry later."),
+    "auth": ("FAILED_PRECONDITION", "The {provider} API key configured for this workspace was rejected by {provider}."),
+    "bad_request": ("INVALID_ARGUMENT", "{message}"),
+}
 
+
+@reports_failures
 async def ask_ai(ctx: dict, *, api_key_id: str, workspace_id: str, model: str, prompt: str, text: str) -> dict[str, Any]:
     """Rewrite `text` following `prompt` with the workspace's own key for the model's provider."""
     svc: Services = ctx["svc"]
     settings = svc.settings
     route = resolve(model)
     tenant = Tenant(api_key_id=api_key_id, workspace_id=workspace_id)
-    try:
-        key = await provider_api_key(svc, tenant=tenant, provider=route.provider.id)
-    except ApiError as exc:
-        return {"failure": exc.code, "message": exc.message}
+    key = await provider_api_key(svc, tenant=tenant, provider=route.provider.id)
     if key is None:
         return {"success": False, "error": f"No API key configured for provider: {route.provider.display}"}
     try:
@@ -33,5 +41,6 @@ async def ask_ai(ctx: dict, *, api_key_id: str, workspace_id: str, model: str, p
             backoff_s=settings.llm_retry_backoff_s,
         )
     except LlmError as exc:
-        return {"failure": exc.kind, "message": exc.message, "provider": route.provider.display}
+        code, template = _FAILURES.get(exc.kind, ("INTERNAL", "{message}"))
+        raise ApiError(code, template.format(provider=route.provider.display, message=exc.message)) from None
     return {"success": True, "text": completion.text}

@@ -1,4 +1,5 @@
 -- name: insert_editor
+-- Create an editor's Yjs document; nothing when the editor has one.
 insert into crdt_editors (api_key_id, organization_id, document_id, editor_id, type, content_key, state,
                           last_updated_by, session_id, created_at, last_update)
 values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(editor_id)s, %(type)s, %(content_key)s,
@@ -50,24 +51,28 @@ select exists (
 ) as found
 
 -- name: lock_editor
+-- An editor's Yjs document, locked while an update merges into it.
 select type, content_key, state from crdt_editors
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
   and editor_id = %(editor_id)s
 for update
 
 -- name: save_editor
+-- Store an editor's merged Yjs state and who changed it.
 update crdt_editors set
     state = %(state)s, last_updated_by = %(last_updated_by)s, session_id = %(session_id)s, last_update = %(now)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
   and editor_id = %(editor_id)s
 
 -- name: delete_editors
+-- Delete a document's editors (or only some); the editors deleted.
 delete from crdt_editors
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
   and (%(editor_ids)s::text[] is null or editor_id = any(%(editor_ids)s))
 returning editor_id
 
 -- name: forget_user
+-- User-data deletion: the users no longer show as an editor's last updater.
 update crdt_editors set last_updated_by = null
 where api_key_id = %(api_key_id)s and last_updated_by = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))

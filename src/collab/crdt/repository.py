@@ -8,12 +8,27 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def insert(conn: Conn, **row: Any) -> bool:
+async def insert(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str, type: str,
+    content_key: str, state: bytes, last_updated_by: str | None, session_id: str | None, now: int,
+) -> bool:
     """Store a new editor document; False when the editor already has one."""
+    row = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_id": editor_id, "type": type, "content_key": content_key, "state": state,
+        "last_updated_by": last_updated_by, "session_id": session_id, "now": now,
+    }
     return await fetch_one(conn, q.insert_editor, row) is not None
 
 
-async def list_editors(conn: Conn, **filters: Any) -> list[dict[str, Any]]:
+async def list_editors(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str | None,
+    after_id: str | None, limit: int, yjs: bool, budget: int,
+) -> list[dict[str, Any]]:
+    filters = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_id": editor_id, "after_id": after_id, "limit": limit, "yjs": yjs, "budget": budget,
+    }
     return await fetch_all(conn, q.list_editors, filters)
 
 
@@ -24,21 +39,44 @@ async def count_editors_locked(conn: Conn, *, api_key_id: str, organization_id: 
     return (await fetch_one(conn, q.count_editors, key))["editors"]
 
 
-async def exists(conn: Conn, **key: Any) -> bool:
+async def exists(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str) -> bool:
     """Whether the editor has a document."""
+    key = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_id": editor_id,
+    }
     return (await fetch_one(conn, q.editor_exists, key))["found"]
 
 
-async def lock(conn: Conn, **key: Any) -> dict[str, Any] | None:
+async def lock(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str,
+) -> dict[str, Any] | None:
     """An editor's type, content key and state, locked until the transaction ends."""
+    key = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_id": editor_id,
+    }
     return await fetch_one(conn, q.lock_editor, key)
 
 
-async def save(conn: Conn, **row: Any) -> None:
+async def save(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, state: bytes, last_updated_by: str | None,
+    session_id: str | None, editor_id: str, now: int,
+) -> None:
+    row = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "state": state,
+        "last_updated_by": last_updated_by, "session_id": session_id, "editor_id": editor_id, "now": now,
+    }
     await execute(conn, q.save_editor, row)
 
 
-async def delete(conn: Conn, **filters: Any) -> set[str]:
+async def delete(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_ids: list[str] | None,
+) -> set[str]:
+    filters = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_ids": editor_ids,
+    }
     return {r["editor_id"] for r in await fetch_all(conn, q.delete_editors, filters)}
 
 

@@ -2,24 +2,39 @@
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from collab.kit.envelope import Model
 from collab.kit.fields import Id, id_list
 from collab.kit.openapi import Doc
+from collab.kit.validation import Broken, required, rule, rules
 
 CrdtType = Literal["text", "map", "array", "xml", "xmltext"]
 # The base64 of an update as large as the 8 MiB body limit allows.
 MAX_YJS_UPDATE_CHARS = 11_184_812
 
 
+# The messages Velt clients know for a missing id (the organization's has no full stop there either).
+_ID_REQUIRED = {
+    "organizationId": "Organization ID is required",
+    "documentId": "Document ID is required.",
+    "editorId": "Editor ID is required.",
+}
+
+
+def _ids(*fields: str):
+    """A rule refusing a missing or null id with its own message, beside every other failing field."""
+    return rule(*fields)(lambda v: [Broken(f, _ID_REQUIRED[f], "invalid_type") for f in fields if v.get(f) is None])
+
+
 class Editors(Model):
-    # Optional here so the service can answer a missing id with the message Velt clients know.
+    # Nullable so a missing id is answered with the message Velt clients know (the rules below).
     organizationId: Id | None = None
     documentId: Id | None = None
 
 
 class AddCrdt(Editors):
+    model_config = ConfigDict(json_schema_extra=required("organizationId", "documentId", "editorId", "data"))
     editorId: Id | None = None
     data: Any = None
     type: CrdtType
@@ -28,8 +43,14 @@ class AddCrdt(Editors):
     userId: Id | None = None
     sessionId: str | None = Field(None, min_length=1, max_length=200)
 
+    _rules = rules(
+        _ids("organizationId", "documentId", "editorId"),
+        rule("data")(lambda v: None if v.get("data") is not None else Broken("data", "Data is required.", "invalid_type")),
+    )
+
 
 class UpdateCrdt(Editors):
+    model_config = ConfigDict(json_schema_extra=required("organizationId", "documentId", "editorId"))
     editorId: Id | None = None
     data: Any = None
     # Beyond the spec: a Yjs update (base64) from any Yjs client, in place of data.
@@ -37,17 +58,25 @@ class UpdateCrdt(Editors):
     userId: Id | None = None
     sessionId: str | None = Field(None, min_length=1, max_length=200)
 
+    _rules = rules(_ids("organizationId", "documentId", "editorId"))
+
 
 class GetCrdt(Editors):
+    model_config = ConfigDict(json_schema_extra=required("organizationId", "documentId"))
     editorId: Id | None = None
     # Beyond the spec: "yjs" adds yjsUpdate, the base64 Yjs update that encodes each whole document.
     format: Literal["json", "yjs"] = "json"
     # Beyond the spec: a document's editors come in pages of about COLLAB_MAX_RESPONSE_BYTES; this continues one.
     pageToken: str | None = Field(None, max_length=500)
 
+    _rules = rules(_ids("organizationId", "documentId"))
+
 
 class DeleteCrdt(Editors):
+    model_config = ConfigDict(json_schema_extra=required("organizationId", "documentId"))
     editorIds: id_list() | None = None
+
+    _rules = rules(_ids("organizationId", "documentId"))
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).

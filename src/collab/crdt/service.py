@@ -88,7 +88,7 @@ def _decode_update(text: str) -> bytes:
 
 
 async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
-    """Create an editor's Yjs document from JSON content; ALREADY_EXISTS when the editor has one."""
+    """Store JSON content as an editor's new Yjs document; ALREADY_EXISTS when the editor has one."""
     _require(data, "organizationId", "documentId", "editorId")
     _check_data(data.data, data.type)
     state = await _off_loop(svc, "data", ydoc.write, data.type, data.contentKey, None, data.data)

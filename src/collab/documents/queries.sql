@@ -1,10 +1,12 @@
 -- name: insert_document
+-- Create a document in an organization; nothing when the id exists.
 insert into documents (api_key_id, organization_id, id, name, folder_id, created_at, updated_at)
 values (%(api_key_id)s, %(organization_id)s, %(id)s, %(name)s, %(folder_id)s, %(now)s, %(now)s)
 on conflict do nothing
 returning id
 
 -- name: list_documents
+-- A page of an organization's documents by id, optionally only some ids or one folder's.
 select * from documents
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and (%(ids)s::text[] is null or id = any(%(ids)s))
@@ -14,6 +16,7 @@ order by id
 limit %(limit)s
 
 -- name: update_document
+-- Change a document's name or folder (null keeps the stored one).
 update documents set
     name = coalesce(%(name)s, name),
     folder_id = coalesce(%(folder_id)s, folder_id),
@@ -22,25 +25,30 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
 returning id
 
 -- name: delete_documents
+-- Delete documents of an organization; the ids deleted.
 delete from documents
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)
 returning id
 
 -- name: delete_document_grants
+-- Remove the grants on some documents.
 delete from grants
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and resource_type = 'document' and resource_id = any(%(ids)s)
 
 -- name: lock_document
+-- A document by id, locked for the rest of the transaction.
 select id from documents
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
 for update
 
 -- name: rename_document
+-- Give a document a new id.
 update documents set id = %(new_id)s, updated_at = %(now)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
 
 -- name: move_document_grants
+-- Point the grants on a document at its new id.
 update grants set resource_id = %(new_id)s, updated_at = %(now)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and resource_type = 'document' and resource_id = %(id)s
@@ -53,12 +61,14 @@ where t.api_key_id = %(api_key_id)s and t.organization_id = %(organization_id)s 
                 and s.document_id = %(id)s and s.user_id = t.user_id)
 
 -- name: insert_folder
+-- Create a folder in an organization; nothing when the id exists.
 insert into folders (api_key_id, organization_id, id, name, parent_id, created_at)
 values (%(api_key_id)s, %(organization_id)s, %(id)s, %(name)s, %(parent_id)s, %(now)s)
 on conflict do nothing
 returning id
 
 -- name: get_folder
+-- A folder by id.
 select * from folders where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
 
 -- name: folder_tree
@@ -75,6 +85,7 @@ with recursive tree as (
 select * from tree order by cardinality(ancestors), id
 
 -- name: insert_migration
+-- Record a document migration (a move to a new id) and the job that runs it.
 insert into document_migrations (api_key_id, id, organization_id, document_id, new_document_id, job_id,
                                  created_at, updated_at)
 values (%(api_key_id)s, %(id)s, %(organization_id)s, %(document_id)s, %(new_document_id)s, %(job_id)s,
@@ -87,10 +98,17 @@ from document_migrations m left join jobs j on j.id = m.job_id
 where m.api_key_id = %(api_key_id)s and m.organization_id = %(organization_id)s and m.id = %(id)s
 
 -- name: start_migration
+-- Mark a migration as in progress, unless it finished already.
 update document_migrations set status = 'in_progress', updated_at = %(now)s
 where api_key_id = %(api_key_id)s and id = %(id)s and status in ('pending', 'in_progress')
 returning *
 
 -- name: finish_migration
+-- Record a migration's outcome, unless it finished already.
 update document_migrations set status = %(status)s, reason = %(reason)s, updated_at = %(now)s
 where api_key_id = %(api_key_id)s and id = %(id)s and status in ('pending', 'in_progress')
+
+-- name: move_feature_rows
+-- One feature table's rows of a document follow it to its new id (a template: table, from a fixed list).
+update {table} set document_id = %(new_id)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(id)s

@@ -4,23 +4,42 @@ from typing import Any
 
 from psycopg import sql
 
-from collab.features import DOCUMENT_TABLES
+from collab.features import DOCUMENT_TABLES, delete_feature_data
 from collab.kit.db import Queries, execute, fetch_all, fetch_one
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
 
 
-async def insert(conn: Conn, **row: Any) -> bool:
+async def insert(
+    conn: Conn, *, api_key_id: str, organization_id: str, id: str, name: str | None, folder_id: str | None, now: int,
+) -> bool:
     """Create a document; False when the id is taken in the organization."""
+    row = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "name": name, "folder_id": folder_id,
+        "now": now,
+    }
     return await fetch_one(conn, q.insert_document, row) is not None
 
 
-async def list_page(conn: Conn, **filters: Any) -> list[dict[str, Any]]:
+async def list_page(
+    conn: Conn, *, api_key_id: str, organization_id: str, ids: list[str] | None, folder_id: str | None,
+    after_id: str | None, limit: int,
+) -> list[dict[str, Any]]:
+    filters = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "ids": ids, "folder_id": folder_id,
+        "after_id": after_id, "limit": limit,
+    }
     return await fetch_all(conn, q.list_documents, filters)
 
 
-async def update(conn: Conn, **change: Any) -> bool:
+async def update(
+    conn: Conn, *, api_key_id: str, organization_id: str, name: str | None, folder_id: str | None, id: str, now: int,
+) -> bool:
+    change = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "name": name, "folder_id": folder_id, "id": id,
+        "now": now,
+    }
     return await fetch_one(conn, q.update_document, change) is not None
 
 
@@ -35,18 +54,6 @@ async def delete(conn: Conn, *, api_key_id: str, organization_id: str, ids: list
     return deleted
 
 
-async def delete_feature_data(
-    conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None
-) -> None:
-    """Remove every feature's rows of some documents (None: of the whole organization)."""
-    for table in DOCUMENT_TABLES:
-        statement = sql.SQL(
-            "delete from {} where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s"
-            " and (%(ids)s::text[] is null or document_id = any(%(ids)s))"
-        ).format(sql.Identifier(table))
-        await execute(conn, statement, {"api_key_id": api_key_id, "organization_id": organization_id, "ids": document_ids})
-
-
 async def move(conn: Conn, *, api_key_id: str, organization_id: str, id: str, new_id: str, now: int) -> str | None:
     """Give a document a new id, with its grants and every feature's data; the reason when refused."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "new_id": new_id, "now": now}
@@ -58,15 +65,18 @@ async def move(conn: Conn, *, api_key_id: str, organization_id: str, id: str, ne
     await execute(conn, q.move_document_grants, params)
     await execute(conn, q.drop_clashing_presence, params)
     for table in DOCUMENT_TABLES:
-        statement = sql.SQL(
-            "update {} set document_id = %(new_id)s where api_key_id = %(api_key_id)s"
-            " and organization_id = %(organization_id)s and document_id = %(id)s"
-        ).format(sql.Identifier(table))
+        statement = sql.SQL(q.move_feature_rows).format(table=sql.Identifier(table))
         await execute(conn, statement, params)
     return None
 
 
-async def insert_folder(conn: Conn, **row: Any) -> bool:
+async def insert_folder(
+    conn: Conn, *, api_key_id: str, organization_id: str, id: str, name: str | None, parent_id: str | None, now: int,
+) -> bool:
+    row = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "name": name, "parent_id": parent_id,
+        "now": now,
+    }
     return await fetch_one(conn, q.insert_folder, row) is not None
 
 
@@ -79,7 +89,14 @@ async def folder_tree(conn: Conn, *, api_key_id: str, organization_id: str) -> l
     return await fetch_all(conn, q.folder_tree, {"api_key_id": api_key_id, "organization_id": organization_id})
 
 
-async def insert_migration(conn: Conn, **row: Any) -> None:
+async def insert_migration(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, id: str, new_document_id: str,
+    job_id: str, now: int,
+) -> None:
+    row = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "id": id,
+        "new_document_id": new_document_id, "job_id": job_id, "now": now,
+    }
     await execute(conn, q.insert_migration, row)
 
 

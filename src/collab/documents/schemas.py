@@ -2,11 +2,12 @@
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from collab.kit.envelope import Model
 from collab.kit.fields import Id, Name, batch, id_list
 from collab.kit.openapi import Doc
+from collab.kit.validation import Broken, rule, rules
 
 
 class DocumentIn(Model):
@@ -38,11 +39,9 @@ class DocumentChange(Model):
     documentName: Name = None
     folderId: Id = None
 
-    @model_validator(mode="after")
-    def _something(self):
-        if self.documentName is None and self.folderId is None:
-            raise ValueError("Provide documentName or folderId")
-        return self
+    _rules = rules(rule("documentName", "folderId")(
+        lambda v: Broken(None, "Provide documentName or folderId")
+        if v.get("documentName") is None and v.get("folderId") is None else None))
 
 
 DocumentChanges = batch(DocumentChange, "documentId")
@@ -63,11 +62,9 @@ class MigrateDocument(Model):
     documentId: Id
     newDocumentId: Id
 
-    @model_validator(mode="after")
-    def _differs(self):
-        if self.newDocumentId == self.documentId:
-            raise ValueError("newDocumentId must differ from documentId")
-        return self
+    _rules = rules(rule("documentId", "newDocumentId")(
+        lambda v: Broken("newDocumentId", "newDocumentId must differ from documentId")
+        if v.get("newDocumentId") == v.get("documentId") else None))
 
 
 class MigrationStatus(Model):

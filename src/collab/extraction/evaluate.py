@@ -104,7 +104,7 @@ async def evaluate(settings: Settings, *, provider: str, fixtures: Path = FIXTUR
 
 def cassette_responder(directory: Path):
     """A fake-provider responder that answers from recorded cassettes (unknown requests get no answer)."""
-    from collab.testing.fakes import last_user_text
+    from collab.llm.fake import last_user_text
 
     answers: dict[str, str] = {}
     for path in directory.glob("*.json"):
@@ -193,8 +193,7 @@ def prompts_dir(name: str) -> str | None:
 def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[str, str] | None = None) -> int:
     """The CLI entry: print the table (or two versions side by side); exit 1 when a fixture is not ok."""
     from collab.config import get_settings
-    from collab.testing import fake_models
-    from collab.testing.fakes import FakeProviders
+    from collab.llm.fake import FakeProviders, answer
 
     settings = get_settings().model_copy()
     dirs = [prompts_dir(n) for n in compare] if compare else []
@@ -205,7 +204,7 @@ def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[
         fake = FakeProviders().start()
         if provider == "fake":
             model_provider = "openai"
-            fake.responder = fake_models.answer
+            fake.responder = answer
         else:
             fake.responder = cassette_responder(cassettes)
         spec = EXTRACTION_PROVIDERS[model_provider]

@@ -10,7 +10,14 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def insert_source(conn: Conn, **row: Any) -> None:
+async def insert_source(
+    conn: Conn, *, api_key_id: str, id: str, file_name: str, mime_type: str, size_bytes: int, sha256: str,
+    content: bytes, provider: str | None,
+) -> None:
+    row = {
+        "api_key_id": api_key_id, "id": id, "file_name": file_name, "mime_type": mime_type, "size_bytes": size_bytes,
+        "sha256": sha256, "content": content, "provider": provider,
+    }
     await execute(conn, q.insert_source, row)
 
 

@@ -42,14 +42,6 @@ async def extract(svc: Services, *, tenant: Tenant, data: ExtractAgents) -> dict
         message="Too many extractions in flight for this workspace; retry when one has finished.",
     ):
         outcome = await _extract(svc, tenant=tenant, data=data, provider=provider)
-    if "failure" in outcome:
-        retry_after = outcome.get("retryAfterSeconds")
-        if retry_after is not None:
-            raise ApiError(
-                outcome["failure"], outcome["message"], details={"retryAfterSeconds": retry_after},
-                headers={"Retry-After": str(retry_after)},
-            )
-        raise ApiError(outcome["failure"], outcome["message"])
     return {"extractionResult": outcome["extractionResult"]}
 
 

@@ -1,10 +1,12 @@
-"""The extraction job: decode → task list → grouped by the model → validated → capped → persisted."""
+"""Jobs of extraction: the extraction job (decode → task list → grouped by the model → validated → capped →
+persisted), and the retention cron that drops uploaded bytes past COLLAB_KNOWLEDGE_SOURCE_RETENTION_DAYS."""
 
 import asyncio
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -17,6 +19,7 @@ from collab.config import Settings
 from collab.files import Decoded, DecodeError, decode
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
+from collab.kit.jobs import reports_failures
 from collab.kit.services import Services
 from collab.llm import quota
 from collab.llm.client import LlmError, complete, messages_for
@@ -26,6 +29,7 @@ from collab.workspaces.config import provider_api_key
 
 log = logging.getLogger("collab.extraction")
 A = TypeVar("A", bound=BaseModel)
+_RETENTION_BATCH = 500  # rows per transaction: a first run over a large backlog holds no long locks
 
 
 class Failure(Exception):
@@ -38,12 +42,12 @@ class Failure(Exception):
         self.message = message
         self.retry_after_s = retry_after_s
 
-    def outcome(self) -> dict[str, Any]:
-        """The job's answer to the API for this failure."""
-        out: dict[str, Any] = {"failure": self.code, "message": self.message}
-        if self.retry_after_s is not None:
-            out["retryAfterSeconds"] = self.retry_after_s
-        return out
+    def api_error(self) -> ApiError:
+        """The answer to the API for this failure (a quota's wait also in details and Retry-After)."""
+        if self.retry_after_s is None:
+            return ApiError(self.code, self.message)
+        return ApiError(self.code, self.message, details={"retryAfterSeconds": self.retry_after_s},
+                        headers={"Retry-After": str(self.retry_after_s)})
 
 
 QUOTA_SPENT = (
@@ -255,13 +259,14 @@ async def run(
     return Outcome(result, decoded, route.model, call)
 
 
+@reports_failures
 async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[str, Any]:
     """Turn a stored upload into draft agents; idempotent (a finished source returns its result)."""
     svc: Services = ctx["svc"]
     async with svc.pool.connection() as conn:
         row = await repo.get_source(conn, source_id=source_id)
     if row is None:
-        return {"failure": "INTERNAL", "message": "The uploaded file was not found."}
+        raise ApiError("INTERNAL", "The uploaded file was not found.")
     if row["status"] == "ready":
         return {"extractionResult": row["result"]}
     try:
@@ -285,7 +290,7 @@ async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[st
     except Failure as exc:
         async with svc.pool.connection() as conn:
             await repo.mark_failed(conn, source_id=source_id, error=f"{exc.code}: {exc.message}")
-        return exc.outcome()
+        raise exc.api_error() from None
     decoded = outcome.decoded
     tasks = [{"text": t.text, "category": t.category, "source": t.source} for t in decoded.tasks]
     async with svc.pool.connection() as conn:
@@ -298,3 +303,23 @@ async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[st
             model=outcome.model,
         )
     return {"extractionResult": outcome.result}
+
+
+async def drop_old_content(ctx: dict) -> int:
+    """Drop the bytes of sources uploaded more than the retention ago; how many were dropped (worker cron)."""
+    svc: Services = ctx["svc"]
+    days = svc.settings.knowledge_source_retention_days
+    if not days:
+        return 0
+    before = datetime.fromtimestamp(svc.clock(), tz=timezone.utc) - timedelta(days=days)
+    dropped = 0
+    while True:
+        async with svc.pool.connection() as conn:
+            async with conn.transaction():
+                count = await repo.drop_old_content(conn, before=before, limit=_RETENTION_BATCH)
+        dropped += count
+        if count < _RETENTION_BATCH:
+            break
+    if dropped:
+        log.info("dropped the stored bytes of %d knowledge source(s) older than %d days", dropped, days)
+    return dropped

@@ -295,7 +295,7 @@ async def _embedder(svc, model: str | None, dtype: str):
 
 async def run(settings: Settings, *, labelled: LabelledSet, model: str | None = None, dtype: str = "fp32") -> dict[str, Any]:
     """The eval against the configured database: build Services, pick the model, evaluate, close."""
-    from collab.app import build_services, close_services
+    from collab.kit.services import build_services, close_services
 
     svc = await build_services(settings)
     try:

@@ -121,3 +121,44 @@ select greatest(reltuples, 0)::bigint as n from pg_class where oid = 'judgment_e
 -- name: set_local
 -- SET LOCAL many settings in one round trip (names[i] = values[i]).
 select set_config(s.name, s.value, true) from unnest(%(names)s::text[], %(values)s::text[]) as s (name, value)
+
+-- name: count_scope
+-- Embeddings in the scope, counted up to %(cap)s (a template: where is the scope, built in repository.py).
+select count(*) as n from (select 1 from judgment_embeddings e where {where} limit %(cap)s) s
+
+-- name: nearest
+-- The k judgments nearest to the query vector within the scope (a template: where, distance and order).
+-- The k nearest are found on the embeddings alone, and only those k are joined to their judgments: joined
+-- first, an exact scan of a 5,000-row scope paid 5,000 judgment lookups (18 ms against 3 ms). A search reads a
+-- judgment's record and the rule-7 filters, never content or the tsvectors.
+select j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning,
+       j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at,
+       1 - n.distance as similarity
+from (
+    select e.api_key_id, e.judgment_id, {distance} as distance from judgment_embeddings e
+    where {where} order by {order} limit %(k)s
+) n
+join judgments j on j.api_key_id = n.api_key_id and j.id = n.judgment_id
+order by n.distance
+
+-- name: lexical
+-- The k judgments of the scope that match every term of the text best (a template: column, where, distance).
+-- The matches are taken unordered up to `cap` (the scan stops there), and only those are ranked: a common
+-- word over a huge tenant would otherwise rank (and read the tsvector of) every row it matches. The rank is
+-- divided by the text's length (flag 2), so a short text that is all the query ranks above a long one that
+-- merely contains it (exact-text retrieval).
+with hits as materialized (
+    select j.api_key_id, j.id, j.created_at, ts_rank_cd(j.{column}, tq, 2) as rank from judgments j
+    join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id
+     and e.kind = %(kind)s and e.model = %(model)s,
+    websearch_to_tsquery('simple', %(text)s) tq
+    where j.{column} @@ tq and {where} limit %(cap)s
+), top as (select * from hits order by rank desc, created_at desc, id limit %(k)s)
+select j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning,
+       j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at,
+       1 - ({distance}) as similarity
+from top
+join judgments j on j.api_key_id = top.api_key_id and j.id = top.id
+join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id
+ and e.kind = %(kind)s and e.model = %(model)s
+order by top.rank desc, top.created_at desc, top.id

@@ -12,12 +12,6 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-# What a search reads of a judgment: its record and the rule-7 filters, never `content` or the tsvectors (a
-# scope searched exactly would otherwise carry them through the sort for every row in it).
-RECORD_COLUMNS = sql.SQL(
-    "j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning, j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at"
-)
-
 def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
@@ -70,15 +64,37 @@ async def embedding_hashes(conn: Conn, *, api_key_id: str, model: str, ids: list
     return {(r["judgment_id"], r["kind"]): r["content_hash"] for r in rows}
 
 
-async def thread(conn: Conn, **params: Any) -> list[dict[str, Any]]:
+async def thread(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None, annotation_id: str, limit: int,
+) -> list[dict[str, Any]]:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "annotation_id": annotation_id, "limit": limit,
+    }
     return await fetch_all(conn, q.thread, params)
 
 
-async def recent(conn: Conn, **params: Any) -> list[dict[str, Any]]:
+async def recent(
+    conn: Conn, *, api_key_id: str, organization_id: str | None, document_id: str | None, start_ms: int, end_ms: int,
+    limit: int,
+) -> list[dict[str, Any]]:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "start_ms": start_ms, "end_ms": end_ms, "limit": limit,
+    }
     return await fetch_all(conn, q.recent, params)
 
 
-async def list_page(conn: Conn, **params: Any) -> list[dict[str, Any]]:
+async def list_page(
+    conn: Conn, *, api_key_id: str, organization_id: str | None, document_id: str | None, decision: str | None,
+    judge_type: str | None, reviewer_id: str | None, annotation_id: str | None, after_ts: int | None,
+    after_id: str | None, limit: int, budget: int,
+) -> list[dict[str, Any]]:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "decision": decision, "judge_type": judge_type, "reviewer_id": reviewer_id, "annotation_id": annotation_id,
+        "after_ts": after_ts, "after_id": after_id, "limit": limit, "budget": budget,
+    }
     return await fetch_all(conn, q.list_judgments, params)
 
 
@@ -118,13 +134,15 @@ async def pgvector_version(conn: Conn) -> tuple[int, ...]:
     return tuple(int(p) for p in row["extversion"].split(".") if p.isdigit()) if row else ()
 
 
-async def count_scope(conn: Conn, *, cap: int, **params: Any) -> int:
+async def count_scope(
+    conn: Conn, *, cap: int, model: str, kind: str, api_key_id: str, organization_id: str | None,
+    document_id: str | None,
+) -> int:
     """Rows in the scope, counted up to `cap` (enough to choose exact or HNSW search)."""
-    query = sql.SQL("select count(*) as n from (select 1 from judgment_embeddings e where {} limit %(cap)s) s").format(
-        _scope_where(params.get("organization_id"), params.get("document_id"))
-    )
-    row = await fetch_one(conn, query, dict(params, cap=cap))
-    return row["n"]
+    query = sql.SQL(q.count_scope).format(where=_scope_where(organization_id, document_id))
+    params = {"cap": cap, "model": model, "kind": kind, "api_key_id": api_key_id, "organization_id": organization_id,
+              "document_id": document_id}
+    return (await fetch_one(conn, query, params))["n"]
 
 
 async def table_rows(conn: Conn) -> int:
@@ -133,7 +151,7 @@ async def table_rows(conn: Conn) -> int:
 
 
 async def set_local(conn: Conn, settings: dict[str, str]) -> None:
-    """SET LOCAL each of these settings, in one statement (one round trip)."""
+    """Set each of these settings for the transaction, in one statement (one round trip)."""
     if settings:
         names, values = list(settings), list(settings.values())
         await execute(conn, q.set_local, {"names": names, "values": values})
@@ -143,50 +161,33 @@ def _distance(dimensions: int) -> sql.Composable:
     return sql.SQL("{} <=> %(vector)s::vector({})").format(vector_expr(dimensions), sql.Literal(dimensions))
 
 
-async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, **params: Any) -> list[dict[str, Any]]:
-    """The k judgments nearest to %(vector)s within the scope, with cosine similarity."""
+async def nearest(
+    conn: Conn, *, dimensions: int, exact: bool, k: int, vector: str, model: str, kind: str, api_key_id: str,
+    organization_id: str | None, document_id: str | None,
+) -> list[dict[str, Any]]:
+    """The k judgments nearest to `vector` within the scope, with cosine similarity."""
     distance = _distance(dimensions)
     # "+ 0" hides the indexed expression, so the planner scans the btree-selected scope exactly.
     order = sql.SQL("({}) + 0").format(distance) if exact else distance
-    # The k nearest are found on the embeddings alone, and only those k are joined to their judgments: joined
-    # first, an exact scan of a 5,000-row scope paid 5,000 judgment lookups (18 ms against 3 ms).
-    query = sql.SQL(
-        "select {columns}, 1 - n.distance as similarity from ("
-        "  select e.api_key_id, e.judgment_id, {distance} as distance from judgment_embeddings e"
-        "  where {where} order by {order} limit %(k)s"
-        ") n join judgments j on j.api_key_id = n.api_key_id and j.id = n.judgment_id order by n.distance"
-    ).format(distance=distance, where=_scope_where(params.get("organization_id"), params.get("document_id")), order=order,
-             columns=RECORD_COLUMNS)
+    query = sql.SQL(q.nearest).format(distance=distance, where=_scope_where(organization_id, document_id), order=order)
+    params = {"k": k, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,
+              "organization_id": organization_id, "document_id": document_id}
     # Never a server-side prepared plan: it would not see the SET LOCAL hnsw.* before it.
-    return await fetch_all(conn, query, dict(params, k=k), prepare=False)
+    return await fetch_all(conn, query, params, prepare=False)
 
 
-async def lexical(conn: Conn, *, dimensions: int, k: int, cap: int, text: str, **params: Any) -> list[dict[str, Any]]:
+async def lexical(
+    conn: Conn, *, dimensions: int, k: int, cap: int, text: str, vector: str, model: str, kind: str, api_key_id: str,
+    organization_id: str | None, document_id: str | None,
+) -> list[dict[str, Any]]:
     """The k judgments of the scope whose text matches every term of `text` best (full-text rank) among the
     first `cap` matches found, with the cosine similarity of their vector under the model."""
-    column = sql.Identifier("review_tsv" if params["kind"] == "review" else "content_tsv")
-    # The matches are taken unordered up to `cap` (the scan stops there), and only those are ranked: a common
-    # word over a huge tenant would otherwise rank (and read the tsvector of) every row it matches. The rank is
-    # divided by the text's length (flag 2), so a short text that is all the query ranks above a long one that
-    # merely contains it (exact-text retrieval).
-    query = sql.SQL(
-        "with hits as materialized ("
-        "  select j.api_key_id, j.id, j.created_at, ts_rank_cd(j.{column}, tq, 2) as rank from judgments j"
-        "  join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id"
-        "   and e.kind = %(kind)s and e.model = %(model)s,"
-        "  websearch_to_tsquery('simple', %(text)s) tq"
-        "  where j.{column} @@ tq and {where} limit %(cap)s"
-        "), top as (select * from hits order by rank desc, created_at desc, id limit %(k)s)"
-        " select {columns}, 1 - ({distance}) as similarity from top"
-        " join judgments j on j.api_key_id = top.api_key_id and j.id = top.id"
-        " join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id"
-        "  and e.kind = %(kind)s and e.model = %(model)s"
-        " order by top.rank desc, top.created_at desc, top.id"
-    ).format(
+    query = sql.SQL(q.lexical).format(
+        column=sql.Identifier("review_tsv" if kind == "review" else "content_tsv"),
         distance=_distance(dimensions),
-        columns=RECORD_COLUMNS,
-        column=column,
         # The judgment's own scope columns: they sit beside the tsvector, so the GIN and btree scans combine.
-        where=_scope_where(params.get("organization_id"), params.get("document_id"), "j"),
+        where=_scope_where(organization_id, document_id, "j"),
     )
-    return await fetch_all(conn, query, dict(params, k=k, cap=cap, text=text), prepare=False)
+    params = {"k": k, "cap": cap, "text": text, "vector": vector, "model": model, "kind": kind,
+              "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id}
+    return await fetch_all(conn, query, params, prepare=False)

@@ -3,11 +3,12 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import Id
 from collab.kit.openapi import Doc
+from collab.kit.validation import Broken, rule, rules
 
 Decision = Literal[
     "comment", "resolve", "approved", "rejected", "in_progress", "agree", "disagree", "endorse",
@@ -45,11 +46,10 @@ class DateRange(Model):
     def _when(cls, value):
         return None if value is None else to_ms(value)
 
-    @model_validator(mode="after")
-    def _ordered(self):
-        if self.start is not None and self.end is not None and self.start > self.end:
-            raise ValueError("start must not be after end")
-        return self
+    # Both fields validate (to epoch ms) before this runs: a rule never reads a field that failed.
+    _rules = rules(rule("start", "end")(
+        lambda v: Broken("start", "start must not be after end")
+        if v.get("start") is not None and v.get("end") is not None and v["start"] > v["end"] else None))
 
 
 class Filters(Model):

@@ -191,8 +191,8 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
         "api_key_id": api_key_id,
         "organization_id": org,
         "document_id": doc,
-        "vector": repo.vector_literal(vector),
     }
+    literal = repo.vector_literal(vector)
     threshold = settings.search_exact_threshold
     async with svc.pool.connection() as conn:
         async with conn.transaction():
@@ -209,12 +209,13 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
                 ef_max=settings.search_ef_search_max,
             )
             await repo.set_local(conn, how.settings)
-            found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, k=k, **params)
+            found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, k=k, vector=literal, **params)
             lexical = []
             text = lexical_text(data.query)
             if settings.search_lexical_weight > 0 and text:
                 lexical = await repo.lexical(
-                    conn, dimensions=len(vector), k=k, cap=settings.search_lexical_candidates, text=text, **params
+                    conn, dimensions=len(vector), k=k, cap=settings.search_lexical_candidates, text=text, vector=literal,
+                    **params,
                 )
     found.sort(key=lambda r: -float(r["similarity"]))  # relaxed_order may return them slightly out of order
     fused = fuse(

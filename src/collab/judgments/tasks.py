@@ -11,8 +11,7 @@ from collab.embeddings.model import Embedder, content_hash, load
 from collab.judgments import derive, search
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
-from collab.kit.errors import ApiError
-from collab.kit.jobs import tracked
+from collab.kit.jobs import reports_failures, tracked
 from collab.kit.services import Services
 
 log = logging.getLogger("collab.judgments")
@@ -154,12 +153,9 @@ async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
     return {"model": embedder.name, "dimensions": embedder.dimensions, "vector": vector}
 
 
+@reports_failures
 async def search_judgments(ctx: dict, *, api_key_id: str, data: dict) -> dict[str, Any]:
-    """The whole search (search.run) under the active model; an ApiError comes back as {"error": body}."""
-    try:
-        request = SearchJudgments.model_validate(data)
-        embedder = await active_embedder(ctx) if search.needs_model(request) else None
-        return await search.run(ctx["svc"], embedder, api_key_id=api_key_id, data=request)
-    except ApiError as exc:
-        # Returned, not raised: arq pickles a raised exception, and ApiError's arguments are keyword-only.
-        return exc.body()
+    """The whole search (search.run) under the active model; an ApiError comes back as its typed failure."""
+    request = SearchJudgments.model_validate(data)
+    embedder = await active_embedder(ctx) if search.needs_model(request) else None
+    return await search.run(ctx["svc"], embedder, api_key_id=api_key_id, data=request)

@@ -3,10 +3,13 @@
 Both pass the failed-authentication gate (kit.authlimit) before they touch the database.
 """
 
+import logging
 from dataclasses import dataclass, field
+from time import monotonic
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader
+from redis.exceptions import RedisError
 
 from collab.kit import authlimit, ratelimit
 from collab.kit.db import Queries, fetch_all, fetch_one
@@ -14,6 +17,8 @@ from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError
 from collab.kit.services import Services, services
 
+log = logging.getLogger("collab.auth")
+RATE_LIMITED = "Too many requests for this API key; retry later."
 q = Queries(__file__.replace("auth.py", "auth.sql"))
 
 _api_key = APIKeyHeader(name="x-service-api-key", auto_error=False, scheme_name="apiKey")
@@ -34,6 +39,45 @@ class Tenant:
     workspace_id: str
     # The version of the key that signs this API key's user tokens (auth/generate_token); not part of identity.
     token_key_version: int = field(default=1, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class _Verified:
+    tenant: Tenant
+    version: str  # the credentials' version (version_key) read before the database said they were valid
+    expires: float
+    keyring: object  # the keyring that verified them: a process whose secret changed verifies again
+
+
+class CredentialCache:
+    """API-key credentials this process verified a moment ago, so that a request that presents them again costs
+    neither a database round trip nor a MAC.
+
+    An entry is used only while the credentials' version in Redis is still the one read before they were
+    verified (checked in the rate limit's round trip), so a token reset or key rotation in any process ends
+    its use at once everywhere; and for `ttl_s` at most, a bound for the case Redis lost the versions.
+    """
+
+    def __init__(self, *, ttl_s: float, max_entries: int = 10_000):
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._entries: dict[tuple[str, str], _Verified] = {}
+
+    def get(self, api_key: str, token: str, keyring: object) -> _Verified | None:
+        entry = self._entries.get((api_key, token))
+        if entry is None or entry.expires <= monotonic() or entry.keyring is not keyring:
+            return None
+        return entry
+
+    def put(self, api_key: str, token: str, tenant: Tenant, version: str, keyring: object) -> None:
+        if self.ttl_s <= 0:
+            return
+        if len(self._entries) >= self.max_entries:
+            self._entries.pop(next(iter(self._entries)))  # the oldest: dicts keep insertion order
+        self._entries[(api_key, token)] = _Verified(tenant, version, monotonic() + self.ttl_s, keyring)
+
+    def drop(self, api_key: str, token: str) -> None:
+        self._entries.pop((api_key, token), None)
 
 
 @dataclass(frozen=True)
@@ -65,7 +109,26 @@ async def api_key_auth(
         raise ApiError("UNAUTHENTICATED", "Missing x-service-api-key or x-service-auth-token header.")
     if len(api_key) > 200 or len(token) > 500:
         raise ApiError("PERMISSION_DENIED", "Invalid API key.")
-    gate = await authlimit.admit(svc, kind="api-key", address=_address(request), subject=api_key, token=token)
+    cache: CredentialCache | None = getattr(request.app.state, "credentials", None)
+    known = cache.get(api_key, token, svc.keyring) if cache is not None and svc.redis is not None else None
+    if known is not None:
+        # Verified by this process a moment ago: one Redis round trip checks that the credentials did not change
+        # since (any process bumps their version when they do) and counts the rate limit; no database, no MAC.
+        counted = await ratelimit.check_if_current(
+            svc.redis,
+            version_key=version_key(known.tenant.api_key_id),
+            version=known.version,
+            bucket=f"api-key:{known.tenant.api_key_id}",
+            rate=svc.settings.rate_limit_api_key,
+            now=svc.clock(),
+            message=RATE_LIMITED,
+        )
+        if counted:
+            request.state.tenant = known.tenant
+            return known.tenant
+        cache.drop(api_key, token)
+    gate = await authlimit.admit(svc, kind="api-key", address=_address(request), subject=api_key, token=token,
+                                 watch=version_key(api_key) if cache is not None else None)
     async with svc.pool.connection() as conn:
         rows = await fetch_all(conn, q.tenant_tokens, {"api_key_id": api_key})
     matched = None
@@ -84,10 +147,29 @@ async def api_key_auth(
         bucket=f"api-key:{tenant.api_key_id}",
         rate=svc.settings.rate_limit_api_key,
         now=svc.clock(),
-        message="Too many requests for this API key; retry later.",
+        message=RATE_LIMITED,
     )
+    if cache is not None and gate.watched is not None:
+        cache.put(api_key, token, tenant, gate.watched, svc.keyring)
     request.state.tenant = tenant
     return tenant
+
+
+def version_key(api_key_id: str) -> str:
+    """The Redis counter of an API key's credentials: bumped whenever its tokens or token keys change."""
+    return f"collab:authv:{api_key_id}"
+
+
+async def credentials_changed(svc: Services, *, api_key_id: str) -> None:
+    """After the commit of a change to the API key's auth tokens or token keys: every process's cached
+    verification of its credentials is stale from now on (see CredentialCache)."""
+    if svc.redis is None:
+        return
+    try:
+        await svc.redis.incr(version_key(api_key_id))
+    except (RedisError, OSError) as exc:
+        # Caches are used only while Redis answers; entries made before expire within COLLAB_AUTH_CACHE_TTL_S.
+        log.warning("credential change of %s not announced, Redis unreachable: %s", api_key_id, exc)
 
 
 async def rotate_token_key(conn: Conn, *, api_key_id: str) -> int:

@@ -7,8 +7,12 @@ import time
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
+
+from collab.kit.db.queries import Queries
 
 log = logging.getLogger("collab.embedded")
+q = Queries.beside(__file__, "embedded.sql")
 DATABASE = "collab"
 
 
@@ -70,9 +74,9 @@ def start_postgres(data_dir: Path, *, database: str = DATABASE, stop_at_exit: bo
     server = pgserver.get_server(pgdata, cleanup_mode="stop" if stop_at_exit else None)
     admin_url = server.get_uri()
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        exists = conn.execute("select 1 from pg_database where datname = %s", (database,)).fetchone()
+        exists = conn.execute(q.database_exists, {"database": database}).fetchone()
         if not exists:
-            conn.execute(f'create database "{database}"')
+            conn.execute(sql.SQL(q.create_database).format(database=sql.Identifier(database)))
             log.info("created database %s", database)
     # Keep a reference so the server lives as long as this process wants it.
     _handles[data_dir.resolve()] = server

@@ -43,6 +43,28 @@ class ApiError(Exception):
             error["details"] = self.details
         return {"error": error}
 
+    def as_failure(self) -> dict[str, Any]:
+        """This error as an awaited job's outcome: plain data, so it crosses the queue whole (see `raise_failure`)."""
+        failure: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details is not None:
+            failure["details"] = self.details
+        if self.headers:
+            failure["headers"] = self.headers
+        return {FAILURE: failure}
+
+
+# The key of an awaited job's outcome that carries its failure: {"failure": {code, message, details?, headers?}}.
+FAILURE = "failure"
+
+
+def raise_failure(outcome: Any) -> Any:
+    """An awaited job's outcome, or the ApiError its failure describes, raised: the one reader of job failures."""
+    if isinstance(outcome, dict) and isinstance(outcome.get(FAILURE), dict):
+        failure = outcome[FAILURE]
+        raise ApiError(failure["code"], failure["message"], details=failure.get("details"),
+                       headers=failure.get("headers"))
+    return outcome
+
 
 def invalid(message: str, issues: list[dict[str, Any]] | None = None) -> ApiError:
     """INVALID_ARGUMENT with details.issues, the shape every validation failure uses."""

@@ -1,6 +1,8 @@
 """ASGI middleware and exception handlers: request ids, body size limit, the error envelope."""
 
+import itertools
 import logging
+import os
 import re
 import time
 import uuid
@@ -11,14 +13,32 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from collab.kit.db import constraints
 from collab.kit.envelope import OrjsonResponse
 from collab.kit.errors import ApiError, invalid
-from collab.kit.validation import issues_from_errors, summary
+from collab.kit.validation import failure, summary
 from collab.logging import request_id
 
 log = logging.getLogger("collab.http")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 access = logging.getLogger("collab.access")
+
+
+class _RequestIds:
+    """32-hex request ids: a random prefix per process and a counter (uuid4 costs a getrandom call per request)."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.prefix = ""
+        self.count = itertools.count()
+
+    def next(self) -> str:
+        if self.pid != os.getpid():  # a forked child draws its own prefix
+            self.pid, self.prefix, self.count = os.getpid(), uuid.uuid4().hex[:16], itertools.count()
+        return f"{self.prefix}{next(self.count):016x}"
+
+
+_ids = _RequestIds()
 
 
 class BodyTooLarge(ApiError):
@@ -51,7 +71,7 @@ class RequestContext:
             scope["headers"].append((b"content-type", b"application/json"))
         sent = headers.get(b"x-request-id", b"").decode("latin-1")
         # A client's id is kept only when it is plainly an id: it goes into headers and logs.
-        rid = sent if _REQUEST_ID.match(sent) else uuid.uuid4().hex
+        rid = sent if _REQUEST_ID.match(sent) else _ids.next()
         token = request_id.set(rid)
         started = time.perf_counter()
         status_holder = {"status": 500}
@@ -141,18 +161,17 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError):
-        issues = issues_from_errors(exc.errors(), strip=("body", "data"))
         broken = [e for e in exc.errors() if e["type"] == "json_invalid"]
         if broken:
             reason = broken[0].get("ctx", {}).get("error")
             message = f"Body is not valid JSON: {reason}" if reason else "Body is not valid JSON"
             issues = [{"code": "invalid_json", "path": [], "message": message}]
-        return error_response(invalid(summary(issues), issues))
+            return error_response(invalid(summary(issues), issues))
+        return error_response(failure(exc.errors(), strip=("body", "data")))
 
     @app.exception_handler(ValidationError)
     async def on_model_validation(request: Request, exc: ValidationError):
-        issues = issues_from_errors(exc.errors())
-        return error_response(invalid(summary(issues), issues))
+        return error_response(failure(exc.errors()))
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException):
@@ -173,6 +192,15 @@ def install_handlers(app: FastAPI) -> None:
         # client was told succeeded is lost; it may or may not have committed, like any timed-out request.
         log.warning("database unavailable on %s: %s: %s", request.url.path, type(exc).__name__, exc)
         return error_response(DATABASE_UNAVAILABLE)
+
+    @app.exception_handler(psycopg.IntegrityError)
+    async def on_integrity(request: Request, exc: psycopg.IntegrityError):
+        # A write that relied on a constraint no service mapped (a parent deleted by a concurrent request)
+        # still answers by the constraint's meaning; its transaction has already rolled back.
+        error = constraints.to_api_error(exc)
+        if error is None:
+            return await on_unknown(request, exc)
+        return error_response(error)
 
     @app.exception_handler(Exception)
     async def on_unknown(request: Request, exc: Exception):

@@ -41,7 +41,7 @@ from redis.exceptions import RedisError
 from collab.kit.crypto import new_id
 from collab.kit.db import Queries, execute, fetch_all, fetch_one
 from collab.kit.db.pool import Conn
-from collab.kit.errors import ApiError
+from collab.kit.errors import ApiError, raise_failure
 
 log = logging.getLogger("collab.jobs")
 q = Queries(Path(__file__).with_name("jobs.sql"))
@@ -111,8 +111,31 @@ class JobFailure(Exception):
     """A failure worth retrying whose message is written for tenants; recorded as the reason once tries run out.
 
     Any other exception is recorded with a generic reason: its text (a driver's DETAIL, a provider's message)
-    goes to `jobs.error_detail` and the log only.
+    goes to `jobs.error_detail` and the log only. In an awaited job it answers the caller with `code`.
     """
+
+    def __init__(self, message: str, *, code: str = "INTERNAL"):
+        super().__init__(message)
+        self.code = code
+
+
+def reports_failures(fn: Callable[..., Awaitable[Any]]):
+    """Wrap an awaited (`run_sync`) job: an ApiError or JobFailure it raises comes back as its typed failure.
+
+    Returned, not raised: arq pickles a raised exception, and ApiError's arguments are keyword-only. `run_sync`
+    raises it again on the API side (`errors.raise_failure`), so every awaiting endpoint answers it the same way.
+    """
+
+    @functools.wraps(fn)
+    async def run(ctx: dict, **kwargs: Any) -> Any:
+        try:
+            return await fn(ctx, **kwargs)
+        except ApiError as exc:
+            return exc.as_failure()
+        except JobFailure as exc:
+            return ApiError(exc.code, str(exc)).as_failure()
+
+    return run
 
 
 GENERIC_FAILURE = "The job failed after {tries} tries because of an internal error."
@@ -343,7 +366,8 @@ async def _reap_queue(
 
 
 async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, **kwargs: Any) -> Any:
-    """Run a job on a worker and await its result: UNAVAILABLE without Redis, DEADLINE_EXCEEDED past the budget."""
+    """Run a job on a worker and await its result: UNAVAILABLE without Redis, DEADLINE_EXCEEDED past the budget,
+    and the job's own failure (see `reports_failures`) as the ApiError it was."""
     if redis is None:
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE)
     # Search, Ask AI and extraction have lanes of their own; the rest go to the client's default queue (bulk).
@@ -361,7 +385,7 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE) from exc
     assert job is not None
     try:
-        return await _outcome(redis, job, queue, deadline=deadline)
+        outcome = await _outcome(redis, job, queue, deadline=deadline)
     except asyncio.TimeoutError as exc:
         try:
             if await job.status() != JobStatus.complete:
@@ -375,6 +399,7 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
         # arq gave the job up without running it to an end (its worker died on every try it had, or it expired),
         # or Redis lost it (restarted without its data).
         raise ApiError("UNAVAILABLE", "The job was lost with its worker; retry.", headers=_QUEUE_UNAVAILABLE) from exc
+    return raise_failure(outcome)
 
 
 async def _outcome(redis: ArqRedis, job: Job, queue: str, *, deadline: float) -> Any:

@@ -1,5 +1,6 @@
 """Fixed-window rate limits and concurrency slots counted in Redis, so they hold across API replicas."""
 
+import hashlib
 import logging
 import re
 import uuid
@@ -7,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from collab.kit.errors import ApiError
 
@@ -51,6 +52,46 @@ async def check(redis: Redis | None, *, bucket: str, rate: str, now: float, mess
             details={"retryAfterSeconds": retry_after},
             headers={"Retry-After": str(retry_after)},
         )
+
+
+# The rate-limit hit of a request whose credentials this process verified a moment ago: counted only while the
+# credentials' version (bumped when they change) is still the one seen then; -1 (nothing counted) otherwise.
+_COUNT_IF_CURRENT = """
+if (redis.call('get', KEYS[1]) or '0') ~= ARGV[1] then return -1 end
+local count = redis.call('incr', KEYS[2])
+redis.call('expire', KEYS[2], tonumber(ARGV[2]))
+return count
+"""
+_COUNT_IF_CURRENT_SHA = hashlib.sha1(_COUNT_IF_CURRENT.encode()).hexdigest()
+
+
+async def check_if_current(
+    redis: Redis, *, version_key: str, version: str, bucket: str, rate: str, now: float, message: str
+) -> bool | None:
+    """`check` in the same round trip as a version check: True when counted (RESOURCE_EXHAUSTED past the limit),
+    False when the version moved on (nothing counted), None when Redis did not answer (nothing known)."""
+    limit, window = parse_rate(rate)
+    start = int(now // window) * window
+    try:
+        keys_args = (version_key, f"collab:rl:{bucket}:{start}", version, window + 1)
+        try:
+            count = await redis.evalsha(_COUNT_IF_CURRENT_SHA, 2, *keys_args)
+        except NoScriptError:  # a Redis that has not seen it yet (or restarted): send the script itself once
+            count = await redis.eval(_COUNT_IF_CURRENT, 2, *keys_args)
+    except (RedisError, OSError) as exc:
+        log.warning("rate limit %s not checked, Redis unreachable: %s", bucket, exc)
+        return None
+    if count < 0:
+        return False
+    if count > limit:
+        retry_after = max(1, int(start + window - now))
+        raise ApiError(
+            "RESOURCE_EXHAUSTED",
+            message,
+            details={"retryAfterSeconds": retry_after},
+            headers={"Retry-After": str(retry_after)},
+        )
+    return True
 
 
 # One holder per member, scored by when its hold expires: expired holds (a crashed process's) are trimmed before

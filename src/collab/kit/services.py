@@ -1,4 +1,7 @@
-"""What a request or a job needs from the process: settings, pool, Redis, keyring, clock."""
+"""What a request or a job needs from the process: settings, pool, Redis, keyring, clock; and how to build it.
+
+The API, the worker and the CLI all build their Services here, so none of them loads another's entry point.
+"""
 
 import time
 from dataclasses import dataclass, field
@@ -9,7 +12,11 @@ from fastapi import Request
 from psycopg_pool import AsyncConnectionPool
 
 from collab.config import Settings
+from collab.kit import embedded
 from collab.kit.crypto import Keyring
+from collab.kit.db import create_pool
+from collab.kit.db.migrate import migrate
+from collab.kit.redisclient import redis_client
 
 
 @dataclass
@@ -27,6 +34,30 @@ class Services:
         return int(self.clock() * 1000)
 
 
-def services(request: Request) -> Services:
-    """FastAPI dependency: the process's Services."""
+async def services(request: Request) -> Services:
+    """FastAPI dependency: the process's Services (async: a plain def would hop to the thread pool per request)."""
     return request.app.state.services
+
+
+async def build_services(settings: Settings) -> Services:
+    """Connect to Postgres and Redis (embedded ones when no URL is configured) and migrate."""
+    database_url = settings.database_url or embedded.start_postgres(settings.data_dir)
+    redis_url = settings.redis_url or embedded.EmbeddedRedis(settings.data_dir).start()
+    await migrate(database_url)
+    pool = create_pool(
+        database_url,
+        min_size=settings.db_pool_min,
+        max_size=settings.db_pool_max,
+        timeout=settings.db_pool_timeout_s,
+    )
+    await pool.open()
+    keyring = Keyring(settings.resolved_secret_key(), settings.secret_key_previous)
+    redis = redis_client(redis_url, timeout_s=settings.redis_timeout_s, cooldown_s=settings.redis_cooldown_s)
+    return Services(settings=settings, pool=pool, redis=redis, keyring=keyring)
+
+
+async def close_services(svc: Services) -> None:
+    """Close what build_services opened."""
+    await svc.pool.close()
+    if svc.redis is not None:
+        await svc.redis.aclose()

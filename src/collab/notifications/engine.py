@@ -10,7 +10,7 @@ and never holds back another batch (the cron serves every tenant).
 """
 
 import logging
-from typing import Any
+from typing import Any, Iterable
 
 from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
 from collab.kit.crypto import new_id
@@ -47,8 +47,10 @@ def _group(action_type: str) -> str | None:
 
 
 async def on_activities(conn: Conn, *, svc: Services, api_key_id: str, organization_id: str, document_id: str,
-                        activities: list[dict[str, Any]]) -> None:
-    """Turn logged activities into pending notifications when the service and their trigger are on."""
+                        activities: list[dict[str, Any]], participants: Iterable[str] = (),
+                        exclude: Iterable[str] = ()) -> None:
+    """Turn logged activities into pending notifications when the service and their trigger are on; `participants`
+    (a comment thread's) join the document's audience, `exclude` (users notified otherwise) leave it."""
     stored = (await workspaces_repo.api_key_config(conn, api_key_id=api_key_id))["notification_config"]
     if not stored or not stored.get("useNotificationService"):
         return
@@ -62,6 +64,7 @@ async def on_activities(conn: Conn, *, svc: Services, api_key_id: str, organizat
         if audience is None:
             audience = await repo.audience(conn, api_key_id=api_key_id, organization_id=organization_id,
                                            document_id=document_id, now_ms=now)
+            audience = sorted((set(audience) | set(participants)) - set(exclude))
         actor = activity["action_user"].get("userId")
         allowed = visible_to(activity["entity_data"], actor)
         recipients = [u for u in audience if u != actor and (allowed is None or u in allowed)]
@@ -188,16 +191,3 @@ async def _notify(conn: Conn, *, batch: dict[str, Any], items: list[dict[str, An
                                       headline_data=template_data, body=body, notify_users=notify_users,
                                       by_user_id=by_user_id, timestamp=now))
     return notification_id
-
-
-async def flush_due(ctx: dict) -> int:
-    """Cron: flush every tenant's due batches, a few hundred per transaction, each batch in its own savepoint."""
-    svc: Services = ctx["svc"]
-    total = 0
-    while True:
-        async with svc.pool.connection() as conn:
-            async with conn.transaction():
-                count = await flush(conn, svc=svc)
-        total += count
-        if count < FLUSH_LIMIT:
-            return total

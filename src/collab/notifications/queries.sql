@@ -1,4 +1,5 @@
 -- name: insert_notification
+-- Record a notification; nothing when its id exists.
 insert into notifications (api_key_id, id, organization_id, document_id, location_id, notification_source,
                            notification_source_data, action_user, display_body_message,
                            display_headline_message_template, display_headline_message_template_data,
@@ -37,6 +38,7 @@ join group_members m on m.api_key_id = %(api_key_id)s and m.organization_id = %(
 where l.principal_type = 'group'
 
 -- name: profiles
+-- The name and e-mail of some users.
 select id, name, email from users where api_key_id = %(api_key_id)s and id = any(%(ids)s)
 
 -- name: list_notifications
@@ -80,6 +82,7 @@ where s.before < %(budget)s
 order by s.n
 
 -- name: update_notification
+-- Change a notification's messages or source data (null keeps them) and add readers.
 update notifications set
     display_headline_message_template = coalesce(%(display_headline_message_template)s, display_headline_message_template),
     display_headline_message_template_data = coalesce(%(display_headline_message_template_data)s,
@@ -93,6 +96,7 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
 returning id
 
 -- name: delete_notifications
+-- Delete a document's or an organization's notifications (or only some ids); the ids deleted.
 delete from notifications
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and (%(document_id)s::text is null or document_id = %(document_id)s)
@@ -100,6 +104,7 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
 returning id
 
 -- name: open_batch
+-- Open a batch for a batch key; nothing when one is open already.
 insert into notification_batches (api_key_id, id, organization_id, document_id, batch_key, recipient, max_size,
                                   opened_at, due_at)
 values (%(api_key_id)s, %(id)s, %(organization_id)s, %(document_id)s, %(batch_key)s, %(recipient)s, %(max_size)s,
@@ -107,11 +112,13 @@ values (%(api_key_id)s, %(id)s, %(organization_id)s, %(document_id)s, %(batch_ke
 on conflict (api_key_id, batch_key) where status = 'open' do nothing
 
 -- name: lock_open_batch
+-- The open batch of a batch key, locked while an item joins it.
 select * from notification_batches
 where api_key_id = %(api_key_id)s and batch_key = %(batch_key)s and status = 'open'
 for update
 
 -- name: add_item
+-- Add an activity to a batch; nothing when it is there already.
 insert into notification_batch_items (api_key_id, batch_id, activity_id, organization_id, document_id, action_type,
                                       action_user, entity_data, recipients, visible_to, created_at)
 values (%(api_key_id)s, %(batch_id)s, %(activity_id)s, %(organization_id)s, %(document_id)s, %(action_type)s,
@@ -142,11 +149,13 @@ limit %(limit)s
 for update of b skip locked
 
 -- name: batch_items
+-- A batch's activities, in the order they came.
 select * from notification_batch_items
 where api_key_id = %(api_key_id)s and batch_id = %(batch_id)s
 order by created_at, activity_id
 
 -- name: mark_flushed
+-- Close a batch for good, with the notification it became.
 update notification_batches set status = 'flushed', notification_id = %(notification_id)s
 where api_key_id = %(api_key_id)s and id = %(id)s
 
@@ -157,17 +166,20 @@ where api_key_id = %(api_key_id)s and action_user ->> 'userId' = any(%(user_ids)
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
 
 -- name: forget_pending
+-- User-data deletion: batched activities the users performed.
 delete from notification_batch_items
 where api_key_id = %(api_key_id)s and action_user ->> 'userId' = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
 
 -- name: untag_pending
+-- User-data deletion: the users no longer recipients of batched activities.
 update notification_batch_items
 set recipients = array(select r from unnest(recipients) as r where r <> all(%(user_ids)s))
 where api_key_id = %(api_key_id)s and recipients && %(user_ids)s::text[]
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
 
 -- name: untag_notifications
+-- User-data deletion: the users no longer notified by, readers of, or shown notifications.
 update notifications
 set notify_users_by_user_id = notify_users_by_user_id - %(user_ids)s::text[],
     notify_users = notify_users - %(user_keys)s::text[],

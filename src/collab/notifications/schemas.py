@@ -2,12 +2,13 @@
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
-from collab.activities.schemas import ActionUser
+from collab.events import ActionUser
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, Name, batch, id_list
 from collab.kit.openapi import Doc
+from collab.kit.validation import Broken, rule, rules
 
 NOTIFICATION_ID = r"^[A-Za-z0-9_-]+$"
 
@@ -47,11 +48,9 @@ class GetNotifications(Model):
     pageToken: str = Field(None, max_length=1000)
     order: Literal["asc", "desc"] = "desc"
 
-    @model_validator(mode="after")
-    def _document_or_user(self):
-        if self.documentId is None and self.userId is None:
-            raise ValueError("Provide documentId or userId")
-        return self
+    _rules = rules(rule("documentId", "userId")(
+        lambda v: Broken(None, "Provide documentId or userId")
+        if v.get("documentId") is None and v.get("userId") is None else None))
 
 
 class NotificationChange(Model):
@@ -76,11 +75,9 @@ class DeleteNotifications(Model):
     documentId: Id = None
     notificationIds: id_list() = None
 
-    @model_validator(mode="after")
-    def _something(self):
-        if self.documentId is None and self.notificationIds is None:
-            raise ValueError("Provide notificationIds or documentId")
-        return self
+    _rules = rules(rule("documentId", "notificationIds")(
+        lambda v: Broken(None, "Provide notificationIds or documentId")
+        if v.get("documentId") is None and v.get("notificationIds") is None else None))
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).

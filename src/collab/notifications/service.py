@@ -15,8 +15,8 @@ from collab.notifications.schemas import AddNotification, DeleteNotifications, G
 from collab.notifications.visibility import visible_to
 from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.organizations.service import ensure as ensure_organization
-from collab.users.service import require_advanced_queries
 from collab.webhooks import events as webhook_events
+from collab.workspaces.config import require_advanced_queries
 
 
 def to_wire(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:

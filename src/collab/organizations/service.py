@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from collab.documents import repository as documents_repo
+from collab.features import delete_feature_data
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
@@ -80,7 +80,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteOrganizations) ->
     async with transaction(svc.pool, svc.redis) as tx:
         deleted = await repo.delete(tx.conn, api_key_id=tenant.api_key_id, ids=data.organizationIds)
         for organization_id in deleted:
-            await documents_repo.delete_feature_data(
+            await delete_feature_data(
                 tx.conn, api_key_id=tenant.api_key_id, organization_id=organization_id, document_ids=None
             )
     return {

@@ -1,4 +1,5 @@
 -- name: upsert_grant
+-- Grant a principal a role on a resource, or change the role and expiry of the grant it has.
 insert into grants (api_key_id, organization_id, principal_type, principal_id, resource_type, resource_id,
                     access_role, expires_at, created_at, updated_at)
 values (%(api_key_id)s, %(organization_id)s, %(principal_type)s, %(principal_id)s, %(resource_type)s,
@@ -7,6 +8,7 @@ on conflict (api_key_id, organization_id, principal_type, principal_id, resource
 set access_role = excluded.access_role, expires_at = excluded.expires_at, updated_at = excluded.updated_at
 
 -- name: delete_grant
+-- Remove one principal's grant on one resource.
 delete from grants
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and principal_type = %(principal_type)s and principal_id = %(principal_id)s
@@ -27,6 +29,7 @@ where not exists (
 order by r.i
 
 -- name: group_exists
+-- Whether a user group exists in the organization.
 select exists (
     select 1 from user_groups
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
@@ -46,5 +49,6 @@ join grants g
 where g.expires_at is null or g.expires_at * 1000 > %(now_ms)s
 
 -- name: document_folders
+-- The folder of each of some documents of an organization.
 select id, folder_id from documents
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)

@@ -15,7 +15,14 @@ async def upsert_grants(conn: Conn, grants: list[dict[str, Any]]) -> None:
             await cur.executemany(q.upsert_grant, grants)
 
 
-async def delete_grant(conn: Conn, **grant: Any) -> int:
+async def delete_grant(
+    conn: Conn, *, api_key_id: str, organization_id: str, principal_type: str, principal_id: str, resource_type: str,
+    resource_id: str,
+) -> int:
+    grant = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "principal_type": principal_type,
+        "principal_id": principal_id, "resource_type": resource_type, "resource_id": resource_id,
+    }
     return await execute(conn, q.delete_grant, grant)
 
 

@@ -7,9 +7,20 @@ from pydantic import Field, model_validator
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, Name, id_list
 from collab.kit.openapi import Doc
+from collab.kit.validation import Broken, rule, rules
 
 ResourceType = Literal["organization", "folder", "document"]
 AccessRole = Literal["viewer", "editor"]
+
+
+def _organization(v):
+    given = v.get("organizationId")
+    if v.get("type") == "organization":
+        if given not in (None, v.get("id")):
+            return Broken("organizationId", "organizationId must equal id for an organization entry")
+    elif "type" in v and given is None:
+        return Broken("organizationId", f"organizationId is required when type is {v['type']}")
+    return None
 
 
 class ResourceRef(Model):
@@ -17,14 +28,13 @@ class ResourceRef(Model):
     id: Id
     organizationId: Id = None
 
+    _rules = rules(rule("type", "id", "organizationId")(_organization))
+
     @model_validator(mode="after")
-    def _organization(self):
+    def _own_organization(self):
+        # An organization entry is its own organization (checked by the rule above).
         if self.type == "organization":
-            if self.organizationId not in (None, self.id):
-                raise ValueError("organizationId must equal id for an organization entry")
             self.organizationId = self.id
-        elif self.organizationId is None:
-            raise ValueError(f"organizationId is required when type is {self.type}")
         return self
 
 
@@ -42,6 +52,12 @@ class ResourceRefs(Model):
     resources: list[ResourceRef] = Field(min_length=1, max_length=MAX_BATCH)
 
 
+def _one_of(first: str, second: str):
+    """A principal rule: the body names exactly one of two fields."""
+    return lambda v: None if (v.get(first) is None) != (v.get(second) is None) else Broken(
+        None, f"Provide exactly one of {first} and {second}")
+
+
 class UserRef(Model):
     userId: Id
 
@@ -56,11 +72,7 @@ class AddPermissions(Model):
     group: GroupRef = None
     permissions: Permissions
 
-    @model_validator(mode="after")
-    def _one_principal(self):
-        if (self.user is None) == (self.group is None):
-            raise ValueError("Provide exactly one of user and group")
-        return self
+    _rules = rules(rule("user", "group")(_one_of("user", "group")))
 
 
 class RemovePermissions(Model):
@@ -68,11 +80,7 @@ class RemovePermissions(Model):
     group: GroupRef = None
     permissions: ResourceRefs
 
-    @model_validator(mode="after")
-    def _one_principal(self):
-        if (self.userId is None) == (self.group is None):
-            raise ValueError("Provide exactly one of userId and group")
-        return self
+    _rules = rules(rule("userId", "group")(_one_of("userId", "group")))
 
 
 class GetPermissions(Model):

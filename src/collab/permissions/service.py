@@ -11,10 +11,9 @@ from collab.kit.errors import invalid, issue
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.organizations import repository as organizations_repo
-from collab.permissions import access, tokens
+from collab.permissions import access, profiles, tokens
 from collab.permissions import repository as repo
 from collab.permissions.schemas import AddPermissions, GenerateToken, GetPermissions, RemovePermissions, Resource
-from collab.users import repository as users_repo
 
 _MISSING = {"organization": "Organization does not exist.", "folder": "Folder does not exist.",
             "document": "Document does not exist."}
@@ -70,7 +69,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddPermissions) -> None:
             principal = ("group", group.organizationUserGroupId)
         else:
             await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"])
-            await users_repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=data.user.userId, now=now)
+            await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=data.user.userId, now=now)
             principal = ("user", data.user.userId)
         await _grant(tx.conn, tenant=tenant, principal=principal, resources=resources, now=now)
 
@@ -154,8 +153,8 @@ async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) 
     props = data.userProperties
     async with transaction(svc.pool, svc.redis) as tx:
         await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"])
-        await users_repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=data.userId, now=now,
-                                name=props.name if props else None, email=props.email if props else None)
+        await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=data.userId, now=now,
+                                   name=props.name if props else None, email=props.email if props else None)
         await _grant(tx.conn, tenant=tenant, principal=("user", data.userId), resources=resources, now=now)
         granted = []
         for organization_id, group in groupby(sorted(resources, key=lambda r: r.organizationId), lambda r: r.organizationId):
@@ -193,4 +192,5 @@ async def rotate_token_keys(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
     """Sign the API key's user tokens with a new key from now on; tokens of the key before still verify."""
     async with transaction(svc.pool, svc.redis) as tx:
         version = await auth.rotate_token_key(tx.conn, api_key_id=tenant.api_key_id)
+    await auth.credentials_changed(svc, api_key_id=tenant.api_key_id)  # cached tenants carry the old version
     return tokens.jwks(svc.keyring, api_key_id=tenant.api_key_id, version=version)

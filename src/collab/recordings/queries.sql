@@ -11,6 +11,7 @@ order by version desc
 limit 1
 
 -- name: insert_version
+-- Add the next version of an annotation's recording; its version number.
 insert into recordings (api_key_id, organization_id, document_id, annotation_id, version, recording_type, mode,
                         display_name, duration_ms, attachments, from_user, created_at)
 select %(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, coalesce(max(version), 0) + 1,
@@ -52,6 +53,7 @@ where s.before < %(budget)s
 order by s.annotation_id
 
 -- name: delete_recordings
+-- Delete every version of some annotations' recordings; the annotations deleted.
 delete from recordings
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = any(%(annotation_ids)s)
 returning annotation_id

@@ -6,8 +6,9 @@ import threading
 
 import uvicorn
 
-from collab.app import build_services, close_services, create_app
+from collab.app import create_app
 from collab.config import Settings
+from collab.kit.services import build_services, close_services
 from collab.worker import make_worker
 
 

@@ -6,6 +6,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from collab.kit.db.queries import Queries
+
+_q = Queries.beside(__file__, "receiver.sql")
+
 
 @dataclass
 class Received:
@@ -83,24 +87,19 @@ async def settle_webhooks(svc, api_key_id: str, *, rounds: int = 100) -> None:
 
     from arq.jobs import Job, ResultNotFound
 
-    from collab.webhooks.delivery import sweep
+    from collab.webhooks.tasks import sweep
 
     for _ in range(rounds):
         await sweep({"svc": svc})
         async with svc.pool.connection() as conn:
-            cur = await conn.execute("select id from jobs where api_key_id = %s and status in ('queued', 'running')",
-                                     (api_key_id,))
+            cur = await conn.execute(_q.unfinished_jobs, {"api_key_id": api_key_id})
             job_ids = [row["id"] for row in await cur.fetchall()]
             for job_id in job_ids:
                 try:
                     await Job(job_id, svc.redis).result(timeout=60, poll_delay=0.005)
                 except ResultNotFound:
                     pass  # committed but not on the queue yet: the next round waits for it
-            cur = await conn.execute(
-                "select count(*) as n from webhook_deliveries where api_key_id = %s"
-                " and (status in ('queued', 'sending') or (status = 'pending' and due_at <= %s))"
-                " union all select count(*) from webhook_crdt_pending where api_key_id = %s and due_at <= %s",
-                (api_key_id, svc.now_ms(), api_key_id, svc.now_ms()))
+            cur = await conn.execute(_q.webhook_work_left, {"api_key_id": api_key_id, "now": svc.now_ms()})
             if not job_ids and all(row["n"] == 0 for row in await cur.fetchall()):
                 return
         await asyncio.sleep(0.01)  # a concurrent cron holds rows: let it commit

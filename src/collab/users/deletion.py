@@ -5,19 +5,19 @@ A feature that stores data created by users adds a task here; `tasksCount` grows
 
 from typing import Any, Awaitable, Callable
 
+from collab.comments.service import forget_users as forget_commenters
 from collab.crdt import repository as crdt_repo
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError
-from collab.kit.jobs import transaction, tracked
+from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.notifications import repository as notifications_repo
 from collab.presence import repository as presence_repo
 from collab.recordings import repository as recordings_repo
 from collab.users import repository as repo
 from collab.users.schemas import DeleteUserData, UserDataDeleteStatus
-from collab.webhooks import events as webhook_events
 from collab.webhooks import repository as webhooks_repo
 
 
@@ -51,6 +51,11 @@ async def _crdt(conn: Conn, **scope: Any) -> None:
     await crdt_repo.forget_user(conn, **scope)
 
 
+async def _comments(conn: Conn, **scope: Any) -> None:
+    """Their threads, comments, reactions and read marks, and the mentions of them in others' comments."""
+    await forget_commenters(conn, **scope)
+
+
 async def _webhooks(conn: Conn, **scope: Any) -> None:
     """Webhook messages about them (their delivery log)."""
     await webhooks_repo.forget_user(conn, **scope)
@@ -69,6 +74,7 @@ TASKS: dict[str, Callable[..., Awaitable[None]]] = {
     "presence": _presence,
     "recordings": _recordings,
     "crdt": _crdt,
+    "comments": _comments,
     "webhooks": _webhooks,
     "contacts": _contacts,
 }
@@ -102,28 +108,3 @@ async def status(svc: Services, *, tenant: Tenant, data: UserDataDeleteStatus) -
     if left and row["job_status"] == "failed":
         result["error"] = f"The deletion job failed: {row['job_error']}"
     return result
-
-
-@tracked(max_tries=8)
-async def delete_user_data(ctx: dict, *, api_key_id: str, deletion_id: str) -> dict[str, Any] | None:
-    """Run each deletion task not yet done, each in its own transaction with its progress mark."""
-    svc: Services = ctx["svc"]
-    async with svc.pool.connection() as conn:
-        row = await repo.get_deletion(conn, api_key_id=api_key_id, id=deletion_id)
-    if row is None:
-        return None
-    scope = {"api_key_id": api_key_id, "user_ids": row["user_ids"], "organization_ids": row["organization_ids"]}
-    for name in row["tasks"]:
-        if name in row["done"]:
-            continue
-        async with transaction(svc.pool, svc.redis) as tx:
-            await TASKS[name](tx.conn, **scope)
-            await repo.task_done(tx.conn, api_key_id=api_key_id, id=deletion_id, task=name, now=svc.now_ms())
-            if name == row["tasks"][-1]:  # the last task: the deletion is complete with this commit
-                await webhook_events.emit(
-                    tx, now=svc.now_ms(), api_key_id=api_key_id, event_type="user_data.delete",
-                    channels=row["organization_ids"] or [], dedupe=f"user_data.delete:{deletion_id}",
-                    payload={"jobId": deletion_id, "userIds": row["user_ids"],
-                             "organizationIds": row["organization_ids"]},
-                )
-    return {"tasks": len(row["tasks"])}

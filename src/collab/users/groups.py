@@ -7,6 +7,7 @@ from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.organizations.service import ensure as ensure_organization
+from collab.permissions import profiles
 from collab.permissions import repository as permissions_repo
 from collab.users import repository as repo
 from collab.users.schemas import AddGroups, GroupUsers
@@ -54,7 +55,7 @@ async def _members(svc: Services, *, tenant: Tenant, data: GroupUsers, adding: b
             if not exists:
                 success, message = False, GROUP_MISSING
             elif adding:
-                await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=user_id, now=now)
+                await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user_id, now=now)
                 new = await repo.insert_member(tx.conn, **key, group_id=group_id, user_id=user_id)
                 success, message = True, "User added to group." if new else "User is already in the group."
             else:

@@ -1,11 +1,5 @@
--- name: upsert_user
-insert into users (api_key_id, id, name, email, created_at, updated_at)
-values (%(api_key_id)s, %(id)s, %(name)s, %(email)s, %(now)s, %(now)s)
-on conflict (api_key_id, id) do update
-set name = coalesce(excluded.name, users.name), email = coalesce(excluded.email, users.email),
-    updated_at = excluded.updated_at
-
 -- name: scope_grant
+-- The user's own live grant on the scope resource, locked for update.
 select access_role, expires_at from grants
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and principal_type = 'user' and principal_id = %(user_id)s
@@ -14,12 +8,14 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
 for update
 
 -- name: set_scope_role
+-- Change the role of the user's own grant on the scope resource.
 update grants set access_role = %(access_role)s, updated_at = %(now)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and principal_type = 'user' and principal_id = %(user_id)s
   and resource_type = %(resource_type)s and resource_id = %(resource_id)s
 
 -- name: delete_scope_grant
+-- Remove the user's own grant on the scope resource.
 delete from grants
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and principal_type = 'user' and principal_id = %(user_id)s
@@ -76,38 +72,45 @@ order by b.resource_id, b.user_id
 limit %(limit)s
 
 -- name: insert_group
+-- Create a user group in an organization; nothing when it exists.
 insert into user_groups (api_key_id, organization_id, id, name, created_at)
 values (%(api_key_id)s, %(organization_id)s, %(id)s, %(name)s, %(now)s)
 on conflict do nothing
 returning id
 
 -- name: insert_member
+-- Add a user to a group; nothing when the user is a member already.
 insert into group_members (api_key_id, organization_id, group_id, user_id)
 values (%(api_key_id)s, %(organization_id)s, %(group_id)s, %(user_id)s)
 on conflict do nothing
 returning user_id
 
 -- name: delete_member
+-- Take a user out of a group; nothing when the user was not in it.
 delete from group_members
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and group_id = %(group_id)s and user_id = %(user_id)s
 returning user_id
 
 -- name: insert_deletion
+-- Record a user-data deletion request and the tasks it must run.
 insert into user_data_deletions (api_key_id, id, user_ids, organization_ids, tasks, created_at)
 values (%(api_key_id)s, %(id)s, %(user_ids)s, %(organization_ids)s, %(tasks)s, %(now)s)
 
 -- name: get_deletion
+-- A user-data deletion request with the status and error of its job.
 select d.*, j.status as job_status, j.error as job_error
 from user_data_deletions d left join jobs j on j.id = d.id
 where d.api_key_id = %(api_key_id)s and d.id = %(id)s
 
 -- name: task_done
+-- Note one task of a user-data deletion as done (once).
 update user_data_deletions
 set done = array_append(done, %(task)s::text), last_task_completed_at = %(now)s
 where api_key_id = %(api_key_id)s and id = %(id)s and not (%(task)s::text = any(done))
 
 -- name: delete_user_activities
+-- The activities the users performed, in some organizations or in all.
 delete from activities
 where api_key_id = %(api_key_id)s and action_user ->> 'userId' = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
@@ -120,3 +123,33 @@ where u.api_key_id = %(api_key_id)s and u.id = any(%(user_ids)s)
        or (not exists (select 1 from grants g where g.api_key_id = u.api_key_id
                          and g.principal_type = 'user' and g.principal_id = u.id)
            and not exists (select 1 from group_members m where m.api_key_id = u.api_key_id and m.user_id = u.id)))
+
+-- name: export_notifications
+-- Export: a page of the notifications the users caused, receive or have read, in id order after a key.
+select * from notifications n
+where n.api_key_id = %(api_key_id)s
+  and (n.action_user ->> 'userId' = any(%(user_ids)s) or n.notify_users_by_user_id ?| %(user_ids)s::text[]
+       or n.read_by && %(user_ids)s::text[])
+  and (%(organization_ids)s::text[] is null or n.organization_id = any(%(organization_ids)s))
+  and (%(after_id)s::text is null or n.id > %(after_id)s)
+order by n.id
+limit %(limit)s
+
+-- name: export_activities
+-- Export: a page of the activities the users performed, in id order after a key.
+select * from activities a
+where a.api_key_id = %(api_key_id)s and a.action_user ->> 'userId' = any(%(user_ids)s)
+  and (%(organization_ids)s::text[] is null or a.organization_id = any(%(organization_ids)s))
+  and (%(after_id)s::text is null or a.id > %(after_id)s)
+order by a.id
+limit %(limit)s
+
+-- name: export_recordings
+-- Export: a page of the recording versions the users made, in (organization, annotation, version) order after a key.
+select * from recordings r
+where r.api_key_id = %(api_key_id)s and r.from_user ->> 'userId' = any(%(user_ids)s)
+  and (%(organization_ids)s::text[] is null or r.organization_id = any(%(organization_ids)s))
+  and (%(after_org)s::text is null
+       or (r.organization_id, r.annotation_id, r.version) > (%(after_org)s, %(after_annotation)s, %(after_version)s::int))
+order by r.organization_id, r.annotation_id, r.version
+limit %(limit)s

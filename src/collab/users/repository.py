@@ -8,21 +8,36 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def upsert(conn: Conn, *, api_key_id: str, id: str, now: int, name: str | None = None, email: str | None = None) -> None:
-    """Create a user's profile, or change the fields given."""
-    await execute(conn, q.upsert_user, {"api_key_id": api_key_id, "id": id, "name": name, "email": email, "now": now})
-
-
-async def scope_grant(conn: Conn, **scope: Any) -> dict[str, Any] | None:
+async def scope_grant(
+    conn: Conn, *, api_key_id: str, organization_id: str, user_id: str, resource_type: str, resource_id: str,
+    now_ms: int,
+) -> dict[str, Any] | None:
     """The user's own live grant on the scope resource, locked for update."""
+    scope = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_id": user_id,
+        "resource_type": resource_type, "resource_id": resource_id, "now_ms": now_ms,
+    }
     return await fetch_one(conn, q.scope_grant, scope)
 
 
-async def set_scope_role(conn: Conn, **scope: Any) -> None:
+async def set_scope_role(
+    conn: Conn, *, api_key_id: str, organization_id: str, access_role: str, user_id: str, resource_type: str,
+    resource_id: str, now: int,
+) -> None:
+    scope = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "access_role": access_role, "user_id": user_id,
+        "resource_type": resource_type, "resource_id": resource_id, "now": now,
+    }
     await execute(conn, q.set_scope_role, scope)
 
 
-async def delete_scope_grant(conn: Conn, **scope: Any) -> bool:
+async def delete_scope_grant(
+    conn: Conn, *, api_key_id: str, organization_id: str, user_id: str, resource_type: str, resource_id: str,
+) -> bool:
+    scope = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_id": user_id,
+        "resource_type": resource_type, "resource_id": resource_id,
+    }
     return await execute(conn, q.delete_scope_grant, scope) > 0
 
 
@@ -34,23 +49,44 @@ async def delete_user_grants(
     return {r["user_id"] for r in await fetch_all(conn, q.delete_user_grants, params)}
 
 
-async def list_page(conn: Conn, **filters: Any) -> list[dict[str, Any]]:
+async def list_page(
+    conn: Conn, *, api_key_id: str, organization_id: str, resource_type: str, resource_id: str | None,
+    user_ids: list[str] | None, group_ids: list[str] | None, after_resource: str | None, after_user: str | None,
+    limit: int, now_ms: int,
+) -> list[dict[str, Any]]:
+    filters = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "resource_type": resource_type,
+        "resource_id": resource_id, "user_ids": user_ids, "group_ids": group_ids, "after_resource": after_resource,
+        "after_user": after_user, "limit": limit, "now_ms": now_ms,
+    }
     return await fetch_all(conn, q.list_users, filters)
 
 
-async def insert_group(conn: Conn, **row: Any) -> bool:
+async def insert_group(
+    conn: Conn, *, api_key_id: str, organization_id: str, id: str, name: str | None, now: int,
+) -> bool:
+    row = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "name": name, "now": now}
     return await fetch_one(conn, q.insert_group, row) is not None
 
 
-async def insert_member(conn: Conn, **row: Any) -> bool:
+async def insert_member(conn: Conn, *, api_key_id: str, organization_id: str, group_id: str, user_id: str) -> bool:
+    row = {"api_key_id": api_key_id, "organization_id": organization_id, "group_id": group_id, "user_id": user_id}
     return await fetch_one(conn, q.insert_member, row) is not None
 
 
-async def delete_member(conn: Conn, **row: Any) -> bool:
+async def delete_member(conn: Conn, *, api_key_id: str, organization_id: str, group_id: str, user_id: str) -> bool:
+    row = {"api_key_id": api_key_id, "organization_id": organization_id, "group_id": group_id, "user_id": user_id}
     return await fetch_one(conn, q.delete_member, row) is not None
 
 
-async def insert_deletion(conn: Conn, **row: Any) -> None:
+async def insert_deletion(
+    conn: Conn, *, api_key_id: str, id: str, user_ids: list[str], organization_ids: list[str] | None,
+    tasks: list[str], now: int,
+) -> None:
+    row = {
+        "api_key_id": api_key_id, "id": id, "user_ids": user_ids, "organization_ids": organization_ids,
+        "tasks": tasks, "now": now,
+    }
     await execute(conn, q.insert_deletion, row)
 
 
@@ -62,9 +98,40 @@ async def task_done(conn: Conn, *, api_key_id: str, id: str, task: str, now: int
     await execute(conn, q.task_done, {"api_key_id": api_key_id, "id": id, "task": task, "now": now})
 
 
-async def delete_user_activities(conn: Conn, **scope: Any) -> int:
+async def delete_user_activities(
+    conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None,
+) -> int:
+    scope = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     return await execute(conn, q.delete_user_activities, scope)
 
 
-async def delete_contacts(conn: Conn, **scope: Any) -> int:
+async def delete_contacts(
+    conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None,
+) -> int:
+    scope = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     return await execute(conn, q.delete_contacts, scope)
+
+
+async def export_notifications(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None,
+                               after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
+    """Export: the notifications the users caused, receive or read, after `after` ([id])."""
+    params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids,
+              "after_id": after[0] if after else None, "limit": limit}
+    return await fetch_all(conn, q.export_notifications, params)
+
+
+async def export_activities(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None,
+                            after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
+    """Export: the activities the users performed, after `after` ([id])."""
+    params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids,
+              "after_id": after[0] if after else None, "limit": limit}
+    return await fetch_all(conn, q.export_activities, params)
+
+
+async def export_recordings(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None,
+                            after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
+    """Export: the recording versions the users made, after `after` ([organization, annotation, version])."""
+    org, annotation, version = after or (None, None, None)
+    params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids,
+              "after_org": org, "after_annotation": annotation, "after_version": version, "limit": limit}
+    return await fetch_all(conn, q.export_recordings, params)

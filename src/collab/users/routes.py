@@ -1,4 +1,4 @@
-"""HTTP routes of users, organization user groups and user-data deletion."""
+"""HTTP routes of users, organization user groups, user-data deletion and export."""
 
 from fastapi import APIRouter, Depends
 
@@ -6,7 +6,7 @@ from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok, raw
 from collab.kit.openapi import BY_ID, answer, plain
 from collab.kit.services import Services, services
-from collab.users import deletion, groups, service
+from collab.users import deletion, export, groups, service
 from collab.users.schemas import (
     AddGroups,
     AddUsers,
@@ -19,6 +19,8 @@ from collab.users.schemas import (
     UpdateUsers,
     UserDataDeleteStatus,
     UserDataDeletion,
+    UserDataGet,
+    UserDataPage,
     UserRemoved,
     UsersPage,
 )
@@ -76,6 +78,15 @@ async def delete_data(body: Envelope[DeleteUserData], tenant: Tenant = Auth, svc
 )
 async def delete_data_status(body: Envelope[UserDataDeleteStatus], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await deletion.status(svc, tenant=tenant, data=body.data), "Deletion status retrieved.")
+
+
+@router.post(
+    "/users/data/get", summary="Export all data of users (GDPR), paged [API-key auth]",
+    responses=plain(UserDataPage),
+)
+async def get_data(body: Envelope[UserDataGet], tenant: Tenant = Auth, svc: Services = Svc):
+    records, token = await export.get(svc, tenant=tenant, data=body.data)
+    return listed(records, token, "User data retrieved.")
 
 
 @router.post("/organizations/usergroups/add", summary="Add organization user groups [API-key auth]", responses=BY_ID)

@@ -1,12 +1,18 @@
-"""Request models of users, organization user groups and user-data deletion."""
+"""Request and response models of users, organization user groups, user-data deletion and export."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
+from collab.activities.schemas import Activity
+from collab.comments.schemas import UserComment, UserReaction
+from collab.events import ActionUser
 from collab.kit.envelope import Model
 from collab.kit.fields import Id, Name, batch, id_list
 from collab.kit.openapi import Doc
+from collab.kit.validation import Broken, rule, rules
+from collab.notifications.schemas import Notification
+from collab.recordings.schemas import RecordingAttachment, RecordingTime
 
 
 class UserIn(Model):
@@ -21,11 +27,9 @@ class _Scoped(Model):
     documentId: Id = None
     folderId: Id = None
 
-    @model_validator(mode="after")
-    def _one_scope(self):
-        if self.documentId is not None and self.folderId is not None:
-            raise ValueError("Provide either documentId or folderId, not both")
-        return self
+    _rules = rules(rule("documentId", "folderId")(
+        lambda v: Broken(None, "Provide either documentId or folderId, not both")
+        if v.get("documentId") is not None and v.get("folderId") is not None else None))
 
 
 Users = batch(UserIn, "userId")
@@ -39,6 +43,13 @@ class UpdateUsers(AddUsers):
     pass
 
 
+def _all_documents(v):
+    if v.get("allDocuments"):
+        return [Broken(f, "allDocuments covers every document: leave out documentId and folderId")
+                for f in ("documentId", "folderId") if v.get(f) is not None] or None
+    return None
+
+
 class GetUsers(_Scoped):
     userIds: id_list(30) = None
     organizationUserGroupIds: id_list(30) = None
@@ -47,13 +58,15 @@ class GetUsers(_Scoped):
     pageSize: int = Field(1000, ge=1, le=1000)
     pageToken: str = Field(None, max_length=1000)
 
-    @model_validator(mode="after")
-    def _all_documents(self):
-        if self.allDocuments and (self.documentId is not None or self.folderId is not None):
-            raise ValueError("allDocuments covers every document: leave out documentId and folderId")
-        if self.groupByDocumentId and not self.allDocuments:
-            raise ValueError("groupByDocumentId works with allDocuments: true")
-        return self
+    _rules = rules(
+        rule("documentId", "folderId")(
+            lambda v: Broken(None, "Provide either documentId or folderId, not both")
+            if v.get("documentId") is not None and v.get("folderId") is not None else None),
+        rule("allDocuments", "documentId", "folderId")(_all_documents),
+        rule("allDocuments", "groupByDocumentId")(
+            lambda v: Broken("groupByDocumentId", "groupByDocumentId works with allDocuments: true")
+            if v.get("groupByDocumentId") and not v.get("allDocuments") else None),
+    )
 
 
 class DeleteUsers(_Scoped):
@@ -63,6 +76,13 @@ class DeleteUsers(_Scoped):
 class DeleteUserData(Model):
     userIds: id_list(100)
     organizationIds: id_list(100) = None
+
+
+class UserDataGet(Model):
+    userIds: id_list(100)
+    organizationIds: id_list(100) = None
+    pageSize: int = Field(1000, ge=1, le=1000)
+    pageToken: str = Field(None, max_length=1000)
 
 
 class UserDataDeleteStatus(Model):
@@ -148,3 +168,72 @@ class DeletionStatus(Doc):
     tasksLeft: int
     lastTaskCompletedTime: int | None = Field(description="Epoch milliseconds; null before the first task finishes.")
     error: str | None = Field(None, description="Present when the deletion job failed for good with tasks left.")
+
+
+class UserRecording(Doc):
+    """One recording version a user made, in the export."""
+
+    organizationId: str
+    documentId: str
+    annotationId: str
+    version: int
+    recordingType: str
+    mode: str
+    displayName: str
+    recordedTime: RecordingTime
+    attachments: list[RecordingAttachment]
+    from_: ActionUser = Field(alias="from")
+    createdAt: int = Field(description="Epoch milliseconds.")
+
+
+_OWNERS = "The requested userIds this record is about (its author, actor, recipient or reader)."
+
+
+class ExportedComment(Doc):
+    type: Literal["comment"]
+    userIds: list[str] = Field(description=_OWNERS)
+    record: UserComment
+
+
+class ExportedReaction(Doc):
+    type: Literal["reaction"]
+    userIds: list[str] = Field(description=_OWNERS)
+    record: UserReaction
+
+
+class ExportedNotification(Doc):
+    type: Literal["notification"]
+    userIds: list[str] = Field(description=_OWNERS)
+    record: Notification
+
+
+class ExportedActivity(Doc):
+    type: Literal["activity"]
+    userIds: list[str] = Field(description=_OWNERS)
+    record: Activity
+
+
+class ExportedRecording(Doc):
+    type: Literal["recording"]
+    userIds: list[str] = Field(description=_OWNERS)
+    record: UserRecording
+
+
+# One record of Get User Data: `type` says which feature it comes from and what `record` holds.
+UserDataRecord = Annotated[
+    ExportedComment | ExportedReaction | ExportedNotification | ExportedActivity | ExportedRecording,
+    Field(discriminator="type"),
+]
+
+
+class UserDataPageOf(Doc):
+    status: Literal["success"]
+    message: str
+    data: list[UserDataRecord]
+    pageToken: str | None = Field(description="Pass back to get the next page; null on the last page.")
+
+
+class UserDataPage(Doc):
+    """`{result: {status, message, data: [typed records], pageToken}}`."""
+
+    result: UserDataPageOf

@@ -4,20 +4,24 @@ from typing import Any
 
 from collab.kit import paging
 from collab.kit.auth import Tenant
+from collab.kit.db import constraints
 from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.organizations import repository as organizations_repo
 from collab.organizations.service import MISSING as ORGANIZATION_MISSING
+from collab.permissions import profiles
 from collab.permissions import repository as permissions_repo
 from collab.permissions.service import grant_row
 from collab.users import repository as repo
 from collab.users.schemas import AddUsers, DeleteUsers, GetUsers, UpdateUsers
-from collab.workspaces import repository as workspaces_repo
+from collab.workspaces.config import require_advanced_queries
 
 USER_MISSING = "User does not exist."
 _SCOPE_MISSING = {"document": "Document does not exist.", "folder": "Folder does not exist."}
+# An organization deleted between the check and the write (users/add) answers as one that was never there.
+constraints.register("grants_api_key_id_organization_id_fkey", message=ORGANIZATION_MISSING)
 
 
 def scope_of(data: Any) -> dict[str, str]:
@@ -45,17 +49,25 @@ async def add(svc: Services, *, tenant: Tenant, data: AddUsers) -> dict[str, Any
     """Give users a role (default editor) on the organization, a folder or a document; keyed by userId."""
     now = svc.now_ms()
     scope = scope_of(data)
-    async with transaction(svc.pool, svc.redis) as tx:
-        missing = await _missing_scope(tx.conn, tenant=tenant, data=data)
-        if missing:
-            return {u.userId: {"success": False, "id": u.userId, "message": missing} for u in data.users}
-        for user in data.users:
-            await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now)
-        await permissions_repo.upsert_grants(tx.conn, [
-            grant_row(tenant=tenant, principal=("user", u.userId), organization_id=data.organizationId,
-                      access_role=u.accessRole or "editor", expires_at=None, now=now, **scope)
-            for u in data.users
-        ])
+    try:
+        # The check answers the common case; the organization's foreign key answers one deleted after it.
+        with constraints.mapped():
+            async with transaction(svc.pool, svc.redis) as tx:
+                missing = await _missing_scope(tx.conn, tenant=tenant, data=data)
+                if missing:
+                    return {u.userId: {"success": False, "id": u.userId, "message": missing} for u in data.users}
+                for user in data.users:
+                    await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name,
+                                      email=user.email, now=now)
+                await permissions_repo.upsert_grants(tx.conn, [
+                    grant_row(tenant=tenant, principal=("user", u.userId), organization_id=data.organizationId,
+                              access_role=u.accessRole or "editor", expires_at=None, now=now, **scope)
+                    for u in data.users
+                ])
+    except ApiError as exc:
+        if exc.code != "NOT_FOUND":
+            raise
+        return {u.userId: {"success": False, "id": u.userId, "message": exc.message} for u in data.users}
     return {u.userId: {"success": True, "id": u.userId, "message": "User added."} for u in data.users}
 
 
@@ -71,22 +83,11 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateUsers) -> dict[st
             if missing or await repo.scope_grant(tx.conn, **key, now_ms=now) is None:
                 results[user.userId] = {"success": False, "id": user.userId, "message": USER_MISSING}
                 continue
-            await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now)
+            await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now)
             if user.accessRole is not None:
                 await repo.set_scope_role(tx.conn, **key, access_role=user.accessRole, now=now)
             results[user.userId] = {"success": True, "id": user.userId, "message": "User updated."}
     return results
-
-
-async def require_advanced_queries(svc: Services, *, tenant: Tenant) -> None:
-    """FAILED_PRECONDITION unless the API key has advanced queries on (console setting)."""
-    async with svc.pool.connection() as conn:
-        row = await workspaces_repo.api_key_config(conn, api_key_id=tenant.api_key_id)
-    if not row["enable_advanced_queries"]:
-        raise ApiError(
-            "FAILED_PRECONDITION",
-            "Advanced queries are not enabled: turn on enableAdvancedQueries with workspace/apikeyconfig/update.",
-        )
 
 
 def _user(row: dict[str, Any]) -> dict[str, Any]:

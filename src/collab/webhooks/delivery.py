@@ -1,4 +1,5 @@
-"""Delivering messages: one tracked job per attempt, signed per Standard Webhooks, retried on a schedule.
+"""Delivering messages: one tracked job per attempt (webhooks/tasks.py), signed per Standard Webhooks, retried on
+a schedule.
 
 A delivery row is the state: `queued` for the job of attempt n, `sending` while a job holds it, `pending`
 until `due_at` (the sweep cron queues it then: no job is deferred for hours), `succeeded` or `failed`.
@@ -8,19 +9,16 @@ The job claims its attempt with a conditional update, so a job run twice sends o
 import asyncio
 import logging
 import random
-import time
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 from redis.exceptions import RedisError
 
-from collab.kit.jobs import Tx, tracked, transaction
+from collab.kit.jobs import Tx
 from collab.kit.services import Services
-from collab.webhooks import events
 from collab.webhooks import repository as repo
 from collab.webhooks import safety
-from collab.webhooks import secret
 
 log = logging.getLogger("collab.webhooks")
 # Seconds before attempt n + 1 after attempt n failed: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
@@ -90,7 +88,7 @@ async def post(svc: Services, *, url: str, body: str, headers: dict[str, str]) -
             "error": None, "retry_after": response.headers.get("retry-after")}
 
 
-def _outcome(result: dict[str, Any], *, attempt: int, max_attempts: int, now: int) -> tuple[str, int | None, str | None]:
+def outcome(result: dict[str, Any], *, attempt: int, max_attempts: int, now: int) -> tuple[str, int | None, str | None]:
     """(delivery status, next due time, error) after an attempt."""
     code = result["status_code"]
     if code is not None and 200 <= code < 300:
@@ -102,53 +100,7 @@ def _outcome(result: dict[str, Any], *, attempt: int, max_attempts: int, now: in
     return "pending", now + next_delay_ms(attempt, retry_after=honoured), error
 
 
-@tracked(max_tries=3)
-async def deliver_webhook(ctx: dict, *, api_key_id: str, message_id: str, endpoint_id: str, attempt: int) -> dict | None:
-    """Make attempt `attempt` of a message to an endpoint, record it, and schedule the next one."""
-    svc: Services = ctx["svc"]
-    now = svc.now_ms()
-    key = {"api_key_id": api_key_id, "message_id": message_id, "endpoint_id": endpoint_id}
-    lease = now + int(svc.settings.webhooks_timeout_s * 1000) + LEASE_MARGIN_MS
-    async with svc.pool.connection() as conn:
-        claimed = await repo.claim_delivery(conn, **key, attempt=attempt, now=now, lease_until=lease)
-        if claimed is None:
-            return None  # this attempt was made already (at-least-once delivery), or the row is gone
-        if claimed["disabled"] or claimed["body"] is None:
-            reason = "The endpoint is disabled." if claimed["disabled"] else "The message body could not be made."
-            await repo.fail_delivery(conn, **key, error=reason, now=now)
-            return {"status": "failed", "reason": reason}
-        if claimed["rate_limit"] and await _over_rate(svc, endpoint_id=endpoint_id, api_key_id=api_key_id,
-                                                      limit=claimed["rate_limit"], now=now):
-            # Over the endpoint's rateLimit: try again in the next one-second window; no attempt is used up.
-            await repo.reschedule_delivery(conn, **key, due_at=(now // 1000 + 1) * 1000, now=now)
-            return {"status": "rescheduled"}
-    timestamp = now // 1000
-    keys = secret.for_signing(svc, claimed, api_key_id=api_key_id, endpoint_id=endpoint_id, now=now)
-    signatures = " ".join(secret.sign(k, message_id, timestamp, claimed["body"]) for k in keys)
-    headers = {"content-type": claimed["content_type"], "user-agent": "collab-webhooks/1",
-               "webhook-id": message_id, "webhook-timestamp": str(timestamp), "webhook-signature": signatures}
-    started = time.perf_counter()
-    result = await post(svc, url=claimed["url"], body=claimed["body"], headers=headers)
-    duration_ms = int((time.perf_counter() - started) * 1000)
-    status, due_at, error = _outcome(result, attempt=attempt, max_attempts=claimed["max_attempts"], now=now)
-    async with svc.pool.connection() as conn:
-        async with conn.transaction():
-            await repo.record_attempt(
-                conn,
-                attempt_row={**key, "attempt": attempt, "status_code": result["status_code"],
-                             "response": result["response"], "error": result["error"], "duration_ms": duration_ms,
-                             "now": now},
-                outcome={**key, "attempt": attempt, "status": status, "due_at": due_at, "error": error, "now": now},
-            )
-            if status == "succeeded":
-                await repo.endpoint_succeeded(conn, api_key_id=api_key_id, id=endpoint_id)
-            else:
-                await repo.endpoint_failed(conn, api_key_id=api_key_id, id=endpoint_id, now=now,
-                                           gone=result["status_code"] == 410, disable_after_ms=DISABLE_AFTER_MS)
-    return {"status": status, "statusCode": result["status_code"]}
-
-
-async def _over_rate(svc: Services, *, api_key_id: str, endpoint_id: str, limit: int, now: int) -> bool:
+async def over_rate(svc: Services, *, api_key_id: str, endpoint_id: str, limit: int, now: int) -> bool:
     """Count a send in the endpoint's one-second window (Redis, so it holds across workers); fails open."""
     if svc.redis is None:
         return False
@@ -162,37 +114,6 @@ async def _over_rate(svc: Services, *, api_key_id: str, endpoint_id: str, limit:
         log.warning("webhook rate limit of %s not checked, Redis unreachable: %s", endpoint_id, exc)
         return False
     return count > limit
-
-
-async def sweep(ctx: dict, *, limit: int = 500) -> int:
-    """Cron: emit due CRDT events, then queue every delivery whose time has come; the number queued.
-
-    Every tenant's rows share this loop, so each row is its own savepoint: one that raises is given up
-    (with a reason its tenant sees) and the others go on.
-    """
-    svc: Services = ctx["svc"]
-    now = svc.now_ms()
-    try:
-        async with transaction(svc.pool, svc.redis) as tx:
-            await events.flush_crdt(tx, now=now)
-    except Exception:
-        log.exception("CRDT events not flushed this tick; deliveries are queued regardless")
-    async with transaction(svc.pool, svc.redis) as tx:
-        due = await repo.due_deliveries(tx.conn, now=now, limit=limit)
-        for row in due:
-            key = {k: row[k] for k in ("api_key_id", "message_id", "endpoint_id")}
-            if row["status"] == "sending" and row["lost_leases"] >= MAX_LOST_LEASES:
-                log.warning("webhook delivery %s to %s given up after %s lost attempts", row["message_id"],
-                            row["endpoint_id"], row["lost_leases"] + 1)
-                await repo.give_up_delivery(tx.conn, **key, error=LOST, now=now)
-                continue
-            try:
-                async with events.savepoint(tx):
-                    await queue(tx, row, now=now)
-            except Exception:
-                log.exception("webhook delivery %s to %s could not be queued", row["message_id"], row["endpoint_id"])
-                await repo.give_up_delivery(tx.conn, **key, error=NOT_QUEUED, now=now)
-    return len(due)
 
 
 async def queue(tx: Tx, row: dict[str, Any], *, now: int) -> None:

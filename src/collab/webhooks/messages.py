@@ -7,6 +7,7 @@ from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
+from collab.webhooks import delivery
 from collab.webhooks import repository as repo
 from collab.webhooks.payload import iso
 from collab.webhooks.schemas import ListMessages, RetryMessage
@@ -63,23 +64,33 @@ async def list_messages(svc: Services, *, tenant: Tenant, data: ListMessages) ->
 
 
 async def retry(svc: Services, *, tenant: Tenant, data: RetryMessage) -> dict[str, Any]:
-    """Send a finished (failed or succeeded) message to an endpoint once more, now."""
+    """Send a message to an endpoint now: once more when finished, its scheduled retry pulled forward when waiting.
+
+    One delivery per message and endpoint is ever under way: a retry of one already queued joins it (nothing more
+    is queued), and one being sent right now is refused (its outcome decides what comes next).
+    """
     await require_enabled(svc, tenant=tenant)
     now = svc.now_ms()
     async with transaction(svc.pool, svc.redis) as tx:
         endpoint = await repo.get_endpoint(tx.conn, api_key_id=tenant.api_key_id, ref=data.endpointId)
+        # Locked: the sweep skips this row meanwhile, and a concurrent retry waits for this one's outcome.
         row = endpoint and await repo.lock_delivery(tx.conn, api_key_id=tenant.api_key_id, message_id=data.messageId,
                                                     endpoint_id=endpoint["id"])
         if not row:
             raise ApiError("NOT_FOUND", "Message not found for this endpoint.")
-        if row["status"] in _IN_FLIGHT:
-            raise ApiError("FAILED_PRECONDITION", "The message is still being delivered to this endpoint.")
+        if row["status"] == "sending":
+            raise ApiError("FAILED_PRECONDITION",
+                           "The message is being sent to this endpoint right now; retry once that attempt has ended.")
         if row["disabled"]:
             raise ApiError("FAILED_PRECONDITION", "The endpoint is disabled: enable it first.")
         if row["body"] is None:
             raise ApiError("FAILED_PRECONDITION", "The message body could not be made; it cannot be sent.")
-        await repo.requeue_delivery(tx.conn, api_key_id=tenant.api_key_id, message_id=row["message_id"],
-                                    endpoint_id=row["endpoint_id"], now=now)
-        await tx.enqueue("deliver_webhook", api_key_id=tenant.api_key_id, message_id=row["message_id"],
-                         endpoint_id=row["endpoint_id"], attempt=row["attempts"] + 1)
+        key = {"api_key_id": tenant.api_key_id, "message_id": row["message_id"], "endpoint_id": row["endpoint_id"]}
+        if row["status"] == "pending":
+            # A failed attempt waits for its next scheduled one: that attempt is made now (the schedule goes on
+            # from it), exactly as the sweep would queue it when due.
+            await delivery.queue(tx, row, now=now)
+        elif row["status"] != "queued":  # a queued attempt is already on its way: this retry joins it
+            await repo.requeue_delivery(tx.conn, **key, now=now)
+            await tx.enqueue("deliver_webhook", **key, attempt=row["attempts"] + 1)
     return {"messageId": row["message_id"], "endpointId": row["endpoint_id"], "status": "queued"}

@@ -1,10 +1,13 @@
 -- name: lock_api_key
+-- Serialise endpoint creation per API key (the endpoint cap) for the rest of the transaction.
 select id from api_keys where id = %(api_key_id)s for update
 
 -- name: count_endpoints
+-- How many webhook endpoints an API key has.
 select count(*) as n from webhook_endpoints where api_key_id = %(api_key_id)s
 
 -- name: insert_endpoint
+-- Create a webhook endpoint; the stored row.
 insert into webhook_endpoints (api_key_id, id, url, description, filter_types, channels, disabled, rate_limit, uid,
                                metadata, secret_enc, created_at, updated_at)
 values (%(api_key_id)s, %(id)s, %(url)s, %(description)s, %(filter_types)s, %(channels)s, %(disabled)s,
@@ -29,6 +32,7 @@ order by case when %(backward)s then created_at end desc, case when %(backward)s
 limit %(limit)s
 
 -- name: update_endpoint
+-- Change only the flagged columns of an endpoint; the stored row.
 update webhook_endpoints set
     url = case when %(set_url)s then %(url)s else url end,
     description = case when %(set_description)s then %(description)s else description end,
@@ -46,9 +50,11 @@ where api_key_id = %(api_key_id)s and id = %(id)s
 returning *
 
 -- name: delete_endpoint
+-- Delete an endpoint (its deliveries and attempts go with it); its id when it existed.
 delete from webhook_endpoints where api_key_id = %(api_key_id)s and id = %(id)s returning id
 
 -- name: rotate_secret
+-- Give an endpoint a new signing secret; the previous one stays valid until `until`.
 update webhook_endpoints set
     previous_secret_enc = secret_enc, previous_secret_until = %(until)s, secret_enc = %(secret_enc)s,
     updated_at = %(now)s
@@ -66,6 +72,7 @@ where k.id = %(api_key_id)s and coalesce((k.webhook_config ->> 'isEnabled')::boo
 order by e.id
 
 -- name: insert_message
+-- Record a webhook message; nothing when its id exists (a repeated one-off event).
 insert into webhook_messages (api_key_id, id, event_type, body, content_type, error, organization_id, user_ids,
                               created_at)
 values (%(api_key_id)s, %(id)s, %(event_type)s, %(body)s, %(content_type)s, %(error)s, %(organization_id)s,
@@ -74,6 +81,7 @@ on conflict do nothing
 returning id
 
 -- name: insert_delivery
+-- Address a message to one endpoint, due now.
 insert into webhook_deliveries (api_key_id, message_id, endpoint_id, status, max_attempts, due_at, last_error,
                                 created_at, updated_at)
 values (%(api_key_id)s, %(message_id)s, %(endpoint_id)s, %(status)s, %(max_attempts)s, %(now)s, %(last_error)s,
@@ -117,6 +125,7 @@ where api_key_id = %(api_key_id)s and message_id = %(message_id)s and endpoint_i
   and status = 'sending'
 
 -- name: insert_attempt
+-- Record one delivery attempt; nothing when that attempt was recorded already.
 insert into webhook_attempts (api_key_id, message_id, endpoint_id, attempt, status_code, response, error,
                               duration_ms, at)
 values (%(api_key_id)s, %(message_id)s, %(endpoint_id)s, %(attempt)s, %(status_code)s, %(response)s, %(error)s,
@@ -124,6 +133,7 @@ values (%(api_key_id)s, %(message_id)s, %(endpoint_id)s, %(attempt)s, %(status_c
 on conflict do nothing
 
 -- name: finish_attempt
+-- Move a delivery on after an attempt: succeeded, failed, or pending until due_at.
 update webhook_deliveries set
     status = %(status)s, attempts = %(attempt)s, due_at = coalesce(%(due_at)s, due_at), lease_until = null,
     last_error = %(error)s, updated_at = %(now)s
@@ -131,11 +141,13 @@ where api_key_id = %(api_key_id)s and message_id = %(message_id)s and endpoint_i
   and status = 'sending' and attempts = %(attempt)s - 1
 
 -- name: fail_delivery
+-- Fail a delivery being sent, with the reason.
 update webhook_deliveries set status = 'failed', lease_until = null, last_error = %(error)s, updated_at = %(now)s
 where api_key_id = %(api_key_id)s and message_id = %(message_id)s and endpoint_id = %(endpoint_id)s
   and status = 'sending'
 
 -- name: endpoint_succeeded
+-- An endpoint that answered is no longer failing.
 update webhook_endpoints set failing_since = null
 where api_key_id = %(api_key_id)s and id = %(id)s and failing_since is not null
 
@@ -168,12 +180,14 @@ order by m.created_at desc, m.id desc
 limit %(limit)s
 
 -- name: list_attempts
+-- The attempts of some messages (to one endpoint, when given), in order.
 select * from webhook_attempts
 where api_key_id = %(api_key_id)s and message_id = any(%(message_ids)s)
   and (%(endpoint_id)s::text is null or endpoint_id = %(endpoint_id)s)
 order by message_id, at, endpoint_id, attempt
 
 -- name: lock_delivery
+-- A delivery with its endpoint's state and message body, locked for a manual retry.
 select d.*, e.disabled, m.body from webhook_deliveries d
 join webhook_endpoints e on e.api_key_id = d.api_key_id and e.id = d.endpoint_id
 join webhook_messages m on m.api_key_id = d.api_key_id and m.id = d.message_id
@@ -187,6 +201,7 @@ update webhook_deliveries set status = 'queued', max_attempts = attempts + 1, du
 where api_key_id = %(api_key_id)s and message_id = %(message_id)s and endpoint_id = %(endpoint_id)s
 
 -- name: touch_crdt
+-- Count an update of an editor's CRDT document in its open window, or open one due at due_at.
 insert into webhook_crdt_pending (api_key_id, organization_id, document_id, editor_id, last_updated_by, first_at,
                                   last_at, due_at)
 values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(editor_id)s, %(user_id)s, %(now)s, %(now)s,
@@ -208,6 +223,7 @@ limit %(limit)s
 for update of c skip locked
 
 -- name: delete_crdt
+-- Close a CRDT window once its event is recorded.
 delete from webhook_crdt_pending
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
   and editor_id = %(editor_id)s
@@ -219,6 +235,7 @@ where api_key_id = %(api_key_id)s and user_ids && %(user_ids)s::text[]
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
 
 -- name: forget_crdt_user
+-- User-data deletion: the users no longer show as the last updater of a pending CRDT window.
 update webhook_crdt_pending set last_updated_by = null
 where api_key_id = %(api_key_id)s and last_updated_by = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))

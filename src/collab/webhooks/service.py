@@ -2,11 +2,10 @@
 
 from typing import Any
 
-from psycopg.errors import UniqueViolation
-
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
+from collab.kit.db import constraints
 from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
@@ -18,6 +17,7 @@ from collab.workspaces.config import get_webhook_config
 
 NOT_FOUND = "Endpoint not found."
 UID_TAKEN = "Another endpoint of this API key has this uid."
+constraints.register("webhook_endpoints_uid", message=UID_TAKEN)
 _COLUMNS = {"url": "url", "description": "description", "filterTypes": "filter_types", "channels": "channels",
             "disabled": "disabled", "rateLimit": "rate_limit", "uid": "uid", "metadata": "metadata"}
 
@@ -66,7 +66,7 @@ async def create(svc: Services, *, tenant: Tenant, data: CreateEndpoint) -> dict
     await _check_url(svc, data.url)
     endpoint_id = new_id("ep_")
     sealed = secret.seal(svc, secret.new_secret(), api_key_id=tenant.api_key_id, endpoint_id=endpoint_id)
-    try:
+    with constraints.mapped():
         async with transaction(svc.pool, svc.redis) as tx:
             await repo.lock_api_key(tx.conn, api_key_id=tenant.api_key_id)
             if await repo.count_endpoints(tx.conn, api_key_id=tenant.api_key_id) >= svc.settings.webhooks_max_endpoints:
@@ -77,8 +77,6 @@ async def create(svc: Services, *, tenant: Tenant, data: CreateEndpoint) -> dict
                 filter_types=_distinct(data.filterTypes), channels=_distinct(data.channels), disabled=data.disabled,
                 rate_limit=data.rateLimit, uid=data.uid, metadata=data.metadata, secret_enc=sealed, now=svc.now_ms(),
             )
-    except UniqueViolation:
-        raise ApiError("ALREADY_EXISTS", UID_TAKEN) from None
     return to_wire(row)
 
 
@@ -130,13 +128,11 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateEndpoint) -> dict
     for column in ("filter_types", "channels"):
         if column in changes:
             changes[column] = _distinct(changes[column])
-    try:
+    with constraints.mapped():
         async with transaction(svc.pool, svc.redis) as tx:
             row = await _endpoint(tx.conn, tenant=tenant, ref=data.endpointId)
             row = await repo.update_endpoint(tx.conn, api_key_id=tenant.api_key_id, id=row["id"], changes=changes,
                                              now=svc.now_ms())
-    except UniqueViolation:
-        raise ApiError("ALREADY_EXISTS", UID_TAKEN) from None
     return to_wire(row)
 
 

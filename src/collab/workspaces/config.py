@@ -153,6 +153,17 @@ async def get_api_key_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]
         return await _api_key_config_view(svc, conn, tenant=tenant)
 
 
+async def require_advanced_queries(svc: Services, *, tenant: Tenant) -> None:
+    """FAILED_PRECONDITION unless the API key has advanced queries on (console setting)."""
+    async with svc.pool.connection() as conn:
+        row = await repo.api_key_config(conn, api_key_id=tenant.api_key_id)
+    if not row["enable_advanced_queries"]:
+        raise ApiError(
+            "FAILED_PRECONDITION",
+            "Advanced queries are not enabled: turn on enableAdvancedQueries with workspace/apikeyconfig/update.",
+        )
+
+
 async def provider_api_key(svc: Services, *, tenant: Tenant, provider: str) -> str | None:
     """The tenant's own key for a model provider, decrypted; None when unset."""
     async with svc.pool.connection() as conn:

@@ -19,15 +19,27 @@ async def workspaces_of_email(conn: Conn, *, email: str) -> list[dict[str, Any]]
     return await fetch_all(conn, q.workspaces_of_email, {"email": email})
 
 
-async def insert_workspace(conn: Conn, **row: Any) -> None:
+async def insert_workspace(
+    conn: Conn, *, id: str, name: str, owner_email: str, owner_id: str, owner_name: str, owner_avatar: str,
+    auth_token_hash: str, auth_token_enc: bytes, is_root: bool,
+) -> None:
+    row = {
+        "id": id, "name": name, "owner_email": owner_email, "owner_id": owner_id, "owner_name": owner_name,
+        "owner_avatar": owner_avatar, "auth_token_hash": auth_token_hash, "auth_token_enc": auth_token_enc,
+        "is_root": is_root,
+    }
     await execute(conn, q.insert_workspace, row)
 
 
-async def insert_api_key(conn: Conn, **row: Any) -> None:
+async def insert_api_key(conn: Conn, *, workspace_id: str, id: str, name: str, type: str, owner_email: str) -> None:
+    row = {"workspace_id": workspace_id, "id": id, "name": name, "type": type, "owner_email": owner_email}
     await execute(conn, q.insert_api_key, row)
 
 
-async def insert_auth_token(conn: Conn, **row: Any) -> None:
+async def insert_auth_token(
+    conn: Conn, *, api_key_id: str, name: str, domains: list[str] | None, token_hash: str, token_enc: bytes,
+) -> None:
+    row = {"api_key_id": api_key_id, "name": name, "domains": domains, "token_hash": token_hash, "token_enc": token_enc}
     await execute(conn, q.insert_auth_token, row)
 
 

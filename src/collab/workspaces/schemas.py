@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from collab.events import CommentEvent, HuddleEvent
 from collab.kit.envelope import Model
 from collab.kit.openapi import Doc
+from collab.kit.validation import Broken, rule, rules
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 
@@ -67,17 +68,26 @@ class ProviderKey(Model):
     customerApiKey: str | None = Field(min_length=8, max_length=1000)
 
 
+def _one_key_per_provider(v):
+    # Values as sent (a dict) on the path where other fields failed, ProviderKey models once validated.
+    entries = v.get("aiModelApiKey") or []
+    providers = [e["provider"] if isinstance(e, dict) else e.provider for e in entries]
+    if len(providers) != len(set(providers)):
+        return Broken("aiModelApiKey", "aiModelApiKey names a provider more than once")
+    return None
+
+
 class ApiKeyConfigUpdate(Model):
     enableAdvancedQueries: bool = None
     aiModelApiKey: list[ProviderKey] = Field(None, max_length=3)
 
+    _rules = rules(rule("aiModelApiKey")(_one_key_per_provider))
+
     @model_validator(mode="after")
     def _at_least_one(self):
+        # Model-level, and never hides another failure: a field that failed was provided.
         if not self.model_fields_set:
             raise ValueError("At least one field must be provided")
-        providers = [entry.provider for entry in self.aiModelApiKey or []]
-        if len(providers) != len(set(providers)):
-            raise ValueError("aiModelApiKey names a provider more than once")
         return self
 
 

@@ -4,6 +4,7 @@ from typing import Any
 
 from disposable_email_domains import blocklist
 
+from collab.kit import auth
 from collab.kit.auth import WorkspaceCaller
 from collab.kit.crypto import new_id, new_token
 from collab.kit.db.pool import Conn
@@ -159,6 +160,7 @@ async def reset_auth_token(svc: Services, *, caller: WorkspaceCaller, api_key_id
         await _own_key(tx.conn, caller=caller, api_key_id=api_key_id)
         await repo.delete_auth_tokens(tx.conn, api_key_id=api_key_id)
         new = await _add_auth_token(svc, tx.conn, api_key_id=api_key_id)
+    await auth.credentials_changed(svc, api_key_id=api_key_id)  # other processes stop trusting the old ones now
     return {"apiKey": api_key_id, "newAuthToken": new}
 
 

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import psycopg
 
+from collab.kit.db.queries import Queries
+
 log = logging.getLogger("collab.migrate")
 MIGRATIONS = Path(__file__).with_name("migrations")
 _FILE = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _LOCK = 7_340_001  # advisory lock id: one migrator at a time across replicas
+q = Queries.beside(__file__, "migrate.sql")
 
 
 def available() -> list[tuple[int, Path]]:
@@ -30,37 +33,31 @@ async def migrate(url: str) -> list[str]:
     """Apply every pending migration, each in its own transaction; returns the names applied."""
     applied: list[str] = []
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute("select pg_advisory_lock(%s)", (_LOCK,))
+        await conn.execute(q.lock, {"lock": _LOCK})
         try:
-            await conn.execute(
-                "create table if not exists schema_migrations ("
-                " version int primary key, name text not null,"
-                " applied_at timestamptz not null default now())"
-            )
-            cur = await conn.execute("select version from schema_migrations")
+            await conn.execute(q.create_ledger)
+            cur = await conn.execute(q.applied)
             done = {row[0] for row in await cur.fetchall()}
             for version, path in available():
                 if version in done:
                     continue
                 async with conn.transaction():
                     await conn.execute(path.read_text())
-                    await conn.execute(
-                        "insert into schema_migrations (version, name) values (%s, %s)", (version, path.name)
-                    )
+                    await conn.execute(q.record, {"version": version, "name": path.name})
                 log.info("applied migration %s", path.name)
                 applied.append(path.name)
         finally:
-            await conn.execute("select pg_advisory_unlock(%s)", (_LOCK,))
+            await conn.execute(q.unlock, {"lock": _LOCK})
     return applied
 
 
 async def current_version(conn: psycopg.AsyncConnection) -> int:
     """The highest applied migration, 0 when none."""
-    cur = await conn.execute("select to_regclass('schema_migrations') is not null as present")
+    cur = await conn.execute(q.ledger_exists)
     row = await cur.fetchone()
     if not _first(row):
         return 0
-    cur = await conn.execute("select coalesce(max(version), 0) as v from schema_migrations")
+    cur = await conn.execute(q.current_version)
     return _first(await cur.fetchone())
 
 

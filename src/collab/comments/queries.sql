@@ -1,0 +1,337 @@
+-- name: insert_annotation
+-- Create a thread; no row when the id is taken in the organization (an idempotent retry, or another document's).
+insert into comment_annotations (api_key_id, organization_id, document_id, id, location, location_id, target_element,
+                                 status, status_type, priority, assigned_to, assigned_id, from_user, from_id, context,
+                                 visibility, visible_user_ids, created_at, updated_at)
+values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(id)s, %(location)s, %(location_id)s,
+        %(target_element)s, %(status)s, %(status_type)s, %(priority)s, %(assigned_to)s, %(assigned_id)s,
+        %(from_user)s, %(from_id)s, %(context)s, %(visibility)s, %(visible_user_ids)s, %(now)s, %(now)s)
+on conflict do nothing
+returning *
+
+-- name: get_annotation
+-- One thread of a document.
+select * from comment_annotations
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+  and id = %(id)s
+
+-- name: lock_annotation
+-- One thread of a document, locked for a change (comment ids, the per-thread cap, mentions notified once).
+select * from comment_annotations
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+  and id = %(id)s
+for update
+
+-- name: annotation_document
+-- The document an annotation id lives in within the organization, when it exists.
+select document_id from comment_annotations
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
+
+-- name: lock_annotations
+-- Threads of a document (all when ids is null), locked, in id order.
+select * from comment_annotations
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+  and (%(ids)s::text[] is null or id = any(%(ids)s))
+order by id
+for update
+
+-- name: update_annotation
+-- Change a thread's fields (each only when set) and stamp it updated.
+update comment_annotations set
+    status = coalesce(%(status)s, status),
+    status_type = coalesce(%(status_type)s, status_type),
+    resolved_by = case when %(status)s::text is null then resolved_by
+                       when %(status)s = 'resolved' then %(resolved_by)s else null end,
+    priority = case when %(set_priority)s then %(priority)s else priority end,
+    assigned_to = case when %(set_assigned)s then %(assigned_to)s else assigned_to end,
+    assigned_id = case when %(set_assigned)s then %(assigned_id)s else assigned_id end,
+    location = case when %(set_location)s then %(location)s else location end,
+    location_id = case when %(set_location)s then %(location_id)s else location_id end,
+    context = case when %(set_context)s then %(context)s else context end,
+    visibility = coalesce(%(visibility)s, visibility),
+    visible_user_ids = case when %(visibility)s::text is null then visible_user_ids else %(visible_user_ids)s end,
+    updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
+returning *
+
+-- name: touch_annotation
+-- Stamp a thread updated and take its next comment ids.
+update comment_annotations set updated_at = %(now)s, last_comment_id = last_comment_id + %(taken)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
+returning last_comment_id
+
+-- name: delete_annotations
+-- Delete threads (their comments, reactions, mentions and read marks go by cascade).
+delete from comment_annotations
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+  and id = any(%(ids)s)
+returning id
+
+-- name: list_annotations
+-- A page of threads by last update then id, filtered; at most `limit` rows (comments are read after).
+select a.* from comment_annotations a
+where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s
+  and (%(document_ids)s::text[] is null or a.document_id = any(%(document_ids)s))
+  and (%(folder_id)s::text is null or a.document_id in (
+        select d.id from documents d
+        where d.api_key_id = %(api_key_id)s and d.organization_id = %(organization_id)s
+          and d.folder_id = %(folder_id)s))
+  and (%(annotation_ids)s::text[] is null or a.id = any(%(annotation_ids)s))
+  and (%(location_ids)s::text[] is null or a.location_id = any(%(location_ids)s))
+  and (%(user_ids)s::text[] is null or a.from_id = any(%(user_ids)s))
+  and (%(assigned_ids)s::text[] is null or a.assigned_id = any(%(assigned_ids)s))
+  and (%(status_ids)s::text[] is null or a.status = any(%(status_ids)s))
+  and (%(resolved_by)s::text is null or a.resolved_by = %(resolved_by)s)
+  and (%(mentioned_ids)s::text[] is null or exists (
+        select 1 from comment_mentions m
+        where m.api_key_id = a.api_key_id and m.organization_id = a.organization_id and m.annotation_id = a.id
+          and m.user_id = any(%(mentioned_ids)s)))
+  and (%(created_after)s::bigint is null or a.created_at >= %(created_after)s)
+  and (%(created_before)s::bigint is null or a.created_at <= %(created_before)s)
+  and (%(updated_after)s::bigint is null or a.updated_at >= %(updated_after)s)
+  and (%(updated_before)s::bigint is null or a.updated_at <= %(updated_before)s)
+  and (%(viewer)s::text is null or a.visibility = 'public' or a.from_id = %(viewer)s
+       or %(viewer)s = any(a.visible_user_ids))
+  and (%(after_ts)s::bigint is null
+       or (%(desc)s and (a.updated_at, a.id) < (%(after_ts)s, %(after_id)s))
+       or (not %(desc)s and (a.updated_at, a.id) > (%(after_ts)s, %(after_id)s)))
+order by case when %(desc)s then a.updated_at end desc, case when %(desc)s then a.id end desc,
+         case when not %(desc)s then a.updated_at end asc, case when not %(desc)s then a.id end asc
+limit %(limit)s
+
+-- name: thread_comments
+-- The comments of some threads in id order, each with its reactions ({reaction, userIds} in first-use order).
+select c.*,
+       coalesce((select jsonb_agg(jsonb_build_object('reaction', r.reaction, 'userIds', r.user_ids) order by r.first_at,
+                                  r.reaction)
+                 from (select x.reaction, array_agg(x.user_id order by x.created_at, x.user_id) as user_ids,
+                              min(x.created_at) as first_at
+                       from comment_reactions x
+                       where x.api_key_id = c.api_key_id and x.organization_id = c.organization_id
+                         and x.annotation_id = c.annotation_id and x.comment_id = c.id
+                       group by x.reaction) r), '[]'::jsonb) as reactions
+from comments c
+where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
+  and c.annotation_id = any(%(annotation_ids)s)
+  and (%(comment_ids)s::bigint[] is null or c.id = any(%(comment_ids)s))
+order by c.annotation_id, c.id
+
+-- name: count_comments
+-- How many comments a thread holds.
+select count(*) as n from comments
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+
+-- name: insert_comment
+-- Add one comment to a thread.
+insert into comments (api_key_id, organization_id, document_id, annotation_id, id, comment_text, comment_html,
+                      from_user, from_id, tagged, attachments, agent, created_at, updated_at)
+values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, %(id)s, %(comment_text)s,
+        %(comment_html)s, %(from_user)s, %(from_id)s, %(tagged)s, %(attachments)s, %(agent)s, %(now)s, %(now)s)
+
+-- name: update_comment
+-- Edit a comment's text, html and tags (each only when set); it keeps createdAt and becomes edited.
+update comments set
+    comment_text = case when %(set_text)s then %(comment_text)s else comment_text end,
+    comment_html = case when %(set_html)s then %(comment_html)s else comment_html end,
+    tagged = case when %(set_tagged)s then %(tagged)s else tagged end,
+    is_edited = true,
+    updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+  and id = %(id)s
+returning id
+
+-- name: delete_comments
+-- Delete comments of a thread (their reactions and mentions go by cascade).
+delete from comments
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+  and id = any(%(ids)s)
+returning id
+
+-- name: insert_mentions
+-- Record who a comment tags; returns only the users newly tagged (each is notified once).
+insert into comment_mentions (api_key_id, organization_id, document_id, annotation_id, comment_id, user_id)
+select %(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, %(comment_id)s, u
+from unnest(%(user_ids)s::text[]) as u
+on conflict do nothing
+returning user_id
+
+-- name: drop_mentions
+-- Forget tags a comment no longer carries.
+delete from comment_mentions
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+  and comment_id = %(comment_id)s and not (user_id = any(%(user_ids)s))
+
+-- name: insert_reaction
+-- A user's reaction on a comment; no row when they had made it already.
+insert into comment_reactions (api_key_id, organization_id, document_id, annotation_id, comment_id, reaction, user_id,
+                               created_at)
+values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, %(comment_id)s, %(reaction)s,
+        %(user_id)s, %(now)s)
+on conflict do nothing
+returning user_id
+
+-- name: delete_reaction
+-- Take back a user's reaction; no row when there was none.
+delete from comment_reactions
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+  and comment_id = %(comment_id)s and reaction = %(reaction)s and user_id = %(user_id)s
+returning user_id
+
+-- name: comment_exists
+-- Whether a comment is in a thread.
+select 1 as found from comments
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+  and id = %(id)s
+
+-- name: mark_read
+-- Move a user's read marks on some threads of a document (all when ids is null) to now; the threads marked.
+insert into comment_reads (api_key_id, organization_id, document_id, annotation_id, user_id, read_at)
+select a.api_key_id, a.organization_id, a.document_id, a.id, %(user_id)s, %(now)s
+from comment_annotations a
+where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s and a.document_id = %(document_id)s
+  and (%(ids)s::text[] is null or a.id = any(%(ids)s))
+on conflict (api_key_id, organization_id, annotation_id, user_id)
+do update set read_at = greatest(comment_reads.read_at, excluded.read_at), document_id = excluded.document_id
+returning annotation_id
+
+-- name: count_threads
+-- Per document, the threads a user may see, those with a comment by someone else after the user's read mark,
+-- and those comments.
+select a.document_id,
+       count(*) as total,
+       count(*) filter (where u.n > 0) as unread,
+       coalesce(sum(u.n), 0) as unread_comments
+from comment_annotations a
+left join comment_reads r on r.api_key_id = a.api_key_id and r.organization_id = a.organization_id
+     and r.annotation_id = a.id and r.user_id = %(user_id)s
+cross join lateral (
+    select count(*) as n from comments c
+    where c.api_key_id = a.api_key_id and c.organization_id = a.organization_id and c.annotation_id = a.id
+      and c.from_id <> %(user_id)s and c.created_at > coalesce(r.read_at, -1)) u
+where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s
+  and (%(document_ids)s::text[] is null or a.document_id = any(%(document_ids)s))
+  and (a.visibility = 'public' or a.from_id = %(user_id)s or %(user_id)s = any(a.visible_user_ids))
+group by a.document_id
+
+-- name: rename_annotation_users
+-- Rewrite one user's identity on threads (creator, assignee, visibility list) across an organization.
+update comment_annotations set
+    from_user = case when from_id = %(old_id)s then %(new_user)s else from_user end,
+    from_id = case when from_id = %(old_id)s then %(new_id)s else from_id end,
+    assigned_to = case when assigned_id = %(old_id)s then %(new_user)s else assigned_to end,
+    assigned_id = case when assigned_id = %(old_id)s then %(new_id)s else assigned_id end,
+    resolved_by = case when resolved_by = %(old_id)s then %(new_id)s else resolved_by end,
+    visible_user_ids = array_replace(visible_user_ids, %(old_id)s, %(new_id)s),
+    updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and (from_id = %(old_id)s or assigned_id = %(old_id)s or resolved_by = %(old_id)s
+       or %(old_id)s = any(visible_user_ids))
+returning id
+
+-- name: rename_comment_users
+-- Rewrite one user's identity as a comment author and in comments' tags across an organization.
+update comments set
+    from_user = case when from_id = %(old_id)s then %(new_user)s else from_user end,
+    from_id = case when from_id = %(old_id)s then %(new_id)s else from_id end,
+    tagged = (select coalesce(jsonb_agg(case when t ->> 'userId' = %(old_id)s
+                                             then jsonb_build_object('userId', %(new_id)s::text, 'contact', %(new_user)s)
+                                             else t end), '[]'::jsonb)
+              from jsonb_array_elements(tagged) t)
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and (from_id = %(old_id)s or tagged @> jsonb_build_array(jsonb_build_object('userId', %(old_id)s::text)))
+
+-- name: rename_other_users
+-- Rewrite one user's identity in reactions, mentions and read marks across an organization (a clash keeps one).
+with reactions as (
+    update comment_reactions x set user_id = %(new_id)s
+    where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s and x.user_id = %(old_id)s
+      and not exists (select 1 from comment_reactions y
+                      where y.api_key_id = x.api_key_id and y.organization_id = x.organization_id
+                        and y.annotation_id = x.annotation_id and y.comment_id = x.comment_id
+                        and y.reaction = x.reaction and y.user_id = %(new_id)s)
+), mentions as (
+    update comment_mentions x set user_id = %(new_id)s
+    where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s and x.user_id = %(old_id)s
+      and not exists (select 1 from comment_mentions y
+                      where y.api_key_id = x.api_key_id and y.organization_id = x.organization_id
+                        and y.annotation_id = x.annotation_id and y.comment_id = x.comment_id
+                        and y.user_id = %(new_id)s)
+)
+update comment_reads x set user_id = %(new_id)s
+where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s and x.user_id = %(old_id)s
+  and not exists (select 1 from comment_reads y
+                  where y.api_key_id = x.api_key_id and y.organization_id = x.organization_id
+                    and y.annotation_id = x.annotation_id and y.user_id = %(new_id)s)
+
+-- name: forget_user_threads
+-- User-data deletion: threads the users started go whole (with the replies in them).
+delete from comment_annotations a
+where a.api_key_id = %(api_key_id)s and a.from_id = any(%(user_ids)s)
+  and (%(organization_ids)s::text[] is null or a.organization_id = any(%(organization_ids)s))
+
+-- name: forget_user_parts
+-- User-data deletion: the users' comments, reactions, mentions and read marks in threads that stay; their name
+-- as assignee, resolver or on a visibility list.
+with comments_gone as (
+    delete from comments c
+    where c.api_key_id = %(api_key_id)s and c.from_id = any(%(user_ids)s)
+      and (%(organization_ids)s::text[] is null or c.organization_id = any(%(organization_ids)s))
+), reactions_gone as (
+    delete from comment_reactions x
+    where x.api_key_id = %(api_key_id)s and x.user_id = any(%(user_ids)s)
+      and (%(organization_ids)s::text[] is null or x.organization_id = any(%(organization_ids)s))
+), mentions_gone as (
+    delete from comment_mentions m
+    where m.api_key_id = %(api_key_id)s and m.user_id = any(%(user_ids)s)
+      and (%(organization_ids)s::text[] is null or m.organization_id = any(%(organization_ids)s))
+), reads_gone as (
+    delete from comment_reads r
+    where r.api_key_id = %(api_key_id)s and r.user_id = any(%(user_ids)s)
+      and (%(organization_ids)s::text[] is null or r.organization_id = any(%(organization_ids)s))
+), tags_gone as (
+    update comments c set tagged = (select coalesce(jsonb_agg(t), '[]'::jsonb) from jsonb_array_elements(c.tagged) t
+                                    where not (t ->> 'userId' = any(%(user_ids)s)))
+    where c.api_key_id = %(api_key_id)s and not (c.from_id = any(%(user_ids)s))
+      and (%(organization_ids)s::text[] is null or c.organization_id = any(%(organization_ids)s))
+      and exists (select 1 from jsonb_array_elements(c.tagged) t where t ->> 'userId' = any(%(user_ids)s))
+)
+update comment_annotations a set
+    assigned_to = case when a.assigned_id = any(%(user_ids)s) then null else a.assigned_to end,
+    assigned_id = case when a.assigned_id = any(%(user_ids)s) then null else a.assigned_id end,
+    resolved_by = case when a.resolved_by = any(%(user_ids)s) then null else a.resolved_by end,
+    visible_user_ids = (select array_agg(u) from unnest(a.visible_user_ids) u where not (u = any(%(user_ids)s)))
+where a.api_key_id = %(api_key_id)s
+  and (%(organization_ids)s::text[] is null or a.organization_id = any(%(organization_ids)s))
+  and (a.assigned_id = any(%(user_ids)s) or a.resolved_by = any(%(user_ids)s)
+       or a.visible_user_ids && %(user_ids)s::text[])
+
+-- name: user_comments
+-- Export: a page of the users' comments, each with its reactions, in (organization, annotation, comment) order
+-- after a key.
+select c.*,
+       coalesce((select jsonb_agg(jsonb_build_object('reaction', r.reaction, 'userIds', r.user_ids) order by r.first_at,
+                                  r.reaction)
+                 from (select x.reaction, array_agg(x.user_id order by x.created_at, x.user_id) as user_ids,
+                              min(x.created_at) as first_at
+                       from comment_reactions x
+                       where x.api_key_id = c.api_key_id and x.organization_id = c.organization_id
+                         and x.annotation_id = c.annotation_id and x.comment_id = c.id
+                       group by x.reaction) r), '[]'::jsonb) as reactions
+from comments c
+where c.api_key_id = %(api_key_id)s and c.from_id = any(%(user_ids)s)
+  and (%(organization_ids)s::text[] is null or c.organization_id = any(%(organization_ids)s))
+  and (%(after_org)s::text is null
+       or (c.organization_id, c.annotation_id, c.id) > (%(after_org)s, %(after_annotation)s, %(after_id)s::bigint))
+order by c.organization_id, c.annotation_id, c.id
+limit %(limit)s
+
+-- name: user_reactions
+-- Export: a page of the users' reactions in key order after a key.
+select * from comment_reactions x
+where x.api_key_id = %(api_key_id)s and x.user_id = any(%(user_ids)s)
+  and (%(organization_ids)s::text[] is null or x.organization_id = any(%(organization_ids)s))
+  and (%(after_org)s::text is null
+       or (x.organization_id, x.annotation_id, x.comment_id, x.reaction, x.user_id)
+          > (%(after_org)s, %(after_annotation)s, %(after_comment)s::bigint, %(after_reaction)s, %(after_user)s))
+order by x.organization_id, x.annotation_id, x.comment_id, x.reaction, x.user_id
+limit %(limit)s

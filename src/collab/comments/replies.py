@@ -1,0 +1,215 @@
+"""Comments inside one thread: add, get, update (an edit), delete; reactions on them."""
+
+from typing import Any
+
+from collab.comments import access, events, render
+from collab.comments import repository as repo
+from collab.comments.schemas import AddComments, CommentIn, DeleteComments, GetComments, Reaction, UpdateComments
+from collab.kit.auth import Tenant
+from collab.kit.db.pool import Conn
+from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+
+
+def limit_issue(path: list[Any], cap: int) -> dict[str, Any]:
+    return issue(path, f"A comment thread holds at most {cap} comments.", "too_big")
+
+
+def _wire(*, id: int, source: CommentIn, now: int) -> dict[str, Any]:
+    """The comment as stored and shown (a new one has no reactions)."""
+    tagged = [t.model_dump(exclude_none=True) for t in source.taggedUserContacts or []]
+    record: dict[str, Any] = {"commentId": id}
+    if source.commentText is not None:
+        record["commentText"] = source.commentText
+    if source.commentHtml is not None:
+        record["commentHtml"] = source.commentHtml
+    record |= {"from": source.from_.model_dump(exclude_none=True), "createdAt": now, "lastUpdated": now,
+               "isEdited": False, "taggedUserContacts": tagged, "reactions": [],
+               "attachments": [a.model_dump(exclude_none=True) for a in source.attachments or []]}
+    if source.agent is not None:
+        record["agent"] = source.agent
+    return record
+
+
+async def insert_comments(conn: Conn, *, tenant: Tenant, thread: dict[str, Any], comments: list[CommentIn],
+                          now: int) -> list[tuple[dict[str, Any], CommentIn, list[str]]]:
+    """Store comments in a (locked or new) thread: each as shown, its source, and the users it newly mentions."""
+    key = {"api_key_id": tenant.api_key_id, "organization_id": thread["organization_id"]}
+    last = await repo.take_comment_ids(conn, **key, id=thread["id"], count=len(comments), now=now)
+    out = []
+    for n, source in enumerate(comments):
+        wire = _wire(id=last - len(comments) + 1 + n, source=source, now=now)
+        await repo.insert_comment(conn, **key, document_id=thread["document_id"], annotation_id=thread["id"],
+                                  id=wire["commentId"], comment_text=source.commentText,
+                                  comment_html=source.commentHtml, from_user=wire["from"],
+                                  tagged=wire["taggedUserContacts"], attachments=wire["attachments"],
+                                  agent=source.agent, now=now)
+        tagged = [t["userId"] for t in wire["taggedUserContacts"]]
+        mentioned = await repo.set_mentions(conn, **key, document_id=thread["document_id"], annotation_id=thread["id"],
+                                            comment_id=wire["commentId"], user_ids=tagged) if tagged else []
+        out.append((wire, source, mentioned))
+    return out
+
+
+def _participants(thread: dict[str, Any], comments: list[dict[str, Any]]) -> set[str]:
+    people = {thread["from_id"], *([thread["assigned_id"]] if thread["assigned_id"] else [])}
+    for comment in comments:
+        people |= {comment["from"]["userId"], *(t["userId"] for t in comment["taggedUserContacts"])}
+    return people
+
+
+async def _thread(conn: Conn, tenant: Tenant, data: Any, *, lock: bool) -> dict[str, Any]:
+    thread = await repo.get_annotation(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                       document_id=data.documentId, id=data.annotationId, lock=lock)
+    if thread is None:
+        raise ApiError("NOT_FOUND", access.ANNOTATION_MISSING)
+    return thread
+
+
+async def _shown(conn: Conn, tenant: Tenant, thread: dict[str, Any], ids: list[int] | None = None) -> list[dict]:
+    rows = await repo.thread_comments(conn, api_key_id=tenant.api_key_id, organization_id=thread["organization_id"],
+                                      annotation_ids=[thread["id"]], comment_ids=ids)
+    return [render.comment(r) for r in rows]
+
+
+async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, Any]:
+    """Add comments to a thread (at most the per-thread cap in all); results keyed by the new commentIds."""
+    now = svc.now_ms()
+    cap = svc.settings.comments_max_per_thread
+    async with transaction(svc.pool, svc.redis) as tx:
+        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
+        thread = await _thread(tx.conn, tenant, data, lock=True)
+        if data.verifyUserPermissions:
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids={c.from_.userId for c in data.commentData},
+                                role="editor", now=now)
+        held = await repo.count_comments(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                         annotation_id=data.annotationId)
+        if held + len(data.commentData) > cap:
+            problem = limit_issue(["commentData"], cap)
+            raise invalid(f"{problem['message']} This one holds {held}.", [problem])
+        config = await events.config_of(tx.conn, tenant=tenant)
+        sent = await insert_comments(tx.conn, tenant=tenant, thread=thread, comments=data.commentData, now=now)
+        batch = [events.Event(events.record(action_type="comment.add", actor=wire["from"], thread=thread, comment=wire,
+                                            now=now),
+                              log=source.triggerActivities, notify=source.triggerNotification, mentioned=mentioned)
+                 for wire, source, mentioned in sent]
+        everyone = await _shown(tx.conn, tenant, thread)
+        await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
+                          participants=_participants(thread, everyone), events=batch)
+    return {str(w["commentId"]): {"success": True, "id": str(w["commentId"]), "message": "Comment added."}
+            for w, _, _ in sent}
+
+
+async def get(svc: Services, *, tenant: Tenant, data: GetComments) -> list[dict[str, Any]]:
+    """The comments of a thread in order (only the given ids when named)."""
+    async with svc.pool.connection() as conn:
+        thread = await _thread(conn, tenant, data, lock=False)
+        return await _shown(conn, tenant, thread, data.commentIds)
+
+
+async def update(svc: Services, *, tenant: Tenant, data: UpdateComments) -> dict[str, Any]:
+    """Edit comments (text, html, tags): createdAt stays, lastUpdated moves, isEdited turns true."""
+    now = svc.now_ms()
+    sent = data.updatedData.model_dump(exclude_unset=True)
+    change = {"comment_text": sent.get("commentText"), "comment_html": sent.get("commentHtml"),
+              "tagged": [t.model_dump(exclude_none=True) for t in data.updatedData.taggedUserContacts or []]}
+    fields = {"commentText": "comment_text", "commentHtml": "comment_html", "taggedUserContacts": "tagged"}
+    change = {column: change[column] for wire, column in fields.items() if wire in sent}
+    results: dict[str, Any] = {}
+    async with transaction(svc.pool, svc.redis) as tx:
+        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
+        thread = await _thread(tx.conn, tenant, data, lock=True)
+        before = {c["commentId"]: c for c in await _shown(tx.conn, tenant, thread, data.commentIds)}
+        if data.verifyUserPermissions:
+            writers = {data.actionUser.userId} if data.actionUser else {c["from"]["userId"] for c in before.values()}
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids=writers or {"-"}, role="editor", now=now)
+        config = await events.config_of(tx.conn, tenant=tenant)
+        batch = []
+        key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+        for comment_id in data.commentIds:
+            if comment_id not in before:
+                results[str(comment_id)] = {"success": False, "id": str(comment_id), "message": "Comment does not exist."}
+                continue
+            await repo.update_comment(tx.conn, **key, annotation_id=thread["id"], id=comment_id, change=change, now=now)
+            mentioned = []
+            if "tagged" in change:
+                mentioned = await repo.set_mentions(tx.conn, **key, document_id=thread["document_id"],
+                                                    annotation_id=thread["id"], comment_id=comment_id,
+                                                    user_ids=[t["userId"] for t in change["tagged"]])
+            (after,) = await _shown(tx.conn, tenant, thread, [comment_id])
+            actor = data.actionUser.model_dump(exclude_none=True) if data.actionUser else after["from"]
+            changes = {wire: {"from": before[comment_id].get(wire), "to": after.get(wire)} for wire in fields if wire in sent}
+            batch.append(events.Event(events.record(action_type="comment.update", actor=actor, thread=thread,
+                                                    comment=after, changes=changes, now=now),
+                                      notify=data.triggerNotification, mentioned=mentioned))
+            results[str(comment_id)] = {"success": True, "id": str(comment_id), "message": "Comment updated."}
+        if batch:
+            await repo.take_comment_ids(tx.conn, **key, id=thread["id"], count=0, now=now)
+            everyone = await _shown(tx.conn, tenant, thread)
+            await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
+                              participants=_participants(thread, everyone), events=batch)
+    return results
+
+
+async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict[str, Any]:
+    """Delete comments of a thread (the thread stays, even empty); results keyed by commentId."""
+    now = svc.now_ms()
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    async with transaction(svc.pool, svc.redis) as tx:
+        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
+        thread = await _thread(tx.conn, tenant, data, lock=True)
+        before = {c["commentId"]: c for c in await _shown(tx.conn, tenant, thread, data.commentIds)}
+        if data.verifyUserPermissions:
+            writers = {data.actionUser.userId} if data.actionUser else {c["from"]["userId"] for c in before.values()}
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids=writers or {"-"}, role="editor", now=now)
+        deleted = await repo.delete_comments(tx.conn, **key, annotation_id=thread["id"], ids=data.commentIds)
+        if deleted:
+            config = await events.config_of(tx.conn, tenant=tenant)
+            await repo.take_comment_ids(tx.conn, **key, id=thread["id"], count=0, now=now)
+            batch = [events.Event(events.record(
+                action_type="comment.delete", thread=thread, comment=before[i], now=now,
+                actor=data.actionUser.model_dump(exclude_none=True) if data.actionUser else before[i]["from"]))
+                for i in sorted(deleted)]
+            await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
+                              participants=_participants(thread, list(before.values())), events=batch)
+    return {str(i): {"success": i in deleted, "id": str(i),
+                     "message": "Comment deleted." if i in deleted else "Comment does not exist."}
+            for i in data.commentIds}
+
+
+async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> dict[str, Any]:
+    """Add or take back a user's reaction on a comment (viewers may react)."""
+    now = svc.now_ms()
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    async with transaction(svc.pool, svc.redis) as tx:
+        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
+        thread = await _thread(tx.conn, tenant, data, lock=True)
+        if data.verifyUserPermissions:
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids={data.userId}, role="viewer", now=now)
+        if not await repo.comment_exists(tx.conn, **key, annotation_id=thread["id"], id=data.commentId):
+            raise ApiError("NOT_FOUND", "Comment does not exist.")
+        where = dict(annotation_id=thread["id"], comment_id=data.commentId, reaction=data.reaction,
+                     user_id=data.userId)
+        if add:
+            changed = await repo.add_reaction(tx.conn, **key, document_id=thread["document_id"], **where, now=now)
+        else:
+            changed = await repo.delete_reaction(tx.conn, **key, **where)
+        if changed:
+            await repo.take_comment_ids(tx.conn, **key, id=thread["id"], count=0, now=now)
+            (comment,) = await _shown(tx.conn, tenant, thread, [data.commentId])
+            config = await events.config_of(tx.conn, tenant=tenant)
+            kind = "comment.reaction_add" if add else "comment.reaction_delete"
+            batch = [events.Event(events.record(action_type=kind, actor={"userId": data.userId}, thread=thread,
+                                                comment=comment, reaction=data.reaction, now=now))]
+            await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
+                              participants={thread["from_id"], comment["from"]["userId"]}, events=batch)
+    if add:
+        message = "Reaction added." if changed else "Reaction already exists."
+    else:
+        message = "Reaction deleted." if changed else "Reaction does not exist."
+    return {"success": changed, "id": str(data.commentId), "message": message}

@@ -1,0 +1,218 @@
+"""SQL of comment threads, comments, reactions, mentions and read marks; executes, never commits."""
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db.pool import Conn
+
+q = Queries.beside(__file__)
+
+
+def _json(value: Any) -> Jsonb | None:
+    return None if value is None else Jsonb(value)
+
+
+async def insert_annotation(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, id: str,
+                            location: Any, target_element: Any, status: str, status_type: str, priority: str | None,
+                            assigned_to: dict[str, Any] | None, from_user: dict[str, Any], context: Any,
+                            visibility: str, visible_user_ids: list[str] | None, now: int) -> dict[str, Any] | None:
+    """Create a thread; None when the id is taken in the organization."""
+    location_id = location.get("id") if isinstance(location, dict) and isinstance(location.get("id"), str) else None
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id, id=id,
+                  location=_json(location), location_id=location_id, target_element=_json(target_element),
+                  status=status, status_type=status_type, priority=priority, assigned_to=_json(assigned_to),
+                  assigned_id=(assigned_to or {}).get("userId"), from_user=Jsonb(from_user),
+                  from_id=from_user["userId"], context=_json(context), visibility=visibility,
+                  visible_user_ids=visible_user_ids, now=now)
+    return await fetch_one(conn, q.insert_annotation, params)
+
+
+async def get_annotation(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, id: str,
+                         lock: bool = False) -> dict[str, Any] | None:
+    """One thread of a document (locked for a change when asked)."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "id": id}
+    return await fetch_one(conn, q.lock_annotation if lock else q.get_annotation, params)
+
+
+async def annotation_document(conn: Conn, *, api_key_id: str, organization_id: str, id: str) -> str | None:
+    row = await fetch_one(conn, q.annotation_document,
+                          {"api_key_id": api_key_id, "organization_id": organization_id, "id": id})
+    return row["document_id"] if row else None
+
+
+async def lock_annotations(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str,
+                           ids: list[str] | None) -> list[dict[str, Any]]:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "ids": ids}
+    return await fetch_all(conn, q.lock_annotations, params)
+
+
+async def update_annotation(conn: Conn, *, api_key_id: str, organization_id: str, id: str, change: dict[str, Any],
+                            now: int) -> dict[str, Any] | None:
+    """Apply a change (keys: status, status_type, resolved_by, priority, assigned_to, location, context,
+    visibility, visible_user_ids); keys absent stay as they are."""
+    location = change.get("location")
+    assigned = change.get("assigned_to")
+    params = dict(
+        api_key_id=api_key_id, organization_id=organization_id, id=id, now=now,
+        status=change.get("status"), status_type=change.get("status_type"), resolved_by=change.get("resolved_by"),
+        set_priority="priority" in change, priority=change.get("priority"),
+        set_assigned="assigned_to" in change, assigned_to=_json(assigned), assigned_id=(assigned or {}).get("userId"),
+        set_location="location" in change, location=_json(location),
+        location_id=location.get("id") if isinstance(location, dict) and isinstance(location.get("id"), str) else None,
+        set_context="context" in change, context=_json(change.get("context")),
+        visibility=change.get("visibility"), visible_user_ids=change.get("visible_user_ids"),
+    )
+    return await fetch_one(conn, q.update_annotation, params)
+
+
+async def take_comment_ids(conn: Conn, *, api_key_id: str, organization_id: str, id: str, count: int,
+                           now: int) -> int:
+    """Stamp a thread updated and reserve `count` comment ids; the last id reserved."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "taken": count, "now": now}
+    return (await fetch_one(conn, q.touch_annotation, params))["last_comment_id"]
+
+
+async def delete_annotations(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str,
+                             ids: list[str]) -> set[str]:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "ids": ids}
+    return {r["id"] for r in await fetch_all(conn, q.delete_annotations, params)}
+
+
+async def list_page(conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None,
+                    folder_id: str | None, annotation_ids: list[str] | None, location_ids: list[str] | None,
+                    user_ids: list[str] | None, assigned_ids: list[str] | None, status_ids: list[str] | None,
+                    resolved_by: str | None, mentioned_ids: list[str] | None, created_after: int | None,
+                    created_before: int | None, updated_after: int | None, updated_before: int | None,
+                    viewer: str | None, after_ts: int | None, after_id: str | None, desc: bool,
+                    limit: int) -> list[dict[str, Any]]:
+    """A page of threads by last update then id, after a (lastUpdated, id) key."""
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, document_ids=document_ids,
+                  folder_id=folder_id, annotation_ids=annotation_ids, location_ids=location_ids, user_ids=user_ids,
+                  assigned_ids=assigned_ids, status_ids=status_ids, resolved_by=resolved_by,
+                  mentioned_ids=mentioned_ids, created_after=created_after, created_before=created_before,
+                  updated_after=updated_after, updated_before=updated_before, viewer=viewer, after_ts=after_ts,
+                  after_id=after_id, desc=desc, limit=limit)
+    return await fetch_all(conn, q.list_annotations, params)
+
+
+async def thread_comments(conn: Conn, *, api_key_id: str, organization_id: str, annotation_ids: list[str],
+                          comment_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_ids": annotation_ids,
+              "comment_ids": comment_ids}
+    return await fetch_all(conn, q.thread_comments, params)
+
+
+async def count_comments(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str) -> int:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_id": annotation_id}
+    return (await fetch_one(conn, q.count_comments, params))["n"]
+
+
+async def insert_comment(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, annotation_id: str,
+                         id: int, comment_text: str | None, comment_html: str | None, from_user: dict[str, Any],
+                         tagged: list[dict[str, Any]], attachments: list[dict[str, Any]], agent: Any,
+                         now: int) -> None:
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
+                  annotation_id=annotation_id, id=id, comment_text=comment_text, comment_html=comment_html,
+                  from_user=Jsonb(from_user), from_id=from_user["userId"], tagged=Jsonb(tagged),
+                  attachments=Jsonb(attachments), agent=_json(agent), now=now)
+    await execute(conn, q.insert_comment, params)
+
+
+async def update_comment(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, id: int,
+                         change: dict[str, Any], now: int) -> bool:
+    """Edit a comment (keys: comment_text, comment_html, tagged); False when it does not exist."""
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, annotation_id=annotation_id, id=id, now=now,
+                  set_text="comment_text" in change, comment_text=change.get("comment_text"),
+                  set_html="comment_html" in change, comment_html=change.get("comment_html"),
+                  set_tagged="tagged" in change, tagged=_json(change.get("tagged")))
+    return await fetch_one(conn, q.update_comment, params) is not None
+
+
+async def delete_comments(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str,
+                          ids: list[int]) -> set[int]:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_id": annotation_id, "ids": ids}
+    return {r["id"] for r in await fetch_all(conn, q.delete_comments, params)}
+
+
+async def set_mentions(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, annotation_id: str,
+                       comment_id: int, user_ids: list[str]) -> list[str]:
+    """Make a comment's mentions exactly `user_ids`; the users newly mentioned."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+              "annotation_id": annotation_id, "comment_id": comment_id, "user_ids": user_ids}
+    await execute(conn, q.drop_mentions, params)
+    return [r["user_id"] for r in await fetch_all(conn, q.insert_mentions, params)] if user_ids else []
+
+
+async def comment_exists(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, id: int) -> bool:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_id": annotation_id, "id": id}
+    return await fetch_one(conn, q.comment_exists, params) is not None
+
+
+async def add_reaction(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, annotation_id: str,
+                       comment_id: int, reaction: str, user_id: str, now: int) -> bool:
+    """True when the reaction is new."""
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
+                  annotation_id=annotation_id, comment_id=comment_id, reaction=reaction, user_id=user_id, now=now)
+    return await fetch_one(conn, q.insert_reaction, params) is not None
+
+
+async def delete_reaction(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, comment_id: int,
+                          reaction: str, user_id: str) -> bool:
+    """True when there was such a reaction."""
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, annotation_id=annotation_id,
+                  comment_id=comment_id, reaction=reaction, user_id=user_id)
+    return await fetch_one(conn, q.delete_reaction, params) is not None
+
+
+async def mark_read(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, user_id: str,
+                    ids: list[str] | None, now: int) -> set[str]:
+    """Move the user's read marks to now; the threads marked."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+              "user_id": user_id, "ids": ids, "now": now}
+    return {r["annotation_id"] for r in await fetch_all(conn, q.mark_read, params)}
+
+
+async def count_threads(conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None,
+                        user_id: str) -> list[dict[str, Any]]:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_ids": document_ids,
+              "user_id": user_id}
+    return await fetch_all(conn, q.count_threads, params)
+
+
+async def rename_user(conn: Conn, *, api_key_id: str, organization_id: str, old_id: str, new_user: dict[str, Any],
+                      now: int) -> set[str]:
+    """Rewrite one user's identity across an organization's comment data; the threads whose fields changed."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "old_id": old_id,
+              "new_id": new_user["userId"], "new_user": Jsonb(new_user), "now": now}
+    threads = {r["id"] for r in await fetch_all(conn, q.rename_annotation_users, params)}
+    await execute(conn, q.rename_comment_users, params)
+    await execute(conn, q.rename_other_users, params)
+    return threads
+
+
+async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None) -> None:
+    """Remove users' threads, comments, reactions, mentions and read marks, and their name on others' threads."""
+    params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
+    await execute(conn, q.forget_user_threads, params)
+    await execute(conn, q.forget_user_parts, params)
+
+
+async def user_comments(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None,
+                        after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
+    """Export: the users' comments with their reactions after `after` ([organization, annotation, comment])."""
+    org, annotation, id = after or (None, None, None)
+    params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids,
+              "after_org": org, "after_annotation": annotation, "after_id": id, "limit": limit}
+    return await fetch_all(conn, q.user_comments, params)
+
+
+async def user_reactions(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None,
+                         after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
+    """Export: the users' reactions after `after` ([organization, annotation, comment, reaction, user])."""
+    org, annotation, comment, reaction, user = after or (None,) * 5
+    params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids,
+              "after_org": org, "after_annotation": annotation, "after_comment": comment, "after_reaction": reaction,
+              "after_user": user, "limit": limit}
+    return await fetch_all(conn, q.user_reactions, params)

@@ -1,0 +1,237 @@
+"""Comment threads: add (idempotent by annotationId), get, update (incl. updateUsers), delete, count and read marks."""
+
+from typing import Any
+
+from collab.comments import access, events, render
+from collab.comments import repository as repo
+from collab.comments.replies import insert_comments, limit_issue
+from collab.comments.schemas import (
+    AddAnnotations,
+    AnnotationChange,
+    CountAnnotations,
+    DeleteAnnotations,
+    GetAnnotations,
+    ReadUpdate,
+    UpdateAnnotations,
+)
+from collab.documents import repository as documents_repo
+from collab.kit import paging
+from collab.kit.auth import Tenant
+from collab.kit.crypto import new_id
+from collab.kit.errors import ApiError, invalid
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+
+SYSTEM_USER = {"userId": "system"}  # the actor of a change made without actionUser
+
+
+def _outcome(id: str, success: bool, message: str) -> dict[str, Any]:
+    return {"success": success, "id": id, "message": message}
+
+
+async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[str, Any]:
+    """Create threads with their first comments; a supplied annotationId that exists answers as done, unchanged."""
+    now = svc.now_ms()
+    cap = svc.settings.comments_max_per_thread
+    over = [limit_issue(["commentAnnotations", i, "commentData"], cap)
+            for i, a in enumerate(data.commentAnnotations) if len(a.commentData) > cap]
+    if over:
+        raise invalid(over[0]["message"], over)
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    results: dict[str, Any] = {}
+    async with transaction(svc.pool, svc.redis) as tx:
+        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                              create=data.createOrganization, now=now)
+        if data.createDocument:
+            await documents_repo.insert(tx.conn, **key, id=data.documentId, name=None, folder_id=None, now=now)
+        elif not await access.document_exists(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                              document_id=data.documentId):
+            raise ApiError("NOT_FOUND", access.DOCUMENT_MISSING)
+        if data.verifyUserPermissions:
+            writers = {c.from_.userId for a in data.commentAnnotations for c in a.commentData}
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids=writers, role="editor", now=now)
+        config = await events.config_of(tx.conn, tenant=tenant)
+        for item in data.commentAnnotations:
+            annotation_id = item.annotationId or new_id("ann_")
+            creator = item.commentData[0].from_.model_dump(exclude_none=True)
+            visibility = item.visibility
+            thread = await repo.insert_annotation(
+                tx.conn, **key, document_id=data.documentId, id=annotation_id, location=item.location,
+                target_element=item.targetElement.model_dump(exclude_none=True) if item.targetElement else None,
+                status=item.status.id if item.status else "open",
+                status_type=render.STATUS_TYPES[item.status.id if item.status else "open"],
+                priority=item.priority.id if item.priority else None,
+                assigned_to=item.assignedTo.model_dump(exclude_none=True) if item.assignedTo else None,
+                from_user=creator, context=item.context, visibility=visibility.type if visibility else "public",
+                visible_user_ids=(visibility.userIds or []) if visibility and visibility.type == "restricted" else None,
+                now=now,
+            )
+            if thread is None:
+                where = await repo.annotation_document(tx.conn, **key, id=annotation_id)
+                same = where == data.documentId
+                results[annotation_id] = _outcome(annotation_id, same, "Annotation already exists." if same else
+                                                  "Annotation id is taken by another document of the organization.")
+                continue
+            sent = await insert_comments(tx.conn, tenant=tenant, thread=thread, comments=item.commentData, now=now)
+            participants = {thread["from_id"], *([thread["assigned_id"]] if thread["assigned_id"] else [])}
+            batch = []
+            for n, (comment, source, mentioned) in enumerate(sent):
+                participants |= {comment["from"]["userId"], *mentioned}
+                batch.append(events.Event(
+                    events.record(action_type="comment_annotation.add" if n == 0 else "comment.add",
+                                  actor=comment["from"], thread=thread, comment=comment, now=now),
+                    log=source.triggerActivities, notify=source.triggerNotification, mentioned=mentioned))
+            await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=participants,
+                              events=batch)
+            results[annotation_id] = _outcome(annotation_id, True, "Annotation added.")
+    return results
+
+
+def _filters(data: GetAnnotations) -> dict[str, Any]:
+    documents = [data.documentId] if data.documentId else data.documentIds
+    return dict(document_ids=documents, folder_id=data.folderId, annotation_ids=data.annotationIds,
+                location_ids=data.locationIds, user_ids=data.userIds, assigned_ids=data.assignedToUserIds,
+                status_ids=data.statusIds, resolved_by=data.resolvedBy, mentioned_ids=data.mentionedUserIds,
+                created_after=data.createdAfter, created_before=data.createdBefore,
+                updated_after=data.updatedAfter, updated_before=data.updatedBefore, viewer=data.userId)
+
+
+async def get(svc: Services, *, tenant: Tenant, data: GetAnnotations) -> tuple[Any, str | None]:
+    """A page of threads with their comments, by last update; grouped by document when asked."""
+    filters = _filters(data)
+    pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "commentannotations",
+                                   data.model_dump(exclude={"pageSize", "pageToken", "groupByDocumentId"}))
+    after_ts, after_id = pager.after(data.pageToken, 2)
+    budget = svc.settings.max_response_bytes
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    async with svc.pool.connection() as conn:
+        rows = await repo.list_page(conn, **key, **filters, after_ts=after_ts, after_id=after_id,
+                                    desc=data.order == "desc", limit=data.pageSize + 1)
+        comments = await repo.thread_comments(conn, **key, annotation_ids=[r["id"] for r in rows[:data.pageSize]])
+    by_thread: dict[str, list[dict[str, Any]]] = {}
+    for row in comments:
+        by_thread.setdefault(row["annotation_id"], []).append(render.comment(row))
+    records, token = pager.cut(rows, data.pageSize, "updated_at", "id", budget=budget,
+                               render=lambda r: render.annotation(r, by_thread.get(r["id"], [])))
+    if not data.groupByDocumentId:
+        return records, token
+    grouped: dict[str, list[Any]] = {}
+    for row, record in zip(rows, records):
+        grouped.setdefault(row["document_id"], []).append(record)
+    return grouped, token
+
+
+def _change(data: UpdateAnnotations, change: AnnotationChange, actor: dict[str, Any]) -> dict[str, Any]:
+    sent = change.model_dump(exclude_unset=True, exclude_none=True)
+    out: dict[str, Any] = {}
+    if change.status is not None:
+        out |= {"status": change.status.id, "status_type": render.STATUS_TYPES[change.status.id],
+                "resolved_by": actor["userId"] if actor is not SYSTEM_USER else None}
+    if change.priority is not None:
+        out["priority"] = change.priority.id
+    if change.assignedTo is not None:
+        out["assigned_to"] = change.assignedTo.model_dump(exclude_none=True)
+    for name in ("location", "context"):
+        if name in sent:
+            out[name] = sent[name]
+    if change.visibility is not None:
+        restricted = change.visibility.type == "restricted"
+        out |= {"visibility": change.visibility.type,
+                "visible_user_ids": (change.visibility.userIds or []) if restricted else None}
+    return out
+
+
+def _change_events(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(action type, changes) of each tracked field a change moved."""
+    moved = []
+    if before["status"] != after["status"]:
+        moved.append(("comment_annotation.status_change", {"status": {"from": before["status"], "to": after["status"]}}))
+    if before["assigned_id"] != after["assigned_id"]:
+        moved.append(("comment_annotation.assign", {"assignedTo": {"from": before["assigned_to"],
+                                                                   "to": after["assigned_to"]}}))
+    if before["priority"] != after["priority"]:
+        moved.append(("comment_annotation.priority_change", {"priority": {"from": before["priority"],
+                                                                         "to": after["priority"]}}))
+    return moved
+
+
+async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> dict[str, Any]:
+    """Change threads' status, priority, assignee, location, context or visibility; rewrite users' identities."""
+    now = svc.now_ms()
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    actor = data.actionUser.model_dump(exclude_none=True) if data.actionUser else SYSTEM_USER
+    results: dict[str, Any] = {}
+    async with transaction(svc.pool, svc.redis) as tx:
+        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
+        if data.verifyUserPermissions:
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids={actor["userId"]}, role="editor", now=now)
+        config = await events.config_of(tx.conn, tenant=tenant)
+        change = _change(data, data.updatedData, actor) if data.updatedData else {}
+        for annotation_id in data.annotationIds or []:
+            before = await repo.get_annotation(tx.conn, **key, document_id=data.documentId, id=annotation_id, lock=True)
+            if before is None:
+                results[annotation_id] = _outcome(annotation_id, False, access.ANNOTATION_MISSING)
+                continue
+            after = await repo.update_annotation(tx.conn, **key, id=annotation_id, change=change, now=now)
+            batch = [events.Event(events.record(action_type=kind, actor=actor, thread=after, changes=changes, now=now))
+                     for kind, changes in _change_events(before, after)]
+            if batch:
+                participants = {after["from_id"], *([after["assigned_id"]] if after["assigned_id"] else [])}
+                await events.send(tx, svc, tenant=tenant, config=config, thread=after, participants=participants,
+                                  events=batch)
+            results[annotation_id] = _outcome(annotation_id, True, "Annotation updated.")
+        for pair in data.updateUsers or []:
+            old = pair.from_.userId
+            renamed = await repo.rename_user(tx.conn, **key, old_id=old, new_user=pair.to.model_dump(exclude_none=True),
+                                             now=now)
+            results.setdefault(old, _outcome(old, True, f"User identity rewritten on {len(renamed)} threads."))
+    return results
+
+
+async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> dict[str, Any]:
+    """Delete threads of a document (all of them when no ids are given) with everything in them."""
+    now = svc.now_ms()
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    async with transaction(svc.pool, svc.redis) as tx:
+        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
+        if data.verifyUserPermissions:
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids={data.actionUser.userId}, role="editor", now=now)
+        threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds)
+        deleted = await repo.delete_annotations(tx.conn, **key, document_id=data.documentId,
+                                                ids=[t["id"] for t in threads])
+    wanted = data.annotationIds if data.annotationIds is not None else sorted(deleted)
+    return {i: _outcome(i, i in deleted, "Annotation deleted." if i in deleted else access.ANNOTATION_MISSING)
+            for i in wanted}
+
+
+async def count(svc: Services, *, tenant: Tenant, data: CountAnnotations) -> dict[str, Any]:
+    """Per document, the threads a user may see and how many of them hold comments unread by that user."""
+    async with svc.pool.connection() as conn:
+        rows = await repo.count_threads(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                        document_ids=data.documentIds, user_id=data.userId)
+    counts = {d: {"total": 0, "unread": 0, "unreadComments": 0} for d in data.documentIds or []}
+    for row in rows:
+        counts[row["document_id"]] = {"total": row["total"], "unread": row["unread"],
+                                      "unreadComments": int(row["unread_comments"])}
+    return counts
+
+
+async def read(svc: Services, *, tenant: Tenant, data: ReadUpdate) -> dict[str, Any]:
+    """Mark threads of a document (all when no ids are given) read by a user, now."""
+    now = svc.now_ms()
+    async with transaction(svc.pool, svc.redis) as tx:
+        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
+        marked = await repo.mark_read(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                      document_id=data.documentId, user_id=data.userId, ids=data.annotationIds,
+                                      now=now)
+    wanted = data.annotationIds if data.annotationIds is not None else sorted(marked)
+    return {i: _outcome(i, i in marked, "Marked read." if i in marked else access.ANNOTATION_MISSING) for i in wanted}
+
+
+async def forget_users(conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None) -> None:
+    """User-data deletion's comments task: the users' threads (whole), comments, reactions, read marks and the
+    mentions of them; threads others started stay, minus those parts."""
+    await repo.forget_user(conn, api_key_id=api_key_id, user_ids=user_ids, organization_ids=organization_ids)

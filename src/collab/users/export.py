@@ -1,0 +1,112 @@
+"""Get User Data (GDPR export): users' comments, reactions, notifications, activities and recordings as one list
+of typed records, paged across the features.
+
+A page walks the kinds in a fixed order and each kind in its own key order; the page token holds the kind and
+the key of the last record served, so a page may end inside one kind and the next starts right after it.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+import orjson
+
+from collab.activities.service import to_wire as activity_wire
+from collab.comments import render as comment_render
+from collab.comments import repository as comments_repo
+from collab.kit import paging
+from collab.kit.auth import Tenant
+from collab.kit.envelope import dumps
+from collab.kit.services import Services
+from collab.notifications.service import to_wire as notification_wire
+from collab.recordings.service import display
+from collab.users import repository as repo
+from collab.users.schemas import UserDataGet
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One feature's records: how to fetch a page after a key, each row's key, owners and wire shape."""
+
+    type: str
+    fetch: Callable[..., Awaitable[list[dict[str, Any]]]]
+    key: Callable[[dict[str, Any]], list[Any]]
+    owners: Callable[[dict[str, Any]], set[str]]
+    render: Callable[[dict[str, Any], str], dict[str, Any]]
+
+
+def _where(row: dict[str, Any]) -> dict[str, Any]:
+    return {"organizationId": row["organization_id"], "documentId": row["document_id"],
+            "annotationId": row["annotation_id"]}
+
+
+def _comment(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
+    return _where(row) | {"comment": comment_render.comment(row)}
+
+
+def _reaction(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
+    return _where(row) | {"commentId": row["comment_id"], "reaction": row["reaction"], "userId": row["user_id"],
+                          "createdAt": row["created_at"]}
+
+
+def _recording(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
+    return _where(row) | {
+        "version": row["version"], "recordingType": row["recording_type"], "mode": row["mode"],
+        "displayName": row["display_name"],
+        "recordedTime": {"duration": row["duration_ms"], "display": display(row["duration_ms"])},
+        "attachments": [{k: a[k] for k in ("attachmentId", "url", "mimeType", "name", "type", "size")}
+                        for a in row["attachments"]],
+        "from": row["from_user"], "createdAt": row["created_at"],
+    }
+
+
+def _notification_owners(row: dict[str, Any]) -> set[str]:
+    actor = (row["action_user"] or {}).get("userId")
+    return {*([actor] if actor else []), *row["notify_users_by_user_id"], *row["read_by"]}
+
+
+# The order pages walk; a token names a kind by its place here, so new kinds go at the end.
+KINDS: tuple[Kind, ...] = (
+    Kind("comment", comments_repo.user_comments, lambda r: [r["organization_id"], r["annotation_id"], r["id"]],
+         lambda r: {r["from_id"]}, _comment),
+    Kind("reaction", comments_repo.user_reactions,
+         lambda r: [r["organization_id"], r["annotation_id"], r["comment_id"], r["reaction"], r["user_id"]],
+         lambda r: {r["user_id"]}, _reaction),
+    Kind("notification", repo.export_notifications, lambda r: [r["id"]], _notification_owners,
+         lambda r, api_key_id: notification_wire(r, api_key_id)),
+    Kind("activity", repo.export_activities, lambda r: [r["id"]], lambda r: {r["action_user"].get("userId")},
+         lambda r, api_key_id: activity_wire(r)),
+    Kind("recording", repo.export_recordings, lambda r: [r["organization_id"], r["annotation_id"], r["version"]],
+         lambda r: {(r["from_user"] or {}).get("userId")}, _recording),
+)
+
+
+async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list[Any], str | None]:
+    """A page of everything stored about the users, as typed records, cut at pageSize records or the byte budget."""
+    pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "users/data",
+                                   {"userIds": data.userIds, "organizationIds": data.organizationIds})
+    start, after = pager.after(data.pageToken, 2)
+    start = start or 0
+    wanted = set(data.userIds)
+    budget = svc.settings.max_response_bytes
+    records: list[Any] = []
+    used, last, more = 1, None, False
+    scope = {"api_key_id": tenant.api_key_id, "user_ids": data.userIds, "organization_ids": data.organizationIds}
+    async with svc.pool.connection() as conn:
+        for index in range(start, len(KINDS)):
+            kind = KINDS[index]
+            # One row past what the page can take tells whether anything is left (here or in a later kind).
+            rows = await kind.fetch(conn, **scope, after=after if index == start else None,
+                                    limit=data.pageSize - len(records) + 1)
+            for row in rows:
+                blob = dumps({"type": kind.type, "userIds": sorted(kind.owners(row) & wanted),
+                              "record": kind.render(row, tenant.api_key_id)})
+                if len(records) == data.pageSize or (records and used + len(blob) + 1 > budget):
+                    more = True
+                    break
+                records.append(orjson.Fragment(blob))
+                used += len(blob) + 1
+                last = [index, kind.key(row)]
+            if more:
+                break
+    token = paging.encode(*last, keyring=pager.keyring, scope=pager.scope) if more else None
+    return records, token

@@ -1,0 +1,142 @@
+"""API-key verification cached per process: a token reset or key rotation still takes effect at once everywhere,
+and `collab api --workers N` serves from several processes sharing the servers."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from collab.kit.auth import CredentialCache, Tenant
+from collab.testing.live import Live
+from helpers import error, new_tenant, post, result
+
+CONFIG_GET = "/v2/workspace/activityconfig/get"
+
+
+@pytest.fixture
+def second(live):
+    """A second API process on the same Postgres and Redis (its own pool, Redis client and credential cache)."""
+    other = Live(live.settings, worker=False).start()
+    with httpx.Client(base_url=other.url, timeout=30) as c:
+        yield c
+    other.stop()
+
+
+def _kids(jwks: dict) -> set[str]:
+    return {key["kid"] for key in jwks["keys"]}
+
+
+def test_a_token_reset_takes_effect_at_once_in_every_process(client, second):
+    tenant = new_tenant(client)
+    for c in (client, second, client, second):  # both processes have verified (and remembered) the token
+        result(post(c, CONFIG_GET, {}, tenant.headers))
+    new = result(post(client, "/v2/workspace/authtoken/reset", {"apiKey": tenant.api_key}, tenant.workspace_headers))
+    for c in (second, client):
+        error(post(c, CONFIG_GET, {}, tenant.headers), "PERMISSION_DENIED")
+    headers = {"x-service-api-key": tenant.api_key, "x-service-auth-token": new["newAuthToken"]["token"]}
+    for c in (second, client, second):
+        result(post(c, CONFIG_GET, {}, headers))
+
+
+def test_a_token_key_rotation_is_seen_at_once_by_every_process(client, second):
+    tenant = new_tenant(client)
+    before = _kids(result(post(second, "/v2/auth/tokenkeys/get", {}, tenant.headers)))
+    rotated = _kids(result(post(client, "/v2/auth/tokenkeys/rotate", {}, tenant.headers)))
+    assert rotated - before
+    # The other process signs with the new key at once (its cached tenant carried the old key version).
+    assert _kids(result(post(second, "/v2/auth/tokenkeys/get", {}, tenant.headers))) == rotated
+
+
+def test_a_cache_entry_needs_the_same_keyring_and_lapses():
+    cache = CredentialCache(ttl_s=60)
+    tenant = Tenant(api_key_id="key_1", workspace_id="ws_1")
+    ring, other = object(), object()
+    cache.put("key_1", "token", tenant, "0", ring)
+    assert cache.get("key_1", "token", ring).tenant == tenant
+    assert cache.get("key_1", "token", other) is None
+    assert cache.get("key_1", "other-token", ring) is None
+    cache.drop("key_1", "token")
+    assert cache.get("key_1", "token", ring) is None
+    off = CredentialCache(ttl_s=0)
+    off.put("key_1", "token", tenant, "0", ring)
+    assert off.get("key_1", "token", ring) is None
+    small = CredentialCache(ttl_s=60, max_entries=2)
+    for n in range(3):
+        small.put("key_1", f"t{n}", tenant, "0", ring)
+    assert small.get("key_1", "t0", ring) is None and small.get("key_1", "t2", ring) is not None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _serving(pid: int) -> set[int]:
+    """The processes uvicorn's supervisor spawned to serve (not multiprocessing's resource tracker)."""
+    return {child for child in _children(pid) if b"spawn_main" in _cmdline(child)}
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # an exited child that init has not reaped yet is not running
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="counts worker processes in /proc")
+def test_collab_api_serves_from_several_worker_processes(servers, tmp_path):
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAB_")}
+    env.update(COLLAB_DATABASE_URL=servers["database_url"], COLLAB_REDIS_URL=servers["redis_url"],
+               COLLAB_DATA_DIR=str(tmp_path), COLLAB_SECRET_KEY="test-secret-key-0123456789-abcdefghij",
+               COLLAB_LOG_LEVEL="WARNING")
+    api = subprocess.Popen([sys.executable, "-m", "collab.cli", "api", "--port", str(port), "--workers", "2"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline, ready = time.monotonic() + 120, False
+        while not ready and time.monotonic() < deadline and api.poll() is None:
+            try:
+                ready = httpx.get(base + "/readyz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                time.sleep(0.1)  # polling a port that is not open yet
+        assert ready, api.stdout.read().decode() if api.poll() is not None else "not ready in 120 s"
+        workers = _serving(api.pid)
+        assert len(workers) == 2
+        with httpx.Client(base_url=base, timeout=30) as c:
+            tenant = new_tenant(c)
+            for _ in range(6):  # a fresh connection each: either process may answer, with the same result
+                with httpx.Client(base_url=base, timeout=30) as once:
+                    result(post(once, CONFIG_GET, {}, tenant.headers))
+    finally:
+        api.send_signal(signal.SIGINT)
+        assert api.wait(60) == 0
+    assert not [pid for pid in workers if _running(pid)]  # stopped with the supervisor
