@@ -23,7 +23,7 @@ test: install
 
 # Schema fuzzing at a large budget (make test runs the same cases at 10 per operation and mode).
 fuzz: install
-	COLLAB_FUZZ_EXAMPLES=$${COLLAB_FUZZ_EXAMPLES:-200} $(BIN)/python -m pytest tests/test_fuzz_schema.py $(PYTEST_ARGS)
+	COLLAB_FUZZ_EXAMPLES=$${COLLAB_FUZZ_EXAMPLES:-200} $(BIN)/python -m pytest tests/api/test_fuzz_schema.py $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python -m bench

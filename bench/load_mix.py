@@ -1,8 +1,10 @@
 """The load mix: tenants and their data (setup, not measured), and the operations virtual users perform.
 
 A virtual user stands for a product backend acting for people on one tenant: opening a document checks
-permissions and lists its users, the notification panel pages through notifications, comments become
-activities, and now and then someone creates or renames a document, shares it, or searches past reviews.
+permissions, lists its users and loads its comment threads, the notification panel pages through
+notifications and the comment badge counts unread threads, people comment (new threads and replies, now and
+then mentioning someone) and log activities, and now and then someone creates or renames a document, shares
+it, or searches past reviews.
 """
 
 import asyncio
@@ -18,6 +20,7 @@ import httpx
 ORGS, FOLDERS, DOCS_PER_FOLDER, ORG_USERS, DOC_USERS = 3, 2, 4, 12, 2
 SEED_NOTIFICATIONS = 60  # per organization, to every organization user: three pages of 20 per user
 SEED_JUDGMENTS = 120  # comment activities per tenant, so search has something to find
+SEED_THREADS, SEED_REPLIES = 4, 2  # comment threads per document, replies per thread
 GUESTS = 10  # users/add draws from a bounded pool, so audiences (and notification fan-out) stop growing
 PAGE_SIZE = 20
 
@@ -47,6 +50,7 @@ class Org:
     folders: list[str]
     docs: list[str]
     users: list[str]
+    threads: dict[str, list[str]] = field(default_factory=dict)  # document id -> its comment threads' ids
 
 
 @dataclass
@@ -169,6 +173,7 @@ async def populate(client: httpx.AsyncClient, tenant: Tenant, rng: random.Random
             await _ok(client, "/v2/users/add", {"organizationId": org.id, "documentId": doc, "users": guests}, h)
         tenant.orgs.append(org)
         await asyncio.gather(*(_seed_notification(client, tenant, org, n, rng) for n in range(SEED_NOTIFICATIONS)))
+        await asyncio.gather(*(_seed_threads(client, tenant, org, doc, rng) for doc in org.docs))
     for chunk in range(0, SEED_JUDGMENTS, 20):
         org = tenant.orgs[chunk // 20 % ORGS]
         activities = [_activity(rng, org, "comment_annotation.add") for _ in range(20)]
@@ -183,6 +188,24 @@ async def _seed_notification(client: httpx.AsyncClient, tenant: Tenant, org: Org
         "displayHeadlineMessageTemplate": "{actionUser} mentioned you in {docName}",
         "displayHeadlineMessageTemplateData": {"docName": org.docs[n % len(org.docs)]},
         "displayBodyMessage": comment(rng), "notifyUsers": [{"userId": rng.choice(org.users)}]}, tenant.headers)
+
+
+async def _seed_threads(client: httpx.AsyncClient, tenant: Tenant, org: Org, doc: str, rng: random.Random) -> None:
+    threads = [f"ann-{doc}-{n}" for n in range(SEED_THREADS)]
+    await _ok(client, "/v2/commentannotations/add", {
+        "organizationId": org.id, "documentId": doc, "commentAnnotations": [
+            {"annotationId": a, "commentData": [_comment_data(rng, org) for _ in range(1 + SEED_REPLIES)]}
+            for a in threads]}, tenant.headers)
+    org.threads[doc] = threads
+
+
+def _comment_data(rng: random.Random, org: Org) -> dict[str, Any]:
+    """One comment by a random organization user; one in five mentions someone (who is always notified)."""
+    user = rng.choice(org.users)
+    data: dict[str, Any] = {"commentText": comment(rng), "from": {"userId": user, "name": f"User {user}"}}
+    if rng.random() < 0.2:
+        data["taggedUserContacts"] = [{"userId": rng.choice(org.users)}]
+    return data
 
 
 async def wait_searchable(client: httpx.AsyncClient, tenants: list[Tenant], timeout: float = 300) -> None:
@@ -299,6 +322,36 @@ async def users_update(s: Session) -> None:
     await s.post("/v2/users/update", {"organizationId": org.id, "users": [change]})
 
 
+async def comments_get(s: Session) -> None:
+    """Open a document's comment sidebar: its threads with their comments, as one of its users sees them."""
+    org, doc = _pick(s)
+    await s.post("/v2/commentannotations/get", {"organizationId": org.id, "documentId": doc, "pageSize": 50,
+                                                "userId": s.rng.choice(org.users)})
+
+
+async def comments_count(s: Session) -> None:
+    """The unread badge of a user over the organization's documents."""
+    org = s.rng.choice(s.tenant.orgs)
+    await s.post("/v2/commentannotations/count/get", {"organizationId": org.id, "userId": s.rng.choice(org.users),
+                                                      "documentIds": org.docs[:100]})
+
+
+async def comments_add(s: Session) -> None:
+    """Reply in a thread of the document (seven in ten), or start a new one."""
+    org, doc = _pick(s)
+    threads = org.threads.setdefault(doc, [])
+    where = {"organizationId": org.id, "documentId": doc}
+    if threads and s.rng.random() < 0.7:
+        await s.post("/v2/commentannotations/comments/add",
+                     {**where, "annotationId": s.rng.choice(threads), "commentData": [_comment_data(s.rng, org)]})
+        return
+    annotation = s.new_id("ann")
+    body = await s.post("/v2/commentannotations/add", {**where, "commentAnnotations": [
+        {"annotationId": annotation, "commentData": [_comment_data(s.rng, org)]}]})
+    if body is not None:
+        threads.append(annotation)
+
+
 async def memory_search(s: Session) -> None:
     org = s.rng.choice(s.tenant.orgs)
     scope = {"organizationId": org.id} if s.rng.random() < 0.7 else {}
@@ -308,20 +361,24 @@ async def memory_search(s: Session) -> None:
 Op = Callable[[Session], Awaitable[None]]
 
 # Weights (percent of operations). Reads dominate as in any collaboration product (~70%): every document
-# open checks permissions and lists users, the notification panel is polled and paged. Comments are the
-# most frequent write; document and user writes follow people creating, renaming and sharing documents.
+# open checks permissions, lists users and loads its threads, the notification panel is polled and paged,
+# the unread badge is counted. Comments are the most frequent write (threads and replies, and the activities
+# a client logs itself); document and user writes follow people creating, renaming and sharing documents.
 # Console-style reads are rare (a backend caches them), and so is semantic search (an explicit user action,
 # and the costliest call: the query is embedded by the worker).
 MIX: list[tuple[str, Op, int]] = [
-    ("permissions/get", permissions_get, 22),
-    ("notifications/get (1-3 pages)", notifications_get, 18),
-    ("activities/add", activities_add, 16),
-    ("users/get", users_get, 12),
+    ("permissions/get", permissions_get, 16),
+    ("notifications/get (1-3 pages)", notifications_get, 14),
+    ("commentannotations/get", comments_get, 10),
+    ("commentannotations/count/get", comments_count, 6),
+    ("comments add (reply 70%, new thread 30%)", comments_add, 6),
+    ("activities/add", activities_add, 10),
+    ("users/get", users_get, 10),
     ("documents/add", documents_add, 5),
-    ("documents/update", documents_update, 5),
+    ("documents/update", documents_update, 3),
     ("users/add", users_add, 5),
     ("users/update", users_update, 5),
-    ("workspace config get (3 kinds)", config_get, 8),
+    ("workspace config get (3 kinds)", config_get, 6),
     ("workspace/get", workspace_get, 1),
     ("memory/search", memory_search, 3),
 ]

@@ -152,6 +152,27 @@ def test_update_users_rewrites_identities(client):
     assert get(client, t, userIds=["old"]) == []
 
 
+def test_update_users_stays_inside_the_document_and_threads_named(client):
+    t = setup(client)
+    for doc, ids in (("doc", ["a1", "a2"]), ("doc2", ["b1"])):
+        add(client, t, *(thread(user="old", annotationId=i) for i in ids), doc=doc)
+        for i in ids:
+            result(post(client, f"{BASE}/comments/reactions/add", {"organizationId": "org", "documentId": doc,
+                                                                   "annotationId": i, "commentId": 1,
+                                                                   "reaction": "👍", "userId": "old"}, t.headers))
+    rename = {"updateUsers": [{"from": {"userId": "old"}, "to": {"userId": "new"}}]}
+    result(post(client, f"{BASE}/update", {"organizationId": "org", "documentId": "doc", "annotationIds": ["a1"],
+                                           **rename}, t.headers))
+
+    def authors():
+        return {a["annotationId"]: (a["from"]["userId"], a["comments"][0]["from"]["userId"],
+                                    a["comments"][0]["reactions"][0]["userIds"]) for a in get(client, t)}
+
+    assert authors() == {"a1": ("new", "new", ["new"]), "a2": ("old", "old", ["old"]), "b1": ("old", "old", ["old"])}
+    result(post(client, f"{BASE}/update", {"organizationId": "org", "documentId": "doc", **rename}, t.headers))
+    assert authors() == {"a1": ("new", "new", ["new"]), "a2": ("new", "new", ["new"]), "b1": ("old", "old", ["old"])}
+
+
 def test_delete_threads_by_id_and_whole_document(client):
     t = setup(client)
     add(client, t, thread(annotationId="a1"), thread(annotationId="a2"), thread(annotationId="a3"))

@@ -5,7 +5,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 from helpers import add_organization, enable_activities, enable_advanced_queries, new_tenant, post, result, settle_jobs
-from test_webhooks import BASE as HOOKS, create_endpoint, enable_webhooks, settle
+from factories import WEBHOOKS as HOOKS, create_endpoint, enable_webhooks, settle
 
 BASE = "/v2/commentannotations"
 WHERE = {"organizationId": "org", "documentId": "doc"}

@@ -4,10 +4,7 @@
 import pytest
 
 from collab.files import DecodeError, Limits, Task, decode
-
-
-def triples(decoded):
-    return [(t.text, t.category, t.source) for t in decoded.tasks]
+from factories import triples
 
 
 def test_csv_with_header_and_category_column():

@@ -9,6 +9,7 @@ from pypdf import PdfReader, PdfWriter
 
 from collab.files import DecodeError, Limits, decode
 from collab.files.pdf import extract_pages
+from factories import triples
 
 PDF = "application/pdf"
 
@@ -35,10 +36,6 @@ PAGES = [
         "Page 2 of 2",
     ],
 ]
-
-
-def triples(decoded):
-    return [(t.text, t.category, t.source) for t in decoded.tasks]
 
 
 def kind_of(data: bytes, **limits) -> str:

@@ -3,6 +3,7 @@
 import pytest
 
 from collab.files import DecodeError, decode
+from factories import triples
 
 MARKDOWN = """\
 # Launch review
@@ -27,10 +28,6 @@ Operations
 - Secrets are stored in the vault, never in the repository
 - ok
 """
-
-
-def triples(decoded):
-    return [(t.text, t.category, t.source) for t in decoded.tasks]
 
 
 def test_markdown_checklist_with_headings():

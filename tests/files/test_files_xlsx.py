@@ -8,10 +8,7 @@ import pytest
 from collab.testing.samples import XLSX, make_xlsx, zip_bomb_xlsx
 
 from collab.files import DecodeError, Limits, decode
-
-
-def triples(decoded):
-    return [(t.text, t.category, t.source) for t in decoded.tasks]
+from factories import triples
 
 
 def kind_of(data: bytes, mime: str = XLSX, **limits) -> str:

@@ -35,7 +35,8 @@ def react(client, t, annotation_id, comment_id, user, reaction, where=WHERE):
 
 
 def notify(client, t, notification_id, actor, to, body="hello", where=WHERE):
-    call(client, t, "/v2/notifications/add", {**where, "notificationId": notification_id, "actionUser": {"userId": actor},
+    call(client, t, "/v2/notifications/add", {**where, "notificationId": notification_id,
+                                              "actionUser": {"userId": actor},
                                               "displayHeadlineMessageTemplate": "x", "displayBodyMessage": body,
                                               "notifyAll": False, "notifyUsers": [{"userId": u} for u in to]})
 
@@ -146,7 +147,8 @@ def test_a_users_data_from_every_feature_comes_back_and_nothing_of_others(client
 
 def test_several_users_and_organizations_filter(client):
     t = populated(client)
-    alone = {u: {(i["type"], json.dumps(ident(i))) for i in export(client, t, userIds=[u])["data"]} for u in ("u1", "u2")}
+    alone = {u: {(i["type"], json.dumps(ident(i))) for i in export(client, t, userIds=[u])["data"]}
+             for u in ("u1", "u2")}
     both = export(client, t, userIds=["u2", "u1"])["data"]
     assert {(i["type"], json.dumps(ident(i))) for i in both} == alone["u1"] | alone["u2"]
     # A notification both caused (u1) and received (u2) names both.

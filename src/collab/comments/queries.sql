@@ -121,12 +121,14 @@ order by c.annotation_id, c.id
 select count(*) as n from comments
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
 
--- name: insert_comment
--- Add one comment to a thread.
+-- name: insert_comments
+-- Add comments to a thread in one statement (one row per element of `rows`, a JSON array).
 insert into comments (api_key_id, organization_id, document_id, annotation_id, id, comment_text, comment_html,
                       from_user, from_id, tagged, attachments, agent, created_at, updated_at)
-values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, %(id)s, %(comment_text)s,
-        %(comment_html)s, %(from_user)s, %(from_id)s, %(tagged)s, %(attachments)s, %(agent)s, %(now)s, %(now)s)
+select %(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, r.id, r.comment_text, r.comment_html,
+       r.from_user, r.from_user ->> 'userId', r.tagged, r.attachments, r.agent, %(now)s, %(now)s
+from jsonb_to_recordset(%(rows)s) as r(id bigint, comment_text text, comment_html text, from_user jsonb,
+                                       tagged jsonb, attachments jsonb, agent jsonb)
 
 -- name: update_comment
 -- Edit a comment's text, html and tags (each only when set); it keeps createdAt and becomes edited.
@@ -154,6 +156,14 @@ select %(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, 
 from unnest(%(user_ids)s::text[]) as u
 on conflict do nothing
 returning user_id
+
+-- name: insert_new_mentions
+-- Record who new comments tag, in one statement (`pairs`: a JSON array of {commentId, userId}); the pairs stored.
+insert into comment_mentions (api_key_id, organization_id, document_id, annotation_id, comment_id, user_id)
+select %(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, p."commentId", p."userId"
+from jsonb_to_recordset(%(pairs)s) as p("commentId" bigint, "userId" text)
+on conflict do nothing
+returning comment_id, user_id
 
 -- name: drop_mentions
 -- Forget tags a comment no longer carries.
@@ -214,7 +224,8 @@ where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s
 group by a.document_id
 
 -- name: rename_annotation_users
--- Rewrite one user's identity on threads (creator, assignee, visibility list) across an organization.
+-- Rewrite one user's identity on a document's threads (creator, assignee, resolver, visibility list); only on some
+-- threads when ids is set.
 update comment_annotations set
     from_user = case when from_id = %(old_id)s then %(new_user)s else from_user end,
     from_id = case when from_id = %(old_id)s then %(new_id)s else from_id end,
@@ -223,13 +234,15 @@ update comment_annotations set
     resolved_by = case when resolved_by = %(old_id)s then %(new_id)s else resolved_by end,
     visible_user_ids = array_replace(visible_user_ids, %(old_id)s, %(new_id)s),
     updated_at = %(now)s
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+  and (%(ids)s::text[] is null or id = any(%(ids)s))
   and (from_id = %(old_id)s or assigned_id = %(old_id)s or resolved_by = %(old_id)s
        or %(old_id)s = any(visible_user_ids))
 returning id
 
 -- name: rename_comment_users
--- Rewrite one user's identity as a comment author and in comments' tags across an organization.
+-- Rewrite one user's identity as a comment author and in comments' tags on a document's threads (some, when ids is
+-- set).
 update comments set
     from_user = case when from_id = %(old_id)s then %(new_user)s else from_user end,
     from_id = case when from_id = %(old_id)s then %(new_id)s else from_id end,
@@ -237,14 +250,17 @@ update comments set
                                              then jsonb_build_object('userId', %(new_id)s::text, 'contact', %(new_user)s)
                                              else t end), '[]'::jsonb)
               from jsonb_array_elements(tagged) t)
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+  and (%(ids)s::text[] is null or annotation_id = any(%(ids)s))
   and (from_id = %(old_id)s or tagged @> jsonb_build_array(jsonb_build_object('userId', %(old_id)s::text)))
 
 -- name: rename_other_users
--- Rewrite one user's identity in reactions, mentions and read marks across an organization (a clash keeps one).
+-- Rewrite one user's identity in reactions, mentions and read marks on a document's threads (some, when ids is set);
+-- a clash keeps one.
 with reactions as (
     update comment_reactions x set user_id = %(new_id)s
     where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s and x.user_id = %(old_id)s
+      and x.document_id = %(document_id)s and (%(ids)s::text[] is null or x.annotation_id = any(%(ids)s))
       and not exists (select 1 from comment_reactions y
                       where y.api_key_id = x.api_key_id and y.organization_id = x.organization_id
                         and y.annotation_id = x.annotation_id and y.comment_id = x.comment_id
@@ -252,6 +268,7 @@ with reactions as (
 ), mentions as (
     update comment_mentions x set user_id = %(new_id)s
     where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s and x.user_id = %(old_id)s
+      and x.document_id = %(document_id)s and (%(ids)s::text[] is null or x.annotation_id = any(%(ids)s))
       and not exists (select 1 from comment_mentions y
                       where y.api_key_id = x.api_key_id and y.organization_id = x.organization_id
                         and y.annotation_id = x.annotation_id and y.comment_id = x.comment_id
@@ -259,6 +276,7 @@ with reactions as (
 )
 update comment_reads x set user_id = %(new_id)s
 where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s and x.user_id = %(old_id)s
+  and x.document_id = %(document_id)s and (%(ids)s::text[] is null or x.annotation_id = any(%(ids)s))
   and not exists (select 1 from comment_reads y
                   where y.api_key_id = x.api_key_id and y.organization_id = x.organization_id
                     and y.annotation_id = x.annotation_id and y.user_id = %(new_id)s)

@@ -37,19 +37,19 @@ async def insert_comments(conn: Conn, *, tenant: Tenant, thread: dict[str, Any],
     """Store comments in a (locked or new) thread: each as shown, its source, and the users it newly mentions."""
     key = {"api_key_id": tenant.api_key_id, "organization_id": thread["organization_id"]}
     last = await repo.take_comment_ids(conn, **key, id=thread["id"], count=len(comments), now=now)
-    out = []
-    for n, source in enumerate(comments):
-        wire = _wire(id=last - len(comments) + 1 + n, source=source, now=now)
-        await repo.insert_comment(conn, **key, document_id=thread["document_id"], annotation_id=thread["id"],
-                                  id=wire["commentId"], comment_text=source.commentText,
-                                  comment_html=source.commentHtml, from_user=wire["from"],
-                                  tagged=wire["taggedUserContacts"], attachments=wire["attachments"],
-                                  agent=source.agent, now=now)
-        tagged = [t["userId"] for t in wire["taggedUserContacts"]]
-        mentioned = await repo.set_mentions(conn, **key, document_id=thread["document_id"], annotation_id=thread["id"],
-                                            comment_id=wire["commentId"], user_ids=tagged) if tagged else []
-        out.append((wire, source, mentioned))
-    return out
+    wires = [_wire(id=last - len(comments) + 1 + n, source=source, now=now) for n, source in enumerate(comments)]
+    where = {**key, "document_id": thread["document_id"], "annotation_id": thread["id"]}
+    # One statement for all of them (and one for their mentions), not a round trip per comment.
+    await repo.insert_comments(conn, **where, now=now, rows=[
+        {"id": w["commentId"], "comment_text": s.commentText, "comment_html": s.commentHtml, "from_user": w["from"],
+         "tagged": w["taggedUserContacts"], "attachments": w["attachments"], "agent": s.agent}
+        for w, s in zip(wires, comments)])
+    pairs = [(w["commentId"], t["userId"]) for w in wires for t in w["taggedUserContacts"]]
+    stored = await repo.insert_new_mentions(conn, **where, pairs=pairs) if pairs else []
+    mentioned: dict[int, list[str]] = {}
+    for comment_id, user_id in stored:
+        mentioned.setdefault(comment_id, []).append(user_id)
+    return [(w, s, mentioned.get(w["commentId"], [])) for w, s in zip(wires, comments)]
 
 
 def _participants(thread: dict[str, Any], comments: list[dict[str, Any]]) -> set[str]:

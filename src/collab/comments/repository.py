@@ -109,15 +109,21 @@ async def count_comments(conn: Conn, *, api_key_id: str, organization_id: str, a
     return (await fetch_one(conn, q.count_comments, params))["n"]
 
 
-async def insert_comment(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, annotation_id: str,
-                         id: int, comment_text: str | None, comment_html: str | None, from_user: dict[str, Any],
-                         tagged: list[dict[str, Any]], attachments: list[dict[str, Any]], agent: Any,
-                         now: int) -> None:
+async def insert_comments(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str,
+                          annotation_id: str, rows: list[dict[str, Any]], now: int) -> None:
+    """Add comments to a thread in one round trip; each row: id, comment_text, comment_html, from_user, tagged,
+    attachments, agent."""
     params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
-                  annotation_id=annotation_id, id=id, comment_text=comment_text, comment_html=comment_html,
-                  from_user=Jsonb(from_user), from_id=from_user["userId"], tagged=Jsonb(tagged),
-                  attachments=Jsonb(attachments), agent=_json(agent), now=now)
-    await execute(conn, q.insert_comment, params)
+                  annotation_id=annotation_id, rows=Jsonb(rows), now=now)
+    await execute(conn, q.insert_comments, params)
+
+
+async def insert_new_mentions(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str,
+                              annotation_id: str, pairs: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Record who new comments tag, in one round trip; the (comment id, user id) pairs stored."""
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
+                  annotation_id=annotation_id, pairs=Jsonb([{"commentId": c, "userId": u} for c, u in pairs]))
+    return [(r["comment_id"], r["user_id"]) for r in await fetch_all(conn, q.insert_new_mentions, params)]
 
 
 async def update_comment(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, id: int,
@@ -181,11 +187,12 @@ async def count_threads(conn: Conn, *, api_key_id: str, organization_id: str, do
     return await fetch_all(conn, q.count_threads, params)
 
 
-async def rename_user(conn: Conn, *, api_key_id: str, organization_id: str, old_id: str, new_user: dict[str, Any],
-                      now: int) -> set[str]:
-    """Rewrite one user's identity across an organization's comment data; the threads whose fields changed."""
-    params = {"api_key_id": api_key_id, "organization_id": organization_id, "old_id": old_id,
-              "new_id": new_user["userId"], "new_user": Jsonb(new_user), "now": now}
+async def rename_user(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, ids: list[str] | None,
+                      old_id: str, new_user: dict[str, Any], now: int) -> set[str]:
+    """Rewrite one user's identity in a document's comment data (only some threads' when `ids` is set); the threads
+    whose own fields changed."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "ids": ids,
+              "old_id": old_id, "new_id": new_user["userId"], "new_user": Jsonb(new_user), "now": now}
     threads = {r["id"] for r in await fetch_all(conn, q.rename_annotation_users, params)}
     await execute(conn, q.rename_comment_users, params)
     await execute(conn, q.rename_other_users, params)

@@ -184,8 +184,9 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
             results[annotation_id] = _outcome(annotation_id, True, "Annotation updated.")
         for pair in data.updateUsers or []:
             old = pair.from_.userId
-            renamed = await repo.rename_user(tx.conn, **key, old_id=old, new_user=pair.to.model_dump(exclude_none=True),
-                                             now=now)
+            # The request names a document (and maybe threads): the rewrite stays inside them (docs/decisions.md).
+            renamed = await repo.rename_user(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds,
+                                             old_id=old, new_user=pair.to.model_dump(exclude_none=True), now=now)
             results.setdefault(old, _outcome(old, True, f"User identity rewritten on {len(renamed)} threads."))
     return results
 

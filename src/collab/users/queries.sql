@@ -150,6 +150,7 @@ select * from recordings r
 where r.api_key_id = %(api_key_id)s and r.from_user ->> 'userId' = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or r.organization_id = any(%(organization_ids)s))
   and (%(after_org)s::text is null
-       or (r.organization_id, r.annotation_id, r.version) > (%(after_org)s, %(after_annotation)s, %(after_version)s::int))
+       or (r.organization_id, r.annotation_id, r.version)
+          > (%(after_org)s, %(after_annotation)s, %(after_version)s::int))
 order by r.organization_id, r.annotation_id, r.version
 limit %(limit)s

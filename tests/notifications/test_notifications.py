@@ -2,9 +2,9 @@
 
 import concurrent.futures
 
-from collab.notifications.tasks import flush_due
-from helpers import (add_organization, enable_activities, enable_advanced_queries, error, issue_paths, new_tenant,
-                     post, result)
+from factories import batches, comment, flush, service_tenant, tenant_with_users
+from factories import notifications as listed
+from helpers import add_organization, enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result
 
 ADD, GET = "/v1/notifications/add", "/v2/notifications/get"
 ACTOR = {"userId": "u0", "name": "Ana", "email": "ana@example.com"}
@@ -19,24 +19,6 @@ def notification(**fields):
             "displayHeadlineMessageTemplateData": {"docName": "Plan"},
             "displayBodyMessage": "Please review", "notifyUsers": [{"userId": "u1", "email": "u1@example.com"}],
             **fields}
-
-
-def tenant_with_users(client, *org_users, doc_users=()):
-    t = new_tenant(client)
-    add_organization(client, t, "o1", "d1")
-    enable_advanced_queries(client, t)
-    if org_users:
-        result(post(client, "/v2/users/add", {"organizationId": "o1", "users": [{"userId": u} for u in org_users]}, t.headers))
-    if doc_users:
-        result(post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1",
-                                              "users": [{"userId": u} for u in doc_users]}, t.headers))
-    return t
-
-
-def listed(client, t, **data):
-    response = post(client, GET, {"organizationId": "o1", **data}, t.headers)
-    assert response.status_code == 200, response.text
-    return response.json()["result"]
 
 
 def test_add_and_get_in_the_spec_shape(client, clock):
@@ -156,31 +138,6 @@ def test_another_tenants_notifications_are_invisible(client):
 
 
 # The notification service: comment activities become notifications.
-
-def service_tenant(client, config=None, doc_users=("u1", "u2")):
-    t = tenant_with_users(client, doc_users=doc_users)
-    enable_activities(client, t)
-    body = {"useNotificationService": True, **({"notificationServiceConfig": config} if config else {})}
-    result(post(client, "/v2/workspace/notificationconfig/update", body, t.headers))
-    return t
-
-
-def comment(client, t, activity_id, user="u0", **entity):
-    body = {"organizationId": "o1", "documentId": "d1", "activities": [{
-        "id": activity_id, "featureType": "comment", "actionType": "comment_annotation.add",
-        "actionUser": {"userId": user, "name": f"User {user}"}, "entityData": {"commentText": f"text {activity_id}", **entity}}]}
-    result(post(client, "/v2/activities/add", body, t.headers))
-
-
-def flush(live):
-    return live.run(flush_due({"svc": live.svc}))
-
-
-def batches(client, t):
-    """activityIds of each service notification, sorted (notifications of one instant have no order)."""
-    records = listed(client, t, documentId="d1", order="asc")["data"]
-    return sorted(r["notificationSourceData"]["activityIds"] for r in records if r["notificationSource"] == "comment")
-
 
 def test_comment_activity_notifies_the_documents_users_but_the_actor(client):
     t = service_tenant(client, doc_users=("u0", "u1", "u2"))

@@ -1,23 +1,13 @@
 """Hybrid search (identifiers), full pages in a tiny organization past the exact threshold, bound page tokens."""
 
+from factories import add_activities, judged
 from helpers import enable_activities, error, new_tenant, post, result, settle_jobs
 
 SEARCH = "/v2/memory/search"
 
 
-def add(client, t, activities, org="org1", doc="doc1"):
-    return result(post(client, "/v2/activities/add", {"organizationId": org, "documentId": doc, "activities": activities}, t.headers))
-
-
-def judged(record_id, reasoning, *, action="comment_annotation.reject", target="ann1", user="u1"):
-    return {
-        "id": record_id,
-        "featureType": "comment",
-        "actionType": action,
-        "actionUser": {"userId": user, "name": f"User {user}"},
-        "targetEntityId": target,
-        "entityData": {"reasoning": reasoning},
-    }
+def add(client, t, activities, **where):
+    return result(add_activities(client, t, *activities, **where))
 
 
 def ids(client, t, **data):

@@ -12,17 +12,15 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from psycopg.types.json import Jsonb
 
 from collab.notifications.engine import FLUSH_FAILED
-from collab.notifications.tasks import flush_due
 from collab.webhooks import repository as webhooks_repo
 from collab.webhooks.delivery import LOST, MAX_LOST_LEASES
 from collab.webhooks.tasks import sweep
+from factories import (DELAYED, WEBHOOKS as BASE, batches, comment, create_endpoint, delayed_batch_and_failed_delivery,
+                       enable_webhooks, flush, messages, notifications, notify, service_tenant, settle, webhook_tenant)
 from helpers import error, issue_paths, new_tenant, post, result
 from pathological_webhooks import BIG_INTEGERS, PUBLIC_KEYS, URLS, short_rsa_key
-from test_notifications import batches, comment, listed, service_tenant
-from test_webhooks import BASE, create_endpoint, enable_webhooks, messages, notify, settle, webhook_tenant
 
 CONFIG = "/v2/workspace/advancedwebhookconfig/update"
-DELAYED = {"delayConfig": {"isEnabled": True, "delaySeconds": 20}}
 
 
 def _rsa_pair(bits=2048):
@@ -97,14 +95,7 @@ def _plant(db, sql, *args):
 
 def test_poisoned_tenants_cannot_stop_other_tenants_crons(client, live, receiver, clock, db):
     # B, an honest tenant: a delayed notification due in 20 s, and a webhook whose first attempt fails.
-    b = service_tenant(client, DELAYED)
-    enable_webhooks(client, b)
-    create_endpoint(client, b, receiver.url("/b"), filterTypes=["notification.add"])
-    receiver.reply(500)
-    notify(client, b, "direct")
-    settle(live, b)
-    [first] = receiver.to("/b")
-    comment(client, b, "b1")
+    b, first = delayed_batch_and_failed_delivery(client, live, receiver)
     now = int(clock["now"] * 1000)
 
     # A1: encryptData under a 512-bit key (stored before keys were checked), a due batch and a CRDT window.
@@ -132,7 +123,7 @@ def test_poisoned_tenants_cannot_stop_other_tenants_crons(client, live, receiver
                a3.api_key)
 
         clock["now"] += 20
-        live.run(flush_due({"svc": live.svc}))
+        flush(live)
         assert batches(client, b) == [["b1"]]  # B's delayed notification arrived
         clock["now"] += 6  # B's retry (5 s ± 10 %) is due
         settle(live, b)
@@ -148,7 +139,7 @@ def test_poisoned_tenants_cannot_stop_other_tenants_crons(client, live, receiver
         assert all(m["status"] == "failed" and "2048 bits" in m["error"] for m in a1_log), a1_log
         [a2_message] = messages(client, a2)["messages"]
         assert a2_message["status"] == "failed" and "64-bit" in a2_message["error"]
-        assert [r["notificationSourceData"]["activityIds"] for r in listed(client, a2, documentId="d1")["data"]] == [["a2"]]
+        assert [r["notificationSourceData"]["activityIds"] for r in notifications(client, a2, documentId="d1")["data"]] == [["a2"]]
 
         # A3's batch is tried again after 1 and 5 minutes, then failed for good with its reason; never again.
         def a3_batch():
@@ -158,13 +149,13 @@ def test_poisoned_tenants_cannot_stop_other_tenants_crons(client, live, receiver
         assert (a3_batch()["attempts"], a3_batch()["error"]) == (1, FLUSH_FAILED)
         for step, tries in ((60, 2), (300, 3), (3600, 3)):
             clock["now"] += step
-            live.run(flush_due({"svc": live.svc}))
+            flush(live)
             assert a3_batch()["attempts"] == tries
-        assert a3_batch()["status"] == "failed" and listed(client, a3, documentId="d1")["data"] == []
+        assert a3_batch()["status"] == "failed" and notifications(client, a3, documentId="d1")["data"] == []
         # The crons still serve B.
         comment(client, b, "b2")
         clock["now"] += 20
-        live.run(flush_due({"svc": live.svc}))
+        flush(live)
         assert batches(client, b) == [["b1"], ["b2"]]
     finally:
         for table in ("notification_batches", "webhook_crdt_pending", "webhook_messages"):
@@ -210,6 +201,9 @@ def test_sweep_takes_every_tenants_due_deliveries_in_turns(client, live, receive
     async def take_two():
         async with live.svc.pool.connection() as conn:
             async with conn.transaction(force_rollback=True):  # looks only: locks nothing past this
+                # Deliveries other tests left waiting are set aside (undone with the rollback): two tenants here.
+                await conn.execute("update webhook_deliveries set due_at = due_at + 1e13, lease_until = lease_until + 1e13"
+                                   " where api_key_id <> all(%s)", ([busy.api_key, quiet.api_key],))
                 return await webhooks_repo.due_deliveries(conn, now=now + 200_000, limit=2)
 
     try:

@@ -3,15 +3,11 @@
 from collab.documents.tasks import migrate_document
 from collab.users.deletion import TASKS
 from collab.users.tasks import delete_user_data
+from factories import judged, seed_document
 from helpers import add_organization, enable_activities, error, new_tenant, post, result, settle_jobs
 
+PRICE = "The price claim needs the original price beside it."
 MIGRATE, STATUS = "/v2/organizations/documents/migrate", "/v2/organizations/documents/migrate/status"
-
-
-def review(record_id, user, reasoning="The price claim needs the original price beside it."):
-    return {"id": record_id, "featureType": "comment", "actionType": "comment_annotation.reject",
-            "actionUser": {"userId": user, "name": f"User {user}"}, "targetEntityId": "ann1",
-            "entityData": {"reasoning": reasoning}}
 
 
 def counts(db, t, doc):
@@ -28,22 +24,10 @@ def counts(db, t, doc):
 
 def seed(client, live, t):
     """o1/d1 with a grant, a notification, presence, a recording, two users' review activities and judgments."""
-    add_organization(client, t, "o1", "d1", "keep")
     enable_activities(client, t)
-    result(post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]}, t.headers))
-    result(post(client, "/v2/notifications/add", {
-        "organizationId": "o1", "documentId": "d1", "actionUser": {"userId": "u1"}, "notifyAll": False,
-        "displayHeadlineMessageTemplate": "{actionUser} pinged you", "displayBodyMessage": "hi",
-        "notifyUsers": [{"userId": "u2"}]}, t.headers))
-    result(post(client, "/v2/presence/update", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]}, t.headers))
-    result(post(client, "/v2/recordings/add", {"organizationId": "o1", "documentId": "d1", "recordings": [{
-        "annotationId": "rec1", "recordingType": "screen", "mode": "floating", "displayName": "Demo",
-        "recordedTime": {"duration": 5000}, "from": {"userId": "u1"},
-        "attachments": [{"url": "https://cdn.example.com/r.webm", "mimeType": "video/webm", "name": "r.webm",
-                         "type": "video", "size": 100}]}]}, t.headers))
-    result(post(client, "/v2/crdt/add", {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text",
-                                         "data": "hello", "userId": "u1"}, t.headers))
-    body = {"organizationId": "o1", "documentId": "d1", "activities": [review("a1", "u1"), review("a2", "u2")]}
+    seed_document(client, t, to="u2")
+    activities = [judged("a1", PRICE, user="u1"), judged("a2", PRICE, user="u2")]
+    body = {"organizationId": "o1", "documentId": "d1", "activities": activities}
     result(post(client, "/v2/activities/add", body, t.headers))
     settle_jobs(live, t)
 

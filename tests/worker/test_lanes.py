@@ -13,45 +13,10 @@ from collab.judgments.tasks import ActiveModel, active_embedder
 from collab.kit.jobs import AWAITED_RESULT_S, BULK_QUEUE, LANES, lane, run_sync
 from collab.testing import fake_models
 from helpers import enable_activities, new_tenant, post, result, settle_jobs
-from test_notifications import batches, comment, service_tenant
-from test_webhooks import create_endpoint, enable_webhooks, notify, settle
+from factories import batches, delayed_batch_and_failed_delivery, judged, release, wait_for, with_own_key
 
 CHECKS = b"Category,Check\nClaims,Every price claim states whether tax is included\n"
 ASK = {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}
-DELAYED = {"delayConfig": {"isEnabled": True, "delaySeconds": 20}}
-
-
-def judged(record_id: str, reasoning: str) -> dict:
-    return {
-        "id": record_id,
-        "featureType": "comment",
-        "actionType": "comment_annotation.reject",
-        "actionUser": {"userId": "u1", "name": "User u1"},
-        "targetEntityId": "ann1",
-        "entityData": {"reasoning": reasoning},
-    }
-
-
-def wait_for(condition, what: str, limit_s: float = 60) -> None:
-    """Wait for a state the service reaches on its own (not a fixed delay)."""
-    pause = threading.Event()
-    for _ in range(int(limit_s / 0.02)):
-        if condition():
-            return
-        pause.wait(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def release(fake) -> None:
-    """Let every hanging fake-provider call answer (later `hang` scripts hang again)."""
-    fake.loop.call_soon_threadsafe(lambda: (fake.release.set(), fake.release.clear()))
-
-
-def with_own_key(client):
-    t = new_tenant(client)
-    body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-own-key"}]}
-    result(post(client, "/v2/workspace/apikeyconfig/update", body, t.headers))
-    return t
 
 
 def searcher_with_judgments(client, live):
@@ -146,14 +111,7 @@ def test_search_answers_while_every_ai_slot_is_held_by_other_workspaces(client, 
 def test_bulk_crons_run_while_every_extraction_slot_is_held(client, live, llm, receiver, clock):
     """Hanging extractions hold every extraction slot; a delayed notification and a webhook retry still arrive."""
     llm.responder = fake_models.answer
-    b = service_tenant(client, DELAYED)
-    enable_webhooks(client, b)
-    create_endpoint(client, b, receiver.url("/b"), filterTypes=["notification.add"])
-    receiver.reply(500)
-    notify(client, b, "direct")
-    settle(live, b)
-    [first] = receiver.to("/b")
-    comment(client, b, "b1")
+    b, first = delayed_batch_and_failed_delivery(client, live, receiver)
     runners = hold_extraction_slots(client, llm, live)
     try:
         clock["now"] += 20  # the delayed notification falls due; the webhook's retry (5 s ± 10 %) too

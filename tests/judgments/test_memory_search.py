@@ -2,6 +2,7 @@
 
 import pytest
 
+from factories import add_activities, judged
 from helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
 
 SEARCH = "/v2/memory/search"
@@ -24,23 +25,8 @@ QUERIES = {
 }
 
 
-def add(client, t, activities, org="org1", doc="doc1"):
-    return result(post(client, "/v2/activities/add", {"organizationId": org, "documentId": doc, "activities": activities}, t.headers))
-
-
-def judged(record_id, reasoning, *, action="comment_annotation.reject", ts=None, target="ann1", user="u1", **extra):
-    activity = {
-        "id": record_id,
-        "featureType": "comment",
-        "actionType": action,
-        "actionUser": {"userId": user, "name": f"User {user}"},
-        "targetEntityId": target,
-        "entityData": {"reasoning": reasoning, **extra.pop("entity", {})},
-        **extra,
-    }
-    if ts is not None:
-        activity["timestamp"] = ts
-    return activity
+def add(client, t, activities, **where):
+    return result(add_activities(client, t, *activities, **where))
 
 
 def search(client, t, **data):

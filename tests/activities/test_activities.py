@@ -2,24 +2,15 @@
 
 import pytest
 
+from factories import ANA as USER, activity, page_of
+from factories import add_activities as add
 from helpers import enable_activities, error, issue_paths, new_tenant, post, result
 
 ADD, UPDATE, GET, DELETE = (f"/v2/activities/{op}" for op in ("add", "update", "get", "delete"))
-USER = {"userId": "u1", "name": "Ana", "email": "ana@example.com"}
-
-
-def activity(**fields):
-    return {"featureType": "comment", "actionType": "comment.add", "actionUser": USER, **fields}
-
-
-def add(client, t, *activities, org="org1", doc="doc1"):
-    return post(client, ADD, {"organizationId": org, "documentId": doc, "activities": list(activities)}, t.headers)
 
 
 def listed(client, t, **filters):
-    response = post(client, GET, {"organizationId": "org1", **filters}, t.headers)
-    assert response.status_code == 200, response.text
-    return response.json()["result"]
+    return page_of(client, GET, t, **{"organizationId": "org1", **filters})
 
 
 def test_add_requires_enabled_activity_service(client):

@@ -20,7 +20,8 @@ from collab.testing import fake_models
 from collab.users.deletion import TASKS
 from collab.webhooks.delivery import LEASE_MARGIN_MS
 from faults_env import FaultEnv, Load, Silent, wait_for
-from helpers import error, new_tenant, post, result
+from factories import ping, seed_document
+from helpers import add_organization, error, new_tenant, post, result
 
 TASK_NAMES = list(TASKS)
 KILLED = -signal.SIGKILL
@@ -81,36 +82,6 @@ def with_webhooks(client, t, receiver, **fields):
                        t.headers))
 
 
-def add_docs(client, t, org, *docs):
-    result(post(client, "/v2/organizations/add", {"organizations": [{"organizationId": org}]}, t.headers))
-    result(post(client, "/v2/organizations/documents/add",
-                {"organizationId": org, "documents": [{"documentId": d} for d in docs]}, t.headers))
-
-
-def notify(client, t, by, to, notification_id, doc="d1"):
-    return result(post(client, "/v2/notifications/add", {
-        "organizationId": "o1", "documentId": doc, "notificationId": notification_id, "notifyAll": False,
-        "actionUser": {"userId": by}, "displayHeadlineMessageTemplate": "{actionUser} pinged you",
-        "displayBodyMessage": "hi", "notifyUsers": [{"userId": to}]}, t.headers))
-
-
-def seed_document(client, t):
-    """o1/d1 with a grant, a notification, presence, a recording and CRDT content, all by u1; o1/keep empty."""
-    add_docs(client, t, "o1", "d1", "keep")
-    result(post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
-                t.headers))
-    notify(client, t, "u1", "u3", "n-u1")
-    result(post(client, "/v2/presence/update", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
-                t.headers))
-    result(post(client, "/v2/recordings/add", {"organizationId": "o1", "documentId": "d1", "recordings": [{
-        "annotationId": "rec1", "recordingType": "screen", "mode": "floating", "displayName": "Demo",
-        "recordedTime": {"duration": 5000}, "from": {"userId": "u1"},
-        "attachments": [{"url": "https://cdn.example.com/r.webm", "mimeType": "video/webm", "name": "r.webm",
-                         "type": "video", "size": 100}]}]}, t.headers))
-    result(post(client, "/v2/crdt/add", {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text",
-                                         "data": "hello", "userId": "u1"}, t.headers))
-
-
 def document_rows(env, t, doc):
     out = {}
     for table in ("documents", "grants", "notifications", "presence", "recordings", "crdt_editors"):
@@ -142,12 +113,12 @@ def user_rows(env, t, user):
 
 def test_worker_killed_mid_user_data_deletion_finishes_each_task_once(env, client, tmp_path):
     t = new_tenant(client)
-    seed_document(client, t)
+    seed_document(client, t, to="u3", notification_id="n-u1")
     result(post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u2"}]},
                 t.headers))
     result(post(client, "/v2/presence/update", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u2"}]},
                 t.headers))
-    notify(client, t, "u2", "u3", "n-u2")
+    ping(client, t, "u2", "u3", "n-u2")
     u1_before, u2_before = user_rows(env, t, "u1"), user_rows(env, t, "u2")
     assert all(u1_before.values())
     response = post(client, "/v2/users/data/delete", {"userIds": ["u1"]}, t.headers)
@@ -180,7 +151,7 @@ def test_worker_killed_mid_user_data_deletion_finishes_each_task_once(env, clien
 
 def test_worker_killed_mid_migration_copy_moves_everything_once(env, client, receiver):
     t = new_tenant(client)
-    seed_document(client, t)
+    seed_document(client, t, to="u3", notification_id="n-u1")
     with_webhooks(client, t, receiver, filterTypes=["document.migrate"])
     before = document_rows(env, t, "d1")
     assert all(before.values())
@@ -218,8 +189,8 @@ def test_worker_killed_mid_migration_copy_moves_everything_once(env, client, rec
 def test_worker_killed_after_webhook_sent_resends_the_same_message_once(env, client, receiver):
     t = new_tenant(client)
     with_webhooks(client, t, receiver)
-    add_docs(client, t, "o1", "d1")
-    notify(client, t, "u1", "u2", "n1")
+    add_organization(client, t, "o1", "d1")
+    ping(client, t, "u1", "u2", "n1")
 
     assert env.workers.run(env.settings, label="webhook-killed", kill_at="webhook_after_send") == KILLED
     # The receiver has it; our record does not: the worker died before writing the attempt down.
@@ -321,7 +292,7 @@ def test_redis_down_queue_calls_unavailable_crud_works_outbox_catches_up(env, cl
     t = new_tenant(client)
     with_openai_key(client, t)
     with_webhooks(client, t, receiver, filterTypes=["notification.add"])
-    add_docs(client, t, "o1", "d1", "d2")
+    add_organization(client, t, "o1", "d1", "d2")
     result(post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
                 t.headers))
     env.stop_redis()
@@ -343,7 +314,7 @@ def test_redis_down_queue_calls_unavailable_crud_works_outbox_catches_up(env, cl
                                 {"organizationId": "o1", "documentId": "d2", "newDocumentId": "d2-new"}, t.headers))
         deletion = post(client, "/v2/users/data/delete", {"userIds": ["u1"]}, t.headers)
         assert deletion.status_code == 202, deletion.text
-        notify(client, t, "u9", "u2", "n-outage")
+        ping(client, t, "u9", "u2", "n-outage")
         jobs = tenant_jobs(env, t)
         assert sorted(j["function"] for j in jobs) == ["delete_user_data", "deliver_webhook", "migrate_document"]
         assert all(j["status"] == "queued" and j["enqueued_at"] is None for j in jobs)
@@ -377,7 +348,7 @@ def test_redis_down_queue_calls_unavailable_crud_works_outbox_catches_up(env, cl
 
 def test_frozen_redis_does_not_make_every_request_wait(env, client):
     t = new_tenant(client)
-    add_docs(client, t, "o1", "d1")
+    add_organization(client, t, "o1", "d1")
 
     def read(c, thread, n):
         return post(c, "/v2/organizations/documents/get", {"organizationId": "o1"}, t.headers)
@@ -511,8 +482,8 @@ def test_webhook_receiver_that_never_answers_costs_one_timed_out_attempt(env, cl
     try:
         t = new_tenant(client)
         with_webhooks(client, t, silent)
-        add_docs(client, t, "o1", "d1")
-        notify(client, t, "u1", "u2", "n1")
+        add_organization(client, t, "o1", "d1")
+        ping(client, t, "u1", "u2", "n1")
         attempted = "select * from webhook_attempts where api_key_id = %s"
         env.workers.serve_until(env.settings | {"webhooks_timeout_s": 1.0},
                                 lambda: env.query(attempted, t.api_key) and not unfinished(env, t),

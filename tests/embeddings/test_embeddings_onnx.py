@@ -13,7 +13,7 @@ import pytest
 
 from collab.embeddings.model import Embedder, resolve
 
-SAMPLE = [line for line in (Path(__file__).parent / "fixtures_embedding_sample.txt").read_text().splitlines() if line]
+SAMPLE = [line for line in (Path(__file__).parents[1] / "fixtures_embedding_sample.txt").read_text().splitlines() if line]
 
 
 @pytest.fixture(scope="module")

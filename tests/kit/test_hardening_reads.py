@@ -7,23 +7,14 @@ import json
 import pytest
 from psycopg.types.json import Jsonb
 
+from factories import activity, add_activities, page_of, settle, webhook_tenant
 from helpers import (enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result,
                      settle_jobs)
 from pathological_json import MAX_SAFE_INTEGER, RAW_BODIES, SAFE_VALUES, VALUES
-from test_webhooks import settle, webhook_tenant
 
 ACTIVITIES, NOTIFICATIONS, CRDT = "/v2/activities", "/v2/notifications", "/v2/crdt"
 USER = {"userId": "u1", "name": "Ana"}
 BUDGET = 4096
-
-
-def activity(**fields):
-    return {"featureType": "comment", "actionType": "comment.add", "actionUser": USER, **fields}
-
-
-def add_activities(client, t, *activities, doc="doc1"):
-    return post(client, f"{ACTIVITIES}/add", {"organizationId": "org1", "documentId": doc,
-                                              "activities": list(activities)}, t.headers)
 
 
 def add_notification(client, t, notification_id, **fields):
@@ -31,12 +22,6 @@ def add_notification(client, t, notification_id, **fields):
             "actionUser": USER, "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
             "notifyUsers": [{"userId": "u2"}], **fields}
     return result(post(client, f"{NOTIFICATIONS}/add", body, t.headers))
-
-
-def page_of(client, path, t, **data):
-    response = post(client, path, data, t.headers)
-    assert response.status_code == 200, response.text
-    return response.json()["result"]
 
 
 def every_page(client, path, t, **data):

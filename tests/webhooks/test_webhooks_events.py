@@ -2,8 +2,8 @@
 
 import json
 
+from factories import WEBHOOKS as BASE, create_endpoint, enable_webhooks, messages, notify, settle, webhook_tenant
 from helpers import add_organization, enable_activities, new_tenant, post, result, settle_jobs
-from test_webhooks import BASE, create_endpoint, enable_webhooks, messages, notify, settle, webhook_tenant
 
 
 def received(receiver, path="/hook"):

@@ -13,6 +13,7 @@ from collab.kit.errors import ApiError
 from collab.kit.jobs import GENERIC_FAILURE, tracked, transaction
 from collab.kit.ratelimit import concurrency
 from collab.testing import fake_models
+from factories import release, wait_for, with_own_key
 from helpers import error, new_tenant, post, result
 
 EXTRACT = "/v2/agents/extract"
@@ -25,30 +26,8 @@ def model(llm):
     return llm
 
 
-def with_own_key(client):
-    t = new_tenant(client)
-    body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-own-key"}]}
-    result(post(client, "/v2/workspace/apikeyconfig/update", body, t.headers))
-    return t
-
-
 def extract(client, t, content: bytes = CHECKS):
     return post(client, EXTRACT, {"fileBase64": base64.b64encode(content).decode(), "mimeType": "text/csv"}, t.headers)
-
-
-def release(fake) -> None:
-    """Let every hanging fake-provider call answer (later `hang` scripts hang again)."""
-    fake.loop.call_soon_threadsafe(lambda: (fake.release.set(), fake.release.clear()))
-
-
-def wait_for(condition, what: str, limit_s: float = 30) -> None:
-    """Wait for a condition the service reaches on its own (not a fixed delay)."""
-    done = threading.Event()
-    for _ in range(int(limit_s / 0.02)):
-        if condition():
-            return
-        done.wait(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_extraction_rate_limit_per_workspace(client, model, clock, tune):

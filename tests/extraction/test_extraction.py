@@ -13,7 +13,7 @@ from collab.testing import fake_models
 from helpers import error, issue_paths, new_tenant, post, result
 
 EXTRACT = "/v2/agents/extract"
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "extraction"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"
 CSV = "text/csv"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 

@@ -287,5 +287,5 @@ def test_collab_api_refuses_to_start_off_loopback_without_a_secret(tmp_path):
 
 
 def test_docker_image_runs_in_production_mode():
-    dockerfile = (Path(__file__).parent.parent / "Dockerfile").read_text()
+    dockerfile = (Path(__file__).parents[2] / "Dockerfile").read_text()
     assert "COLLAB_ENV=production" in dockerfile

@@ -1,7 +1,4 @@
-"""Advanced webhooks: endpoint management (Svix shapes), secrets, signing, tenancy, SSRF at registration.
-
-Shared fixtures and helpers of the other test_webhooks_* modules live here too.
-"""
+"""Advanced webhooks: endpoint management (Svix shapes), secrets, signing, tenancy, SSRF at registration."""
 
 import asyncio
 import base64
@@ -10,12 +7,12 @@ from datetime import datetime, timezone
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from collab.testing.receiver import settle_webhooks
 from collab.webhooks import safety
 from collab.webhooks.secret import sign
+from factories import (WEBHOOKS as BASE, create_endpoint, enable_webhooks, messages, notify, secret_of, settle,
+                       webhook_tenant)
 from helpers import error, issue_paths, new_tenant, post, result
 
-BASE = "/v2/workspace/advancedwebhook"
 ENDPOINT_KEYS = {"id", "url", "description", "filterTypes", "channels", "disabled", "disabledReason", "rateLimit",
                  "uid", "metadata", "version", "createdAt", "updatedAt"}
 
@@ -26,43 +23,6 @@ def private_targets_refused(live):
     live.svc.settings.webhooks_allow_private_targets = False
     yield
     live.svc.settings.webhooks_allow_private_targets = True
-
-
-def enable_webhooks(client, t, **config):
-    return result(post(client, "/v2/workspace/advancedwebhookconfig/update", {"isEnabled": True, **config}, t.headers))
-
-
-def create_endpoint(client, t, url, **fields):
-    return result(post(client, f"{BASE}/endpoints/create", {"url": url, **fields}, t.headers))
-
-
-def webhook_tenant(client, receiver, path="/hook", config=None, **fields):
-    """A tenant with webhooks on and one endpoint at the receiver."""
-    t = new_tenant(client)
-    enable_webhooks(client, t, **(config or {}))
-    return t, create_endpoint(client, t, receiver.url(path), **fields)
-
-
-def secret_of(client, t, endpoint_id):
-    return result(post(client, f"{BASE}/endpoints/secret/get", {"endpointId": endpoint_id}, t.headers))["key"]
-
-
-def notify(client, t, notification_id="n1", **fields):
-    """Add a notification (a `notification.add` event), creating its organization and document."""
-    body = {"organizationId": "o1", "documentId": "d1", "notificationId": notification_id, "notifyAll": False,
-            "actionUser": {"userId": "u0", "name": "Ana", "email": "ana@example.com"},
-            "displayHeadlineMessageTemplate": "{actionUser} pinged you", "displayBodyMessage": "Hello",
-            "notifyUsers": [{"userId": "u1", "email": "u1@example.com"}], "createOrganization": True,
-            "createDocument": True, **fields}
-    return result(post(client, "/v1/notifications/add", body, t.headers))
-
-
-def settle(live, t):
-    live.run(settle_webhooks(live.svc, t.api_key), timeout=120)
-
-
-def messages(client, t, **data):
-    return result(post(client, f"{BASE}/messages/get", data, t.headers))
 
 
 # Endpoint management.

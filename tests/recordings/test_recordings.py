@@ -7,6 +7,7 @@ import pytest
 
 from collab.kit.jobs import transaction
 from collab.recordings import repository as recordings_repo
+from factories import page_of
 from helpers import error, issue_paths, new_tenant, post, result
 
 ADD, GET, DELETE = (f"/v2/recordings/{op}" for op in ("add", "get", "delete"))
@@ -28,9 +29,7 @@ def add(client, t, *recordings, org="o1", doc="d1"):
 
 
 def listed(client, t, **filters):
-    response = post(client, GET, {"organizationId": "o1", **filters}, t.headers)
-    assert response.status_code == 200, response.text
-    return response.json()["result"]
+    return page_of(client, GET, t, **{"organizationId": "o1", **filters})
 
 
 def got(client, t, **filters):
