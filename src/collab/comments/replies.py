@@ -73,6 +73,19 @@ async def _shown(conn: Conn, tenant: Tenant, thread: dict[str, Any], ids: list[i
     return [render.comment(r) for r in rows]
 
 
+async def _editable(conn: Conn, tenant: Tenant, data: Any, *, now: int) -> tuple[dict[str, Any], dict[int, dict]]:
+    """The locked thread and its named comments by id, once the organization takes writes and (when asked)
+    the actor, else each comment's author, may edit the document."""
+    await access.writable(conn, tenant=tenant, organization_id=data.organizationId)
+    thread = await _thread(conn, tenant, data, lock=True)
+    before = {c["commentId"]: c for c in await _shown(conn, tenant, thread, data.commentIds)}
+    if data.verifyUserPermissions:
+        writers = {data.actionUser.userId} if data.actionUser else {c["from"]["userId"] for c in before.values()}
+        await access.verify(conn, tenant=tenant, organization_id=data.organizationId,
+                            document_id=data.documentId, user_ids=writers or {"-"}, role="editor", now=now)
+    return thread, before
+
+
 async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, Any]:
     """Add comments to a thread (at most the per-thread cap in all); results keyed by the new commentIds."""
     now = svc.now_ms()
@@ -119,13 +132,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateComments) -> dict
     change = {column: change[column] for wire, column in fields.items() if wire in sent}
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
-        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
-        thread = await _thread(tx.conn, tenant, data, lock=True)
-        before = {c["commentId"]: c for c in await _shown(tx.conn, tenant, thread, data.commentIds)}
-        if data.verifyUserPermissions:
-            writers = {data.actionUser.userId} if data.actionUser else {c["from"]["userId"] for c in before.values()}
-            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
-                                document_id=data.documentId, user_ids=writers or {"-"}, role="editor", now=now)
+        thread, before = await _editable(tx.conn, tenant, data, now=now)
         config = await events.config_of(tx.conn, tenant=tenant)
         batch = []
         key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
@@ -159,13 +166,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict
     now = svc.now_ms()
     key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     async with transaction(svc.pool, svc.redis) as tx:
-        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
-        thread = await _thread(tx.conn, tenant, data, lock=True)
-        before = {c["commentId"]: c for c in await _shown(tx.conn, tenant, thread, data.commentIds)}
-        if data.verifyUserPermissions:
-            writers = {data.actionUser.userId} if data.actionUser else {c["from"]["userId"] for c in before.values()}
-            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
-                                document_id=data.documentId, user_ids=writers or {"-"}, role="editor", now=now)
+        thread, before = await _editable(tx.conn, tenant, data, now=now)
         deleted = await repo.delete_comments(tx.conn, **key, annotation_id=thread["id"], ids=data.commentIds)
         if deleted:
             config = await events.config_of(tx.conn, tenant=tenant)
