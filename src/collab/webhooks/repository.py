@@ -126,10 +126,18 @@ async def reschedule_delivery(
     await execute(conn, q.reschedule_delivery, key)
 
 
-async def record_attempt(conn: Conn, *, attempt_row: dict[str, Any], outcome: dict[str, Any]) -> None:
-    """Store the attempt and move the delivery on (succeeded, failed, or pending until due_at)."""
-    await execute(conn, q.insert_attempt, attempt_row)
-    await execute(conn, q.finish_attempt, outcome)
+async def record_attempt(
+    conn: Conn, *, api_key_id: str, message_id: str, endpoint_id: str, attempt: int, status_code: int | None,
+    response: str | None, transport_error: str | None, duration_ms: int, status: str, due_at: int | None,
+    error: str | None, now: int,
+) -> None:
+    """Store the attempt (with the transport's error, if any) and move the delivery on (succeeded, failed, or
+    pending until due_at, with the delivery's `error`)."""
+    key = {"api_key_id": api_key_id, "message_id": message_id, "endpoint_id": endpoint_id, "attempt": attempt,
+           "now": now}
+    await execute(conn, q.insert_attempt, {**key, "status_code": status_code, "response": response,
+                                           "error": transport_error, "duration_ms": duration_ms})
+    await execute(conn, q.finish_attempt, {**key, "status": status, "due_at": due_at, "error": error})
 
 
 async def fail_delivery(

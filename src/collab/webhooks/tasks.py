@@ -46,11 +46,9 @@ async def deliver_webhook(ctx: dict, *, api_key_id: str, message_id: str, endpoi
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             await repo.record_attempt(
-                conn,
-                attempt_row={**key, "attempt": attempt, "status_code": result["status_code"],
-                             "response": result["response"], "error": result["error"], "duration_ms": duration_ms,
-                             "now": now},
-                outcome={**key, "attempt": attempt, "status": status, "due_at": due_at, "error": error, "now": now},
+                conn, **key, attempt=attempt, status_code=result["status_code"], response=result["response"],
+                transport_error=result["error"], duration_ms=duration_ms, status=status, due_at=due_at, error=error,
+                now=now,
             )
             if status == "succeeded":
                 await repo.endpoint_succeeded(conn, api_key_id=api_key_id, id=endpoint_id)
