@@ -5,7 +5,7 @@ from typing import Any
 from collab.ask_ai.schemas import AskAi
 from collab.kit.auth import Tenant
 from collab.kit.jobs import run_sync
-from collab.kit.ratelimit import check, concurrency
+from collab.kit.ratelimit import workload
 from collab.kit.services import Services
 from collab.llm.routing import resolve
 
@@ -14,19 +14,15 @@ async def ask_ai(svc: Services, *, tenant: Tenant, data: AskAi) -> dict[str, Any
     """Rewrite text through the model's provider; `{success: false, error}` when no key is configured."""
     route = resolve(data.model)  # an unknown prefix fails here, before anything is queued
     settings = svc.settings
-    await check(
+    async with workload(
         svc.redis,
         bucket=f"ai:{tenant.workspace_id}",
         rate=settings.rate_limit_ai,
-        now=svc.clock(),
-        message="Too many AI requests for this workspace; retry later.",
-    )
-    async with concurrency(
-        svc.redis,
-        bucket=f"ai:{tenant.workspace_id}",
         limit=settings.ai_max_concurrency,
         ttl_s=int(settings.ask_ai_timeout_s) + 30,
-        message="Too many AI requests in flight for this workspace; retry shortly.",
+        now=svc.clock(),
+        rate_message="Too many AI requests for this workspace; retry later.",
+        busy_message="Too many AI requests in flight for this workspace; retry shortly.",
     ):
         outcome = await run_sync(
             svc.redis,

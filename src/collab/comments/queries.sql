@@ -102,14 +102,7 @@ limit %(limit)s
 -- name: thread_comments
 -- The comments of some threads in id order, each with its reactions ({reaction, userIds} in first-use order).
 select c.*,
-       coalesce((select jsonb_agg(jsonb_build_object('reaction', r.reaction, 'userIds', r.user_ids) order by r.first_at,
-                                  r.reaction)
-                 from (select x.reaction, array_agg(x.user_id order by x.created_at, x.user_id) as user_ids,
-                              min(x.created_at) as first_at
-                       from comment_reactions x
-                       where x.api_key_id = c.api_key_id and x.organization_id = c.organization_id
-                         and x.annotation_id = c.annotation_id and x.comment_id = c.id
-                       group by x.reaction) r), '[]'::jsonb) as reactions
+       comment_reaction_list(c.api_key_id, c.organization_id, c.annotation_id, c.id) as reactions
 from comments c
 where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
   and c.annotation_id = any(%(annotation_ids)s)
@@ -327,14 +320,7 @@ where a.api_key_id = %(api_key_id)s
 -- Export: a page of the users' comments, each with its reactions, in (organization, annotation, comment) order
 -- after a key.
 select c.*,
-       coalesce((select jsonb_agg(jsonb_build_object('reaction', r.reaction, 'userIds', r.user_ids) order by r.first_at,
-                                  r.reaction)
-                 from (select x.reaction, array_agg(x.user_id order by x.created_at, x.user_id) as user_ids,
-                              min(x.created_at) as first_at
-                       from comment_reactions x
-                       where x.api_key_id = c.api_key_id and x.organization_id = c.organization_id
-                         and x.annotation_id = c.annotation_id and x.comment_id = c.id
-                       group by x.reaction) r), '[]'::jsonb) as reactions
+       comment_reaction_list(c.api_key_id, c.organization_id, c.annotation_id, c.id) as reactions
 from comments c
 where c.api_key_id = %(api_key_id)s and c.from_id = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or c.organization_id = any(%(organization_ids)s))

@@ -11,7 +11,7 @@ from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.errors import ApiError
 from collab.kit.jobs import run_sync, transaction
-from collab.kit.ratelimit import check, concurrency
+from collab.kit.ratelimit import workload
 from collab.kit.services import Services
 from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
 
@@ -27,19 +27,15 @@ async def extract(svc: Services, *, tenant: Tenant, data: ExtractAgents) -> dict
         raise ApiError("UNAVAILABLE", "The ingest queue is unavailable; retry later.") from exc
     settings = svc.settings
     # Fairness: one workspace's bulk import must not take every worker slot (or the platform's keys).
-    await check(
+    async with workload(
         svc.redis,
         bucket=f"extract:{tenant.workspace_id}",
         rate=settings.rate_limit_extraction,
-        now=svc.clock(),
-        message="Too many extractions for this workspace; retry later.",
-    )
-    async with concurrency(
-        svc.redis,
-        bucket=f"extract:{tenant.workspace_id}",
         limit=settings.extraction_max_concurrency_per_workspace,
         ttl_s=int(settings.extraction_timeout_s) + 30,
-        message="Too many extractions in flight for this workspace; retry when one has finished.",
+        now=svc.clock(),
+        rate_message="Too many extractions for this workspace; retry later.",
+        busy_message="Too many extractions in flight for this workspace; retry when one has finished.",
     ):
         outcome = await _extract(svc, tenant=tenant, data=data, provider=provider)
     return {"extractionResult": outcome["extractionResult"]}

@@ -133,3 +133,15 @@ async def concurrency(redis: Redis | None, *, bucket: str, limit: int, ttl_s: in
                 await redis.zrem(key, holder)
             except (RedisError, OSError):
                 pass
+
+
+@asynccontextmanager
+async def workload(
+    redis: Redis | None, *, bucket: str, rate: str, limit: int, ttl_s: int, now: float, rate_message: str,
+    busy_message: str,
+) -> AsyncIterator[None]:
+    """A workspace's share of a shared resource: the call counts against `rate`, then holds one of `limit`
+    slots while it runs (both kept under `bucket`)."""
+    await check(redis, bucket=bucket, rate=rate, now=now, message=rate_message)
+    async with concurrency(redis, bucket=bucket, limit=limit, ttl_s=ttl_s, message=busy_message):
+        yield

@@ -94,3 +94,18 @@ create table comment_reads (
         references comment_annotations (api_key_id, organization_id, id) on delete cascade
 );
 create index comment_reads_user_idx on comment_reads (api_key_id, user_id);
+
+-- A comment's reactions as shown on the wire: [{reaction, userIds}], reactions in first-use order, users in the
+-- order they reacted (one definition for the thread view and the user-data export).
+create function comment_reaction_list(p_api_key_id text, p_organization_id text, p_annotation_id text,
+                                      p_comment_id bigint) returns jsonb
+language sql stable as $$
+    select coalesce(jsonb_agg(jsonb_build_object('reaction', r.reaction, 'userIds', r.user_ids)
+                              order by r.first_at, r.reaction), '[]'::jsonb)
+    from (select x.reaction, array_agg(x.user_id order by x.created_at, x.user_id) as user_ids,
+                 min(x.created_at) as first_at
+          from comment_reactions x
+          where x.api_key_id = p_api_key_id and x.organization_id = p_organization_id
+            and x.annotation_id = p_annotation_id and x.comment_id = p_comment_id
+          group by x.reaction) r
+$$;
