@@ -110,6 +110,9 @@ class RequestContext:
             if message["type"] == "http.response.start":
                 status_holder["status"] = message["status"]
                 message["headers"] = list(message.get("headers", [])) + [(b"x-request-id", rid.encode())]
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                # Logged before the last byte leaves, so the line exists once the client has its answer.
+                self._log(scope, status_holder, started)
             await send(message)
 
         try:
@@ -118,11 +121,13 @@ class RequestContext:
             if not replaced:
                 await tagged_send({"type": "http.response.start", "status": 413})
         finally:
-            self._log(scope, status_holder, started)
+            if not status_holder.get("logged"):
+                self._log(scope, status_holder, started)
             request_id.reset(token)
 
     @staticmethod
     def _log(scope, status_holder, started):
+        status_holder["logged"] = True
         access.info(
             "%s %s %s",
             scope.get("method"),
