@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test fuzz bench bench-crud load clean
+.PHONY: install test-clients run test fuzz bench bench-crud load clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,11 +14,24 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Real clients the tests drive: yjs + y-websocket under Node, Playwright over Debian's Chromium.
+JS_STAMP := tests/js/node_modules/.installed
+$(JS_STAMP): tests/js/package.json tests/js/package-lock.json
+	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(JS_STAMP)
+
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
+test-clients: $(JS_STAMP)
+	@test -x $(CHROMIUM) || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium \
+	  || (DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium) \
+	  || echo "collab: could not install chromium; the browser tests will be skipped (apt-get install chromium)"
+
 # The API serves on every core by default; API_WORKERS=N sets how many processes.
 run: install
 	$(BIN)/collab run $(if $(API_WORKERS),--workers $(API_WORKERS))
 
-test: install
+test: install test-clients
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Schema fuzzing at a large budget (make test runs the same cases at 10 per operation and mode).

@@ -22,10 +22,10 @@ FLOORS = [
     ("workspaces", "webhooks"),  # per-key settings, outbound events
     ("organizations", "documents", "presence", "recordings", "crdt"),  # the tenancy tree and per-document data
     ("permissions",),  # grants, effective access, user tokens
-    ("notifications", "activities", "comments"),  # feeds about documents
+    ("notifications", "activities", "comments", "realtime"),  # feeds about documents; live rooms over them
     ("judgments", "extraction", "ask_ai"),  # derived knowledge and AI
     ("users",),  # people, groups, and deleting a user's data from every feature
-    ("health", "worker", "api", "app", "cli", "testing"),  # entry points; the test harness last
+    ("health", "worker", "api", "console", "app", "cli", "testing"),  # entry points; the test harness last
 ]
 RANK = {part: i for i, part in enumerate(p for floor in FLOORS for p in floor)}
 FLOOR = {part: n for n, floor in enumerate(FLOORS) for part in floor}
