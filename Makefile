@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test-clients run test fuzz bench bench-crud load clean
+.PHONY: install test-clients run test fuzz bench bench-crud bench-realtime load clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ bench: install
 # Per-request overhead: a bare FastAPI route vs small reads and writes, 1 and 2 API processes (needs wrk).
 bench-crud: install
 	$(BIN)/python -m bench.crud --workers 1,2 $(CRUD_ARGS)
+
+# Realtime: 200 clients in one room, 1,000 rooms x 2, connections held, REST write reach (REALTIME_ARGS for sizes).
+bench-realtime: install
+	$(BIN)/python -m bench.realtime --write $(REALTIME_ARGS)
 
 # The load mix against a fresh `collab run` for 10 minutes (LOAD_ARGS="--duration 60" for a quick look).
 load: install

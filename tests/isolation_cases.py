@@ -171,6 +171,7 @@ def _features(call, i: Ids, tag: str) -> None:
     call("/v2/recordings/add", {**where, "recordings": [recording(i.rec, f"Alpha recording {tag}", url, i.user),
                                                         recording(None, f"Alpha recording two {tag}", url, i.user2)]})
     call("/v2/crdt/add", {**where, "editorId": i.editor, "type": "text", "data": f"Alpha text {tag}", "userId": i.user})
+    call("/v2/livestate/broadcast", {**where, "liveStateDataId": i.editor, "data": {"note": f"Alpha live {tag}"}})
     call("/v2/commentannotations/add", {**where, "commentAnnotations": [
         {"annotationId": i.ann, "location": {"id": f"loc-{tag}"}, "assignedTo": {"userId": i.user2},
          "commentData": [{"commentText": f"Alpha thread {tag}", "from": {"userId": i.user, "name": f"Ana {tag}"},
@@ -469,6 +470,9 @@ CASES: dict[str, Case] = {
     "/v2/crdt/get": Case(lambda i: _where(i), lambda i: _where(i, editorId=i.editor, format="yjs")),
     "/v2/crdt/update": Case(lambda i: _where(i, editorId=i.editor, data="b")),
     "/v2/crdt/delete": Case(lambda i: _where(i, editorIds=[i.editor]), lambda i: _where(i)),
+    # Live state (realtime).
+    "/v2/livestate/broadcast": Case(lambda i: _where(i, liveStateDataId=i.editor, data={"b": 1}, merge=True)),
+    "/v2/livestate/get": Case(lambda i: _where(i), lambda i: _where(i, liveStateDataId=i.editor)),
     # AI: extraction (knowledge sources), judgments, Ask AI.
     "/v2/agents/extract": Case(_extract),
     "/v2/memory/search": Case(

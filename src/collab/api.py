@@ -14,6 +14,7 @@ from collab.notifications.routes import router as notifications
 from collab.organizations.routes import router as organizations
 from collab.permissions.routes import router as permissions
 from collab.presence.routes import router as presence
+from collab.realtime.routes import router as realtime
 from collab.recordings.routes import router as recordings
 from collab.users.routes import router as users
 from collab.webhooks.routes import router as webhooks
@@ -21,7 +22,7 @@ from collab.workspaces.routes import router as workspaces
 
 ROUTERS = [
     workspaces, organizations, documents, users, permissions, notifications, activities, presence, recordings, crdt,
-    extraction, judgments, ask_ai, webhooks, comments,
+    extraction, judgments, ask_ai, webhooks, comments, realtime,
 ]
 
 

@@ -10,11 +10,13 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
 
 from collab import __version__, api, health
+from collab.console import routes as console
 from collab.config import Settings, get_settings
 from collab.kit.envelope import OrjsonResponse
 from collab.kit.auth import CredentialCache
 from collab.kit.http import RequestContext, install_handlers
 from collab.kit.services import Services, build_services, close_services
+from collab.realtime.service import Realtime
 
 log = logging.getLogger("collab.app")
 _DOCS_STATIC = Path(fastapi_offline.__file__).with_name("static")
@@ -28,9 +30,13 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     async def lifespan(app: FastAPI):
         own = svc is None
         app.state.services = svc or await build_services(settings)
+        # WebSocket rooms of this process (realtime/): their Redis subscription and upkeep loop.
+        app.state.realtime = Realtime(app.state.services)
+        await app.state.realtime.start()
         try:
             yield
         finally:
+            await app.state.realtime.stop()
             if own:
                 await close_services(app.state.services)
 
@@ -50,6 +56,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     install_handlers(app)
     api.mount(app)
     app.include_router(health.router)
+    console.mount(app)  # /console: HTML pages, kept out of the OpenAPI document
     _offline_docs(app)
     _documented_errors_only(app)
     # Outermost: every response, error or not, carries a request id and respects the body limit.

@@ -229,6 +229,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if _wait_healthy(base, children[0]):
             print(f"collab is running at {base}  (API docs: {base}/docs; Ctrl-C stops everything)", flush=True)
+            print(f"console: {base}/console  (sign in with the workspace id and workspace auth token)", flush=True)
         while not stopping:
             if any(c.poll() is not None for c in children):
                 print("collab: a process exited; stopping", file=sys.stderr, flush=True)

@@ -126,6 +126,26 @@ class Settings(BaseSettings):
     crdt_max_state_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     crdt_max_editors_per_document: int = Field(default=1000, ge=1)
 
+    # Realtime (WebSocket rooms, docs/realtime.md). Limits per connection: the largest message (4413 past it) and
+    # updates per second (bursts of twice that; 4429 past it); per API process: connections to one document and
+    # to one API key (4429). Upkeep runs every heartbeat: a socket that sent nothing for the idle timeout is closed
+    # (4408); a user whose sockets sent no edit or awareness change for `realtime_away_after_s` reads `away`;
+    # access is checked again every `realtime_access_recheck_s` (4403 when it went away). A client that lets
+    # `realtime_send_queue` messages pile up is closed (1013). Updates appended over sockets are folded into the
+    # editor's state after `realtime_compact_every` of them, when a room empties, and by the worker's sweep for
+    # those older than `realtime_compact_after_s`.
+    realtime_max_message_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    realtime_updates_per_s: float = Field(default=50.0, gt=0)
+    realtime_max_connections_per_document: int = Field(default=500, ge=1)
+    realtime_max_connections_per_tenant: int = Field(default=5000, ge=1)
+    realtime_heartbeat_s: float = Field(default=5.0, gt=0)
+    realtime_idle_timeout_s: float = Field(default=120.0, gt=0)
+    realtime_away_after_s: float = Field(default=60.0, gt=0)
+    realtime_access_recheck_s: float = Field(default=5.0, gt=0)
+    realtime_send_queue: int = Field(default=512, ge=1)
+    realtime_compact_every: int = Field(default=200, ge=1)
+    realtime_compact_after_s: float = Field(default=60.0, ge=0)
+
     # Comments (commentannotations/*): how many comments one thread may hold; an add past it is INVALID_ARGUMENT.
     comments_max_per_thread: int = Field(default=1000, ge=1)
 
@@ -137,6 +157,14 @@ class Settings(BaseSettings):
     # How long a process reuses its verification of API-key credentials (no database round trip, no MAC) while
     # their version in Redis is unchanged; a token reset or key rotation ends it at once everywhere. 0: off.
     auth_cache_ttl_s: float = Field(default=10.0, ge=0)
+
+    # The console (/console): a signed-in session ends after this many seconds without a request (sliding).
+    console_idle_timeout_s: int = Field(default=1800, ge=60)
+
+    # Usage counters (the console's Overview, kit/usage.py): each process adds its per-minute counts to Postgres
+    # this often (a crash loses at most this long of counts); rows older than the retention are deleted hourly.
+    usage_flush_s: float = Field(default=10.0, gt=0)
+    usage_retention_days: int = Field(default=8, ge=1)
 
     log_level: str = "INFO"
     log_json: bool = True

@@ -90,7 +90,9 @@ def _name(fn: Any) -> str:
 
 def _cron_jobs() -> list:
     from collab.extraction.tasks import drop_old_content
+    from collab.kit.usage import drop_old as drop_old_usage
     from collab.notifications.tasks import flush_due
+    from collab.realtime.tasks import compact_sweep
     from collab.webhooks.tasks import sweep as webhook_sweep
 
     return [
@@ -103,6 +105,10 @@ def _cron_jobs() -> list:
         cron(webhook_sweep, name="webhook_sweep", second=set(range(60)), run_at_startup=True, unique=True),
         # Uploaded bytes past their retention (COLLAB_KNOWLEDGE_SOURCE_RETENTION_DAYS) are dropped hourly.
         cron(drop_old_content, name="drop_old_source_content", minute={17}, second={0}, run_at_startup=True, unique=True),
+        # Realtime updates that no API process folded into their editor's state (docs/realtime.md, compaction).
+        cron(compact_sweep, name="realtime_compact_sweep", second={7, 37}, run_at_startup=True, unique=True),
+        # Usage counters older than COLLAB_USAGE_RETENTION_DAYS (kit/usage.py) are deleted hourly.
+        cron(drop_old_usage, name="drop_old_usage", minute={23}, second={0}, run_at_startup=True, unique=True),
     ]
 
 

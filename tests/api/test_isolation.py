@@ -38,6 +38,8 @@ GLOBAL_TABLES = {
     "embedding_models": "the service's registry of embedding models, shared by every tenant",
     "schema_migrations": "the database schema's version",
 }
+# Tables a probe of B may see change under A for A's own reasons: A's call counts, flushed in the background.
+OWN_COUNTERS = {"usage_minutes"}
 # Values that differ between any two calls whatever the tenant: latencies, freshly signed tokens.
 VOLATILE_KEYS = {"searchLatencyMs", "token", "kid", "x"}  # x, kid: the caller's own token keys (JWKS)
 _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
@@ -369,7 +371,7 @@ class Rows:
 
     def __init__(self, conn: psycopg.Connection):
         self.conn = conn
-        scopes = [*tenant_tables(conn), ("workspaces", "id")]  # the workspace row itself, by its id
+        scopes = [*((t, c) for t, c in tenant_tables(conn) if t not in OWN_COUNTERS), ("workspaces", "id")]
         self.query = sql.SQL(" union all ").join(
             sql.SQL("select {name} as t, count(*) as n, md5(coalesce(string_agg(md5(x::text), '' order by"
                     " md5(x::text)), '')) as h from {table} x where {column} = {value}").format(

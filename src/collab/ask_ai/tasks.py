@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from collab.kit import usage
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.jobs import reports_failures
@@ -30,6 +31,7 @@ async def ask_ai(ctx: dict, *, api_key_id: str, workspace_id: str, model: str, p
     key = await provider_api_key(svc, tenant=tenant, provider=route.provider.id)
     if key is None:
         return {"success": False, "error": f"No API key configured for provider: {route.provider.display}"}
+    usage.count(svc, "ask_ai", workspace_id=workspace_id, label=route.provider.id)  # calls made to the provider
     try:
         completion = await complete(
             route,

@@ -84,3 +84,64 @@ async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organ
     """User-data deletion: the content belongs to the document, so only lastUpdatedBy is cleared."""
     params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     await execute(conn, q.forget_user, params)
+    await execute(conn, q.forget_user_updates, params)
+
+
+async def kind(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str,
+) -> dict[str, Any] | None:
+    """An editor's type and content key; None when it has no document."""
+    key = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_id": editor_id,
+    }
+    return await fetch_one(conn, q.editor_kind, key)
+
+
+async def append_update(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str, update: bytes,
+    user_id: str | None, now: int,
+) -> int:
+    """Append a realtime update to the editor's log; its sequence number."""
+    row = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_id": editor_id, "update": update, "user_id": user_id, "now": now,
+    }
+    return (await fetch_one(conn, q.append_update, row))["seq"]
+
+
+async def append_updates(conn: Conn, rows: list[dict[str, Any]]) -> None:
+    """Append realtime updates of any editors in one statement, in order; rows as `append_update` takes them."""
+    columns = {
+        "api_key_ids": "api_key_id", "organization_ids": "organization_id", "document_ids": "document_id",
+        "editor_ids": "editor_id", "updates": "update", "user_ids": "user_id", "nows": "now",
+    }
+    await execute(conn, q.append_updates, {name: [r[field] for r in rows] for name, field in columns.items()})
+
+
+async def pending(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_ids: list[str],
+) -> dict[str, list[dict[str, Any]]]:
+    """Each editor's updates not yet folded into its state, oldest first (editors without any left out)."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+              "editor_ids": editor_ids}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in await fetch_all(conn, q.pending_updates, params):
+        found.setdefault(row["editor_id"], []).append(row)
+    return found
+
+
+async def clear_updates(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str, upto: int,
+) -> None:
+    """Forget the editor's pending changes through `upto` once this transaction folded them into its state."""
+    key = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_id": editor_id, "upto": upto,
+    }
+    await execute(conn, q.clear_updates, key)
+
+
+async def editors_to_compact(conn: Conn, *, before: int, limit: int) -> list[dict[str, Any]]:
+    """Editors with a pending update older than `before` (epoch ms)."""
+    return await fetch_all(conn, q.editors_to_compact, {"before": before, "limit": limit})

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from collab.crdt import repository as repo
 from collab.crdt import ydoc
 from collab.crdt.schemas import AddCrdt, DeleteCrdt, GetCrdt, UpdateCrdt
-from collab.kit import paging
+from collab.kit import fanout, paging
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.jobs import transaction
@@ -120,6 +120,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
                                               editor_id=data.editorId, user_id=data.userId)
     if not added:
         raise ApiError("ALREADY_EXISTS", ALREADY_EXISTS)
+    await fanout.publish(svc.redis, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                         document_id=data.documentId, editor_id=data.editorId, message=fanout.sync_update(state))
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dict[str, Any]], str | None]:
@@ -142,10 +144,59 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
             limit=PAGE_EDITORS + 1,
             budget=budget,
         )
-    contents = await asyncio.to_thread(lambda: [ydoc.read(r["type"], r["content_key"], r["state"]) for r in rows])
+    # Updates that arrived over the WebSocket and are not compacted yet are part of the document.
+    rows = [_with_pending(r) for r in rows]
+    contents = await asyncio.to_thread(lambda: [ydoc.read(r["type"], r["content_key"], _state(r)) for r in rows])
     records = {row["editor_id"]: content for row, content in zip(rows, contents)}
     return pager.cut(rows, PAGE_EDITORS, "editor_id", budget=budget,
                      render=lambda row: to_wire(row, records[row["editor_id"]], yjs=data.format == "yjs"))
+
+
+def _with_pending(row: dict[str, Any]) -> dict[str, Any]:
+    """An editor row whose realtime updates (not yet compacted) make its last change."""
+    if not row.get("pending"):
+        return row
+    return row | {"last_update": max(row["last_update"], row["pending_at"]), "last_updated_by": row["pending_by"],
+                  "session_id": None}
+
+
+def _state(row: dict[str, Any]) -> bytes:
+    """The row's state with its pending updates folded in (once; kept on the row for the yjs format)."""
+    if row.get("pending"):
+        row["state"] = ydoc.fold(row["state"], row.pop("pending"))
+    return row["state"]
+
+
+async def _folded(conn: Any, key: dict[str, Any], state: bytes) -> tuple[bytes, int | None]:
+    """The locked editor's state with its pending realtime updates folded in, and the last seq folded."""
+    pending = (await repo.pending(conn, api_key_id=key["api_key_id"], organization_id=key["organization_id"],
+                                  document_id=key["document_id"], editor_ids=[key["editor_id"]])).get(key["editor_id"])
+    if not pending:
+        return state, None
+    return await asyncio.to_thread(ydoc.fold, state, [p["yjs_update"] for p in pending]), pending[-1]["seq"]
+
+
+async def compact(svc: Services, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str) -> bool:
+    """Fold an editor's pending realtime updates into its stored state; False when there was nothing to fold."""
+    key = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+           "editor_id": editor_id}
+    async with transaction(svc.pool, svc.redis) as tx:
+        row = await repo.lock(tx.conn, **key)
+        if row is None:
+            return False
+        pending = (await repo.pending(tx.conn, api_key_id=api_key_id, organization_id=organization_id,
+                                      document_id=document_id, editor_ids=[editor_id])).get(editor_id)
+        if not pending:
+            return False
+        try:
+            state = await asyncio.to_thread(ydoc.fold, row["state"], [p["yjs_update"] for p in pending])
+        except ydoc.BadContent:
+            return False  # never stored: realtime checks every update before it appends it
+        last = pending[-1]
+        await repo.save(tx.conn, **key, state=state, last_updated_by=last["user_id"], session_id=None,
+                        now=last["created_at"])
+        await repo.clear_updates(tx.conn, **key, upto=last["seq"])
+    return True
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
@@ -167,15 +218,22 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
         if row is None:
             raise ApiError("NOT_FOUND", NOT_FOUND)
         kind, content_key = row["type"], row["content_key"]
+        # Realtime edits not compacted yet are part of the document: the diff and the update apply on top of them.
+        before, folded = await _folded(tx.conn, key, row["state"])
         if client_update is None:
             _check_data(data.data, kind)
-            state = await _off_loop(svc, "data", ydoc.write, kind, content_key, row["state"], data.data)
+            state = await _off_loop(svc, "data", ydoc.write, kind, content_key, before, data.data)
         else:
-            state = await _off_loop(svc, "yjsUpdate", ydoc.merge, kind, content_key, row["state"], client_update)
+            state = await _off_loop(svc, "yjsUpdate", ydoc.merge, kind, content_key, before, client_update)
         await repo.save(
             tx.conn, **key, state=state, last_updated_by=data.userId, session_id=data.sessionId, now=svc.now_ms()
         )
+        if folded is not None:
+            await repo.clear_updates(tx.conn, **key, upto=folded)
         await webhook_events.crdt_changed(tx.conn, now=svc.now_ms(), **key, user_id=data.userId)
+    # Connected realtime clients get what changed at once (after commit: a reconnect would find it stored).
+    change = await asyncio.to_thread(ydoc.diff, before, state)
+    await fanout.publish(svc.redis, **key, message=fanout.sync_update(change))
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteCrdt) -> dict[str, Any]:

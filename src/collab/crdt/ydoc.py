@@ -11,7 +11,7 @@ import difflib
 import json
 from typing import Any, Callable, Sequence, TypeVar
 
-from pycrdt import Array, Doc, Map, Text, XmlElement, XmlFragment, XmlText, get_update
+from pycrdt import Array, Doc, Map, Text, XmlElement, XmlFragment, XmlText, get_state, get_update
 
 from collab.crdt import updates, xmltree
 
@@ -85,6 +85,21 @@ def merge(kind: str, key: str, state: bytes, update: bytes) -> bytes:
         )
     _read(doc, kind, key)  # what is stored must read back
     return doc.get_update()
+
+
+def fold(state: bytes, pending: list[bytes]) -> bytes:
+    """The stored state with the updates appended over the WebSocket since (in order) folded into it."""
+    if not pending:
+        return state
+    doc = _load(state)
+    for update in pending:
+        _native(lambda: doc.apply_update(update), "A stored update cannot be applied")
+    return doc.get_update()
+
+
+def diff(old: bytes, new: bytes) -> bytes:
+    """The update that turns a client holding document `old` into one holding `new` (what changed)."""
+    return get_update(new, get_state(old))
 
 
 def encode(state: bytes) -> str:

@@ -17,6 +17,7 @@ from collab.extraction import repository as repo
 from collab.extraction.schemas import ChunkAnswer, MergeAnswer
 from collab.config import Settings
 from collab.files import Decoded, DecodeError, decode
+from collab.kit import usage as counters  # `usage` names the platform-key quota here
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.jobs import reports_failures
@@ -302,6 +303,7 @@ async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[st
             result=outcome.result,
             model=outcome.model,
         )
+    counters.count(svc, "extractions", workspace_id=row["workspace_id"], label=provider)
     return {"extractionResult": outcome.result}
 
 

@@ -264,3 +264,10 @@ async def run(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments
         "totalInScope": len(results),
         "searchLatencyMs": round((time.perf_counter() - started) * 1000, 2),
     }
+
+
+def path_taken(data: SearchJudgments) -> str:
+    """Which way `run` answers a search: `annotation` (the thread), `recency` (the recent days) or `vector`."""
+    if data.filters and data.filters.annotationId:
+        return "annotation"
+    return "recency" if data.recencyDays else "vector"

@@ -7,7 +7,7 @@ from collab.judgments import repository as repo
 from collab.judgments import search as search_core
 from collab.judgments.schemas import QueryJudgments, SearchJudgments
 from collab.judgments.search import record
-from collab.kit import paging
+from collab.kit import paging, usage
 from collab.kit.auth import Tenant
 from collab.kit.jobs import run_sync
 from collab.kit.services import Services
@@ -26,6 +26,7 @@ async def search(svc: Services, *, tenant: Tenant, data: SearchJudgments) -> dic
     )
     # The latency the caller saw from here, queue hop included.
     answer["searchLatencyMs"] = round((time.perf_counter() - started) * 1000, 2)
+    usage.observe(svc, "searches", answer["searchLatencyMs"], workspace_id=tenant.workspace_id)
     return answer
 
 

@@ -11,6 +11,7 @@ from collab.embeddings.model import Embedder, content_hash, load
 from collab.judgments import derive, search
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
+from collab.kit import usage
 from collab.kit.jobs import reports_failures, tracked
 from collab.kit.services import Services
 
@@ -142,6 +143,7 @@ async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, ac
                     kept[activity_id] = judgment
             await repo.delete_many(conn, api_key_id=api_key_id, ids=[i for i in ids if i not in kept])
             await repo.upsert_many(conn, api_key_id=api_key_id, judgments=kept)
+    usage.count(svc, "judgments_added", api_key_id=api_key_id, n=len(kept))
     written = await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=kept)
     return {"judgments": len(kept), "vectors": written}
 

@@ -205,4 +205,5 @@ async def workspace_auth(
             raise ApiError("NOT_FOUND", "Workspace not found.")
         raise ApiError("UNAUTHENTICATED", "Invalid auth token for the workspace.")
     await authlimit.succeeded(svc, gate)
+    request.state.workspace_id = row["id"]  # the access middleware counts the call for this workspace (kit/usage.py)
     return WorkspaceCaller(workspace_id=row["id"])

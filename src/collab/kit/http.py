@@ -1,4 +1,4 @@
-"""ASGI middleware and exception handlers: request ids, body size limit, the error envelope."""
+"""ASGI middleware and exception handlers: request ids, body size limit, API call counts, the error envelope."""
 
 import itertools
 import logging
@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from collab.kit import usage
 from collab.kit.db import constraints
 from collab.kit.envelope import OrjsonResponse
 from collab.kit.errors import ApiError, invalid
@@ -63,9 +64,12 @@ class RequestContext:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        scope.setdefault("state", {})  # shared by any copy below: auth leaves the caller's workspace there
         headers = dict(scope.get("headers") or [])
-        if scope.get("method") == "POST" and b"json" not in headers.get(b"content-type", b""):
-            # Every operation takes JSON; read the body as JSON whatever the client labelled it.
+        if scope.get("method") == "POST" and b"json" not in headers.get(b"content-type", b"") \
+                and not scope.get("path", "").startswith("/console"):
+            # Every operation takes JSON; read the body as JSON whatever the client labelled it (the console's
+            # HTML forms post urlencoded or multipart bodies and keep their label).
             scope = dict(scope)
             scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k != b"content-type"]
             scope["headers"].append((b"content-type", b"application/json"))
@@ -128,6 +132,7 @@ class RequestContext:
     @staticmethod
     def _log(scope, status_holder, started):
         status_holder["logged"] = True
+        _count_call(scope, status_holder["status"])
         access.info(
             "%s %s %s",
             scope.get("method"),
@@ -140,6 +145,31 @@ class RequestContext:
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
             },
         )
+
+
+def _count_call(scope, status: int) -> None:
+    """Count an authenticated call for its workspace, by route template and status (a dict update, no I/O)."""
+    state, route = scope.get("state") or {}, scope.get("route")
+    tenant = state.get("tenant")
+    workspace_id = getattr(tenant, "workspace_id", None) or state.get("workspace_id")
+    own = getattr(route, "path", None)
+    if workspace_id is None or own is None:
+        return  # unauthenticated calls and unknown paths belong to no workspace
+    svc = getattr(scope["app"].state, "services", None) if "app" in scope else None
+    template = _template(scope, own)
+    if svc is not None and not template.startswith("/console"):  # console pages are not API calls
+        usage.count(svc, "api_calls", workspace_id=workspace_id, label=f"{template} {status}")
+
+
+def _template(scope, own: str) -> str:
+    """The route's path template with its router's prefix (/v1, /v2): never a raw path with ids in it."""
+    # FastAPI gives the included route itself, whose path lacks the prefix it was included under.
+    path, root = scope.get("path", ""), scope.get("root_path", "")
+    path = path[len(root):] if root and path.startswith(root) else path
+    if path.endswith(own):
+        return path  # a static path: what comes before the route's own path is the prefix
+    head = "/" + path.split("/")[1] if path.count("/") > 1 else ""
+    return own if own.startswith(head + "/") else head + own
 
 
 async def _send_error(scope, send, error: ApiError, rid: str) -> None:

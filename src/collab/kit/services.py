@@ -17,6 +17,7 @@ from collab.kit.crypto import Keyring
 from collab.kit.db import create_pool
 from collab.kit.db.migrate import migrate
 from collab.kit.redisclient import redis_client
+from collab.kit.usage import Usage, start_flusher, stop_flusher
 
 
 @dataclass
@@ -28,6 +29,7 @@ class Services:
     redis: ArqRedis | None
     keyring: Keyring
     clock: Callable[[], float] = field(default=time.time)
+    usage: Usage = field(default_factory=Usage)  # this process's counters not yet flushed
 
     def now_ms(self) -> int:
         """The current time in epoch milliseconds, from the injectable clock."""
@@ -53,11 +55,14 @@ async def build_services(settings: Settings) -> Services:
     await pool.open()
     keyring = Keyring(settings.resolved_secret_key(), settings.secret_key_previous)
     redis = redis_client(redis_url, timeout_s=settings.redis_timeout_s, cooldown_s=settings.redis_cooldown_s)
-    return Services(settings=settings, pool=pool, redis=redis, keyring=keyring)
+    svc = Services(settings=settings, pool=pool, redis=redis, keyring=keyring)
+    start_flusher(svc)
+    return svc
 
 
 async def close_services(svc: Services) -> None:
     """Close what build_services opened."""
+    await stop_flusher(svc)  # the last counts, while the pool is still open
     await svc.pool.close()
     if svc.redis is not None:
         await svc.redis.aclose()

@@ -13,6 +13,7 @@ import logging
 from typing import Any, Iterable
 
 from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
+from collab.kit import usage
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
 from collab.kit.merge import deep_merge
@@ -118,6 +119,7 @@ async def flush(conn: Conn, *, svc: Services, api_key_id: str | None = None, lim
                 notification_id = await _notify(conn, batch=batch, items=items, now=now) if items else None
                 await repo.mark_flushed(conn, api_key_id=batch["api_key_id"], id=batch["id"],
                                         notification_id=notification_id)
+            usage.count(svc, "notifications_sent", api_key_id=batch["api_key_id"], n=int(notification_id is not None))
         except Exception:
             log.exception("notification batch %s (key %s) failed to flush (try %s)", batch["id"],
                           batch["api_key_id"], batch["attempts"] + 1)

@@ -3,7 +3,7 @@
 from typing import Any
 
 from collab.documents import repository as documents_repo
-from collab.kit import paging
+from collab.kit import paging, usage
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
@@ -116,6 +116,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[s
                                           headline_data=data.displayHeadlineMessageTemplateData,
                                           body=data.displayBodyMessage, notify_users=notify_users,
                                           by_user_id=by_user_id, timestamp=now))
+    usage.count(svc, "notifications_sent", workspace_id=tenant.workspace_id, n=int(bool(added)))
     message = "Notification added successfully." if added else "Notification already exists."
     return {"success": True, "message": message, "id": notification_id}
 

@@ -52,3 +52,18 @@ where g.expires_at is null or g.expires_at * 1000 > %(now_ms)s
 -- The folder of each of some documents of an organization.
 select id, folder_id from documents
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)
+
+-- name: grants_on
+-- The live grants on some resources of an organization, per user: a group's grant once for each member.
+select coalesce(m.user_id, g.principal_id) as user_id,
+       case when g.principal_type = 'group' then g.principal_id end as group_id,
+       g.resource_type, g.resource_id, g.access_role, g.expires_at
+from grants g
+join unnest(%(types)s::text[], %(ids)s::text[]) as r (type, id) on r.type = g.resource_type and r.id = g.resource_id
+left join group_members m
+  on g.principal_type = 'group' and m.api_key_id = g.api_key_id and m.organization_id = g.organization_id
+ and m.group_id = g.principal_id
+where g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+  and (g.principal_type = 'user' or m.user_id is not null)
+  and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
+order by 1, g.resource_type, g.resource_id, 2 nulls first

@@ -54,3 +54,12 @@ async def document_folders(conn: Conn, *, api_key_id: str, organization_id: str,
     """The folder of each existing document among `ids`."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "ids": ids}
     return {r["id"]: r["folder_id"] for r in await fetch_all(conn, q.document_folders, params)}
+
+
+async def grants_on(
+    conn: Conn, *, api_key_id: str, organization_id: str, resources: list[tuple[str, str]], now_ms: int
+) -> list[dict[str, Any]]:
+    """Live grants on (type, id) resources, one row per user (a group's grant once for each of its members)."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "types": [r[0] for r in resources],
+              "ids": [r[1] for r in resources], "now_ms": now_ms}
+    return await fetch_all(conn, q.grants_on, params)

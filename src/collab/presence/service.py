@@ -77,3 +77,18 @@ async def get(svc: Services, *, tenant: Tenant, data: GetPresence) -> list[dict[
         to_wire(r, effective_status(r["status"], r["last_seen"], now, away_ms=away_ms, offline_ms=offline_ms))
         for r in rows
     ]
+
+
+async def set_live(svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
+                   users: list[tuple[str, str | None, str | None, str]]) -> None:
+    """Record what live (realtime) connections say of users: (userId, name, email, status), seen now.
+
+    The same rows as REST heartbeats: a connected user is kept `online` (or `away` once idle) by the realtime
+    heartbeat, and set `offline` when their last connection to the document closes.
+    """
+    now = svc.now_ms()
+    async with transaction(svc.pool, svc.redis) as tx:
+        for user_id, name, email, status in sorted(users, key=lambda u: u[0]):
+            await repo.upsert(tx.conn, api_key_id=api_key_id, organization_id=organization_id,
+                              document_id=document_id, user_id=user_id, name=name, email=email, status=status,
+                              last_seen=now)

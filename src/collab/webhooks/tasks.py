@@ -5,6 +5,7 @@ due attempts (and flushes CRDT event windows). The mechanics (sending, signing, 
 import logging
 import time
 
+from collab.kit import usage
 from collab.kit.jobs import tracked, transaction
 from collab.kit.services import Services
 from collab.webhooks import delivery, events
@@ -56,6 +57,7 @@ async def deliver_webhook(ctx: dict, *, api_key_id: str, message_id: str, endpoi
                 await repo.endpoint_failed(conn, api_key_id=api_key_id, id=endpoint_id, now=now,
                                            gone=result["status_code"] == 410,
                                            disable_after_ms=delivery.DISABLE_AFTER_MS)
+    usage.count(svc, "webhooks_succeeded" if status == "succeeded" else "webhooks_failed", api_key_id=api_key_id)
     return {"status": status, "statusCode": result["status_code"]}
 
 

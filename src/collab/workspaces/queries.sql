@@ -94,3 +94,8 @@ delete from ai_provider_keys where api_key_id = %(api_key_id)s and provider = %(
 -- name: provider_key
 -- The sealed customer key for one AI provider.
 select key_enc from ai_provider_keys where api_key_id = %(api_key_id)s and provider = %(provider)s
+
+-- name: set_workspace_token
+-- Replace the workspace's auth token (hash and sealed copy); the old one stops authenticating at once.
+update workspaces set auth_token_hash = %(auth_token_hash)s, auth_token_enc = %(auth_token_enc)s
+where id = %(workspace_id)s

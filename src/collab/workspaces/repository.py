@@ -101,3 +101,8 @@ async def delete_provider_key(conn: Conn, *, api_key_id: str, provider: str) -> 
 async def provider_key(conn: Conn, *, api_key_id: str, provider: str) -> bytes | None:
     row = await fetch_one(conn, q.provider_key, {"api_key_id": api_key_id, "provider": provider})
     return None if row is None else bytes(row["key_enc"])
+
+
+async def set_workspace_token(conn: Conn, *, workspace_id: str, auth_token_hash: bytes, auth_token_enc: bytes) -> int:
+    row = {"workspace_id": workspace_id, "auth_token_hash": auth_token_hash, "auth_token_enc": auth_token_enc}
+    return await execute(conn, q.set_workspace_token, row)

@@ -210,3 +210,18 @@ async def set_plan(svc: Services, *, workspace_id: str, plan: str) -> None:
     async with transaction(svc.pool, svc.redis) as tx:
         if not await repo.set_plan(tx.conn, workspace_id=workspace_id, plan=plan):
             raise ApiError("NOT_FOUND", "Workspace not found.")
+
+
+async def reset_workspace_token(svc: Services, *, caller: WorkspaceCaller) -> dict[str, Any]:
+    """Replace the workspace's own auth token (the console's reset); the old one stops working at once."""
+    token = new_token()
+    async with transaction(svc.pool, svc.redis) as tx:
+        changed = await repo.set_workspace_token(
+            tx.conn,
+            workspace_id=caller.workspace_id,
+            auth_token_hash=svc.keyring.hash(token),
+            auth_token_enc=svc.keyring.encrypt(token, _ws_token_aad(caller.workspace_id)),
+        )
+        if not changed:
+            raise ApiError("NOT_FOUND", "Workspace not found.")
+    return {"authToken": token}

@@ -1,0 +1,59 @@
+"""Who can see a document, and why: every live grant that reaches it (on the document, a folder above it or the
+organization; a user's own or through a group), with the winning role decided by the same rule as access.py."""
+
+from typing import Any
+
+from collab.documents import repository as documents_repo
+from collab.kit.auth import Tenant
+from collab.kit.errors import ApiError
+from collab.kit.services import Services
+from collab.organizations import repository as organizations_repo
+from collab.permissions import access
+from collab.permissions import repository as repo
+
+
+def _kind(grant: dict[str, Any]) -> str:
+    """The reason in one word: group (a group's grant), else the level the grant sits on (direct: the document)."""
+    if grant["group_id"] is not None:
+        return "group"
+    return {"document": "direct", "folder": "folder", "organization": "organization"}[grant["resource_type"]]
+
+
+def explain_rows(grants: list[dict[str, Any]], *, disabled: bool) -> list[dict[str, Any]]:
+    """Per user: the effective role (or why none) and every grant behind it, the deciding ones marked."""
+    by_user: dict[str, list[dict[str, Any]]] = {}
+    for grant in grants:
+        by_user.setdefault(grant["user_id"], []).append(grant)
+    users = []
+    for user_id, held in sorted(by_user.items()):
+        winner = access.best(held)
+        reasons = [
+            {"kind": _kind(g), "resourceType": g["resource_type"], "resourceId": g["resource_id"],
+             "groupId": g["group_id"], "accessRole": g["access_role"], "expiresAt": g["expires_at"],
+             "decides": not disabled and g["access_role"] == winner["accessRole"]}
+            for g in held
+        ]
+        entry: dict[str, Any] = {"userId": user_id, "reasons": reasons}
+        entry.update(access.DISABLED if disabled else winner)
+        users.append(entry)
+    return users
+
+
+async def explain_document(svc: Services, *, tenant: Tenant, organization_id: str, document_id: str) -> dict[str, Any]:
+    """The users with access to one document and why: {organizationId, documentId, folderPath, disabled, users}."""
+    key = {"api_key_id": tenant.api_key_id, "organization_id": organization_id}
+    async with svc.pool.connection() as conn:
+        organization = await organizations_repo.get(conn, api_key_id=tenant.api_key_id, id=organization_id)
+        folders = await repo.document_folders(conn, **key, ids=[document_id]) if organization else {}
+        if document_id not in folders:
+            raise ApiError("NOT_FOUND", "Document does not exist.")
+        folder_id = folders[document_id]
+        path: list[str] = []
+        if folder_id is not None:
+            tree = {r["id"]: list(r["ancestors"]) for r in await documents_repo.folder_tree(conn, **key)}
+            path = [*tree.get(folder_id, []), folder_id]
+        resources = [("organization", organization_id), *(("folder", f) for f in path), ("document", document_id)]
+        grants = await repo.grants_on(conn, **key, resources=resources, now_ms=svc.now_ms())
+    disabled = bool(organization["disabled"])
+    return {"organizationId": organization_id, "documentId": document_id, "folderPath": path, "disabled": disabled,
+            "users": explain_rows(grants, disabled=disabled)}

@@ -1,0 +1,93 @@
+"""Who may open a room: the user token names the tenant and the user; the permissions model decides the role."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import jwt
+
+from collab.crdt import repository as crdt_repo
+from collab.kit.auth import Tenant
+from collab.kit.db.pool import Conn
+from collab.kit.services import Services
+from collab.permissions import service as permissions
+from collab.permissions import tokens
+from collab.realtime import protocol
+from collab.realtime import repository as repo
+
+
+class Refused(Exception):
+    """A connection that may not open (or stay open): its close code and a short reason."""
+
+    def __init__(self, code: int, reason: str):
+        super().__init__(reason)
+        self.code, self.reason = code, reason
+
+
+@dataclass(frozen=True)
+class User:
+    """The verified caller of a socket: their tenant, id, profile and when their token expires (epoch s)."""
+
+    tenant: Tenant
+    user_id: str
+    name: str | None
+    email: str | None
+    expires_s: float
+
+
+async def authenticate(svc: Services, conn: Conn, token: str | None) -> User:
+    """The user a token names, verified with its API key's signing keys; 4401 otherwise."""
+    if not token or len(token) > 8192:
+        raise Refused(protocol.BAD_TOKEN, "A user token (the token query parameter) is required.")
+    try:
+        api_key_id = jwt.decode(token, options={"verify_signature": False}).get("aud")
+    except jwt.InvalidTokenError:
+        raise Refused(protocol.BAD_TOKEN, "The token is not a valid user token.") from None
+    key = await repo.api_key(conn, api_key_id=api_key_id) if isinstance(api_key_id, str) else None
+    if key is None:
+        raise Refused(protocol.BAD_TOKEN, "The token is not a valid user token.")
+    try:
+        claims = tokens.verify(svc.keyring, token, api_key_id=api_key_id, version=key["token_key_version"],
+                               now_s=svc.clock())
+    except jwt.InvalidTokenError as exc:
+        expired = isinstance(exc, jwt.ExpiredSignatureError)
+        raise Refused(protocol.BAD_TOKEN, "The token has expired." if expired else "The token is not valid.") from None
+    user: dict[str, Any] = claims.get("user") or {}
+    tenant = Tenant(api_key_id=key["api_key_id"], workspace_id=key["workspace_id"],
+                    token_key_version=key["token_key_version"])
+    return User(tenant=tenant, user_id=claims["sub"], name=user.get("name"), email=user.get("email"),
+                expires_s=claims["exp"])
+
+
+async def roles(svc: Services, conn: Conn, *, tenant: Tenant, organization_id: str, document_ids: list[str],
+                user_ids: list[str]) -> dict[str, dict[str, str | Refused]]:
+    """Each user's role on each document now (`editor` or `viewer`), or why they have none."""
+    answer = await permissions.effective(conn, tenant=tenant, organization_id=organization_id, user_ids=user_ids,
+                                         folder_ids=[], document_ids=document_ids, now_ms=svc.now_ms())
+    out: dict[str, dict[str, str | Refused]] = {}
+    for user_id, entry in answer.items():
+        organization = entry["organization"][organization_id]
+        out[user_id] = {}
+        for document_id in document_ids:
+            document = entry["documents"][document_id]
+            if organization.get("errorCode") == "does_not_exist":
+                # The token's tenant has no such organization: the token belongs to another tenant (or is wrong).
+                role: str | Refused = Refused(protocol.BAD_TOKEN,
+                                              "This token does not open rooms of this organization.")
+            elif document.get("errorCode") == "does_not_exist":
+                role = Refused(protocol.UNKNOWN, "Document does not exist.")
+            elif "accessRole" not in document:
+                role = Refused(protocol.NO_ACCESS, document.get("error") or "No access to this document.")
+            else:
+                role = document["accessRole"]
+            out[user_id][document_id] = role
+    return out
+
+
+async def editor_kind(conn: Conn, *, tenant: Tenant, organization_id: str, document_id: str,
+                      editor_id: str) -> dict[str, Any]:
+    """The editor's type and content key; 4404 when it has no CRDT document (crdt/add makes one)."""
+    kind = await crdt_repo.kind(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
+                                document_id=document_id, editor_id=editor_id)
+    if kind is None:
+        raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
+    return kind

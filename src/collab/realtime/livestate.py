@@ -1,0 +1,51 @@
+"""Live state: values pushed to a document's subscribed sockets (livestate/broadcast), the last one kept."""
+
+from typing import Any
+
+import orjson
+
+from collab.kit import fanout
+from collab.kit.auth import Tenant
+from collab.kit.errors import invalid, issue
+from collab.kit.jobs import transaction
+from collab.kit.services import Services
+from collab.realtime import protocol
+from collab.realtime import repository as repo
+from collab.realtime.schemas import BroadcastLiveState, GetLiveState
+
+MAX_VALUES = 1000  # livestate/get answers at most this many of a document's values
+
+
+def to_wire(row: dict[str, Any]) -> dict[str, Any]:
+    """A kept value as livestate/get answers it."""
+    return {"liveStateDataId": row["live_state_data_id"], "data": row["data"], "updatedAt": row["updated_at"]}
+
+
+def message(row: dict[str, Any]) -> bytes:
+    """The type 100 message that delivers a value to a subscribed socket."""
+    return protocol.livestate({"op": "data", **to_wire(row)})
+
+
+async def broadcast(svc: Services, *, tenant: Tenant, data: BroadcastLiveState) -> dict[str, Any]:
+    """Keep the value (merged into the kept object with `merge`) and push it to the document's subscribers."""
+    if data.data is None:
+        raise invalid("Data is required.", [issue(["data"], "Data is required.", "invalid_type")])
+    limit = svc.settings.realtime_max_message_bytes
+    if len(orjson.dumps(data.data)) > limit:
+        message_ = f"A live state value may hold at most {limit} bytes of JSON."
+        raise invalid(message_, [issue(["data"], message_, "too_big")])
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId, "document_id": data.documentId}
+    async with transaction(svc.pool, svc.redis) as tx:
+        row = await repo.upsert_live_state(tx.conn, **key, live_state_data_id=data.liveStateDataId, data=data.data,
+                                           merge=data.merge, now=svc.now_ms())
+    await fanout.publish(svc.redis, **key, editor_id="", topic=data.liveStateDataId, message=message(row))
+    return {"success": True}
+
+
+async def get(svc: Services, *, tenant: Tenant, data: GetLiveState) -> list[dict[str, Any]]:
+    """The document's kept values (one when liveStateDataId is given), by id."""
+    async with svc.pool.connection() as conn:
+        rows = await repo.live_states(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                      document_id=data.documentId, live_state_data_id=data.liveStateDataId,
+                                      limit=MAX_VALUES)
+    return [to_wire(r) for r in rows]

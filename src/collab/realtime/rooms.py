@@ -1,0 +1,251 @@
+"""Rooms of one API process: the connections of each editor, the awareness they share, and the Redis link.
+
+Nothing here is authoritative: the document is in Postgres, every update is stored before it reaches a room,
+and a process that restarts rebuilds its rooms from reconnecting clients. A room relays each message as the
+same bytes to every connection (encoded once), through a bounded queue per connection: a client that cannot
+keep up is closed with 1013 instead of being buffered without bound.
+"""
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import deque
+from typing import Any, Callable
+
+from redis.asyncio import ConnectionPool, Redis
+from redis.exceptions import RedisError
+
+from collab.kit import fanout
+from collab.kit.redisclient import FailFastPool
+from collab.realtime import protocol
+
+log = logging.getLogger("collab.realtime")
+
+
+class Connection:
+    """One socket: who it is, what it may do, and its send queue (drained by its own writer task)."""
+
+    def __init__(self, ws: Any, *, user: Any, role: str, organization_id: str, document_id: str, editor_id: str,
+                 queue: int, rate: float):
+        self.ws, self.user, self.role = ws, user, role
+        self.organization_id, self.document_id, self.editor_id = organization_id, document_id, editor_id
+        self.limit = queue
+        self.pending: deque[bytes] = deque()
+        self.wake = asyncio.Event()
+        self.close_code: int | None = None
+        self.close_reason = ""
+        self.controlled: dict[int, int] = {}  # awareness client id → clock, of the clients this socket speaks for
+        self.topics: set[str] = set()  # livestate ids subscribed to
+        now = time.monotonic()
+        self.last_message = now  # anything received (idle timeout)
+        self.last_active = now  # an edit or an awareness change (away)
+        self.rate, self.tokens, self.tokens_at = rate, rate * 2, now
+
+    def send(self, data: bytes) -> None:
+        """Queue bytes for the client; a full queue closes the connection (slow consumer)."""
+        if self.close_code is not None:
+            return
+        if len(self.pending) >= self.limit:
+            self.close(protocol.SLOW, "Slow consumer: messages queued past the limit.")
+            return
+        self.pending.append(data)
+        self.wake.set()
+
+    def close(self, code: int, reason: str) -> None:
+        """Close soon (the writer sends the close frame); what is queued is dropped."""
+        if self.close_code is None:
+            self.close_code, self.close_reason = code, reason[:120]
+            self.pending.clear()
+            self.wake.set()
+
+    def admit(self, cost: float = 1.0) -> bool:
+        """Token bucket of updates per second (bursts of twice the rate); an awareness message costs half."""
+        now = time.monotonic()
+        self.tokens = min(self.rate * 2, self.tokens + (now - self.tokens_at) * self.rate)
+        self.tokens_at = now
+        if self.tokens < cost:
+            return False
+        self.tokens -= cost
+        return True
+
+    async def writer(self) -> None:
+        """Send queued messages in order; then the close frame when one was asked for."""
+        try:
+            while True:
+                await self.wake.wait()
+                self.wake.clear()
+                while self.pending and self.close_code is None:
+                    await self.ws.send_bytes(self.pending.popleft())
+                if self.close_code is not None:
+                    await self.ws.close(self.close_code, self.close_reason)
+                    return
+        except Exception:  # the peer is gone: the reader sees the disconnect
+            self.close_code = self.close_code or protocol.SERVER_ERROR
+
+
+class DocumentRoom:
+    """A document's connections in this process, by editor, with the awareness states each editor room knows."""
+
+    def __init__(self, key: tuple[str, str, str]):
+        self.key = key
+        self.editors: dict[str, set[Connection]] = {}
+        self.awareness: dict[str, dict[int, tuple[int, str]]] = {}  # editor → client id → (clock, state JSON)
+        self.appended: dict[str, int] = {}  # editor → updates appended here since its last compaction
+        self.webhook_at: dict[str, float] = {}  # editor → when this process last counted a webhook change
+
+    def connections(self) -> list[Connection]:
+        return [c for conns in self.editors.values() for c in conns]
+
+    def learn_awareness(self, editor_id: str, entries: list[tuple[int, int, str]]) -> bool:
+        """Keep the newest state of each client; whether any state changed (not just a renewal)."""
+        known = self.awareness.setdefault(editor_id, {})
+        changed = False
+        for client, clock, state in entries:
+            old = known.get(client)
+            if old is not None and clock < old[0]:
+                continue
+            changed = changed or old is None or old[1] != state
+            if state == "null":
+                known.pop(client, None)
+            else:
+                known[client] = (clock, state)
+        return changed
+
+    def relay(self, editor_id: str, message: bytes, *, skip: Connection | None = None) -> None:
+        for conn in self.editors.get(editor_id, ()):
+            if conn is not skip:
+                conn.send(message)
+
+
+class Hub:
+    """This process's rooms and its subscription to their documents' channels."""
+
+    def __init__(self, redis: Any, *, on_message: Callable[[DocumentRoom, str, str, bytes], None] | None = None):
+        self.id = uuid.uuid4().bytes  # this process, as the origin of what it publishes
+        self.rooms: dict[tuple[str, str, str], DocumentRoom] = {}
+        self.by_tenant: dict[str, int] = {}
+        self.redis = redis
+        self.pubsub = None
+        self.reader: asyncio.Task | None = None
+        self.channels: dict[str, tuple[str, str, str]] = {}
+        self.on_message = on_message
+
+    # Rooms.
+
+    def count(self, key: tuple[str, str, str]) -> int:
+        room = self.rooms.get(key)
+        return len(room.connections()) if room else 0
+
+    async def join(self, conn: Connection) -> DocumentRoom:
+        """Add a connection (subscribing to the document's channel first, so nothing published is missed)."""
+        key = (conn.user.tenant.api_key_id, conn.organization_id, conn.document_id)
+        room = self.rooms.get(key)
+        if room is None:
+            room = self.rooms[key] = DocumentRoom(key)
+            channel = fanout.channel(*key)
+            self.channels[channel] = key
+            await self._subscribe(channel)
+        room.editors.setdefault(conn.editor_id, set()).add(conn)
+        self.by_tenant[key[0]] = self.by_tenant.get(key[0], 0) + 1
+        return room
+
+    async def leave(self, conn: Connection) -> DocumentRoom | None:
+        """Remove a connection; the room when it became empty (and was dropped)."""
+        key = (conn.user.tenant.api_key_id, conn.organization_id, conn.document_id)
+        room = self.rooms.get(key)
+        if room is None:
+            return None
+        conns = room.editors.get(conn.editor_id, set())
+        if conn in conns:
+            conns.discard(conn)
+            self.by_tenant[key[0]] -= 1
+            if not self.by_tenant[key[0]]:
+                del self.by_tenant[key[0]]
+        if not conns:
+            room.editors.pop(conn.editor_id, None)
+            room.awareness.pop(conn.editor_id, None)
+        if room.editors:
+            return None
+        del self.rooms[key]
+        channel = fanout.channel(*key)
+        self.channels.pop(channel, None)
+        await self._unsubscribe(channel)
+        return room
+
+    async def publish(self, conn: Connection, message: bytes, *, editor_id: str, topic: str = "") -> None:
+        """Send to the other processes holding rooms of the document (this one relays locally itself)."""
+        await fanout.publish(self.redis, api_key_id=conn.user.tenant.api_key_id, organization_id=conn.organization_id,
+                             document_id=conn.document_id, editor_id=editor_id, message=message, topic=topic,
+                             origin=self.id)
+
+    # Redis.
+
+    async def start(self) -> None:
+        """Open the subscriber connection and start relaying what other processes publish."""
+        if self.redis is None:
+            return
+        # A connection of its own without the command timeout: a subscriber waits on messages indefinitely.
+        base = self.redis.connection_pool
+        # FailFastPool wraps the driver's connection class to trip on failures; the subscriber reconnects itself.
+        cls = base.connection_class.__bases__[0] if isinstance(base, FailFastPool) else base.connection_class
+        kwargs = {**base.connection_kwargs, "socket_timeout": None}
+        self.subscriber = Redis(connection_pool=ConnectionPool(connection_class=cls, **kwargs))
+        self.reader = asyncio.create_task(self._read())
+
+    async def stop(self) -> None:
+        if self.reader is not None:
+            self.reader.cancel()
+            await asyncio.gather(self.reader, return_exceptions=True)
+        if self.pubsub is not None:
+            await asyncio.gather(self.pubsub.aclose(), return_exceptions=True)
+        if self.redis is not None:
+            await asyncio.gather(self.subscriber.aclose(), return_exceptions=True)
+
+    async def _subscribe(self, channel: str) -> None:
+        if self.pubsub is not None:
+            try:
+                await self.pubsub.subscribe(channel)
+            except (RedisError, OSError) as exc:
+                log.warning("realtime subscribe failed (the reader resubscribes): %s", exc)
+
+    async def _unsubscribe(self, channel: str) -> None:
+        if self.pubsub is not None:
+            try:
+                await self.pubsub.unsubscribe(channel)
+            except (RedisError, OSError):
+                pass
+
+    async def _read(self) -> None:
+        """Relay what other processes publish; on a lost link, connect again and resubscribe every room."""
+        while True:
+            try:
+                self.pubsub = self.subscriber.pubsub(ignore_subscribe_messages=True)
+                await self.pubsub.subscribe(fanout.PREFIX + "process:" + self.id.hex(), *list(self.channels))
+                while True:
+                    message = await self.pubsub.get_message(timeout=5.0)
+                    if message is not None and message.get("type") == "message":
+                        self._deliver(message["channel"], message["data"])
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - keep relaying whatever failed
+                log.warning("realtime fan-out link lost, reconnecting: %s", exc)
+                pubsub, self.pubsub = self.pubsub, None
+                if pubsub is not None:
+                    await asyncio.gather(pubsub.aclose(), return_exceptions=True)
+                await asyncio.sleep(1.0)
+
+    def _deliver(self, channel: bytes | str, payload: bytes) -> None:
+        name = channel.decode() if isinstance(channel, bytes) else channel
+        key = self.channels.get(name)
+        room = self.rooms.get(key) if key else None
+        if room is None:
+            return
+        try:
+            origin, editor_id, topic, message = fanout.unpack(payload)
+        except (IndexError, UnicodeDecodeError):
+            return
+        if origin == self.id:
+            return
+        if self.on_message is not None:
+            self.on_message(room, editor_id, topic, message)

@@ -1,0 +1,277 @@
+"""Realtime sessions: open a room for a verified user, speak y-websocket, store every update before relaying it."""
+
+import asyncio
+import logging
+import time
+from typing import Any, Callable
+
+from psycopg.errors import ForeignKeyViolation
+from pycrdt import get_state, get_update
+
+from collab.crdt import repository as crdt_repo
+from collab.crdt import service as crdt_service
+from collab.crdt import updates, ydoc
+from collab.kit import fanout
+from collab.kit.services import Services
+from collab.realtime import access, livestate, protocol
+from collab.realtime import repository as repo
+from collab.realtime.access import Refused
+from collab.realtime.appender import Appender
+from collab.realtime.rooms import Connection, DocumentRoom, Hub
+from collab.realtime.upkeep import LEFT, Upkeep
+
+log = logging.getLogger("collab.realtime")
+WEBHOOK_EVERY_S = 1.0  # socket edits count towards crdt.update_data at most this often per editor and process
+
+
+class Realtime:
+    """The realtime side of one API process (app.state.realtime): its rooms, their upkeep and sessions."""
+
+    def __init__(self, svc: Services):
+        self.svc = svc
+        self.hub = Hub(svc.redis, on_message=self._from_elsewhere)
+        self.upkeep = Upkeep(self)
+        self.appender = Appender(svc)
+        self.background: set[asyncio.Task] = set()
+        self.changed = asyncio.Event()  # set whenever a connection leaves (tests wait on it, no sleeps)
+
+    async def start(self) -> None:
+        """Subscribe to Redis, start committing updates and the upkeep loop (app start)."""
+        await self.hub.start()
+        self.appender.start()
+        self.upkeep.start()
+
+    async def stop(self) -> None:
+        """Close every socket (1001) and stop the loops (app shutdown)."""
+        await self.upkeep.stop()
+        for conn in [c for room in self.hub.rooms.values() for c in room.connections()]:
+            conn.close(1001, "Server shutting down.")
+        await asyncio.gather(*self.background, return_exceptions=True)
+        await self.appender.stop()
+        await self.hub.stop()
+
+    async def until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Wait until `predicate()` holds, checked after each connection leaves."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), max(0.0, deadline - time.monotonic()))
+
+    def spawn(self, coro: Any) -> None:
+        """Run a coroutine in the background (kept referenced until it ends)."""
+        task = asyncio.ensure_future(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    # A session.
+
+    async def serve(self, ws: Any, *, organization_id: str, document_id: str, editor_id: str,
+                    token: str | None) -> None:
+        """Run one WebSocket connection to the room of an editor, from accept to close."""
+        await ws.accept()
+        try:
+            conn = await self._admit(ws, organization_id, document_id, editor_id, token)
+            room = await self.hub.join(conn)
+        except Refused as refused:
+            await ws.close(refused.code, refused.reason)
+            return
+        writer = asyncio.create_task(conn.writer())
+        try:
+            await self._open(conn, room)
+            await self._read(conn, room)
+        except Refused as refused:  # the editor went away meanwhile
+            conn.close(refused.code, refused.reason)
+        except Exception:
+            log.exception("realtime session of %s/%s failed", document_id, editor_id)
+            conn.close(protocol.SERVER_ERROR, "Server error.")
+        finally:
+            conn.close(1000, "")
+            await self._leave(conn, room)
+            await asyncio.gather(writer, return_exceptions=True)
+
+    async def _admit(self, ws: Any, organization_id: str, document_id: str, editor_id: str,
+                     token: str | None) -> Connection:
+        settings = self.svc.settings
+        async with self.svc.pool.connection() as db:
+            user = await access.authenticate(self.svc, db, token)
+            role = (await access.roles(self.svc, db, tenant=user.tenant, organization_id=organization_id,
+                                       document_ids=[document_id], user_ids=[user.user_id]))[user.user_id][document_id]
+            if isinstance(role, Refused):
+                raise role
+            await access.editor_kind(db, tenant=user.tenant, organization_id=organization_id,
+                                     document_id=document_id, editor_id=editor_id)
+        key = (user.tenant.api_key_id, organization_id, document_id)
+        if self.hub.count(key) >= settings.realtime_max_connections_per_document:
+            raise Refused(protocol.LIMITED, "Too many connections to this document.")
+        if self.hub.by_tenant.get(key[0], 0) >= settings.realtime_max_connections_per_tenant:
+            raise Refused(protocol.LIMITED, "Too many connections for this API key.")
+        return Connection(ws, user=user, role=role, organization_id=organization_id, document_id=document_id,
+                          editor_id=editor_id, queue=settings.realtime_send_queue, rate=settings.realtime_updates_per_s)
+
+    async def _open(self, conn: Connection, room: DocumentRoom) -> None:
+        """Start the sync (the server's state vector, so the client sends what the server lacks), share the
+        awareness states known, and show the user online."""
+        state = await self._state(conn)
+        conn.send(protocol.step1(get_state(state)))
+        known = room.awareness.get(conn.editor_id)
+        if known:
+            conn.send(protocol.awareness([(c, clock, s) for c, (clock, s) in known.items()]))
+        await self.upkeep.arrived(conn, room)
+
+    async def _state(self, conn: Connection) -> bytes:
+        """The editor's whole document now: the stored state with its pending updates folded in."""
+        key = {"api_key_id": conn.user.tenant.api_key_id, "organization_id": conn.organization_id,
+               "document_id": conn.document_id}
+        async with self.svc.pool.connection() as db:
+            rows = await crdt_repo.list_editors(db, **key, editor_id=conn.editor_id, after_id=None, limit=1,
+                                                yjs=False, budget=2**62)
+        if not rows:
+            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
+        return await asyncio.to_thread(ydoc.fold, rows[0]["state"], rows[0]["pending"] or [])
+
+    async def _read(self, conn: Connection, room: DocumentRoom) -> None:
+        limit = self.svc.settings.realtime_max_message_bytes
+        while conn.close_code is None:
+            message = await conn.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            data = message.get("bytes")
+            conn.last_message = time.monotonic()
+            if data is None:
+                conn.close(protocol.MALFORMED, "Messages are binary (y-websocket framing).")
+            elif len(data) > limit:
+                conn.close(protocol.TOO_LARGE, f"A message may carry at most {limit} bytes.")
+            else:
+                try:
+                    await self._handle(conn, room, data, *protocol.parse(data))
+                except protocol.Malformed as exc:
+                    conn.close(protocol.MALFORMED, f"Malformed message: {exc}.")
+                except Refused as refused:
+                    conn.close(refused.code, refused.reason)
+
+    async def _handle(self, conn: Connection, room: DocumentRoom, data: bytes, kind: int, step: int,
+                      payload: Any) -> None:
+        if kind == protocol.SYNC and step == protocol.STEP1:
+            state = await self._state(conn)
+            try:
+                missing = await asyncio.to_thread(get_update, state, payload)
+            except Exception:  # noqa: BLE001 - pycrdt raises several kinds on a bad state vector
+                raise protocol.Malformed("bad state vector") from None
+            conn.send(protocol.step2(missing))
+        elif kind == protocol.SYNC:
+            await self._update(conn, room, payload)
+        elif kind == protocol.AWARENESS:
+            if not conn.admit(0.5):  # relayed to every socket of the room: a flood is refused like one of edits
+                raise Refused(protocol.LIMITED, "Too many messages per second.")
+            for client, clock, state in payload:
+                if state == "null":
+                    conn.controlled.pop(client, None)
+                else:
+                    conn.controlled[client] = clock
+            if room.learn_awareness(conn.editor_id, payload):
+                conn.last_active = time.monotonic()
+            room.relay(conn.editor_id, data, skip=conn)
+            await self.hub.publish(conn, data, editor_id=conn.editor_id)
+        elif kind == protocol.QUERY_AWARENESS:
+            known = room.awareness.get(conn.editor_id) or {}
+            conn.send(protocol.awareness([(c, clock, s) for c, (clock, s) in known.items()]))
+        else:
+            await self._livestate_op(conn, payload)
+
+    async def _update(self, conn: Connection, room: DocumentRoom, update: bytes) -> None:
+        """Store a client's update, then relay it: nobody hears of an edit that a restart could lose."""
+        if conn.role != "editor" or update == protocol.EMPTY_UPDATE:
+            return  # a viewer's edit is dropped: not stored, not relayed (docs/realtime.md)
+        if not conn.admit():
+            raise Refused(protocol.LIMITED, "Too many updates per second.")
+        try:
+            updates.check(update)
+        except updates.BadUpdate as exc:
+            raise protocol.Malformed(f"not a valid Yjs update ({exc})") from None
+        svc, tenant = self.svc, conn.user.tenant
+        key = {"api_key_id": tenant.api_key_id, "organization_id": conn.organization_id,
+               "document_id": conn.document_id, "editor_id": conn.editor_id}
+        now = time.monotonic()
+        try:
+            await self._append(conn, room, key, update, now)
+        except ForeignKeyViolation:
+            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.") from None
+        conn.last_active = now
+        message = fanout.sync_update(update)
+        room.relay(conn.editor_id, message, skip=conn)
+        await self.hub.publish(conn, message, editor_id=conn.editor_id)
+        room.appended[conn.editor_id] = room.appended.get(conn.editor_id, 0) + 1
+        if room.appended[conn.editor_id] >= svc.settings.realtime_compact_every:
+            room.appended[conn.editor_id] = 0
+            self.spawn(self.compact(**key))
+
+    async def _append(self, conn: Connection, room: DocumentRoom, key: dict[str, str], update: bytes,
+                      now: float) -> None:
+        # crdt.update_data webhooks window changes per editor (5 s); counting one per second is enough.
+        webhook = now - room.webhook_at.get(conn.editor_id, -WEBHOOK_EVERY_S) >= WEBHOOK_EVERY_S
+        if webhook:
+            room.webhook_at[conn.editor_id] = now
+        await self.appender.append({**key, "update": update, "user_id": conn.user.user_id, "now": self.svc.now_ms()},
+                                   webhook=webhook)
+
+    async def _livestate_op(self, conn: Connection, op: Any) -> None:
+        if not isinstance(op, dict) or op.get("op") not in ("subscribe", "unsubscribe") \
+                or not isinstance(op.get("liveStateDataId"), str) or not 0 < len(op["liveStateDataId"]) <= 500:
+            raise protocol.Malformed('live state messages are {"op": "subscribe"|"unsubscribe", "liveStateDataId"}')
+        topic = op["liveStateDataId"]
+        if op["op"] == "unsubscribe":
+            conn.topics.discard(topic)
+            return
+        conn.topics.add(topic)
+        async with self.svc.pool.connection() as db:
+            rows = await repo.live_states(db, api_key_id=conn.user.tenant.api_key_id,
+                                          organization_id=conn.organization_id, document_id=conn.document_id,
+                                          live_state_data_id=topic, limit=1)
+        if rows:
+            conn.send(livestate.message(rows[0]))
+
+    async def _leave(self, conn: Connection, room: DocumentRoom) -> None:
+        """Say the socket's awareness clients left, show the user offline when it was their last socket here,
+        and fold the updates this room appended."""
+        try:
+            if conn.controlled:
+                entries = [(c, clock + 1, "null") for c, clock in conn.controlled.items()]
+                room.learn_awareness(conn.editor_id, entries)
+                gone = protocol.awareness(entries)
+                room.relay(conn.editor_id, gone, skip=conn)
+                await self.hub.publish(conn, gone, editor_id=conn.editor_id)
+            if room.editors.get(conn.editor_id) == {conn} and room.appended.get(conn.editor_id):
+                room.appended[conn.editor_id] = 0  # the editor's last socket here: fold what it appended
+                self.spawn(self.compact(api_key_id=conn.user.tenant.api_key_id, organization_id=conn.organization_id,
+                                        document_id=conn.document_id, editor_id=conn.editor_id))
+            await self.upkeep.left(conn, room)
+        finally:
+            # Last, so that a socket counts as gone only once all of the above is done (tests wait on it).
+            await self.hub.leave(conn)
+            self.changed.set()
+
+    async def compact(self, **key: str) -> None:
+        """Fold an editor's pending updates into its state (crdt/get and syncs then read one row)."""
+        try:
+            await crdt_service.compact(self.svc, **key)
+        except Exception:  # noqa: BLE001 - the sweep in the worker folds them later
+            log.exception("realtime compaction of %s/%s failed", key["document_id"], key["editor_id"])
+
+    # Messages from other processes (and REST writes).
+
+    def _from_elsewhere(self, room: DocumentRoom, editor_id: str, topic: str, message: bytes) -> None:
+        if topic == LEFT:
+            self.upkeep.still_here(room, message.decode(errors="replace"))
+            return
+        if topic:
+            for conn in room.connections():
+                if topic in conn.topics:
+                    conn.send(message)
+            return
+        if message[:1] == bytes([protocol.AWARENESS]):
+            try:
+                room.learn_awareness(editor_id, protocol.parse(message)[2])
+            except protocol.Malformed:
+                return
+        room.relay(editor_id, message)
+
