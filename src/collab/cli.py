@@ -17,6 +17,7 @@ def _api(args: argparse.Namespace) -> int:
     import uvicorn
 
     from collab.app import create_app
+    from collab.realtime.protocol import server_options
 
     settings = get_settings()
     host, port = args.host or settings.host, args.port or settings.port
@@ -32,6 +33,7 @@ def _api(args: argparse.Namespace) -> int:
         # Longer than clients keep idle connections (httpx, browsers: 5-60 s), so the server never closes one
         # just as a client reuses it (seen as connection resets under load with uvicorn's 5 s default).
         timeout_keep_alive=75,
+        **server_options(settings.realtime_max_message_bytes),
     )
     if workers == 1:
         uvicorn.run(create_app(settings), **options)

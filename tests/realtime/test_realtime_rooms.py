@@ -203,6 +203,23 @@ def test_rate_and_connection_limits_close_with_4429(client, live, tune):
     asyncio.run(scenario())
 
 
+def test_socket_edits_stop_at_the_document_size_cap(client, live, tune):
+    t = new_tenant(client)
+    room(client, t)
+    token = token_for(client, t, "alice", "org", "doc")
+
+    async def scenario():
+        tune(crdt_max_state_bytes=2048)
+        a = await YClient.open(url(live, "org", "doc", "e1", token))
+        await a.edit(lambda text: text.insert(0, "x" * 500))
+        await a.edit(lambda text: text.insert(0, "y" * 2000))  # past the cap: refused, not stored
+        assert await a.closed() == 4413
+
+    asyncio.run(scenario())
+    stored = crdt_text(client, t)
+    assert "x" * 500 in stored and "y" not in stored
+
+
 def test_a_slow_consumer_is_closed_not_buffered():
     from collab.realtime.rooms import Connection
 

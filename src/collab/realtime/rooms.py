@@ -93,6 +93,8 @@ class DocumentRoom:
         self.awareness: dict[str, dict[int, tuple[int, str]]] = {}  # editor → client id → (clock, state JSON)
         self.appended: dict[str, int] = {}  # editor → updates appended here since its last compaction
         self.webhook_at: dict[str, float] = {}  # editor → when this process last counted a webhook change
+        # editor → bytes of its document as last read plus every update seen since (an upper bound: the cap's gauge)
+        self.sizes: dict[str, int] = {}
 
     def connections(self) -> list[Connection]:
         return [c for conns in self.editors.values() for c in conns]

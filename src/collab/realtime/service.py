@@ -112,6 +112,7 @@ class Realtime:
         """Start the sync (the server's state vector, so the client sends what the server lacks), share the
         awareness states known, and show the user online."""
         state = await self._state(conn)
+        room.sizes[conn.editor_id] = len(state)
         conn.send(protocol.step1(get_state(state)))
         known = room.awareness.get(conn.editor_id)
         if known:
@@ -189,6 +190,9 @@ class Realtime:
         except updates.BadUpdate as exc:
             raise protocol.Malformed(f"not a valid Yjs update ({exc})") from None
         svc, tenant = self.svc, conn.user.tenant
+        size, cap = room.sizes.get(conn.editor_id, 0) + len(update), svc.settings.crdt_max_state_bytes
+        if size > cap:  # the REST cap on a document holds for socket edits too
+            raise Refused(protocol.TOO_LARGE, f"The document would exceed {cap} bytes (COLLAB_CRDT_MAX_STATE_BYTES).")
         key = {"api_key_id": tenant.api_key_id, "organization_id": conn.organization_id,
                "document_id": conn.document_id, "editor_id": conn.editor_id}
         now = time.monotonic()
@@ -197,6 +201,7 @@ class Realtime:
         except ForeignKeyViolation:
             raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.") from None
         conn.last_active = now
+        room.sizes[conn.editor_id] = size
         message = fanout.sync_update(update)
         room.relay(conn.editor_id, message, skip=conn)
         await self.hub.publish(conn, message, editor_id=conn.editor_id)
@@ -273,5 +278,7 @@ class Realtime:
                 room.learn_awareness(editor_id, protocol.parse(message)[2])
             except protocol.Malformed:
                 return
+        elif editor_id in room.sizes:
+            room.sizes[editor_id] += len(message)  # an edit made through another process or REST
         room.relay(editor_id, message)
 

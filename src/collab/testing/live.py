@@ -8,6 +8,7 @@ import uvicorn
 
 from collab.app import create_app
 from collab.config import Settings
+from collab.realtime.protocol import server_options
 from collab.kit.services import build_services, close_services
 from collab.worker import make_worker
 
@@ -56,6 +57,7 @@ class Live:
             proxy_headers=True,
             forwarded_allow_ips="127.0.0.1",
             lifespan="on",
+            **server_options(self.settings.realtime_max_message_bytes),
         )
         self.server = uvicorn.Server(config)
         worker_task = None
