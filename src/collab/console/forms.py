@@ -36,17 +36,22 @@ def checked(form: FormData, name: str) -> bool:
     return form.get(name) is not None
 
 
+def by_field(issues: list[dict[str, Any]], blank: str = PAGE) -> dict[str, str]:
+    """Each issue's message under its dotted path and, for the field macros, under the path's first name too."""
+    errors: dict[str, str] = {}
+    for entry in issues:
+        path = [str(p) for p in entry.get("path", [])]
+        errors.setdefault(".".join(path) or blank, entry["message"])
+        if path:
+            errors.setdefault(path[0], entry["message"])
+    return errors
+
+
 def errors_of(exc: ValidationError | ApiError) -> dict[str, str]:
     """Issues keyed by their dotted path (the console's form fields are named so); body-level ones on the page."""
     if isinstance(exc, ValidationError):
-        issues = issues_from_errors(exc.errors())
-    else:
-        issues = (exc.details or {}).get("issues") or [{"path": [], "message": exc.message}]
-    errors: dict[str, str] = {}
-    for entry in issues:
-        name = ".".join(str(p) for p in entry.get("path", [])) or PAGE
-        errors.setdefault(name, entry["message"])
-    return errors
+        return by_field(issues_from_errors(exc.errors()))
+    return by_field((exc.details or {}).get("issues") or [{"path": [], "message": exc.message}])
 
 
 def validated(model: type[BaseModel], data: dict[str, Any]) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from collab.console.forms import PAGE
+from collab.console.forms import PAGE, by_field
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.validation import issues_from_errors
@@ -32,28 +32,17 @@ class Outcome:
         return {**self.errors, **({PAGE: self.message} if self.message else {})}
 
 
-def _by_field(issues: list[dict[str, Any]], blank: str = "form") -> dict[str, str]:
-    # Each message under its full dotted path and, for the field macros, under the path's first name too.
-    errors: dict[str, str] = {}
-    for entry in issues:
-        path = [str(p) for p in entry["path"]]
-        errors.setdefault(".".join(path) or blank, entry["message"])
-        if path:
-            errors.setdefault(path[0], entry["message"])
-    return errors
-
-
 def from_error(exc: ApiError) -> Outcome:
     """An ApiError as an Outcome: each issue beside its field, the message for the form when no field is named."""
     issues = (exc.details or {}).get("issues") or []
-    errors = _by_field([i for i in issues if i.get("path")])
+    errors = by_field([i for i in issues if i.get("path")])
     return Outcome(errors=errors, message=None if errors else exc.message, status=exc.http_status)
 
 
 def from_validation(exc: ValidationError) -> Outcome:
     """A request model's failure as an Outcome, each message beside its field (as the API's issues name them)."""
     issues = issues_from_errors(exc.errors(include_url=False))
-    errors = _by_field(issues, blank="form")
+    errors = by_field(issues, blank="form")
     return Outcome(errors=errors, status=400, message=errors.pop("form", None))
 
 
