@@ -6,6 +6,8 @@ the same format (lib0 encoding, as Yjs and yrs write it) without recursion beyon
 anything it does not know, so only well-formed, shallow updates reach pycrdt.
 """
 
+from collab.kit.lib0 import Reader
+
 MAX_DEPTH = 100
 # Shared type refs a Yjs client writes: Array, Map, Text, XmlElement, XmlFragment, XmlHook, XmlText.
 _TYPE_REFS = range(0, 7)
@@ -16,35 +18,11 @@ class BadUpdate(ValueError):
     """The bytes are not a Yjs v1 update this service accepts."""
 
 
-class _Reader:
+class _Reader(Reader):
     def __init__(self, data: bytes):
-        self.data = data
-        self.pos = 0
+        super().__init__(data, BadUpdate)
 
-    def byte(self) -> int:
-        if self.pos >= len(self.data):
-            raise BadUpdate("unexpected end of update")
-        value = self.data[self.pos]
-        self.pos += 1
-        return value
-
-    def uint(self) -> int:
-        value, shift = 0, 0
-        while True:
-            b = self.byte()
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                return value
-            shift += 7
-            if shift > 63:
-                raise BadUpdate("integer too long")
-
-    skip_int = uint  # a signed varint has the same continuation bits
-
-    def skip(self, n: int) -> None:
-        if n > len(self.data) - self.pos:
-            raise BadUpdate("unexpected end of update")
-        self.pos += n
+    skip_int = Reader.uint  # a signed varint has the same continuation bits
 
     def buf(self) -> None:
         self.skip(self.uint())

@@ -12,6 +12,9 @@ import logging
 from pycrdt import create_update_message
 from redis.exceptions import RedisError
 
+from collab.kit import lib0
+from collab.kit.lib0 import Reader
+
 log = logging.getLogger("collab.fanout")
 PREFIX = "collab:rt:"
 NO_ORIGIN = b"\x00" * 16  # a publisher that is no realtime process: every process relays it, its own included
@@ -23,38 +26,18 @@ def channel(api_key_id: str, organization_id: str, document_id: str) -> str:
     return PREFIX + digest.hexdigest()
 
 
-def _var(data: bytes) -> bytes:
-    n, out = len(data), bytearray()
-    while n > 127:
-        out.append(128 | (n & 127))
-        n >>= 7
-    out.append(n)
-    return bytes(out) + data
-
-
-def _read_var(payload: bytes, at: int) -> tuple[bytes, int]:
-    n, shift = 0, 0
-    while True:
-        b = payload[at]
-        at += 1
-        n |= (b & 127) << shift
-        if b < 128:
-            break
-        shift += 7
-    return payload[at:at + n], at + n
-
-
 def pack(*, origin: bytes, editor_id: str, topic: str, message: bytes) -> bytes:
     """A published payload: the origin process, the editor (or "" for the whole document), a livestate topic
     (or ""), then the framed message that recipients send as is."""
-    return origin + _var(editor_id.encode()) + _var(topic.encode()) + message
+    return origin + lib0.buf(editor_id.encode()) + lib0.buf(topic.encode()) + message
 
 
 def unpack(payload: bytes) -> tuple[bytes, str, str, bytes]:
     """(origin, editor id, topic, message) of a published payload."""
-    editor, at = _read_var(payload, 16)
-    topic, at = _read_var(payload, at)
-    return payload[:16], editor.decode(), topic.decode(), payload[at:]
+    r = Reader(payload)
+    r.skip(16)
+    editor, topic = r.string(), r.string()
+    return payload[:16], editor, topic, payload[r.pos:]
 
 
 def sync_update(update: bytes) -> bytes:

@@ -26,6 +26,11 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), int(mult or 1) * _UNITS[unit]
 
 
+def _exhausted(message: str, *, retry_after: int) -> ApiError:
+    return ApiError("RESOURCE_EXHAUSTED", message, details={"retryAfterSeconds": retry_after},
+                    headers={"Retry-After": str(retry_after)})
+
+
 async def check(redis: Redis | None, *, bucket: str, rate: str, now: float, message: str) -> None:
     """Count one hit in the current window; RESOURCE_EXHAUSTED past the limit.
 
@@ -45,13 +50,7 @@ async def check(redis: Redis | None, *, bucket: str, rate: str, now: float, mess
         log.warning("rate limit %s not checked, Redis unreachable: %s", bucket, exc)
         return
     if count > limit:
-        retry_after = max(1, int(start + window - now))
-        raise ApiError(
-            "RESOURCE_EXHAUSTED",
-            message,
-            details={"retryAfterSeconds": retry_after},
-            headers={"Retry-After": str(retry_after)},
-        )
+        raise _exhausted(message, retry_after=max(1, int(start + window - now)))
 
 
 # The rate-limit hit of a request whose credentials this process verified a moment ago: counted only while the
@@ -84,13 +83,7 @@ async def check_if_current(
     if count < 0:
         return False
     if count > limit:
-        retry_after = max(1, int(start + window - now))
-        raise ApiError(
-            "RESOURCE_EXHAUSTED",
-            message,
-            details={"retryAfterSeconds": retry_after},
-            headers={"Retry-After": str(retry_after)},
-        )
+        raise _exhausted(message, retry_after=max(1, int(start + window - now)))
     return True
 
 

@@ -7,6 +7,9 @@ varString of JSON). Pure functions over bytes; anything that does not parse rais
 import json
 from typing import Any
 
+from collab.kit import lib0
+from collab.kit.lib0 import Reader
+
 SYNC, AWARENESS, AUTH, QUERY_AWARENESS, LIVESTATE = 0, 1, 2, 3, 100
 STEP1, STEP2, UPDATE = 0, 1, 2
 EMPTY_UPDATE = b"\x00\x00"  # a Yjs update that changes nothing (what an up-to-date client answers step 1 with)
@@ -32,55 +35,10 @@ class Malformed(ValueError):
     """A message this protocol does not allow; the text goes into the close reason."""
 
 
-class _Reader:
-    def __init__(self, data: bytes):
-        self.data, self.pos = data, 0
-
-    def uint(self) -> int:
-        value, shift = 0, 0
-        while True:
-            if self.pos >= len(self.data):
-                raise Malformed("truncated message")
-            b = self.data[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                return value
-            shift += 7
-            if shift > 63:
-                raise Malformed("integer too long")
-
-    def bytes(self) -> bytes:
-        n = self.uint()
-        if self.pos + n > len(self.data):
-            raise Malformed("truncated message")
-        self.pos += n
-        return self.data[self.pos - n:self.pos]
-
-    def string(self) -> str:
-        try:
-            return self.bytes().decode()
-        except UnicodeDecodeError:
-            raise Malformed("a string is not UTF-8") from None
-
-    def end(self) -> None:
-        if self.pos != len(self.data):
-            raise Malformed("trailing bytes after the message")
-
-
-def _var(n: int) -> bytes:
-    out = bytearray()
-    while n > 127:
-        out.append(128 | (n & 127))
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def parse(message: bytes) -> tuple[int, int, Any]:
     """(type, sync step or 0, payload): sync → update or state vector bytes, awareness → its entries,
     query awareness → None, live state → the JSON value."""
-    r = _Reader(message)
+    r = Reader(message, Malformed)
     kind = r.uint()
     if kind == SYNC:
         step = r.uint()
@@ -107,7 +65,7 @@ def parse(message: bytes) -> tuple[int, int, Any]:
 
 def awareness_entries(update: bytes) -> list[tuple[int, int, str]]:
     """(client id, clock, state JSON text) of each client in an awareness update."""
-    r = _Reader(update)
+    r = Reader(update, Malformed)
     entries = []
     for _ in range(r.uint()):
         client, clock, state = r.uint(), r.uint(), r.string()
@@ -118,29 +76,29 @@ def awareness_entries(update: bytes) -> list[tuple[int, int, str]]:
 
 def awareness(entries: list[tuple[int, int, str]]) -> bytes:
     """An awareness message carrying these clients' states ("null": the client left)."""
-    body = bytearray(_var(len(entries)))
+    body = bytearray(lib0.uint(len(entries)))
     for client, clock, state in entries:
         raw = state.encode()
-        body += _var(client) + _var(clock) + _var(len(raw)) + raw
-    return bytes([AWARENESS]) + _var(len(body)) + bytes(body)
+        body += lib0.uint(client) + lib0.uint(clock) + lib0.buf(raw)
+    return bytes([AWARENESS]) + lib0.buf(bytes(body))
 
 
 def step1(state_vector: bytes) -> bytes:
     """Sync step 1: the sender's state vector (the answer is what it lacks)."""
-    return bytes([SYNC, STEP1]) + _var(len(state_vector)) + state_vector
+    return bytes([SYNC, STEP1]) + lib0.buf(state_vector)
 
 
 def step2(update: bytes) -> bytes:
     """Sync step 2: what the step 1's sender lacks."""
-    return bytes([SYNC, STEP2]) + _var(len(update)) + update
+    return bytes([SYNC, STEP2]) + lib0.buf(update)
 
 
 def update(data: bytes) -> bytes:
     """A sync update message."""
-    return bytes([SYNC, UPDATE]) + _var(len(data)) + data
+    return bytes([SYNC, UPDATE]) + lib0.buf(data)
 
 
 def livestate(value: Any) -> bytes:
     """A live state message (type 100) carrying one JSON value."""
     raw = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
-    return _var(LIVESTATE) + _var(len(raw)) + raw
+    return lib0.uint(LIVESTATE) + lib0.buf(raw)
