@@ -128,7 +128,9 @@ class Settings(BaseSettings):
 
     # Realtime (WebSocket rooms, docs/realtime.md). Limits per connection: the largest message (4413 past it) and
     # updates per second (bursts of twice that; 4429 past it); per API process: connections to one document and
-    # to one API key (4429). Upkeep runs every heartbeat: a socket that sent nothing for the idle timeout is closed
+    # to one API key (4429). Upkeep runs every heartbeat: a socket that heard nothing for a heartbeat gets a
+    # keepalive (y-websocket clients reconnect after 30 s of silence, hence at most 20 s); one that sent nothing for
+    # the idle timeout is closed
     # (4408); a user whose sockets sent no edit or awareness change for `realtime_away_after_s` reads `away`;
     # access is checked again every `realtime_access_recheck_s` (4403 when it went away). A client that lets
     # `realtime_send_queue` messages pile up is closed (1013). Updates appended over sockets are folded into the
@@ -138,7 +140,7 @@ class Settings(BaseSettings):
     realtime_updates_per_s: float = Field(default=50.0, gt=0)
     realtime_max_connections_per_document: int = Field(default=500, ge=1)
     realtime_max_connections_per_tenant: int = Field(default=5000, ge=1)
-    realtime_heartbeat_s: float = Field(default=5.0, gt=0)
+    realtime_heartbeat_s: float = Field(default=5.0, gt=0, le=20)
     realtime_idle_timeout_s: float = Field(default=120.0, gt=0)
     realtime_away_after_s: float = Field(default=60.0, gt=0)
     realtime_access_recheck_s: float = Field(default=5.0, gt=0)

@@ -68,6 +68,32 @@ def test_idle_users_read_away_and_idle_sockets_close(client, live, tune):
     assert presence(client, t)["alice"]["status"] == "offline"
 
 
+def test_a_quiet_socket_gets_a_keepalive_that_changes_nothing(client, live):
+    t = new_tenant(client)
+    room(client, t)
+    token = token_for(client, t, "alice", "org", "doc")
+    rt = live.app.state.realtime
+
+    async def quiet_for_an_hour():
+        for room_ in rt.hub.rooms.values():
+            for conn in room_.connections():
+                conn.last_sent -= 3600
+        await rt.upkeep.tick()
+
+    async def scenario():
+        a = await YClient.open(url(live, "org", "doc", "e1", token))
+        await a.set_awareness(7, 1, {"name": "alice"})
+        heard = a.awareness_messages
+        live.run(quiet_for_an_hour())
+        await a.until(lambda: a.awareness_messages > heard)
+        assert str(a.text) == "Hello" and a.awareness == {}  # its own state is not echoed; nothing changed
+        await a.edit(lambda text: text.insert(0, "Still here. "))
+        await a.close()
+
+    asyncio.run(scenario())
+    assert crdt_text(client, t) == "Still here. Hello"
+
+
 def test_livestate_broadcast_get_merge_and_subscribe(client, live):
     t = new_tenant(client)
     room(client, t)

@@ -13,6 +13,9 @@ from collab.kit.lib0 import Reader
 SYNC, AWARENESS, AUTH, QUERY_AWARENESS, LIVESTATE = 0, 1, 2, 3, 100
 STEP1, STEP2, UPDATE = 0, 1, 2
 EMPTY_UPDATE = b"\x00\x00"  # a Yjs update that changes nothing (what an up-to-date client answers step 1 with)
+# An awareness update of no client: changes nothing, but the y-websocket client counts it as a message (it drops
+# and reopens a socket that heard nothing for 30 s, WebSocket pings unseen by it).
+KEEPALIVE = bytes([AWARENESS]) + lib0.buf(lib0.uint(0))
 
 # Close codes (docs/realtime.md).
 BAD_TOKEN, NO_ACCESS, UNKNOWN, IDLE, TOO_LARGE, LIMITED, MALFORMED = 4401, 4403, 4404, 4408, 4413, 4429, 4400

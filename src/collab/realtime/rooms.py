@@ -40,6 +40,7 @@ class Connection:
         now = time.monotonic()
         self.last_message = now  # anything received (idle timeout)
         self.last_active = now  # an edit or an awareness change (away)
+        self.last_sent = now  # anything queued for the client (keepalive)
         self.rate, self.tokens, self.tokens_at = rate, rate * 2, now
 
     def send(self, data: bytes) -> None:
@@ -50,6 +51,7 @@ class Connection:
             self.close(protocol.SLOW, "Slow consumer: messages queued past the limit.")
             return
         self.pending.append(data)
+        self.last_sent = time.monotonic()
         self.wake.set()
 
     def close(self, code: int, reason: str) -> None:

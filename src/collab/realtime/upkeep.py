@@ -44,14 +44,16 @@ class Upkeep:
                 log.exception("realtime upkeep failed")
 
     async def tick(self) -> None:
-        """Close connections idle past the timeout; write each connected user's status where it changed or
-        would otherwise go stale."""
+        """Close connections idle past the timeout, send a keepalive where nothing was sent for a heartbeat, and
+        write each connected user's status where it changed or would otherwise go stale."""
         settings = self.rt.svc.settings
         now = time.monotonic()
         for room in list(self.rt.hub.rooms.values()):
             for conn in room.connections():
                 if now - conn.last_message >= settings.realtime_idle_timeout_s:
                     conn.close(protocol.IDLE, "Idle timeout: nothing received.")
+                elif now - conn.last_sent >= settings.realtime_heartbeat_s:
+                    conn.send(protocol.KEEPALIVE)  # a client alone in a quiet room still hears from us
             await self._presence(room, now)
 
     async def _presence(self, room: DocumentRoom, now: float) -> None:
