@@ -176,6 +176,7 @@ def test_ids_are_url_decoded(client, live):
     async def scenario():
         a = await YClient.open(url(live, "org/1", "doc 1", "é?#", token))
         await a.edit(lambda text: text.insert(0, "Hi. "))
+        await a.handled()  # another socket: nothing orders its sync after a's edit but this
         b = await YClient.open(url(live, "org/1", "doc 1", "é?#", token))
         assert str(b.text) == "Hi. Hello"
         await a.close()

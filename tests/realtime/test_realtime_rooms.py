@@ -88,6 +88,7 @@ def test_a_quiet_socket_gets_a_keepalive_that_changes_nothing(client, live):
         await a.until(lambda: a.awareness_messages > heard)
         assert str(a.text) == "Hello" and a.awareness == {}  # its own state is not echoed; nothing changed
         await a.edit(lambda text: text.insert(0, "Still here. "))
+        await a.handled()  # stored before the REST read below
         await a.close()
 
     asyncio.run(scenario())
@@ -272,6 +273,7 @@ def test_socket_edits_fire_crdt_webhooks(client, live, receiver, clock):
     async def scenario():
         a = await YClient.open(url(live, "o1", "d1", "e1", token))
         await a.edit(lambda text: text.insert(0, "oh "))
+        await a.handled()  # another socket: nothing orders its sync after a's edit but this
         b = await YClient.open(url(live, "o1", "d1", "e1", token))
         assert str(b.text) == "oh hi"
         await a.close()
