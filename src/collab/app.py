@@ -15,6 +15,7 @@ from collab.config import Settings, get_settings
 from collab.kit.envelope import OrjsonResponse
 from collab.kit.auth import CredentialCache
 from collab.kit.http import RequestContext, install_handlers
+from collab.kit.routing import remember_routes
 from collab.kit.services import Services, build_services, close_services
 from collab.realtime.service import Realtime
 
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     console.mount(app)  # /console: HTML pages, kept out of the OpenAPI document
     _offline_docs(app)
     _documented_errors_only(app)
+    remember_routes(app)  # after every route is added
     # Outermost: every response, error or not, carries a request id and respects the body limit.
     app.add_middleware(RequestContext, max_body_bytes=settings.max_body_bytes)
     return app

@@ -295,6 +295,25 @@ def test_small_tenant_inside_a_large_table_gets_full_results(client, live, db):
         live.svc.settings.search_exact_threshold = 20_000
 
 
+def test_scope_sizes_remembered_for_speed_never_hide_rows(client, live, db):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    live.svc.settings.search_exact_threshold = 5
+    try:
+        # A fresh scope is counted on every search: its first rows are found at once.
+        assert search(client, t, query="pricing page", limit=10)["totalInScope"] == 0
+        add(client, t, [judged(f"p{i}", f"Pricing page note {i}") for i in range(8)])
+        settle_jobs(live, t)
+        assert search(client, t, query="pricing page", limit=10)["totalInScope"] == 8
+        # Past the threshold its size is remembered for a while; if it shrinks meanwhile, every row left is found.
+        db.execute("delete from judgment_embeddings where api_key_id = %s and judgment_id <> all(%s)",
+                   (t.api_key, ["p0", "p1", "p2"]))
+        out = search(client, t, query="pricing page", limit=10)
+        assert sorted(r["recordId"] for r in out["results"]) == ["p0", "p1", "p2"]
+    finally:
+        live.svc.settings.search_exact_threshold = 20_000
+
+
 def test_judgments_query_lists_with_filters_and_pages(client, corpus):
     path = "/v2/memory/judgments/query"
     response = post(client, path, {"organizationId": "org1", "pageSize": 5}, corpus.headers)

@@ -56,10 +56,25 @@ def test_fusion_ranks_agreement_first_and_keeps_the_vector_order_without_lexical
     assert [r["id"] for r in fuse(vector, [row("z", 0.1)], vector_weight=1, lexical_weight=1, rrf_k=60)][:2] == ["z", "a"]
 
 
+def test_a_text_the_query_repeats_comes_first_whatever_the_lexical_ranking():
+    # "a" is the stored text itself (cosine 1.0) but ranks low lexically; "b" shares both lists near the top.
+    vector = [row("a", 1.0), row("b", 0.93), row("c", 0.9)]
+    lexical = [row("b", 0.93), row("c", 0.9), row("a", 1.0)]
+    assert [r["id"] for r in fuse(vector, lexical, vector_weight=1, lexical_weight=1, rrf_k=60)] == ["a", "b", "c"]
+    # Without an identical text the fused order stands.
+    vector[0] = row("a", 0.95)
+    assert [r["id"] for r in fuse(vector, lexical, vector_weight=1, lexical_weight=1, rrf_k=60)][0] == "b"
+
+
 def test_lexical_text_keeps_identifiers():
     assert lexical_text("what happened to SEC-4471 last week") == "SEC-4471"
     assert lexical_text("ISO 27001 A.12.4 logging") == "27001 A.12.4"
     assert lexical_text("the discount claim") == "the discount claim"
+    assert lexical_text("status of ticket 4471, W-9 and §4.2 (log4j)") == "4471, W-9 §4.2 (log4j)"
+    # A bare small number names nothing: a long sentence with one is prose, a short one is matched whole.
+    assert lexical_text("is a SOC 2 Type I report enough for a vendor that handles data?") is None
+    assert lexical_text("Schedule 2 SLA credits") == "Schedule 2 SLA credits"
+    assert lexical_text("Called when the buffer is full; the default limit is 0.") is None
     # Prose (past MAX_LEXICAL_WORDS words, no identifier) is left to the vector alone.
     assert lexical_text("why did the reviewers turn down the discount claim for the spring launch") is None
 

@@ -20,11 +20,17 @@ from collab.kit.services import Services
 
 DAY_MS = 86_400_000
 # Query encodes get their own threads: the loop's default executor also runs bulk encodes, model loads and file
-# decodes, and a search must never wait behind those. Each encode is one thread of the model's query session.
+# decodes, and a search must never wait behind those. The model's query session runs one encode at a time.
 _QUERY_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-encode")
 # Recent query vectors, per tenant: keyed by (model, api key, text), so no tenant can time whether another one
 # searched a text. Only searches fill it (bulk and single encodes elsewhere never do).
 _recent = Recent()
+# Scopes lately counted past the exact-scan threshold, with when that count expires. Counting 20,001 index
+# entries costs ~2-5 ms a search; a big scope stays big for a while, and if it shrank meanwhile its search
+# takes the HNSW path a little longer, still with full pages. Small scopes are counted every time (cheaply),
+# so a scope that gains its first rows is never answered from a stale count. Keyed per tenant.
+_big_scopes = Recent(4096)
+BIG_SCOPE_TTL_S = 30.0
 
 
 def resolve_scope(data: SearchJudgments) -> tuple[str, str | None, str | None]:
@@ -142,22 +148,37 @@ async def _version(svc: Services, conn) -> tuple[int, ...]:
 # Past this many words (and with no identifier in them) a query is prose: requiring every word to match finds
 # little beyond what the vector finds, and ANDing the posting lists of common words costs tens of ms at 100k rows.
 MAX_LEXICAL_WORDS = 8
+# The same text embedded twice by the service's runtime: cosine 1.0000 (ONNX and torch fp32 agree to 1.0000 too;
+# bf16 vectors drift to 0.998 and miss this tier). Texts that differ reach it only when nearly identical.
+IDENTICAL = 0.999
 
 
 def lexical_text(query: str) -> str | None:
-    """What the lexical arm matches: the query's identifier-like words (those with a digit) when it has
-    any ("status of SEC-4471" → "SEC-4471"), else a short query whole (every word must match); None for prose."""
+    """What the lexical arm matches: the query's identifiers when it has any ("status of SEC-4471" →
+    "SEC-4471"), else a short query whole (every word must match); None for prose."""
     words = query.split()
-    ids = [w for w in words if any(ch.isdigit() for ch in w)]
+    ids = [w for w in words if _identifier(w)]
     if ids:
         return " ".join(ids)
     return query if len(words) <= MAX_LEXICAL_WORDS else None
 
 
+def _identifier(word: str) -> bool:
+    """A word with a digit that names something: letters or inner punctuation beside it (SEC-4471, §4.2, W-9,
+    log4j) or three digits or more (4471). A bare small number ("type 2", "defaults to 0.") names nothing:
+    matched alone it ranks every text that mentions a 2 and drowns the vector match."""
+    core = word.strip(".,;:!?()[]{}\"'")
+    if not any(ch.isdigit() for ch in core):
+        return False
+    return not core.isdigit() or len(core) >= 3
+
+
 def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexical_weight: float, rrf_k: int) -> list[dict]:
     """Reciprocal rank fusion of the two rankings (rows keyed by judgment id).
 
-    Equal scores (typically the top of each ranking when they differ) go to the lexical match, the more
+    A stored text the query repeats (cosine >= IDENTICAL) comes first whatever the ranks: nothing is better
+    evidence, and a lexical ranking (by term density) can put a shorter text that merely shares the words above
+    it. Equal scores (typically the top of each ranking when they differ) go to the lexical match, the more
     specific evidence (an identifier, an exact phrase), then to the higher cosine.
     """
     scores: dict[str, float] = {}
@@ -169,7 +190,8 @@ def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexic
             rows.setdefault(row["id"], row)
             scores[row["id"]] = scores.get(row["id"], 0.0) + weight / (rrf_k + rank)
     matched = {r["id"] for r in lexical} if lexical_weight > 0 else set()
-    return sorted(rows.values(), key=lambda r: (-scores[r["id"]], r["id"] not in matched, -float(r["similarity"])))
+    return sorted(rows.values(), key=lambda r: (float(r["similarity"]) < IDENTICAL, -scores[r["id"]],
+                                                r["id"] not in matched, -float(r["similarity"])))
 
 
 async def query_vector(embedder, *, api_key_id: str, text: str) -> list[float]:
@@ -194,9 +216,15 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
     }
     literal = repo.vector_literal(vector)
     threshold = settings.search_exact_threshold
+    scope_key = (threshold, *params.values())
     async with svc.pool.connection() as conn:
         async with conn.transaction():
-            in_scope = await repo.count_scope(conn, cap=threshold + 1, **params)
+            if (_big_scopes.get(scope_key) or 0.0) > time.monotonic():
+                in_scope = threshold + 1
+            else:
+                in_scope = await repo.count_scope(conn, cap=threshold + 1, **params)
+                if in_scope > threshold:
+                    _big_scopes.put(scope_key, time.monotonic() + BIG_SCOPE_TTL_S)
             if in_scope == 0:
                 return []
             how = plan(

@@ -1,0 +1,38 @@
+"""Route lookup by path (kit/routing.py): the same answers as FastAPI's loop, and only static paths kept."""
+
+from helpers import new_tenant, post, result
+
+
+def test_a_path_seen_before_goes_to_the_same_route(client, live):
+    t = new_tenant(client)
+    known = live.app.state.known_routes
+    body = {"organizations": [{"organizationId": "o1", "organizationName": "One"}]}
+    assert post(client, "/v2/organizations/add", body, t.headers).status_code == 200
+    assert ("POST", "/v2/organizations/add") in known
+    # The first read finds its route by FastAPI's loop, the next ones through the lookup: the same answers.
+    answers = [post(client, path, {"organizationIds": ["o1"]}, t.headers)
+               for path in ("/v2/organizations/get", "/v2/organizations/get", "/v1/organizations/get")]
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert answers[0].json() == answers[1].json() == answers[2].json()
+    [org] = result(answers[1])
+    assert org["organizationId"] == "o1" and org["organizationName"] == "One"
+
+
+def test_errors_and_other_methods_answer_as_before(client, live):
+    t = new_tenant(client)
+    for _ in range(2):  # the second time through the lookup
+        assert client.get("/v2/organizations/get", headers=t.headers).status_code == 405
+        missing = post(client, "/v2/organizations/nope", {}, t.headers)
+        assert missing.status_code == 404
+        bad = post(client, "/v2/organizations/get", {"organizationIds": "o1"}, t.headers)
+        assert bad.status_code == 400 and bad.json()["error"]["status"] == "INVALID_ARGUMENT"
+        assert client.get("/healthz").status_code == 200
+    known = live.app.state.known_routes
+    assert ("POST", "/v2/organizations/nope") not in known  # no route took it: not remembered
+    assert ("GET", "/healthz") in known
+
+
+def test_paths_with_parameters_are_not_remembered(client, live):
+    client.get("/static-docs/swagger-ui.css")
+    client.get("/static-docs/favicon.png")
+    assert not [key for key in live.app.state.known_routes if key[1].startswith("/static-docs/")]
