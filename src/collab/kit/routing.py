@@ -19,7 +19,9 @@ try:  # FastAPI's own steps between a match and its handling (fastapi is pinned;
 except ImportError:  # pragma: no cover - another FastAPI: keep its loop
     _apply_router_form_limits = _update_scope = None
 
-MAX_PATHS = 4096  # paths remembered per app; only static ones are, so this is the route table twice over at most
+# Paths remembered per app (static routes, and paths left to the loop); past it, new paths all go to the loop.
+MAX_PATHS = 4096
+_UNSEEN = object()
 
 
 def remember_routes(app: FastAPI) -> None:
@@ -29,15 +31,19 @@ def remember_routes(app: FastAPI) -> None:
         return
     router = app.router
     loop = router.middleware_stack
-    known: dict[tuple[str, str], BaseRoute] = {}
+    # (method, path) -> the top-level route that took it, or None: the loop answers (see the end of `lookup`).
+    known: dict[tuple[str, str], BaseRoute | None] = {}
 
     async def lookup(scope, receive, send) -> None:
         if scope["type"] != "http":
             await loop(scope, receive, send)
             return
         key = (scope["method"], get_route_path(scope))
-        route = known.get(key)
-        if route is not None:
+        route = known.get(key, _UNSEEN)
+        if route is None:
+            await loop(scope, receive, send)
+            return
+        if route is not _UNSEEN:
             match, child_scope = route.matches(scope)
             if match is Match.FULL:
                 _apply_router_form_limits(scope, router.form_limits)
@@ -46,13 +52,16 @@ def remember_routes(app: FastAPI) -> None:
                 await route.handle(scope, receive, send)
                 return
         # The route FastAPI's loop will pick: the first that matches fully (matching has no lasting effect).
-        first = None
-        if len(known) < MAX_PATHS:
-            first = next((r for r in router.routes if r.matches(scope)[0] is Match.FULL), None)
-        await loop(scope, receive, send)
-        taken = scope.get("route")
-        if first is not None and "{" not in getattr(taken, "path", "{"):
-            known[key] = first
+        if len(known) >= MAX_PATHS:
+            await loop(scope, receive, send)
+            return
+        first = next((r for r in router.routes if r.matches(scope)[0] is Match.FULL), None)
+        try:
+            await loop(scope, receive, send)
+        finally:  # a 404 or 405 leaves the loop as an exception
+            # Routes with path parameters and paths no route takes go straight to the loop next time.
+            static = first is not None and "{" not in getattr(scope.get("route"), "path", "{")
+            known[key] = first if static else None
 
     router.middleware_stack = lookup
     app.state.known_routes = known
