@@ -119,6 +119,20 @@ def test_a_cached_export_starts_without_torch_or_network(onnx_fp32, cache):
     assert out.stdout.split() == ["onnx-fp32", "2", "False"]
 
 
+def test_the_first_export_runs_in_a_child_so_torch_never_stays_in_the_worker(tmp_path):
+    # A fresh process with an empty cache (a worker's first start): the export happens, in a child process.
+    code = (
+        "import sys\n"
+        "from collab.embeddings.model import load\n"
+        f"e = load(cache_dir={str(tmp_path)!r})\n"
+        "print(e.model.label, len(e.encode(['hero image alt text', 'ok'])), 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-3:] == ["onnx-fp32", "2", "False"]
+    assert len(list(tmp_path.glob("*/model.onnx"))) == 1
+
+
 def test_a_model_given_by_path_is_exported_under_its_own_name(tmp_path, cache, onnx_fp32, torch_vectors):
     # `collab reembed --model PATH` with a plain BERT-like sentence-transformers folder: exported too.
     _, source = resolve(None)

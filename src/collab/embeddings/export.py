@@ -84,7 +84,7 @@ def ensure(path: Path, cache_root: Path, dtype: str) -> Path:
     fp32, int8 = folder / "model.onnx", folder / "model.int8.onnx"
     if not fp32.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        _export(path, fp32)
+        _in_child(_export, path, fp32)
     if dtype == "int8" and not int8.exists():
         from collab.embeddings.runtime import Tokens
 
@@ -94,6 +94,32 @@ def ensure(path: Path, cache_root: Path, dtype: str) -> Path:
             log.warning("int8 refused for %s (%s); using fp32", path.name, why)
             return fp32
     return int8 if dtype == "int8" else fp32
+
+
+def _in_child(step, *args) -> None:
+    """Run an export step in a child process, offline: torch and the traced model (~500 MiB) never stay resident
+    in the long-lived worker that asked, and no connection leaves the machine while weights are read."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no copy of the parent's threads or pools
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_offline) as child:
+        child.submit(step, *args).result()  # NotExportable and any other failure come back as raised there
+
+
+def _offline() -> None:
+    """In the export child: hubs off, and a connection to any host but this one fails."""
+    import socket
+
+    os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    connect = socket.socket.connect
+
+    def local_only(sock, address):
+        if isinstance(address, tuple) and address[0] not in ("127.0.0.1", "::1", "localhost"):
+            raise OSError(f"the model export makes no network connection (asked for {address[0]})")
+        return connect(sock, address)
+
+    socket.socket.connect = local_only
 
 
 def _atomic(target: Path, write) -> None:
