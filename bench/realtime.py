@@ -38,6 +38,7 @@ import websockets
 from pycrdt import Doc, Text
 
 from bench.common import _free_port, machine, new_tenant, pct, stack, write_section
+from collab.kit import lib0
 
 ORG, EDITOR = "org-rt", "editor-1"
 LIMITS = {
@@ -55,32 +56,9 @@ COMPRESSION: str | None = None
 EMPTY_UPDATE = b"\x00\x00"  # a Yjs update with nothing in it (what an empty document answers to step 1)
 
 
-def _var_uint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _read_var_uint(data: bytes, at: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        n |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return n, at
-
-
 def _sync(kind: int, payload: bytes) -> bytes:
     """A sync message: 0 = step 1 (a state vector), 1 = step 2, 2 = update (a Yjs update)."""
-    return b"\x00" + bytes([kind]) + _var_uint(len(payload)) + payload
+    return b"\x00" + bytes([kind]) + lib0.buf(payload)
 
 
 class Client:
@@ -114,8 +92,9 @@ class Client:
                     await self.ws.send(_sync(1, EMPTY_UPDATE))
                 elif kind == 1:
                     if self.doc is not None:
-                        size, at = _read_var_uint(message, 2)
-                        self.doc.apply_update(message[at:at + size])
+                        update = lib0.Reader(message)
+                        update.skip(2)  # message type and sync step
+                        self.doc.apply_update(update.bytes())
                     self.synced.set()
                 elif kind == 2:
                     self.arrivals.append(now)

@@ -9,35 +9,16 @@ from pycrdt import Doc, Text, get_state
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from collab.kit.lib0 import Reader, buf, uint
 from helpers import Tenant, add_organization, post, result
 
 SYNC, AWARENESS, QUERY_AWARENESS, LIVESTATE = 0, 1, 3, 100
 STEP1, STEP2, UPDATE = 0, 1, 2
 
 
-def var(n: int) -> bytes:
-    out = bytearray()
-    while n > 127:
-        out.append(128 | (n & 127))
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def read_var(data: bytes, at: int) -> tuple[int, int]:
-    n, shift = 0, 0
-    while True:
-        b = data[at]
-        at += 1
-        n |= (b & 127) << shift
-        if b < 128:
-            return n, at
-        shift += 7
-
-
 def frame(kind: int, *parts: bytes, step: int | None = None) -> bytes:
-    head = var(kind) + (var(step) if step is not None else b"")
-    return head + b"".join(var(len(p)) + p for p in parts)
+    head = uint(kind) + (uint(step) if step is not None else b"")
+    return head + b"".join(buf(p) for p in parts)
 
 
 def token_for(client, t: Tenant, user: str, org: str, doc: str, role: str = "editor", **resource: Any) -> str:
@@ -93,11 +74,11 @@ class YClient:
         return data
 
     def apply(self, data: bytes) -> None:
-        kind, at = read_var(data, 0)
+        # The server's own lib0 reader; real y-websocket clients (tests/js) check the wire format independently.
+        message = Reader(data)
+        kind = message.uint()
         if kind == SYNC:
-            step, at = read_var(data, at)
-            n, at = read_var(data, at)
-            payload = data[at:at + n]
+            step, payload = message.uint(), message.bytes()
             if step == STEP1:
                 # The server's state vector: answer with what it lacks (the y-websocket client does the same).
                 asyncio.ensure_future(self.ws.send(frame(SYNC, self.doc.get_update(payload), step=STEP2)))
@@ -107,22 +88,15 @@ class YClient:
                     self.synced = True
         elif kind == AWARENESS:
             self.awareness_messages += 1
-            n, at = read_var(data, at)
-            body = data[at:at + n]
-            count, i = read_var(body, 0)
-            for _ in range(count):
-                client, i = read_var(body, i)
-                _clock, i = read_var(body, i)
-                size, i = read_var(body, i)
-                state = json.loads(body[i:i + size])
-                i += size
+            body = Reader(message.bytes())
+            for _ in range(body.uint()):
+                client, _clock, state = body.uint(), body.uint(), json.loads(body.string())
                 if state is None:
                     self.awareness.pop(client, None)
                 else:
                     self.awareness[client] = state
         elif kind == LIVESTATE:
-            n, at = read_var(data, at)
-            self.livestate.append(json.loads(data[at:at + n]))
+            self.livestate.append(json.loads(message.bytes()))
 
     async def until(self, predicate, timeout: float = 10.0) -> None:
         """Receive until `predicate()` holds (a deadline, not a sleep)."""
@@ -142,12 +116,12 @@ class YClient:
     async def handled(self) -> None:
         """Wait until the server handled everything this socket sent (it answers a query awareness in order)."""
         seen = self.awareness_messages
-        await self.ws.send(var(QUERY_AWARENESS))
+        await self.ws.send(uint(QUERY_AWARENESS))
         await self.until(lambda: self.awareness_messages > seen)
 
     async def set_awareness(self, client_id: int, clock: int, state: Any) -> None:
         raw = json.dumps(state).encode()
-        body = var(1) + var(client_id) + var(clock) + var(len(raw)) + raw
+        body = uint(1) + uint(client_id) + uint(clock) + buf(raw)
         await self.ws.send(frame(AWARENESS, body))
 
     async def livestate_op(self, op: str, live_state_id: str) -> None:
