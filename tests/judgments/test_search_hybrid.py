@@ -1,4 +1,4 @@
-"""Hybrid search (identifiers), full pages in a tiny organization past the exact threshold, bound page tokens."""
+"""Hybrid search (identifiers, a repeated text first), full pages in a tiny organization past the exact threshold, bound page tokens."""
 
 from factories import add_activities, judged
 from helpers import enable_activities, error, new_tenant, post, result, settle_jobs
@@ -114,3 +114,18 @@ def test_the_lexical_arm_ranks_only_its_first_matches(client, live):
         assert len(ids(client, t, query="A.12.4", limit=10)) == 3
     finally:
         settings.search_vector_weight, settings.search_lexical_candidates = 1.0, 1000
+
+
+def test_a_stored_text_the_query_repeats_comes_first(client, live, db):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    reasoning = "The retry limit of 300 requests per minute is too low for the nightly batch importer; raise it."
+    # Shorter texts sharing the identifier rank above it lexically (by term density); the near-duplicate is also
+    # second by vector, so by ranks alone (1/62 + 1/61 against 1/61 + 1/63) it would win.
+    add(client, t, [judged("long", reasoning), judged("near", "Retry limit of 300 requests per minute is too low."),
+                    judged("other", "Ticket 300 about the importer needs a follow-up review next week.")])
+    settle_jobs(live, t)
+    decision = db.execute("select decision from judgments where api_key_id = %s and id = 'long'", (t.api_key,)).fetchone()
+    exact = f"{decision['decision']}: {reasoning}"  # the text that was embedded
+    assert ids(client, t, query=exact, limit=3)[0] == "long"
+    assert ids(client, t, query="300", limit=1) != ["long"]  # by the identifier alone, the lexical order stands
