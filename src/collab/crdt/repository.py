@@ -39,24 +39,23 @@ async def count_editors_locked(conn: Conn, *, api_key_id: str, organization_id: 
     return (await fetch_one(conn, q.count_editors, key))["editors"]
 
 
+def _editor(api_key_id: str, organization_id: str, document_id: str, editor_id: str) -> dict[str, str]:
+    """The parameters that name one editor."""
+    return {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+            "editor_id": editor_id}
+
+
 async def exists(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str) -> bool:
     """Whether the editor has a document."""
-    key = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
-        "editor_id": editor_id,
-    }
-    return (await fetch_one(conn, q.editor_exists, key))["found"]
+    found = await fetch_one(conn, q.editor_exists, _editor(api_key_id, organization_id, document_id, editor_id))
+    return found["found"]
 
 
 async def lock(
     conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str,
 ) -> dict[str, Any] | None:
     """An editor's type, content key and state, locked until the transaction ends."""
-    key = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
-        "editor_id": editor_id,
-    }
-    return await fetch_one(conn, q.lock_editor, key)
+    return await fetch_one(conn, q.lock_editor, _editor(api_key_id, organization_id, document_id, editor_id))
 
 
 async def save(
@@ -91,11 +90,7 @@ async def kind(
     conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str,
 ) -> dict[str, Any] | None:
     """An editor's type and content key; None when it has no document."""
-    key = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
-        "editor_id": editor_id,
-    }
-    return await fetch_one(conn, q.editor_kind, key)
+    return await fetch_one(conn, q.editor_kind, _editor(api_key_id, organization_id, document_id, editor_id))
 
 
 async def append_update(
@@ -135,11 +130,7 @@ async def clear_updates(
     conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str, upto: int,
 ) -> None:
     """Forget the editor's pending changes through `upto` once this transaction folded them into its state."""
-    key = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
-        "editor_id": editor_id, "upto": upto,
-    }
-    await execute(conn, q.clear_updates, key)
+    await execute(conn, q.clear_updates, {**_editor(api_key_id, organization_id, document_id, editor_id), "upto": upto})
 
 
 async def editors_to_compact(conn: Conn, *, before: int, limit: int) -> list[dict[str, Any]]:
