@@ -12,9 +12,10 @@ from fastapi.staticfiles import StaticFiles
 from collab import __version__, api, health
 from collab.console import routes as console
 from collab.config import Settings, get_settings
+from collab.kit.credentials import CHANGED_CHANNEL
 from collab.kit.envelope import OrjsonResponse
-from collab.kit.auth import CredentialCache
 from collab.kit.http import RequestContext, install_handlers
+from collab.kit.listener import Listener
 from collab.kit.routing import remember_routes
 from collab.kit.services import Services, build_services, close_services
 from collab.realtime.service import Realtime
@@ -34,9 +35,12 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
         # WebSocket rooms of this process (realtime/): their Redis subscription and upkeep loop.
         app.state.realtime = Realtime(app.state.services)
         await app.state.realtime.start()
+        credentials = _credentials_listener(app.state.services)
+        await credentials.start()
         try:
             yield
         finally:
+            await credentials.stop()
             await app.state.realtime.stop()
             if own:
                 await close_services(app.state.services)
@@ -52,8 +56,6 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     )
     if svc is not None:
         app.state.services = svc
-    # API-key credentials verified a moment ago, per process (kit/auth.py: invalidated across processes).
-    app.state.credentials = CredentialCache(ttl_s=settings.auth_cache_ttl_s)
     install_handlers(app)
     api.mount(app)
     app.include_router(health.router)
@@ -64,6 +66,12 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     # Outermost: every response, error or not, carries a request id and respects the body limit.
     app.add_middleware(RequestContext, max_body_bytes=settings.max_body_bytes)
     return app
+
+
+def _credentials_listener(svc: Services) -> Listener:
+    """This process's API-key credential cache, trusted while subscribed to their changes (kit/credentials.py)."""
+    cache = svc.credentials
+    return Listener(svc.redis, CHANGED_CHANNEL, on_message=cache.changed, on_live=cache.set_live)
 
 
 def _documented_errors_only(app: FastAPI) -> None:

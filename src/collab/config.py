@@ -156,8 +156,8 @@ class Settings(BaseSettings):
     # authenticated recently still pass). Fails open while Redis is down.
     auth_failures_per_address: str = "60/minute"
     auth_failures_per_key: str = "100/minute"
-    # How long a process reuses its verification of API-key credentials (no database round trip, no MAC) while
-    # their version in Redis is unchanged; a token reset or key rotation ends it at once everywhere. 0: off.
+    # How long a process reuses its verification of API-key credentials (no database, MAC or Redis round trip)
+    # while subscribed to their changes; a token reset or key rotation ends it at once everywhere. 0: off.
     auth_cache_ttl_s: float = Field(default=10.0, ge=0)
 
     # The console (/console): a signed-in session ends after this many seconds without a request (sliding).

@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from collab.kit.auth import CredentialCache, Tenant
+from collab.kit.auth import Tenant
+from collab.kit.credentials import CredentialCache
 from collab.testing.live import Live
 from helpers import error, new_tenant, post, result
 
@@ -55,21 +56,50 @@ def test_a_token_key_rotation_is_seen_at_once_by_every_process(client, second):
 
 def test_a_cache_entry_needs_the_same_keyring_and_lapses():
     cache = CredentialCache(ttl_s=60)
+    cache.set_live(True)
     tenant = Tenant(api_key_id="key_1", workspace_id="ws_1")
     ring, other = object(), object()
-    cache.put("key_1", "token", tenant, "0", ring)
+    cache.put("key_1", "token", tenant, ring, generation=cache.generation)
     assert cache.get("key_1", "token", ring).tenant == tenant
     assert cache.get("key_1", "token", other) is None
     assert cache.get("key_1", "other-token", ring) is None
-    cache.drop("key_1", "token")
+    cache.drop("key_1")
     assert cache.get("key_1", "token", ring) is None
     off = CredentialCache(ttl_s=0)
-    off.put("key_1", "token", tenant, "0", ring)
+    off.set_live(True)
+    off.put("key_1", "token", tenant, ring, generation=off.generation)
     assert off.get("key_1", "token", ring) is None
     small = CredentialCache(ttl_s=60, max_entries=2)
+    small.set_live(True)
     for n in range(3):
-        small.put("key_1", f"t{n}", tenant, "0", ring)
-    assert small.get("key_1", "t0", ring) is None and small.get("key_1", "t2", ring) is not None
+        small.put(f"key_{n}", "t", tenant, ring, generation=small.generation)
+    assert small.get("key_0", "t", ring) is None and small.get("key_2", "t", ring) is not None
+
+
+def test_nothing_cached_is_trusted_while_changes_may_be_missed():
+    cache = CredentialCache(ttl_s=60)
+    tenant = Tenant(api_key_id="key_1", workspace_id="ws_1")
+    ring = object()
+    cache.put("key_1", "token", tenant, ring, generation=cache.generation)  # not subscribed yet: not kept
+    cache.set_live(True)
+    assert cache.get("key_1", "token", ring) is None
+    cache.put("key_1", "token", tenant, ring, generation=cache.generation)
+    cache.set_live(False)  # the link to Redis was lost: announcements may have been missed
+    cache.set_live(True)
+    assert cache.get("key_1", "token", ring) is None
+
+
+def test_a_verification_that_began_before_a_change_is_not_remembered():
+    cache = CredentialCache(ttl_s=60)
+    cache.set_live(True)
+    tenant, ring = Tenant(api_key_id="key_1", workspace_id="ws_1"), object()
+    began = cache.generation  # the database said yes to the old token ...
+    cache.changed(b"key_1")  # ... and its reset was announced before the answer was remembered
+    cache.put("key_1", "old-token", tenant, ring, generation=began)
+    assert cache.get("key_1", "old-token", ring) is None
+    cache.put("key_2", "token", tenant, ring, generation=cache.generation)
+    cache.changed(b"key_1")  # another key's change leaves this one's entries alone
+    assert cache.get("key_2", "token", ring) is not None
 
 
 def _free_port() -> int:

@@ -5,13 +5,13 @@ Both pass the failed-authentication gate (kit.authlimit) before they touch the d
 
 import logging
 from dataclasses import dataclass, field
-from time import monotonic
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader
 from redis.exceptions import RedisError
 
-from collab.kit import authlimit, ratelimit
+from collab.kit import authlimit
+from collab.kit.credentials import CHANGED_CHANNEL
 from collab.kit.db import Queries, fetch_all, fetch_one
 from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError
@@ -39,45 +39,6 @@ class Tenant:
     workspace_id: str
     # The version of the key that signs this API key's user tokens (auth/generate_token); not part of identity.
     token_key_version: int = field(default=1, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class _Verified:
-    tenant: Tenant
-    version: str  # the credentials' version (version_key) read before the database said they were valid
-    expires: float
-    keyring: object  # the keyring that verified them: a process whose secret changed verifies again
-
-
-class CredentialCache:
-    """API-key credentials this process verified a moment ago, so that a request that presents them again costs
-    neither a database round trip nor a MAC.
-
-    An entry is used only while the credentials' version in Redis is still the one read before they were
-    verified (checked in the rate limit's round trip), so a token reset or key rotation in any process ends
-    its use at once everywhere; and for `ttl_s` at most, a bound for the case Redis lost the versions.
-    """
-
-    def __init__(self, *, ttl_s: float, max_entries: int = 10_000):
-        self.ttl_s = ttl_s
-        self.max_entries = max_entries
-        self._entries: dict[tuple[str, str], _Verified] = {}
-
-    def get(self, api_key: str, token: str, keyring: object) -> _Verified | None:
-        entry = self._entries.get((api_key, token))
-        if entry is None or entry.expires <= monotonic() or entry.keyring is not keyring:
-            return None
-        return entry
-
-    def put(self, api_key: str, token: str, tenant: Tenant, version: str, keyring: object) -> None:
-        if self.ttl_s <= 0:
-            return
-        if len(self._entries) >= self.max_entries:
-            self._entries.pop(next(iter(self._entries)))  # the oldest: dicts keep insertion order
-        self._entries[(api_key, token)] = _Verified(tenant, version, monotonic() + self.ttl_s, keyring)
-
-    def drop(self, api_key: str, token: str) -> None:
-        self._entries.pop((api_key, token), None)
 
 
 @dataclass(frozen=True)
@@ -109,26 +70,21 @@ async def api_key_auth(
         raise ApiError("UNAUTHENTICATED", "Missing x-service-api-key or x-service-auth-token header.")
     if len(api_key) > 200 or len(token) > 500:
         raise ApiError("PERMISSION_DENIED", "Invalid API key.")
-    cache: CredentialCache | None = getattr(request.app.state, "credentials", None)
-    known = cache.get(api_key, token, svc.keyring) if cache is not None and svc.redis is not None else None
+    known = svc.credentials.get(api_key, token, svc.keyring)
     if known is not None:
-        # Verified by this process a moment ago: one Redis round trip checks that the credentials did not change
-        # since (any process bumps their version when they do) and counts the rate limit; no database, no MAC.
-        counted = await ratelimit.check_if_current(
-            svc.redis,
-            version_key=version_key(known.tenant.api_key_id),
-            version=known.version,
-            bucket=f"api-key:{known.tenant.api_key_id}",
-            rate=svc.settings.rate_limit_api_key,
-            now=svc.clock(),
-            message=RATE_LIMITED,
-        )
-        if counted:
-            request.state.tenant = known.tenant
-            return known.tenant
-        cache.drop(api_key, token)
-    gate = await authlimit.admit(svc, kind="api-key", address=_address(request), subject=api_key, token=token,
-                                 watch=version_key(api_key) if cache is not None else None)
+        tenant = known.tenant  # verified by this process a moment ago, and unchanged since
+    else:
+        tenant = await _verify(request, svc, api_key, token)
+    await svc.rate_limits.check(svc.redis, bucket=f"api-key:{tenant.api_key_id}", rate=svc.settings.rate_limit_api_key,
+                       now=svc.clock(), message=RATE_LIMITED)
+    request.state.tenant = tenant
+    return tenant
+
+
+async def _verify(request: Request, svc: Services, api_key: str, token: str) -> Tenant:
+    """The tenant of credentials checked against the database (past the failed-authentication gate)."""
+    generation = svc.credentials.generation
+    gate = await authlimit.admit(svc, kind="api-key", address=_address(request), subject=api_key, token=token)
     async with svc.pool.connection() as conn:
         rows = await fetch_all(conn, q.tenant_tokens, {"api_key_id": api_key})
     matched = None
@@ -142,33 +98,21 @@ async def api_key_auth(
     await authlimit.succeeded(svc, gate)
     tenant = Tenant(api_key_id=matched["api_key_id"], workspace_id=matched["workspace_id"],
                     token_key_version=matched["token_key_version"])
-    await ratelimit.check(
-        svc.redis,
-        bucket=f"api-key:{tenant.api_key_id}",
-        rate=svc.settings.rate_limit_api_key,
-        now=svc.clock(),
-        message=RATE_LIMITED,
-    )
-    if cache is not None and gate.watched is not None:
-        cache.put(api_key, token, tenant, gate.watched, svc.keyring)
-    request.state.tenant = tenant
+    svc.credentials.put(api_key, token, tenant, svc.keyring, generation=generation)
     return tenant
-
-
-def version_key(api_key_id: str) -> str:
-    """The Redis counter of an API key's credentials: bumped whenever its tokens or token keys change."""
-    return f"collab:authv:{api_key_id}"
 
 
 async def credentials_changed(svc: Services, *, api_key_id: str) -> None:
     """After the commit of a change to the API key's auth tokens or token keys: every process's cached
-    verification of its credentials is stale from now on (see CredentialCache)."""
+    verification of its credentials is stale from now on (see kit/credentials.py)."""
+    svc.credentials.drop(api_key_id)
     if svc.redis is None:
         return
     try:
-        await svc.redis.incr(version_key(api_key_id))
+        await svc.redis.publish(CHANGED_CHANNEL, api_key_id)
     except (RedisError, OSError) as exc:
-        # Caches are used only while Redis answers; entries made before expire within COLLAB_AUTH_CACHE_TTL_S.
+        # Other processes clear their caches when their own link to Redis breaks; entries they made before
+        # expire within COLLAB_AUTH_CACHE_TTL_S.
         log.warning("credential change of %s not announced, Redis unreachable: %s", api_key_id, exc)
 
 

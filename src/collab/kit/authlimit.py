@@ -39,8 +39,6 @@ class Gate:
     counters: tuple[_Counter, ...]
     proof: str
     known: bool
-    # The value of the `watch` key read with the counters (None: not asked, or Redis did not answer).
-    watched: str | None = None
 
 
 def _counter(name: str, rate: str, now: float) -> _Counter:
@@ -53,10 +51,9 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]  # bounded Redis keys whatever the header holds
 
 
-async def admit(svc: Services, *, kind: str, address: str, subject: str, token: str, watch: str | None = None) -> Gate:
+async def admit(svc: Services, *, kind: str, address: str, subject: str, token: str) -> Gate:
     """RESOURCE_EXHAUSTED (with Retry-After) when the address or subject is over its failure limit and these
-    credentials are not known good; else the gate to report the outcome to (with `watch`'s value, read in the
-    same round trip)."""
+    credentials are not known good; else the gate to report the outcome to."""
     now, settings = svc.clock(), svc.settings
     counters = (
         _counter(f"addr:{_digest(address)}", settings.auth_failures_per_address, now),
@@ -71,22 +68,18 @@ async def admit(svc: Services, *, kind: str, address: str, subject: str, token: 
             for counter in counters:
                 pipe.get(counter.key)
             pipe.exists(proof)
-            if watch is not None:
-                pipe.get(watch)
             answers = await pipe.execute()
     except (RedisError, OSError) as exc:
         log.warning("failed-auth limit not checked, Redis unreachable: %s", exc)
         return Gate(counters, proof, known=False)
     counts, known = answers[: len(counters)], answers[len(counters)]
-    # A key never bumped reads as version "0" (ratelimit.check_if_current compares the same way).
-    watched = (answers[-1] or b"0").decode() if watch is not None else None
     if not known:
         over = [c for c, n in zip(counters, counts) if int(n or 0) >= c.limit]
         if over:
             retry_after = max(c.retry_after for c in over)
             raise ApiError("RESOURCE_EXHAUSTED", _MESSAGE, details={"retryAfterSeconds": retry_after},
                            headers={"Retry-After": str(retry_after)})
-    return Gate(counters, proof, known=bool(known), watched=watched)
+    return Gate(counters, proof, known=bool(known))
 
 
 async def failed(svc: Services, gate: Gate) -> None:

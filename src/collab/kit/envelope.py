@@ -12,6 +12,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict
 
 from collab.kit.errors import ApiError, invalid
+from collab.kit.handler import fast_handler
 
 T = TypeVar("T")
 # Deeper JSON is refused before any model sees it (client JSON such as metadata nests far less).
@@ -186,10 +187,14 @@ class _StrictJsonRequest(Request):
 
 
 class StrictJsonRoute(APIRoute):
-    """A route whose body parser refuses NaN, Infinity and unsafe integers (every router uses it)."""
+    """A route whose body parser refuses NaN, Infinity and unsafe integers (every router uses it), and whose
+    dependencies run from a plan (kit/handler.py)."""
+
+    planned = True  # False: FastAPI's own handler (tests compare the two)
 
     def get_route_handler(self) -> Callable:
-        handler = super().get_route_handler()
+        generic = super().get_route_handler()
+        handler = (fast_handler(self, generic) if self.planned else None) or generic
 
         async def strict(request: Request):
             strict_request = _StrictJsonRequest(request.scope, request.receive)

@@ -1,6 +1,6 @@
 """Fixed-window rate limits and concurrency slots counted in Redis, so they hold across API replicas."""
 
-import hashlib
+import asyncio
 import logging
 import re
 import uuid
@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 from redis.asyncio import Redis
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 
 from collab.kit.errors import ApiError
 
@@ -53,38 +53,66 @@ async def check(redis: Redis | None, *, bucket: str, rate: str, now: float, mess
         raise _exhausted(message, retry_after=max(1, int(start + window - now)))
 
 
-# The rate-limit hit of a request whose credentials this process verified a moment ago: counted only while the
-# credentials' version (bumped when they change) is still the one seen then; -1 (nothing counted) otherwise.
-_COUNT_IF_CURRENT = """
-if (redis.call('get', KEYS[1]) or '0') ~= ARGV[1] then return -1 end
-local count = redis.call('incr', KEYS[2])
-redis.call('expire', KEYS[2], tonumber(ARGV[2]))
-return count
-"""
-_COUNT_IF_CURRENT_SHA = hashlib.sha1(_COUNT_IF_CURRENT.encode()).hexdigest()
+# Hits reserved in one call: at most this many, and a sixteenth of what the window has left as last seen, so
+# that near the limit a process reserves one hit at a time and the count is exact.
+MAX_BATCH = 64
+_SHARE = 16
 
 
-async def check_if_current(
-    redis: Redis, *, version_key: str, version: str, bucket: str, rate: str, now: float, message: str
-) -> bool | None:
-    """`check` in the same round trip as a version check: True when counted (RESOURCE_EXHAUSTED past the limit),
-    False when the version moved on (nothing counted), None when Redis did not answer (nothing known)."""
-    limit, window = parse_rate(rate)
-    start = int(now // window) * window
-    try:
-        keys_args = (version_key, f"collab:rl:{bucket}:{start}", version, window + 1)
-        try:
-            count = await redis.evalsha(_COUNT_IF_CURRENT_SHA, 2, *keys_args)
-        except NoScriptError:  # a Redis that has not seen it yet (or restarted): send the script itself once
-            count = await redis.eval(_COUNT_IF_CURRENT, 2, *keys_args)
-    except (RedisError, OSError) as exc:
-        log.warning("rate limit %s not checked, Redis unreachable: %s", bucket, exc)
-        return None
-    if count < 0:
-        return False
-    if count > limit:
-        raise _exhausted(message, retry_after=max(1, int(start + window - now)))
-    return True
+class _Held:
+    __slots__ = ("window", "left", "remaining", "lock")
+
+    def __init__(self, window: int, remaining: int):
+        self.window, self.left, self.remaining = window, 0, remaining
+        self.lock = asyncio.Lock()
+
+
+class Reservations:
+    """A rate limit counted in Redis a batch of hits at a time, spent by this process without a round trip.
+
+    The window's count in Redis includes the hits a process reserved and has not spent yet, so all processes
+    together never admit more than the limit. What a process reserved and did not spend in a window is lost
+    with it, at most a sixteenth of what was left each time (one hit when the window is nearly spent): a key
+    may be refused a few hits below its limit while several processes serve it, never above it.
+    """
+
+    def __init__(self, max_buckets: int = 10_000):
+        self.max_buckets = max_buckets
+        self._held: dict[str, _Held] = {}
+
+    async def check(self, redis: Redis | None, *, bucket: str, rate: str, now: float, message: str) -> None:
+        """`check`, from this process's reserved hits while it has some for the current window."""
+        limit, window = parse_rate(rate)
+        start = int(now // window) * window
+        held = self._held.get(bucket)
+        if held is not None and held.window == start and held.left > 0:
+            held.left -= 1
+            return
+        if redis is None:
+            return
+        if held is None or held.window != start:
+            if held is None and len(self._held) >= self.max_buckets:
+                self._held.pop(next(iter(self._held)))  # the oldest; its unspent hits are lost, never over-spent
+            held = self._held[bucket] = _Held(start, limit)
+        async with held.lock:  # one reservation at a time per bucket: those waiting spend what it brought
+            if held.left > 0:
+                held.left -= 1
+                return
+            batch = max(1, min(MAX_BATCH, held.remaining // _SHARE))
+            key = f"collab:rl:{bucket}:{start}"
+            try:
+                async with redis.pipeline(transaction=True) as pipe:
+                    pipe.incrby(key, batch)
+                    pipe.expire(key, window + 1)
+                    total, _ = await pipe.execute()
+            except (RedisError, OSError) as exc:
+                log.warning("rate limit %s not checked, Redis unreachable: %s", bucket, exc)
+                return
+            granted = min(batch, limit - (total - batch))
+            held.remaining = max(0, limit - total)
+            if granted <= 0:
+                raise _exhausted(message, retry_after=max(1, int(start + window - now)))
+            held.left += granted - 1
 
 
 # One holder per member, scored by when its hold expires: expired holds (a crashed process's) are trimmed before

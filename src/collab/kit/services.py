@@ -13,9 +13,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from collab.config import Settings
 from collab.kit import embedded
+from collab.kit.credentials import CredentialCache
 from collab.kit.crypto import Keyring
 from collab.kit.db import create_pool
 from collab.kit.db.migrate import migrate
+from collab.kit.ratelimit import Reservations
 from collab.kit.redisclient import redis_client
 from collab.kit.usage import Usage, start_flusher, stop_flusher
 
@@ -30,6 +32,9 @@ class Services:
     keyring: Keyring
     clock: Callable[[], float] = field(default=time.time)
     usage: Usage = field(default_factory=Usage)  # this process's counters not yet flushed
+    # API-key credentials verified a moment ago (trusted only while the API's listener is subscribed).
+    credentials: CredentialCache = field(default_factory=lambda: CredentialCache(ttl_s=0))
+    rate_limits: Reservations = field(default_factory=Reservations)  # API-key rate-limit hits reserved in Redis
 
     def now_ms(self) -> int:
         """The current time in epoch milliseconds, from the injectable clock."""
@@ -55,7 +60,8 @@ async def build_services(settings: Settings) -> Services:
     await pool.open()
     keyring = Keyring(settings.resolved_secret_key(), settings.secret_key_previous)
     redis = redis_client(redis_url, timeout_s=settings.redis_timeout_s, cooldown_s=settings.redis_cooldown_s)
-    svc = Services(settings=settings, pool=pool, redis=redis, keyring=keyring)
+    svc = Services(settings=settings, pool=pool, redis=redis, keyring=keyring,
+                   credentials=CredentialCache(ttl_s=settings.auth_cache_ttl_s))
     start_flusher(svc)
     return svc
 

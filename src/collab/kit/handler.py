@@ -1,0 +1,125 @@
+"""Route handlers that run a route's dependencies as a list made once, not through FastAPI's per-request solver.
+
+FastAPI solves a route's dependencies on every request by walking their tree: for each node it allocates a
+cache, a sub-response, and reads path, query, header and cookie parameters that our dependencies do not have;
+it parses the content type with the email package. A route whose dependencies are plain coroutines that take
+the request and each other's results (our auth and services) gets a plan here: the same calls in the same order
+(depth first, each call once per request, as FastAPI's cache does), then the body validated by FastAPI's own
+function, so every answer and every error is the one FastAPI gives. Anything else (another content type, a body
+that is not JSON, dependency overrides) goes to FastAPI's handler, and so does any route the plan cannot express.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import fastapi.routing
+from fastapi.dependencies.models import Dependant, _is_async_gen_callable, _is_coroutine_callable, _is_gen_callable
+from fastapi.dependencies.utils import request_body_to_args
+from fastapi.datastructures import DefaultPlaceholder
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute, serialize_response
+from starlette.requests import Request
+from starlette.responses import Response
+
+REQUEST = -1  # a step argument that is the request itself
+
+
+@dataclass(frozen=True)
+class _Step:
+    call: Callable[..., Any]
+    args: tuple[tuple[str, int], ...]  # (parameter name, REQUEST or the index of an earlier step's result)
+
+
+def _plain(node: Dependant) -> bool:
+    """A node that takes nothing but the request and its sub-dependencies."""
+    return not (node.path_params or node.query_params or node.header_params or node.cookie_params
+                or node.websocket_param_name or node.response_param_name or node.background_tasks_param_name
+                or node.security_scopes_param_name)
+
+
+def plan(route: Any) -> tuple[list[_Step], tuple[tuple[str, int], ...]] | None:
+    """The steps of a route's dependencies and the endpoint's arguments; None when the route needs FastAPI's."""
+    top = route.dependant
+    if not _plain(top) or len(top.body_params) != 1 or route.body_field is None:
+        return None
+    if not _is_coroutine_callable(top.call) or _is_gen_callable(top.call) or _is_async_gen_callable(top.call):
+        return None
+    steps: list[_Step] = []
+    seen: dict[Any, int] = {}
+
+    def add(node: Dependant) -> tuple[tuple[str, int], ...] | None:
+        args: list[tuple[str, int]] = []
+        for name in (node.request_param_name, node.http_connection_param_name):
+            if name:
+                args.append((name, REQUEST))
+        for sub in node.dependencies:
+            call = sub.call
+            if (not _plain(sub) or sub.body_params or sub.concurrency is not None or not sub.use_cache
+                    or not _is_coroutine_callable(call) or _is_gen_callable(call) or _is_async_gen_callable(call)):
+                return None
+            if call not in seen:
+                sub_args = add(sub)
+                if sub_args is None:
+                    return None
+                seen[call] = len(steps)
+                steps.append(_Step(call, sub_args))
+            if sub.name is not None:
+                args.append((sub.name, seen[call]))
+        return tuple(args)
+
+    endpoint_args = add(top)
+    return None if endpoint_args is None else (steps, endpoint_args)
+
+
+def _effective(route: APIRoute) -> Any:
+    """What FastAPI builds a route's handler from: under include_router, the inclusion's context (the router's
+    and the app's dependencies, overrides and response class); None when this FastAPI does not say."""
+    var = getattr(fastapi.routing, "_effective_route_context_var", None)
+    if var is None:
+        return None
+    context = var.get()
+    return context if context is not None and context.original_route is route else route
+
+
+def fast_handler(route: APIRoute, fallback: Callable[[Request], Any]) -> Callable[[Request], Any] | None:
+    """A handler that runs the route's plan for JSON bodies (`fallback` for the rest); None without a plan.
+
+    Called from get_route_handler, where FastAPI says which inclusion of the route the handler is for."""
+    route = _effective(route)
+    found = plan(route) if route is not None else None
+    if found is None:
+        return None
+    steps, endpoint_args = found
+    endpoint, fields = route.dependant.call, [route.body_field]
+    embed = route._embed_body_fields
+    overrides = route.dependency_overrides_provider
+    response_class = route.response_class
+    if isinstance(response_class, DefaultPlaceholder):
+        response_class = response_class.value
+
+    async def handle(request: Request) -> Response:
+        if (overrides is not None and getattr(overrides, "dependency_overrides", None)) \
+                or request.headers.get("content-type") != "application/json":
+            return await fallback(request)
+        if not await request.body():
+            return await fallback(request)
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return await fallback(request)  # nothing ran yet: FastAPI answers the broken body its own way
+        results: list[Any] = []
+        for step in steps:
+            results.append(await step.call(**{name: request if at == REQUEST else results[at] for name, at in step.args}))
+        values, errors = await request_body_to_args(fields, body, embed)
+        if errors:
+            raise RequestValidationError(errors, body=body)
+        for name, at in endpoint_args:
+            values[name] = request if at == REQUEST else results[at]
+        answer = await endpoint(**values)
+        if isinstance(answer, Response):
+            return answer  # ours answer with the envelope's responses
+        content = await serialize_response(field=route.response_field, response_content=answer)
+        return response_class(content, status_code=route.status_code or 200)
+
+    return handle
