@@ -110,7 +110,8 @@ def fast_handler(route: APIRoute, fallback: Callable[[Request], Any]) -> Callabl
             return await fallback(request)  # nothing ran yet: FastAPI answers the broken body its own way
         results: list[Any] = []
         for step in steps:
-            results.append(await step.call(**{name: request if at == REQUEST else results[at] for name, at in step.args}))
+            kwargs = {name: request if at == REQUEST else results[at] for name, at in step.args}
+            results.append(await step.call(**kwargs))
         values, errors = await request_body_to_args(fields, body, embed)
         if errors:
             raise RequestValidationError(errors, body=body)

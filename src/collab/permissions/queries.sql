@@ -48,6 +48,43 @@ join grants g
               and m.user_id = u.user_id)))
 where g.expires_at is null or g.expires_at * 1000 > %(now_ms)s
 
+-- name: access_inputs
+-- Everything effective access is computed from, in one round trip: the organization (null when missing), the
+-- users' live grants (live_grants), every folder with its ancestors (folder_tree), and the folder of each
+-- document asked about or granted.
+with recursive org as (
+    select disabled from organizations where api_key_id = %(api_key_id)s and id = %(organization_id)s
+), live as (
+    select u.user_id, g.resource_type, g.resource_id, g.access_role, g.expires_at
+    from unnest(%(user_ids)s::text[]) as u (user_id)
+    join grants g
+      on g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+     and ((g.principal_type = 'user' and g.principal_id = u.user_id)
+          or (g.principal_type = 'group' and g.principal_id in (
+                select m.group_id from group_members m
+                where m.api_key_id = %(api_key_id)s and m.organization_id = %(organization_id)s
+                  and m.user_id = u.user_id)))
+    where (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s) and exists (select from org)
+), tree as (
+    select id, parent_id, array[]::text[] as ancestors
+    from folders
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and parent_id is null
+      and exists (select from org)
+  union all
+    select f.id, f.parent_id, t.ancestors || t.id
+    from folders f join tree t on f.parent_id = t.id
+    where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
+)
+select (select json_build_object('disabled', disabled) from org) as organization,
+       coalesce((select json_agg(live) from live), '[]') as grants,
+       coalesce((select json_object_agg(id, ancestors) from tree), '{}') as folders,
+       coalesce((select json_object_agg(d.id, d.folder_id) from documents d
+                 where d.api_key_id = %(api_key_id)s and d.organization_id = %(organization_id)s
+                   and exists (select from org)
+                   and d.id in (select unnest(%(document_ids)s::text[])
+                                union select resource_id from live where resource_type = 'document')), '{}')
+         as documents
+
 -- name: document_folders
 -- The folder of each of some documents of an organization.
 select id, folder_id from documents

@@ -50,6 +50,16 @@ async def live_grants(
     return await fetch_all(conn, q.live_grants, params)
 
 
+async def access_inputs(
+    conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str], document_ids: list[str], now_ms: int
+) -> dict[str, Any]:
+    """{organization (None when missing), grants, folders (id → ancestors), documents (id → folder)}: what
+    effective access needs about these users and documents, in one round trip."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids,
+              "document_ids": document_ids, "now_ms": now_ms}
+    return await fetch_one(conn, q.access_inputs, params)
+
+
 async def document_folders(conn: Conn, *, api_key_id: str, organization_id: str, ids: list[str]) -> dict[str, str | None]:
     """The folder of each existing document among `ids`."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "ids": ids}

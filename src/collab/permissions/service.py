@@ -3,14 +3,12 @@
 from itertools import groupby
 from typing import Any
 
-from collab.documents import repository as documents_repo
 from collab.kit import auth
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
 from collab.kit.errors import invalid, issue
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
-from collab.organizations import repository as organizations_repo
 from collab.permissions import access, profiles, tokens
 from collab.permissions import repository as repo
 from collab.permissions.schemas import AddPermissions, GenerateToken, GetPermissions, RemovePermissions, Resource
@@ -105,19 +103,14 @@ async def effective(
     now_ms: int,
 ) -> dict[str, Any]:
     """Each user's effective access in one organization; without ids, to what they hold grants on."""
-    key = {"api_key_id": tenant.api_key_id, "organization_id": organization_id}
-    organization = await organizations_repo.get(conn, api_key_id=tenant.api_key_id, id=organization_id)
-    grants, folders = [], {}
-    if organization is not None:
-        grants = await repo.live_grants(conn, **key, user_ids=user_ids, now_ms=now_ms)
-        folders = {r["id"]: list(r["ancestors"]) for r in await documents_repo.folder_tree(conn, **key)}
+    found = await repo.access_inputs(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
+                                     user_ids=user_ids, document_ids=document_ids or [], now_ms=now_ms)
+    organization, grants, folders, documents = (found[k] for k in ("organization", "grants", "folders", "documents"))
     by_user = {u: [g for g in grants if g["user_id"] == u] for u in user_ids}
 
     def granted(user: str, kind: str) -> list[str]:
         return sorted({g["resource_id"] for g in by_user[user] if g["resource_type"] == kind})
 
-    wanted_docs = set(document_ids or []) | ({g["resource_id"] for g in grants if g["resource_type"] == "document"})
-    documents = await repo.document_folders(conn, **key, ids=sorted(wanted_docs)) if organization else {}
     return {
         user: access.resolve(
             organization_id=organization_id,

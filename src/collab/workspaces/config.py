@@ -118,11 +118,12 @@ async def get_notification_config(svc: Services, *, tenant: Tenant) -> dict[str,
 
 
 async def _api_key_config_view(svc: Services, conn, *, tenant: Tenant) -> dict[str, Any]:
-    row = await repo.api_key_config(conn, api_key_id=tenant.api_key_id)
-    keys = await repo.provider_keys(conn, api_key_id=tenant.api_key_id)
+    row = await repo.api_key_config_view(conn, api_key_id=tenant.api_key_id)
     return {
         "enableAdvancedQueries": row["enable_advanced_queries"],
-        "aiModelApiKey": [{"provider": k["provider"], "isSet": True, "last4": k["last4"]} for k in keys],
+        "aiModelApiKey": [
+            {"provider": k["provider"], "isSet": True, "last4": k["last4"]} for k in row["provider_keys"]
+        ],
     }
 
 

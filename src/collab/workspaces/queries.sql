@@ -60,6 +60,13 @@ from api_keys where id = %(api_key_id)s for update
 select enable_advanced_queries, webhook_config, activity_config, notification_config
 from api_keys where id = %(api_key_id)s
 
+-- name: api_key_config_view
+-- An API key's advanced-queries switch and its stored AI provider keys (provider and last four characters only).
+select k.enable_advanced_queries,
+       coalesce((select json_agg(json_build_object('provider', p.provider, 'last4', p.last4) order by p.provider)
+                 from ai_provider_keys p where p.api_key_id = k.id), '[]') as provider_keys
+from api_keys k where k.id = %(api_key_id)s
+
 -- name: set_advanced_queries
 -- Switch advanced queries on or off for an API key.
 update api_keys set enable_advanced_queries = %(enabled)s where id = %(api_key_id)s
@@ -75,10 +82,6 @@ update api_keys set activity_config = %(config)s where id = %(api_key_id)s
 -- name: set_notification_config
 -- Replace an API key's notification settings.
 update api_keys set notification_config = %(config)s where id = %(api_key_id)s
-
--- name: provider_keys
--- The AI provider keys stored for an API key (provider and last four characters only).
-select provider, last4 from ai_provider_keys where api_key_id = %(api_key_id)s order by provider
 
 -- name: upsert_provider_key
 -- Store a customer's AI provider key (sealed), replacing the one for that provider.

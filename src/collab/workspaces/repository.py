@@ -84,8 +84,11 @@ async def set_advanced_queries(conn: Conn, *, api_key_id: str, enabled: bool) ->
     await execute(conn, q.set_advanced_queries, {"api_key_id": api_key_id, "enabled": enabled})
 
 
-async def provider_keys(conn: Conn, *, api_key_id: str) -> list[dict[str, Any]]:
-    return await fetch_all(conn, q.provider_keys, {"api_key_id": api_key_id})
+async def api_key_config_view(conn: Conn, *, api_key_id: str) -> dict[str, Any]:
+    """{enable_advanced_queries, provider_keys: [{provider, last4}]}, in one round trip."""
+    row = await fetch_one(conn, q.api_key_config_view, {"api_key_id": api_key_id})
+    assert row is not None, "authenticated API key vanished"
+    return row
 
 
 async def upsert_provider_key(conn: Conn, *, api_key_id: str, provider: str, key_enc: bytes, last4: str) -> None:
