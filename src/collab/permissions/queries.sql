@@ -78,11 +78,13 @@ with recursive org as (
 select (select json_build_object('disabled', disabled) from org) as organization,
        coalesce((select json_agg(live) from live), '[]') as grants,
        coalesce((select json_object_agg(id, ancestors) from tree), '{}') as folders,
-       coalesce((select json_object_agg(d.id, d.folder_id) from documents d
-                 where d.api_key_id = %(api_key_id)s and d.organization_id = %(organization_id)s
-                   and exists (select from org)
-                   and d.id in (select unnest(%(document_ids)s::text[])
-                                union select resource_id from live where resource_type = 'document')), '{}')
+       coalesce((select json_object_agg(w.id, d.folder_id)
+                 from unnest(array(select unnest(%(document_ids)s::text[]) union
+                                   select resource_id from live where resource_type = 'document')) as w (id)
+                 -- one primary-key probe per id (limit 1 keeps it a probe: a join may scan the organization)
+                 join lateral (select folder_id from documents
+                               where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+                                 and id = w.id and exists (select from org) limit 1) d on true), '{}')
          as documents
 
 -- name: document_folders
