@@ -192,6 +192,19 @@ def _role(cmdline: str) -> str:
     return "other"
 
 
+def _roles(root_pid: int, tree: dict[int, list[int]]) -> dict[int, str]:
+    """The role of `collab run` and each descendant; a process its parent spawned by multiprocessing (uvicorn's
+    API workers, their resource tracker) has its parent's role."""
+    roles, todo = {}, [(root_pid, "other")]
+    while todo:
+        pid, parent = todo.pop()
+        cmdline = _cmdline(pid)
+        role = _role(cmdline)
+        roles[pid] = parent if role == "other" and "multiprocessing" in cmdline else role
+        todo.extend((child, roles[pid]) for child in tree.get(pid, []))
+    return roles
+
+
 def rss_sample(root_pid: int | None, postmaster: int | None) -> dict[str, float]:
     """MiB per role: VmRSS of `collab run` and its descendants; Postgres as the sum of its private RssAnon.
 
@@ -201,8 +214,7 @@ def rss_sample(root_pid: int | None, postmaster: int | None) -> dict[str, float]
     tree = _children()
     sample: dict[str, float] = {}
     if root_pid is not None:
-        for pid in _descendants(root_pid, tree):
-            role = _role(_cmdline(pid))
+        for pid, role in _roles(root_pid, tree).items():
             sample[role] = sample.get(role, 0.0) + _kib(_status(pid), "VmRSS") / 1024
     if postmaster is not None:
         sample["postgres (RssAnon, all backends)"] = sum(
@@ -229,8 +241,7 @@ def cpu_sample(root_pid: int | None, postmaster: int | None) -> dict[str, float]
     tree = _children()
     sample: dict[str, float] = {}
     if root_pid is not None:
-        for pid in _descendants(root_pid, tree):
-            role = _role(_cmdline(pid))
+        for pid, role in _roles(root_pid, tree).items():
             sample[role] = sample.get(role, 0.0) + _ticks(pid) / TICK
     if postmaster is not None:
         sample["postgres"] = sum(_ticks(pid) for pid in _descendants(postmaster, tree)) / TICK
