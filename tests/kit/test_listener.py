@@ -24,6 +24,14 @@ class FakeRedis:
     async def _accept(self, reader, writer):
         await self.links.put((reader, writer))
 
+    async def subscribed(self, listener: Listener):
+        """Start the listener, take its connection and its two commands, and confirm the subscription."""
+        await listener.start()
+        reader, writer = await asyncio.wait_for(self.links.get(), WAIT_S)
+        commands = await FakeRedis.commands(reader, 2)
+        writer.write(b"+OK\r\n*3\r\n$9\r\nsubscribe\r\n$11\r\ncollab:test\r\n:1\r\n")
+        return reader, writer, commands
+
     @staticmethod
     async def commands(reader, count: int) -> list:
         parser, found = hiredis.Reader(), []
@@ -68,10 +76,7 @@ def test_a_redis_that_stops_answering_pings_is_not_live():
         fake, states = FakeRedis(), asyncio.Queue()
         listener = Listener(redis_client(await fake.start()), "collab:test", on_message=lambda _: None,
                             on_live=states.put_nowait, ping_s=0.01, retry_s=WAIT_S)
-        await listener.start()
-        reader, writer = await asyncio.wait_for(fake.links.get(), WAIT_S)
-        await FakeRedis.commands(reader, 2)
-        writer.write(b"+OK\r\n*3\r\n$9\r\nsubscribe\r\n$11\r\ncollab:test\r\n:1\r\n")
+        reader, writer, _ = await fake.subscribed(listener)
         assert await asyncio.wait_for(states.get(), WAIT_S) is True
         assert await FakeRedis.commands(reader, 1) == [[b"PING"]]  # never answered: Redis is frozen
         assert await asyncio.wait_for(states.get(), WAIT_S) is False

@@ -75,8 +75,8 @@ async def api_key_auth(
         tenant = known.tenant  # verified by this process a moment ago, and unchanged since
     else:
         tenant = await _verify(request, svc, api_key, token)
-    await svc.rate_limits.check(svc.redis, bucket=f"api-key:{tenant.api_key_id}", rate=svc.settings.rate_limit_api_key,
-                       now=svc.clock(), message=RATE_LIMITED)
+    await svc.rate_limits.check(svc.redis, bucket=f"api-key:{tenant.api_key_id}",
+                                rate=svc.settings.rate_limit_api_key, now=svc.clock(), message=RATE_LIMITED)
     request.state.tenant = tenant
     return tenant
 

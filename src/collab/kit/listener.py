@@ -44,6 +44,8 @@ class _Link(asyncio.Protocol):
                 return
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.listener._link is self:
+            self.listener._set_live(False)  # at once: a request must not trust the cache while nothing arrives
         if not self.closed.done():
             self.closed.set_result(exc)
 
@@ -62,6 +64,7 @@ class Listener:
         self.on_message, self.on_live, self.ping_s, self.retry_s = on_message, on_live, ping_s, retry_s
         self.live = False
         self._pongs = 0
+        self._link: _Link | None = None  # the current connection
         self._task: asyncio.Task | None = None
 
     async def start(self) -> None:
@@ -114,7 +117,7 @@ class Listener:
     async def _run(self) -> None:
         while True:
             try:
-                link = await self._connect()
+                link = self._link = await self._connect()
                 kw = self.redis.connection_pool.connection_kwargs
                 hello, password = b"", kw.get("password")
                 if password:

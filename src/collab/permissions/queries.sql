@@ -35,23 +35,10 @@ select exists (
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
 ) as found
 
--- name: live_grants
--- The grants that apply now to each user, directly or through a group they belong to.
-select u.user_id, g.resource_type, g.resource_id, g.access_role, g.expires_at
-from unnest(%(user_ids)s::text[]) as u (user_id)
-join grants g
-  on g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
- and ((g.principal_type = 'user' and g.principal_id = u.user_id)
-      or (g.principal_type = 'group' and g.principal_id in (
-            select m.group_id from group_members m
-            where m.api_key_id = %(api_key_id)s and m.organization_id = %(organization_id)s
-              and m.user_id = u.user_id)))
-where g.expires_at is null or g.expires_at * 1000 > %(now_ms)s
-
 -- name: access_inputs
 -- Everything effective access is computed from, in one round trip: the organization (null when missing), the
--- users' live grants (live_grants), every folder with its ancestors (folder_tree), and the folder of each
--- document asked about or granted.
+-- grants that apply now to each user (directly or through a group they belong to), every folder with its
+-- ancestors (as documents' folder_tree), and the folder of each document asked about or granted.
 with recursive org as (
     select disabled from organizations where api_key_id = %(api_key_id)s and id = %(organization_id)s
 ), live as (

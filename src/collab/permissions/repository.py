@@ -42,14 +42,6 @@ async def group_exists(conn: Conn, *, api_key_id: str, organization_id: str, id:
     return (await fetch_one(conn, q.group_exists, params))["found"]
 
 
-async def live_grants(
-    conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str], now_ms: int
-) -> list[dict[str, Any]]:
-    """Grants that apply now to these users, directly or through their groups."""
-    params = {"api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids, "now_ms": now_ms}
-    return await fetch_all(conn, q.live_grants, params)
-
-
 async def access_inputs(
     conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str], document_ids: list[str], now_ms: int
 ) -> dict[str, Any]:
