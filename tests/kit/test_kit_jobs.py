@@ -136,3 +136,28 @@ def test_reap_leaves_the_ticks_of_named_crons_alone(live):
             await redis.delete(queue, *(in_progress_key_prefix + j for j in jobs))
 
     assert live.run(go()) == ["job_orphan"]
+
+
+def test_enqueue_writes_arqs_job_once_per_id(live):
+    """One script call puts a job where arq reads it; a second enqueue of the same id is refused, as arq's is."""
+    import uuid
+
+    from arq.constants import job_key_prefix
+    from arq.jobs import Job
+
+    from collab.kit.jobs import enqueue
+
+    async def scenario():
+        redis, job_id = live.svc.redis, "test-" + uuid.uuid4().hex
+        queue = "collab:test-queue:" + job_id  # no worker serves it: the job stays queued
+        first = await enqueue(redis, "echo", 1, job_id=job_id, queue=queue, expires_ms=60_000, value=2)
+        again = await enqueue(redis, "echo", 1, job_id=job_id, queue=queue, expires_ms=60_000, value=2)
+        info = await Job(job_id, redis, _queue_name=queue).info()
+        ttl = await redis.pttl(job_key_prefix + job_id)
+        await redis.delete(job_key_prefix + job_id, queue)
+        return first, again, info, ttl
+
+    first, again, info, ttl = live.run(scenario())
+    assert (first, again) == (True, False)
+    assert (info.function, info.args, info.kwargs, info.job_try) == ("echo", (1,), {"value": 2}, None)
+    assert 0 < ttl <= 60_000

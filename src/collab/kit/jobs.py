@@ -31,7 +31,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from arq import ArqRedis, Retry
 from arq.constants import default_queue_name, in_progress_key_prefix, job_key_prefix, result_key_prefix
-from arq.jobs import Job, JobStatus, ResultNotFound, deserialize_result
+from arq.jobs import Job, JobStatus, ResultNotFound, deserialize_result, serialize_job
 from arq.utils import timestamp_ms
 from arq.worker import JobExecutionFailed
 from psycopg.types.json import Jsonb
@@ -92,6 +92,34 @@ _RESULT_WAIT_S = 0.5
 def lane(function: str) -> Lane:
     """The lane a function runs on."""
     return LANES[LANE_OF.get(function, "bulk")]
+
+
+# arq's enqueue_job in one round trip instead of three (WATCH, EXISTS, then MULTI/EXEC): the same keys and job
+# encoding, decided inside Redis; with KEYS[4], the lane's wake-up token (see `wake`) in the same call.
+_ENQUEUE = """
+if redis.call('exists', KEYS[1], KEYS[2]) > 0 then return 0 end
+redis.call('psetex', KEYS[1], ARGV[1], ARGV[2])
+redis.call('zadd', KEYS[3], ARGV[3], ARGV[4])
+if KEYS[4] then
+  redis.call('lpush', KEYS[4], 1)
+  redis.call('ltrim', KEYS[4], 0, tonumber(ARGV[5]) - 1)
+  redis.call('pexpire', KEYS[4], 60000)
+end
+return 1
+"""
+
+
+async def enqueue(redis: ArqRedis, function: str, *args: Any, job_id: str, queue: str, expires_ms: int | None = None,
+                  wake_lane: bool = False, **kwargs: Any) -> bool:
+    """Queue a job as arq's enqueue_job does; False when a job with this id is queued or has a result already."""
+    now = timestamp_ms()
+    job = serialize_job(function, args, kwargs, None, now, serializer=redis.job_serializer)
+    keys = [job_key_prefix + job_id, result_key_prefix + job_id, queue]
+    argv = [expires_ms or redis.expires_extra_ms, job, now, job_id]
+    if wake_lane:
+        keys.append(WAKE_KEY + queue)
+        argv.append(_WAKE_TOKENS)
+    return bool(await redis.eval(_ENQUEUE, len(keys), *keys, *argv))
 
 
 async def wake(redis: ArqRedis, queue: str) -> None:
@@ -170,13 +198,16 @@ async def transaction(pool: AsyncConnectionPool, redis: ArqRedis | None) -> Asyn
 async def send(conn: Conn, redis: ArqRedis, jobs: list[tuple[str, str]]) -> None:
     """Put committed jobs on the queue; a failure leaves them for the sweep."""
     # No wake-up push: background jobs are found by the lane's next poll (COLLAB_WORKER_POLL_DELAY_S).
+    sent = []
     for function, job_id in jobs:
         try:
-            await redis.enqueue_job(function, job_id, _job_id=job_id, _queue_name=lane(function).queue)
+            await enqueue(redis, function, job_id, job_id=job_id, queue=lane(function).queue)
         except (RedisError, OSError) as exc:
             log.warning("enqueue of %s failed, left for the sweep: %s", job_id, exc)
             continue
-        await execute(conn, q.mark_enqueued, {"id": job_id})
+        sent.append(job_id)
+    if sent:
+        await execute(conn, q.mark_enqueued, {"ids": sent})
 
 
 def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
@@ -375,15 +406,13 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
     queue = where.queue if where.woken else redis.default_queue_name
     deadline = time.monotonic() + timeout_s
     try:
-        job: Job | None = await redis.enqueue_job(
-            function, _job_id=SYNC_PREFIX + uuid.uuid4().hex, _queue_name=queue,
-            _expires=timedelta(seconds=timeout_s), **kwargs,
-        )
-        if where.woken:  # nothing blocks on the bulk lane's list: its workers poll
-            await wake(redis, queue)
+        job_id = SYNC_PREFIX + uuid.uuid4().hex
+        # Nothing blocks on the bulk lane's wake-up list (its workers poll): woken lanes only.
+        await enqueue(redis, function, job_id=job_id, queue=queue, expires_ms=int(timeout_s * 1000),
+                      wake_lane=where.woken, **kwargs)
     except (RedisError, OSError) as exc:
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE) from exc
-    assert job is not None
+    job = Job(job_id, redis=redis, _queue_name=queue, _deserializer=redis.job_deserializer)
     try:
         outcome = await _outcome(redis, job, queue, deadline=deadline)
     except asyncio.TimeoutError as exc:

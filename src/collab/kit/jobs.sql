@@ -3,8 +3,8 @@
 insert into jobs (id, api_key_id, function, args) values (%(id)s, %(key)s, %(fn)s, %(args)s)
 
 -- name: mark_enqueued
--- Note that a job reached the queue (the sweep re-sends queued jobs that never did).
-update jobs set enqueued_at = now() where id = %(id)s
+-- Note that jobs reached the queue (the sweep re-sends queued jobs that never did).
+update jobs set enqueued_at = now() where id = any(%(ids)s)
 
 -- name: start_job
 -- Count a try of an unfinished job and move it to running; nothing when it finished already.
