@@ -433,6 +433,9 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
 
 async def _outcome(redis: ArqRedis, job: Job, queue: str, *, deadline: float) -> Any:
     """The job's result (or its exception, raised), waiting on the worker's done push rather than polling."""
+    left = deadline - time.monotonic()
+    if left > 0:  # queued a moment ago: wait for its done push before the first look (one round trip fewer)
+        await redis.blpop([DONE_KEY + job.job_id], timeout=min(left, _RESULT_WAIT_S))
     while True:
         async with redis.pipeline(transaction=True) as tr:
             tr.get(result_key_prefix + job.job_id)
