@@ -57,6 +57,33 @@ def test_add_users_to_missing_scopes(client):
         "u1": {"success": False, "id": "u1", "message": "Organization does not exist"}}
 
 
+def test_update_users_at_folder_and_document_scopes_and_missing_ones(client):
+    t = new_tenant(client)
+    add_organization(client, t, "o1", "d1", folder="f1")
+    enable_advanced_queries(client, t)
+    add_users(client, t, "u1")  # the organization
+    add_users(client, t, {"userId": "u2", "accessRole": "viewer"}, folderId="f1")
+    add_users(client, t, "u3", documentId="d1")
+
+    def update(*users, **scope):
+        body = {"organizationId": "o1", "users": [{"userId": u, "accessRole": "editor"} for u in users], **scope}
+        return result(post(client, "/v2/users/update", body, t.headers))
+
+    # Only a grant on the scope itself counts: u1's organization role is not a role on f1 or d1.
+    assert update("u2", "u1", folderId="f1") == {"u2": {"success": True, "id": "u2", "message": "User updated."},
+                                                 "u1": {"success": False, "id": "u1", "message": "User does not exist."}}
+    assert update("u3", "u2", documentId="d1") == {
+        "u3": {"success": True, "id": "u3", "message": "User updated."},
+        "u2": {"success": False, "id": "u2", "message": "User does not exist."}}
+    assert users(client, t, folderId="f1")["data"] == [{"userId": "u2", "accessRole": "editor"}]
+    # Users/update answers every miss as a missing user, whatever is missing.
+    assert update("u2", folderId="nope") == {"u2": {"success": False, "id": "u2", "message": "User does not exist."}}
+    assert update("u3", documentId="nope") == {"u3": {"success": False, "id": "u3", "message": "User does not exist."}}
+    body = {"organizationId": "ghost", "users": [{"userId": "u1", "name": "x"}]}
+    assert result(post(client, "/v2/users/update", body, t.headers)) == {
+        "u1": {"success": False, "id": "u1", "message": "User does not exist."}}
+
+
 def test_users_get_validation(client):
     t = new_tenant(client)
     enable_advanced_queries(client, t)

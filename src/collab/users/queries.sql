@@ -1,11 +1,24 @@
--- name: scope_grant
--- The user's own live grant on the scope resource, locked for update.
-select access_role, expires_at from grants
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
-  and principal_type = 'user' and principal_id = %(user_id)s
-  and resource_type = %(resource_type)s and resource_id = %(resource_id)s
-  and (expires_at is null or expires_at * 1000 > %(now_ms)s)
-for update
+-- name: update_targets
+-- For users/update in one round trip: whether the organization and the scope resource exist, and which of some
+-- users hold a live grant of their own on the scope resource (those grants locked for update).
+with locked as (
+    select principal_id from grants
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+      and principal_type = 'user' and principal_id = any(%(user_ids)s::text[])
+      and resource_type = %(resource_type)s and resource_id = %(resource_id)s
+      and (expires_at is null or expires_at * 1000 > %(now_ms)s)
+    for update
+)
+select exists (select 1 from organizations where api_key_id = %(api_key_id)s and id = %(organization_id)s)
+         as organization,
+       case %(resource_type)s
+         when 'organization' then true
+         when 'folder' then exists (select 1 from folders where api_key_id = %(api_key_id)s
+                                    and organization_id = %(organization_id)s and id = %(resource_id)s)
+         else exists (select 1 from documents where api_key_id = %(api_key_id)s
+                      and organization_id = %(organization_id)s and id = %(resource_id)s)
+       end as scope,
+       array(select principal_id from locked) as granted
 
 -- name: set_scope_role
 -- Change the role of the user's own grant on the scope resource.

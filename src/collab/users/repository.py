@@ -8,16 +8,15 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def scope_grant(
-    conn: Conn, *, api_key_id: str, organization_id: str, user_id: str, resource_type: str, resource_id: str,
+async def update_targets(
+    conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str], resource_type: str, resource_id: str,
     now_ms: int,
-) -> dict[str, Any] | None:
-    """The user's own live grant on the scope resource, locked for update."""
-    scope = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "user_id": user_id,
-        "resource_type": resource_type, "resource_id": resource_id, "now_ms": now_ms,
-    }
-    return await fetch_one(conn, q.scope_grant, scope)
+) -> dict[str, Any]:
+    """{organization: exists, scope: exists, granted: the users among `user_ids` with a live grant of their own on
+    the scope resource}, those grants locked for update."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids,
+              "resource_type": resource_type, "resource_id": resource_id, "now_ms": now_ms}
+    return await fetch_one(conn, q.update_targets, params)
 
 
 async def set_scope_role(

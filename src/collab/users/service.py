@@ -77,10 +77,13 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateUsers) -> dict[st
     scope = scope_of(data)
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
-        missing = await _missing_scope(tx.conn, tenant=tenant, data=data)
+        found = await repo.update_targets(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                          user_ids=[u.userId for u in data.users], now_ms=now, **scope)
+        # A user without a grant of their own there, or in a scope that does not exist, is a missing user.
+        granted = set(found["granted"]) if found["organization"] and found["scope"] else set()
         for user in data.users:
             key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId, "user_id": user.userId, **scope}
-            if missing or await repo.scope_grant(tx.conn, **key, now_ms=now) is None:
+            if user.userId not in granted:
                 results[user.userId] = {"success": False, "id": user.userId, "message": USER_MISSING}
                 continue
             await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now)
