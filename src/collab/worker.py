@@ -12,14 +12,16 @@ import signal
 from typing import Any
 
 from arq import cron, func
+from arq.constants import in_progress_key_prefix
 from arq.connections import RedisSettings
+from arq.utils import timestamp_ms
 from arq.worker import Worker
 from redis.exceptions import RedisError
 
 from collab.config import Settings, get_settings
 from collab.kit.crypto import new_id
 from collab.kit.jobs import (
-    AWAITED_RESULT_S, DONE_KEY, LANES, SYNC_PREFIX, WAKE_KEY, Heartbeat, JobFailure, Lane, lane, reap, sweep, tracked,
+    AWAITED_RESULT_S, DONE_KEY, DONE_TOKEN, LANES, SYNC_PREFIX, WAKE_KEY, Heartbeat, JobFailure, Lane, lane, reap, sweep, tracked,
     wake,
 )
 from collab.kit.services import Services, build_services, close_services
@@ -112,6 +114,16 @@ def _cron_jobs() -> list:
     ]
 
 
+# A job's claim: not in progress anywhere, still queued and due (its score), then marked in progress.
+_CLAIM = """
+if redis.call('exists', KEYS[1]) == 1 then return nil end
+local score = redis.call('zscore', KEYS[2], ARGV[1])
+if not score or tonumber(score) > tonumber(ARGV[2]) then return nil end
+redis.call('psetex', KEYS[1], ARGV[3], '1')
+return score
+"""
+
+
 class LaneWorker(Worker):
     """An arq worker that waits for work on its lane's wake list and tells `run_sync` callers when a job ends.
 
@@ -130,24 +142,49 @@ class LaneWorker(Worker):
         super()._release_sem_dec_counter_on_complete()
         self._freed.set()
 
-    async def _done(self, job_id: str) -> None:
+    async def _done(self, job_id: str, result_data: bytes | None) -> None:
+        """Tell a `run_sync` caller its job ended: the result itself where there is one (no further read)."""
         if job_id.startswith(SYNC_PREFIX):
             try:
                 async with self.pool.pipeline(transaction=False) as pipe:
-                    pipe.lpush(DONE_KEY + job_id, 1)
+                    pipe.lpush(DONE_KEY + job_id, result_data or DONE_TOKEN)
                     pipe.pexpire(DONE_KEY + job_id, 60_000)
                     await pipe.execute()
             except (RedisError, OSError) as exc:  # the caller reads the result on its next look anyway
                 log.warning("done push for %s failed: %s", job_id, exc)
 
-    async def finish_job(self, job_id: str, finish: bool, *args: Any) -> None:
-        await super().finish_job(job_id, finish, *args)
-        if finish:
-            await self._done(job_id)
+    async def finish_job(self, job_id: str, finish: bool, result_data: bytes | None, *args: Any) -> None:
+        # A result goes to the waiting caller before arq's bookkeeping (which stores a copy of it): one round trip
+        # less on the answer's way. Without one, the caller reads arq's result key, so the push comes after.
+        if finish and result_data:
+            await self._done(job_id, result_data)
+        await super().finish_job(job_id, finish, result_data, *args)
+        if finish and not result_data:
+            await self._done(job_id, None)
 
-    async def finish_failed_job(self, job_id: str, result_data: Any) -> None:
+    async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
         await super().finish_failed_job(job_id, result_data)
-        await self._done(job_id)
+        await self._done(job_id, result_data)
+
+    async def start_jobs(self, job_ids: list[bytes]) -> None:
+        # arq's start_jobs, with its claim of each job (WATCH, EXISTS, ZSCORE, MULTI/EXEC: four round trips) in
+        # one script: a searched-for job starts ~1 ms sooner. Same keys, same outcome.
+        for job_id_b in job_ids:
+            await self.sem.acquire()
+            if self.job_counter >= self.max_jobs:
+                self.sem.release()
+                return
+            self.job_counter += 1
+            job_id = job_id_b.decode()
+            score = await self.pool.eval(_CLAIM, 2, in_progress_key_prefix + job_id, self.queue_name, job_id,
+                                         timestamp_ms(), int(self.in_progress_timeout_s * 1000))
+            if score is None:  # running elsewhere, finished, or re-queued for later
+                self.job_counter -= 1
+                self.sem.release()
+                continue
+            task = self.loop.create_task(self.run_job(job_id, int(float(score))))
+            task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
+            self.tasks[job_id] = task
 
     async def main(self) -> None:
         # arq's `main`, with `_idle` in place of its fixed sleep between polls.

@@ -81,7 +81,10 @@ LANE_OF = {
 # How long an awaited (`run_sync`) function's result stays in Redis: the caller reads it within moments.
 AWAITED_RESULT_S = 30
 WAKE_KEY = "collab:wake:"  # + queue name: a list workers block on; a push means "a job is waiting"
-DONE_KEY = "collab:done:"  # + job id: a list the `run_sync` caller blocks on; the worker pushes when the job ends
+# + job id: a list the `run_sync` caller blocks on. When the job ends the worker pushes its serialized result
+# there (arq's encoding), or DONE_TOKEN where it has none; the caller then reads arq's result key.
+DONE_KEY = "collab:done:"
+DONE_TOKEN = b"1"
 SYNC_PREFIX = "sync_"  # job ids of `run_sync` jobs: only those get a done push
 _WAKE_TOKENS = 64  # a burst of enqueues needs no more: each wake-up reads a whole batch of jobs
 # The longest single blocking wait on a result; then the result key is read again (covers a lost push). Under
@@ -432,25 +435,30 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
 
 
 async def _outcome(redis: ArqRedis, job: Job, queue: str, *, deadline: float) -> Any:
-    """The job's result (or its exception, raised), waiting on the worker's done push rather than polling."""
-    left = deadline - time.monotonic()
-    if left > 0:  # queued a moment ago: wait for its done push before the first look (one round trip fewer)
-        await redis.blpop([DONE_KEY + job.job_id], timeout=min(left, _RESULT_WAIT_S))
+    """The job's result (or its exception, raised): as the worker pushes it when the job ends (no polling), else
+    from arq's result key (a push without a result, or one lost)."""
     while True:
+        left = deadline - time.monotonic()
+        if left > 0:
+            popped = await redis.blpop([DONE_KEY + job.job_id], timeout=min(left, _RESULT_WAIT_S))
+            if popped is not None and popped[1] != DONE_TOKEN:
+                return _returned(deserialize_result(popped[1], deserializer=redis.job_deserializer))
         async with redis.pipeline(transaction=True) as tr:
             tr.get(result_key_prefix + job.job_id)
             tr.zscore(queue, job.job_id)
             stored, score = await tr.execute()
         if stored:
-            info = deserialize_result(stored, deserializer=redis.job_deserializer)
-            if info.success:
-                return info.result
-            if isinstance(info.result, (Exception, asyncio.CancelledError)):
-                raise info.result
-            raise ResultNotFound(str(info.result))
+            return _returned(deserialize_result(stored, deserializer=redis.job_deserializer))
         if score is None:
             raise ResultNotFound("The job is neither queued nor finished.")
-        left = deadline - time.monotonic()
-        if left <= 0:
+        if deadline - time.monotonic() <= 0:
             raise asyncio.TimeoutError()
-        await redis.blpop([DONE_KEY + job.job_id], timeout=min(left, _RESULT_WAIT_S))
+
+
+def _returned(info: Any) -> Any:
+    """A finished job's result, or its exception raised."""
+    if info.success:
+        return info.result
+    if isinstance(info.result, (Exception, asyncio.CancelledError)):
+        raise info.result
+    raise ResultNotFound(str(info.result))
