@@ -25,8 +25,8 @@ _QUERY_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-enc
 # Recent query vectors, per tenant: keyed by (model, api key, text), so no tenant can time whether another one
 # searched a text. Only searches fill it (bulk and single encodes elsewhere never do).
 _recent = Recent()
-# Scopes lately counted past the exact-scan threshold, with when that count expires. Counting 20,001 index
-# entries costs ~2-5 ms a search; a big scope stays big for a while, and if it shrank meanwhile its search
+# Scopes lately counted past the exact-scan threshold: (when that count expires, the table's estimated rows).
+# Counting 20,001 index entries costs ~2-5 ms a search; a big scope stays big for a while, and if it shrank its search
 # takes the HNSW path a little longer, still with full pages. Small scopes are counted every time (cheaply),
 # so a scope that gains its first rows is never answered from a stale count. Keyed per tenant.
 _big_scopes = Recent(4096)
@@ -138,10 +138,11 @@ def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_
 _pgvector: dict[int, tuple[int, ...]] = {}  # per pool: the server's pgvector version, read once
 
 
-async def _version(svc: Services, conn) -> tuple[int, ...]:
+async def _version(svc: Services) -> tuple[int, ...]:
     key = id(svc.pool)
     if key not in _pgvector:
-        _pgvector[key] = await repo.pgvector_version(conn)
+        async with svc.pool.connection() as conn:
+            _pgvector[key] = await repo.pgvector_version(conn)
     return _pgvector[key]
 
 
@@ -204,8 +205,23 @@ async def query_vector(embedder, *, api_key_id: str, text: str) -> list[float]:
     return list(vector)
 
 
+async def _scope_size(svc: Services, params: dict[str, Any]) -> tuple[int, int]:
+    """(rows in the scope, counted up to the exact-scan threshold + 1; rows in the table, estimated)."""
+    threshold = svc.settings.search_exact_threshold
+    key = (threshold, *params.values())
+    big = _big_scopes.get(key)
+    if big is not None and big[0] > time.monotonic():
+        return threshold + 1, big[1]
+    async with svc.pool.connection() as conn:
+        in_scope = await repo.count_scope(conn, cap=threshold + 1, **params)
+        if in_scope <= threshold:
+            return in_scope, in_scope
+        total = await repo.table_rows(conn)  # the planner's estimate is free; the count stops at the threshold
+    _big_scopes.put(key, (time.monotonic() + BIG_SCOPE_TTL_S, total))
+    return in_scope, total
+
+
 async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments, org: str | None, doc: str | None, k: int):
-    vector = await query_vector(embedder, api_key_id=api_key_id, text=data.query)
     settings = svc.settings
     params = {
         "model": embedder.name,
@@ -214,28 +230,29 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
         "organization_id": org,
         "document_id": doc,
     }
+    # The query is encoded (on the query threads) while Postgres sizes the scope: one waits on the other no more.
+    encoding = asyncio.ensure_future(query_vector(embedder, api_key_id=api_key_id, text=data.query))
+    try:
+        in_scope, total = await _scope_size(svc, params)
+        if in_scope == 0:
+            return []
+        vector = await encoding
+    finally:
+        if not encoding.done():
+            encoding.cancel()  # an empty scope needs no vector
+        elif not encoding.cancelled():
+            encoding.exception()  # seen, so an encode that failed for an empty scope is not logged as lost
+    how = plan(
+        pgvector=await _version(svc),
+        in_scope=in_scope,
+        total=total,
+        k=k,
+        exact_threshold=settings.search_exact_threshold,
+        ef_max=settings.search_ef_search_max,
+    )
     literal = repo.vector_literal(vector)
-    threshold = settings.search_exact_threshold
-    scope_key = (threshold, *params.values())
     async with svc.pool.connection() as conn:
         async with conn.transaction():
-            if (_big_scopes.get(scope_key) or 0.0) > time.monotonic():
-                in_scope = threshold + 1
-            else:
-                in_scope = await repo.count_scope(conn, cap=threshold + 1, **params)
-                if in_scope > threshold:
-                    _big_scopes.put(scope_key, time.monotonic() + BIG_SCOPE_TTL_S)
-            if in_scope == 0:
-                return []
-            how = plan(
-                pgvector=await _version(svc, conn),
-                in_scope=in_scope,
-                # the table's row estimate is free; the scope count stops at the threshold
-                total=await repo.table_rows(conn) if in_scope > threshold else in_scope,
-                k=k,
-                exact_threshold=threshold,
-                ef_max=settings.search_ef_search_max,
-            )
             await repo.set_local(conn, how.settings)
             found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, k=k, vector=literal, **params)
             lexical = []
