@@ -82,10 +82,10 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateUsers) -> dict[st
         # A user without a grant of their own there, or in a scope that does not exist, is a missing user.
         granted = set(found["granted"]) if found["organization"] and found["scope"] else set()
         for user in data.users:
-            key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId, "user_id": user.userId, **scope}
             if user.userId not in granted:
                 results[user.userId] = {"success": False, "id": user.userId, "message": USER_MISSING}
                 continue
+            key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId, "user_id": user.userId, **scope}
             await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now)
             if user.accessRole is not None:
                 await repo.set_scope_role(tx.conn, **key, access_role=user.accessRole, now=now)
