@@ -70,7 +70,8 @@ def test_redis_down_at_commit_leaves_job_for_the_sweep(live, db, tmp_path):
 
 def test_failing_job_retries_then_records_failure(live, db):
     async def go():
-        async with transaction(live.svc.pool, live.svc.redis) as tx:
+        # Recorded but not queued (no Redis for this transaction): the live worker must not run it beside us.
+        async with transaction(live.svc.pool, None) as tx:
             job_id = await tx.enqueue("echo_tracked", api_key_id=None, fail="broken input")
         # Run the job function directly, as the worker would on each delivery.
         from collab.worker import echo_tracked
