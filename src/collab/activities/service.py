@@ -12,7 +12,7 @@ from collab.activities import repository as repo
 from collab.notifications import engine as notification_engine
 from collab.webhooks import events as webhook_events
 from collab.activities.schemas import AddActivities, DeleteActivities, GetActivities, UpdateActivities
-from collab.workspaces.config import get_activity_config
+from collab.workspaces import repository as workspaces_repo
 
 FUTURE_SKEW_MS = 5 * 60 * 1000
 _WIRE = {
@@ -64,25 +64,28 @@ def row(activity: Any, *, id: str, organization_id: str, document_id: str | None
 
 async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str, Any]:
     """Log activities (an id overwrites); event types switched off in the triggers are not logged."""
-    config = (await get_activity_config(svc, tenant=tenant))["activityServiceConfig"]
-    if not config.get("isEnabled"):
-        raise ApiError(
-            "FAILED_PRECONDITION",
-            "The activity service is not enabled: enable it with workspace/activityconfig/update.",
-        )
     now = svc.now_ms()
     future = [i for i, a in enumerate(data.activities) if a.timestamp is not None and a.timestamp > now + FUTURE_SKEW_MS]
     if future:
         message = "timestamp must not be in the future"
         raise invalid(message, [issue(["activities", i, "timestamp"], message, "too_big") for i in future])
-    triggers = (config.get("triggers") or {}).get("comment") or {}
-    records = [row(a, id=a.id or new_id("act_"), organization_id=data.organizationId, document_id=data.documentId,
-                   now=now)
-               for a in data.activities if triggers.get(a.actionType) is not False]  # off in the triggers: skipped
-    logged = [r["id"] for r in records]
     async with transaction(svc.pool, svc.redis) as tx:
+        # Read in the write's transaction: one connection and round trip serve the check and the notifications.
+        settings = await workspaces_repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id)
+        config = settings["activity_config"] or {}
+        if not config.get("isEnabled"):
+            raise ApiError(
+                "FAILED_PRECONDITION",
+                "The activity service is not enabled: enable it with workspace/activityconfig/update.",
+            )
+        triggers = (config.get("triggers") or {}).get("comment") or {}
+        records = [row(a, id=a.id or new_id("act_"), organization_id=data.organizationId, document_id=data.documentId,
+                       now=now)
+                   for a in data.activities if triggers.get(a.actionType) is not False]  # off in the triggers: skipped
+        logged = [r["id"] for r in records]
         await publish(tx, svc, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                      document_id=data.documentId, records=records, store=True)
+                      document_id=data.documentId, records=records, store=True,
+                      notification_config=settings["notification_config"])
     skipped = len(data.activities) - len(logged)
     message = f"{len(logged)} activit{'y' if len(logged) == 1 else 'ies'} added."
     if skipped:
@@ -91,11 +94,11 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
 
 
 async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
-                  records: list[dict[str, Any]], store: bool, notify: bool = True,
-                  participants: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+                  records: list[dict[str, Any]], store: bool, notification_config: dict[str, Any] | None,
+                  notify: bool = True, participants: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
     """The one path of activity records (activities/add and every comment write): stored when `store` (judgments
-    follow in the worker), then, for records new to the log, webhook events and notifications (when `notify`;
-    `participants` join the document's audience, `exclude` leave it)."""
+    follow in the worker), then, for records new to the log, webhook events and notifications (when `notify`, by
+    the key's stored `notification_config`; `participants` join the document's audience, `exclude` leave it)."""
     new: list[dict[str, Any]] = []
     for record in records:
         # An overwrite (a retry with the same id) does not emit or notify again.
@@ -108,7 +111,8 @@ async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: st
         if notify:
             await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=api_key_id,
                                                     organization_id=organization_id, document_id=document_id,
-                                                    activities=new, participants=participants, exclude=exclude)
+                                                    stored=notification_config, activities=new,
+                                                    participants=participants, exclude=exclude)
     if store and records:
         await tx.enqueue("derive_judgments", api_key_id=api_key_id, activity_ids=[r["id"] for r in records])
 

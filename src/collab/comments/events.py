@@ -27,6 +27,7 @@ class Config:
     activities: bool
     triggers: dict[str, Any]
     notifications: bool
+    notification_config: dict[str, Any] | None  # as stored: the notification engine reads its triggers
 
 
 async def config_of(conn: Conn, *, tenant: Tenant) -> Config:
@@ -34,7 +35,8 @@ async def config_of(conn: Conn, *, tenant: Tenant) -> Config:
     activity, notification = row["activity_config"] or {}, row["notification_config"] or {}
     return Config(activities=bool(activity.get("isEnabled")),
                   triggers=(activity.get("triggers") or {}).get("comment") or {},
-                  notifications=bool(notification.get("useNotificationService")))
+                  notifications=bool(notification.get("useNotificationService")),
+                  notification_config=row["notification_config"])
 
 
 @dataclass
@@ -81,7 +83,8 @@ async def send(tx: Tx, svc: Services, *, tenant: Tenant, config: Config, thread:
             if batch:
                 await publish(tx, svc, api_key_id=tenant.api_key_id, organization_id=thread["organization_id"],
                               document_id=thread["document_id"], records=batch, store=log, notify=notify,
-                              participants=participants, exclude=mentioned)
+                              notification_config=config.notification_config, participants=participants,
+                              exclude=mentioned)
     if config.notifications:
         for event in events:
             if event.notify:

@@ -1,9 +1,17 @@
--- name: insert_document
--- Create a document in an organization; nothing when the id exists.
-insert into documents (api_key_id, organization_id, id, name, folder_id, created_at, updated_at)
-values (%(api_key_id)s, %(organization_id)s, %(id)s, %(name)s, %(folder_id)s, %(now)s, %(now)s)
-on conflict do nothing
-returning id
+-- name: insert_documents
+-- Create documents (ids and names side by side) when their organization exists; those whose id exists are left as
+-- they are. Answers whether the organization exists and the ids created.
+with organization as (
+    select 1 from organizations where api_key_id = %(api_key_id)s and id = %(organization_id)s
+), added as (
+    insert into documents (api_key_id, organization_id, id, name, folder_id, created_at, updated_at)
+    select %(api_key_id)s, %(organization_id)s, d.id, d.name, %(folder_id)s, %(now)s, %(now)s
+    from unnest(%(ids)s::text[], %(names)s::text[]) as d (id, name)
+    where exists (select 1 from organization)
+    on conflict do nothing
+    returning id
+)
+select exists (select 1 from organization) as organization, array(select id from added) as added
 
 -- name: list_documents
 -- A page of an organization's documents by id, optionally only some ids or one folder's.

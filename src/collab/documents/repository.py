@@ -14,12 +14,23 @@ q = Queries.beside(__file__)
 async def insert(
     conn: Conn, *, api_key_id: str, organization_id: str, id: str, name: str | None, folder_id: str | None, now: int,
 ) -> bool:
-    """Create a document; False when the id is taken in the organization."""
-    row = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "name": name, "folder_id": folder_id,
-        "now": now,
+    """Create a document; False when the id is taken in the organization (or the organization is missing)."""
+    found = await insert_many(conn, api_key_id=api_key_id, organization_id=organization_id, documents=[(id, name)],
+                              folder_id=folder_id, now=now)
+    return bool(found["added"])
+
+
+async def insert_many(
+    conn: Conn, *, api_key_id: str, organization_id: str, documents: list[tuple[str, str | None]],
+    folder_id: str | None, now: int,
+) -> dict[str, Any]:
+    """Add the (id, name) pairs in one statement, if their organization exists; {organization: exists, added: the
+    ids now added (not those already taken)}."""
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "ids": [d[0] for d in documents],
+        "names": [d[1] for d in documents], "folder_id": folder_id, "now": now,
     }
-    return await fetch_one(conn, q.insert_document, row) is not None
+    return await fetch_one(conn, q.insert_documents, params)
 
 
 async def list_page(

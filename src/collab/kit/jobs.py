@@ -198,19 +198,22 @@ async def transaction(pool: AsyncConnectionPool, redis: ArqRedis | None) -> Asyn
             await send(conn, redis, tx.pending)
 
 
-async def send(conn: Conn, redis: ArqRedis, jobs: list[tuple[str, str]]) -> None:
-    """Put committed jobs on the queue; a failure leaves them for the sweep."""
+async def send(conn: Conn, redis: ArqRedis, jobs: list[tuple[str, str]]) -> list[str]:
+    """Put committed jobs on the queue; the ids sent. A failure leaves a job for the sweep, marked unsent."""
     # No wake-up push: background jobs are found by the lane's next poll (COLLAB_WORKER_POLL_DELAY_S).
-    sent = []
+    sent, unsent = [], []
     for function, job_id in jobs:
         try:
             await enqueue(redis, function, job_id, job_id=job_id, queue=lane(function).queue)
         except (RedisError, OSError) as exc:
             log.warning("enqueue of %s failed, left for the sweep: %s", job_id, exc)
+            unsent.append(job_id)
             continue
         sent.append(job_id)
-    if sent:
-        await execute(conn, q.mark_enqueued, {"ids": sent})
+    # The row says "sent" from its insert (no statement after commit on the usual path): only a failure writes.
+    if unsent:
+        await execute(conn, q.mark_unsent, {"ids": unsent})
+    return sent
 
 
 def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
@@ -278,7 +281,9 @@ async def sweep(ctx: dict) -> int:
         rows = await fetch_all(conn, q.unsent_jobs, {"after": after})
         running = await fetch_all(conn, q.stale_running_jobs, {"after": after})
         lost = await _lost(redis, running)
-        await send(conn, redis, [(r["function"], r["id"]) for r in rows + lost])
+        sent = await send(conn, redis, [(r["function"], r["id"]) for r in rows + lost])
+        if sent:
+            await execute(conn, q.mark_enqueued, {"ids": sent})
     return len(rows) + len(lost)
 
 

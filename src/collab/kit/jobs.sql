@@ -1,10 +1,14 @@
 -- name: insert_job
--- Record a queued job in the caller's transaction (sent to the queue after commit).
-insert into jobs (id, api_key_id, function, args) values (%(id)s, %(key)s, %(fn)s, %(args)s)
+-- Record a queued job in the caller's transaction, marked sent: it is sent to the queue right after commit.
+insert into jobs (id, api_key_id, function, args, enqueued_at) values (%(id)s, %(key)s, %(fn)s, %(args)s, now())
 
 -- name: mark_enqueued
--- Note that jobs reached the queue (the sweep re-sends queued jobs that never did).
+-- Note when the sweep sent jobs again (they wait a full sweep interval before the next try).
 update jobs set enqueued_at = now() where id = any(%(ids)s)
+
+-- name: mark_unsent
+-- Note that jobs did not reach the queue after commit (Redis was away); the sweep sends them.
+update jobs set enqueued_at = null where id = any(%(ids)s)
 
 -- name: start_job
 -- Count a try of an unfinished job and move it to running; nothing when it finished already.

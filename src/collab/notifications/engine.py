@@ -22,7 +22,6 @@ from collab.notifications import repository as repo
 from collab.notifications.service import event_payload, recipients_map
 from collab.webhooks import events as webhook_events
 from collab.notifications.visibility import visible_to
-from collab.workspaces import repository as workspaces_repo
 from collab.workspaces.config import NOTIFICATION_DEFAULTS
 
 log = logging.getLogger("collab.notifications")
@@ -48,11 +47,11 @@ def _group(action_type: str) -> str | None:
 
 
 async def on_activities(conn: Conn, *, svc: Services, api_key_id: str, organization_id: str, document_id: str,
-                        activities: list[dict[str, Any]], participants: Iterable[str] = (),
-                        exclude: Iterable[str] = ()) -> None:
-    """Turn logged activities into pending notifications when the service and their trigger are on; `participants`
-    (a comment thread's) join the document's audience, `exclude` (users notified otherwise) leave it."""
-    stored = (await workspaces_repo.api_key_config(conn, api_key_id=api_key_id))["notification_config"]
+                        stored: dict[str, Any] | None, activities: list[dict[str, Any]],
+                        participants: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+    """Turn logged activities into pending notifications when the service and their trigger are on; `stored` is the
+    API key's notification config as its caller read it; `participants` (a comment thread's) join the document's
+    audience, `exclude` (users notified otherwise) leave it."""
     if not stored or not stored.get("useNotificationService"):
         return
     config = deep_merge(NOTIFICATION_DEFAULTS, stored)["notificationServiceConfig"]

@@ -1,31 +1,46 @@
--- name: update_targets
--- For users/update in one round trip: whether the organization and the scope resource exist, and which of some
--- users hold a live grant of their own on the scope resource (those grants locked for update).
-with locked as (
-    select principal_id from grants
-    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
-      and principal_type = 'user' and principal_id = any(%(user_ids)s::text[])
-      and resource_type = %(resource_type)s and resource_id = %(resource_id)s
-      and (expires_at is null or expires_at * 1000 > %(now_ms)s)
-    for update
+-- name: update_users
+-- users/update in one statement: where the organization and the scope resource exist, the users among those given
+-- (ids, names, e-mails and roles side by side; null keeps a field) who hold a live grant of their own on the scope
+-- resource get their profile and that grant's role changed. Answers whether the organization and the scope exist
+-- and which users were updated.
+with found as (
+    select exists (select 1 from organizations where api_key_id = %(api_key_id)s and id = %(organization_id)s)
+             as organization,
+           case %(resource_type)s
+             when 'organization' then true
+             when 'folder' then exists (select 1 from folders where api_key_id = %(api_key_id)s
+                                        and organization_id = %(organization_id)s and id = %(resource_id)s)
+             else exists (select 1 from documents where api_key_id = %(api_key_id)s
+                          and organization_id = %(organization_id)s and id = %(resource_id)s)
+           end as scope
+), given as (
+    select * from unnest(%(user_ids)s::text[], %(names)s::text[], %(emails)s::text[], %(roles)s::text[])
+      as u (id, name, email, role)
+), granted as (
+    select g.principal_id from grants g, found
+    where found.organization and found.scope
+      and g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+      and g.principal_type = 'user' and g.principal_id in (select id from given)
+      and g.resource_type = %(resource_type)s and g.resource_id = %(resource_id)s
+      and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
+    for update of g
+), profiles as (
+    -- The profile write of permissions.profiles.record_user, for every updated user at once.
+    insert into users (api_key_id, id, name, email, created_at, updated_at)
+    select %(api_key_id)s, u.id, u.name, u.email, %(now)s, %(now)s
+    from given u where u.id in (select principal_id from granted)
+    on conflict (api_key_id, id) do update
+    set name = coalesce(excluded.name, users.name), email = coalesce(excluded.email, users.email),
+        updated_at = excluded.updated_at
+), roles as (
+    update grants g set access_role = u.role, updated_at = %(now)s
+    from given u
+    where u.role is not null and u.id in (select principal_id from granted)
+      and g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+      and g.principal_type = 'user' and g.principal_id = u.id
+      and g.resource_type = %(resource_type)s and g.resource_id = %(resource_id)s
 )
-select exists (select 1 from organizations where api_key_id = %(api_key_id)s and id = %(organization_id)s)
-         as organization,
-       case %(resource_type)s
-         when 'organization' then true
-         when 'folder' then exists (select 1 from folders where api_key_id = %(api_key_id)s
-                                    and organization_id = %(organization_id)s and id = %(resource_id)s)
-         else exists (select 1 from documents where api_key_id = %(api_key_id)s
-                      and organization_id = %(organization_id)s and id = %(resource_id)s)
-       end as scope,
-       array(select principal_id from locked) as granted
-
--- name: set_scope_role
--- Change the role of the user's own grant on the scope resource.
-update grants set access_role = %(access_role)s, updated_at = %(now)s
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
-  and principal_type = 'user' and principal_id = %(user_id)s
-  and resource_type = %(resource_type)s and resource_id = %(resource_id)s
+select found.organization, found.scope, array(select principal_id from granted) as updated from found
 
 -- name: delete_scope_grant
 -- Remove the user's own grant on the scope resource.

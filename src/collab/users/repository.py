@@ -8,26 +8,17 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def update_targets(
-    conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str], resource_type: str, resource_id: str,
-    now_ms: int,
-) -> dict[str, Any]:
-    """{organization: exists, scope: exists, granted: the users among `user_ids` with a live grant of their own on
-    the scope resource}, those grants locked for update."""
-    params = {"api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids,
-              "resource_type": resource_type, "resource_id": resource_id, "now_ms": now_ms}
-    return await fetch_one(conn, q.update_targets, params)
-
-
-async def set_scope_role(
-    conn: Conn, *, api_key_id: str, organization_id: str, access_role: str, user_id: str, resource_type: str,
+async def update_users(
+    conn: Conn, *, api_key_id: str, organization_id: str, users: list[dict[str, Any]], resource_type: str,
     resource_id: str, now: int,
-) -> None:
-    scope = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "access_role": access_role, "user_id": user_id,
-        "resource_type": resource_type, "resource_id": resource_id, "now": now,
-    }
-    await execute(conn, q.set_scope_role, scope)
+) -> dict[str, Any]:
+    """Change the profile and scope role of the `users` ({userId, name, email, accessRole}) with a live grant of
+    their own on the scope resource, in one statement; {organization: exists, scope: exists, updated: user ids}."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "resource_type": resource_type,
+              "resource_id": resource_id, "now": now, "now_ms": now, "user_ids": [u["userId"] for u in users],
+              "names": [u.get("name") for u in users], "emails": [u.get("email") for u in users],
+              "roles": [u.get("accessRole") for u in users]}
+    return await fetch_one(conn, q.update_users, params)
 
 
 async def delete_scope_grant(

@@ -73,24 +73,15 @@ async def add(svc: Services, *, tenant: Tenant, data: AddUsers) -> dict[str, Any
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateUsers) -> dict[str, Any]:
     """Change users' names, e-mails and role at the scope; users without access there do not exist."""
-    now = svc.now_ms()
     scope = scope_of(data)
-    results: dict[str, Any] = {}
-    async with transaction(svc.pool, svc.redis) as tx:
-        found = await repo.update_targets(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                                          user_ids=[u.userId for u in data.users], now_ms=now, **scope)
-        # A user without a grant of their own there, or in a scope that does not exist, is a missing user.
-        granted = set(found["granted"]) if found["organization"] and found["scope"] else set()
-        for user in data.users:
-            if user.userId not in granted:
-                results[user.userId] = {"success": False, "id": user.userId, "message": USER_MISSING}
-                continue
-            key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId, "user_id": user.userId, **scope}
-            await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now)
-            if user.accessRole is not None:
-                await repo.set_scope_role(tx.conn, **key, access_role=user.accessRole, now=now)
-            results[user.userId] = {"success": True, "id": user.userId, "message": "User updated."}
-    return results
+    async with svc.pool.connection() as conn:  # one statement: atomic without a transaction of its own
+        found = await repo.update_users(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                        users=[u.model_dump(exclude_none=True) for u in data.users], now=svc.now_ms(),
+                                        **scope)
+    # A user without a grant of their own there, or in a scope that does not exist, is a missing user.
+    updated = set(found["updated"])
+    return {u.userId: {"success": True, "id": u.userId, "message": "User updated."} if u.userId in updated
+            else {"success": False, "id": u.userId, "message": USER_MISSING} for u in data.users}
 
 
 def _user(row: dict[str, Any]) -> dict[str, Any]:
