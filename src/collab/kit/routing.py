@@ -19,9 +19,8 @@ try:  # FastAPI's own steps between a match and its handling (fastapi is pinned;
 except ImportError:  # pragma: no cover - another FastAPI: keep its loop
     _apply_router_form_limits = _update_scope = None
 
-# Paths remembered per app (static routes, and paths left to the loop); past it, new paths all go to the loop.
+# Paths left to the loop that are remembered as such; past it, that set starts again (static routes stay known).
 MAX_PATHS = 4096
-_UNSEEN = object()
 
 
 def remember_routes(app: FastAPI) -> None:
@@ -31,19 +30,21 @@ def remember_routes(app: FastAPI) -> None:
         return
     router = app.router
     loop = router.middleware_stack
-    # (method, path) -> the top-level route that took it, or None: the loop answers (see the end of `lookup`).
-    known: dict[tuple[str, str], BaseRoute | None] = {}
+    # (method, path) -> the static top-level route that took it: at most one path per route, so anyone's requests
+    # for made-up paths (404s) cannot crowd the real ones out; those and paths with parameters go to `passed`.
+    known: dict[tuple[str, str], BaseRoute] = {}
+    passed: set[tuple[str, str]] = set()  # (method, path) the loop answers: no second match before it
 
     async def lookup(scope, receive, send) -> None:
         if scope["type"] != "http":
             await loop(scope, receive, send)
             return
         key = (scope["method"], get_route_path(scope))
-        route = known.get(key, _UNSEEN)
-        if route is None:
+        if key in passed:
             await loop(scope, receive, send)
             return
-        if route is not _UNSEEN:
+        route = known.get(key)
+        if route is not None:
             match, child_scope = route.matches(scope)
             if match is Match.FULL:
                 _apply_router_form_limits(scope, router.form_limits)
@@ -52,16 +53,16 @@ def remember_routes(app: FastAPI) -> None:
                 await route.handle(scope, receive, send)
                 return
         # The route FastAPI's loop will pick: the first that matches fully (matching has no lasting effect).
-        if len(known) >= MAX_PATHS:
-            await loop(scope, receive, send)
-            return
         first = next((r for r in router.routes if r.matches(scope)[0] is Match.FULL), None)
         try:
             await loop(scope, receive, send)
         finally:  # a 404 or 405 leaves the loop as an exception
-            # Routes with path parameters and paths no route takes go straight to the loop next time.
-            static = first is not None and "{" not in getattr(scope.get("route"), "path", "{")
-            known[key] = first if static else None
+            if first is not None and "{" not in getattr(scope.get("route"), "path", "{"):
+                known[key] = first
+            else:  # routes with path parameters and paths no route takes go straight to the loop next time
+                if len(passed) >= MAX_PATHS:
+                    passed.clear()  # bounded: a flood of made-up paths only costs their own second match
+                passed.add(key)
 
     router.middleware_stack = lookup
-    app.state.known_routes = known
+    app.state.known_routes, app.state.passed_routes = known, passed
