@@ -42,6 +42,28 @@ def test_the_embedded_server_reports_pgvector_0_8_or_later(live):
     assert "hnsw.iterative_scan" in plan(pgvector=found, in_scope=30_000, total=100_000, **ARGS).settings
 
 
+def test_a_connection_keeps_its_hnsw_settings_and_is_given_them_once(live):
+    settings = plan(pgvector=(0, 8, 2), in_scope=30_000, total=100_000, **ARGS).settings
+    wider = {**settings, "hnsw.ef_search": "200"}
+
+    async def go():
+        async with live.svc.pool.connection() as conn:
+            shown = {}
+            for given in (settings, settings, wider):
+                await repo.use_settings(conn, given)
+                shown[len(shown)] = (await (await conn.execute("show hnsw.ef_search")).fetchone())["hnsw.ef_search"]
+            # The second call sent nothing: a setting changed behind its back is not put back.
+            await conn.execute("set hnsw.ef_search = 40")
+            await repo.use_settings(conn, wider)
+            kept = (await (await conn.execute("show hnsw.ef_search")).fetchone())["hnsw.ef_search"]
+            await conn.execute("reset hnsw.ef_search")
+            repo._settings_of.pop(conn, None)
+            return shown, kept
+
+    shown, kept = live.run(go())
+    assert shown == {0: "100", 1: "100", 2: "200"} and kept == "40"
+
+
 def row(id, similarity):
     return {"id": id, "similarity": similarity}
 

@@ -118,9 +118,9 @@ select extversion from pg_extension where extname = 'vector'
 -- The planner's estimate of the embeddings table's size (no scan).
 select greatest(reltuples, 0)::bigint as n from pg_class where oid = 'judgment_embeddings'::regclass
 
--- name: set_local
--- SET LOCAL many settings in one round trip (names[i] = values[i]).
-select set_config(s.name, s.value, true) from unnest(%(names)s::text[], %(values)s::text[]) as s (name, value)
+-- name: set_session
+-- Set many settings for the connection's session in one round trip (names[i] = values[i]).
+select set_config(s.name, s.value, false) from unnest(%(names)s::text[], %(values)s::text[]) as s (name, value)
 
 -- name: count_scope
 -- Embeddings in the scope, counted up to %(cap)s (a template: where is the scope, built in repository.py).

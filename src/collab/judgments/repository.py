@@ -1,5 +1,6 @@
 """SQL of judgments and their embeddings; executes, never commits."""
 
+import weakref
 from typing import Any
 
 from psycopg import sql
@@ -150,11 +151,18 @@ async def table_rows(conn: Conn) -> int:
     return (await fetch_one(conn, q.table_rows))["n"]
 
 
-async def set_local(conn: Conn, settings: dict[str, str]) -> None:
-    """Set each of these settings for the transaction, in one statement (one round trip)."""
-    if settings:
-        names, values = list(settings), list(settings.values())
-        await execute(conn, q.set_local, {"names": names, "values": values})
+# The hnsw.* settings each pooled connection was given by `use_settings`. They last for its session: only the
+# search's nearest-neighbour query reads them, and it always asks for the ones it needs first.
+_settings_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+async def use_settings(conn: Conn, settings: dict[str, str]) -> None:
+    """Give the connection these settings for its session, in one statement, unless it has them already (the
+    usual case: a search needs no transaction for SET LOCAL, and no round trip at all for its settings)."""
+    if not settings or _settings_of.get(conn) == settings:
+        return
+    await execute(conn, q.set_session, {"names": list(settings), "values": list(settings.values())})
+    _settings_of[conn] = dict(settings)
 
 
 def _distance(dimensions: int) -> sql.Composable:
@@ -172,7 +180,7 @@ async def nearest(
     query = sql.SQL(q.nearest).format(distance=distance, where=_scope_where(organization_id, document_id), order=order)
     params = {"k": k, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,
               "organization_id": organization_id, "document_id": document_id}
-    # Never a server-side prepared plan: it would not see the SET LOCAL hnsw.* before it.
+    # Never a server-side prepared plan: it would not see the hnsw.* settings given before it.
     return await fetch_all(conn, query, params, prepare=False)
 
 

@@ -107,7 +107,7 @@ def _keep(row: dict[str, Any], data: SearchJudgments, *, skip_dates: bool) -> bo
 
 @dataclass(frozen=True)
 class Plan:
-    """How one scoped vector search runs: an exact scan of the scope, or HNSW with these SET LOCALs."""
+    """How one scoped vector search runs: an exact scan of the scope, or HNSW with these settings."""
 
     exact: bool
     settings: dict[str, str] = field(default_factory=dict)
@@ -251,17 +251,16 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
         ef_max=settings.search_ef_search_max,
     )
     literal = repo.vector_literal(vector)
-    async with svc.pool.connection() as conn:
-        async with conn.transaction():
-            await repo.set_local(conn, how.settings)
-            found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, k=k, vector=literal, **params)
-            lexical = []
-            text = lexical_text(data.query)
-            if settings.search_lexical_weight > 0 and text:
-                lexical = await repo.lexical(
-                    conn, dimensions=len(vector), k=k, cap=settings.search_lexical_candidates, text=text, vector=literal,
-                    **params,
-                )
+    async with svc.pool.connection() as conn:  # autocommit: no BEGIN and COMMIT around two reads
+        await repo.use_settings(conn, how.settings)
+        found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, k=k, vector=literal, **params)
+        lexical = []
+        text = lexical_text(data.query)
+        if settings.search_lexical_weight > 0 and text:
+            lexical = await repo.lexical(
+                conn, dimensions=len(vector), k=k, cap=settings.search_lexical_candidates, text=text, vector=literal,
+                **params,
+            )
     found.sort(key=lambda r: -float(r["similarity"]))  # relaxed_order may return them slightly out of order
     fused = fuse(
         found,
