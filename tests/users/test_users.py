@@ -84,6 +84,25 @@ def test_update_users_at_folder_and_document_scopes_and_missing_ones(client):
         "u1": {"success": False, "id": "u1", "message": "User does not exist."}}
 
 
+def test_update_changes_only_the_fields_sent_and_only_for_users_it_updates(client):
+    t = new_tenant(client)
+    add_organization(client, t, "o1", "d1")
+    enable_advanced_queries(client, t)
+    add_users(client, t, {"userId": "u1", "name": "Ana", "email": "ana@example.com", "accessRole": "viewer"},
+              {"userId": "u2", "name": "Bo", "accessRole": "viewer"})
+    add_users(client, t, {"userId": "u3", "name": "Cy"}, documentId="d1")
+    body = {"organizationId": "o1", "users": [{"userId": "u1", "email": "ana@new.example.com"},
+                                              {"userId": "u2", "accessRole": "editor"},
+                                              {"userId": "u3", "name": "Not here", "accessRole": "viewer"}]}
+    assert {k: v["success"] for k, v in result(post(client, "/v2/users/update", body, t.headers)).items()} == {
+        "u1": True, "u2": True, "u3": False}
+    assert users(client, t)["data"] == [
+        {"userId": "u1", "accessRole": "viewer", "name": "Ana", "email": "ana@new.example.com"},
+        {"userId": "u2", "accessRole": "editor", "name": "Bo"}]
+    # u3 has no grant of its own on the organization: neither its profile nor its document role changed.
+    assert users(client, t, documentId="d1")["data"] == [{"userId": "u3", "accessRole": "editor", "name": "Cy"}]
+
+
 def test_users_get_validation(client):
     t = new_tenant(client)
     enable_advanced_queries(client, t)
