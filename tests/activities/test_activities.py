@@ -52,6 +52,16 @@ def test_supplied_id_overwrites(client):
     assert len(records) == 1 and records[0]["entityData"] == {"commentText": "second"}
 
 
+def test_one_call_with_an_id_twice_keeps_the_later_record_in_order(client):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    batch = [activity(id="a-1", entityData={"commentText": "first"}), activity(id="a-2"),
+             activity(id="a-1", entityData={"commentText": "second"})]
+    assert result(add(client, t, *batch)) == {"success": True, "message": "3 activities added."}
+    records = {r["id"]: r for r in listed(client, t)["data"]}
+    assert sorted(records) == ["a-1", "a-2"] and records["a-1"]["entityData"] == {"commentText": "second"}
+
+
 def test_triggers_off_are_not_logged_absent_are(client):
     t = new_tenant(client)
     enable_activities(client, t, triggers={"comment": {"comment_annotation.suggestion_accept": False}})

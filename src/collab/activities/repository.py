@@ -15,24 +15,17 @@ def _json(row: dict[str, Any]) -> dict[str, Any]:
     return {k: Jsonb(v) if k in JSON_COLUMNS and v is not None else v for k, v in row.items()}
 
 
-async def upsert(
-    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None, id: str, feature_type: str,
-    action_type: str, action_user: dict[str, Any], target_entity_id: str | None, target_sub_entity_id: str | None,
-    changes: Any, entity_data: Any, entity_target_data: Any, display_message_template: str | None,
-    display_message_template_data: Any, action_icon: str | None, is_activity_resolver_used: bool | None,
-    timestamp: int,
-) -> bool:
-    """Write an activity; True when it is new (not an overwrite of the same id)."""
-    row = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "id": id,
-        "feature_type": feature_type, "action_type": action_type, "action_user": action_user,
-        "target_entity_id": target_entity_id, "target_sub_entity_id": target_sub_entity_id, "changes": changes,
-        "entity_data": entity_data, "entity_target_data": entity_target_data,
-        "display_message_template": display_message_template,
-        "display_message_template_data": display_message_template_data, "action_icon": action_icon,
-        "is_activity_resolver_used": is_activity_resolver_used, "timestamp": timestamp,
-    }
-    return (await fetch_one(conn, q.upsert_activity, _json(row)))["inserted"]
+async def upsert_many(conn: Conn, *, api_key_id: str, records: list[dict[str, Any]]) -> list[bool]:
+    """Write activities in order (a later one with the same id overwrites an earlier one), in one round trip: the
+    statements go down a pipeline together. For each, True when it was new (not an overwrite of the same id)."""
+    rows = [_json({"api_key_id": api_key_id, **record}) for record in records]
+    flags: list[bool] = []
+    async with conn.cursor() as cur:
+        await cur.executemany(q.upsert_activity, rows, returning=True)
+        for _ in rows:
+            flags.append((await cur.fetchone())["inserted"])
+            cur.nextset()
+    return flags
 
 
 async def update(conn: Conn, *, api_key_id: str, organization_id: str, id: str, fields: dict[str, Any]) -> bool:

@@ -99,11 +99,11 @@ async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: st
     """The one path of activity records (activities/add and every comment write): stored when `store` (judgments
     follow in the worker), then, for records new to the log, webhook events and notifications (when `notify`, by
     the key's stored `notification_config`; `participants` join the document's audience, `exclude` leave it)."""
-    new: list[dict[str, Any]] = []
-    for record in records:
+    new = records
+    if store and records:
         # An overwrite (a retry with the same id) does not emit or notify again.
-        if not store or await repo.upsert(tx.conn, api_key_id=api_key_id, **record):
-            new.append(record)
+        inserted = await repo.upsert_many(tx.conn, api_key_id=api_key_id, records=records)
+        new = [record for record, fresh in zip(records, inserted) if fresh]
     if new:
         now = svc.now_ms()
         await webhook_events.on_activities(tx, now=now, api_key_id=api_key_id, organization_id=organization_id,

@@ -189,19 +189,17 @@ async def load(svc, embedder, *, api_key_id: str, records: list[dict[str, Any]],
     from collab.judgments.tasks import derive_batch
 
     started = time.perf_counter()
+    rows = []
+    for record in records:
+        request = AddActivities.model_validate(
+            {"organizationId": record["organizationId"], "documentId": record["documentId"], "activities": [record["activity"]]}
+        )
+        activity = request.activities[0]
+        rows.append(row(activity, id=activity.id, organization_id=request.organizationId, document_id=request.documentId,
+                        now=svc.now_ms()))
     async with svc.pool.connection() as conn:
         async with conn.transaction():
-            for record in records:
-                request = AddActivities.model_validate(
-                    {"organizationId": record["organizationId"], "documentId": record["documentId"], "activities": [record["activity"]]}
-                )
-                activity = request.activities[0]
-                await activities.upsert(
-                    conn,
-                    api_key_id=api_key_id,
-                    **row(activity, id=activity.id, organization_id=request.organizationId,
-                          document_id=request.documentId, now=svc.now_ms()),
-                )
+            await activities.upsert_many(conn, api_key_id=api_key_id, records=rows)
     counts = Counter()
     ids = [r["activity"]["id"] for r in records]
     for start in range(0, len(ids), batch_size):
