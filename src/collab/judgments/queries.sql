@@ -127,19 +127,30 @@ select set_config(s.name, s.value, false) from unnest(%(names)s::text[], %(value
 select count(*) as n from (select 1 from judgment_embeddings e where {where} limit %(cap)s) s
 
 -- name: nearest
--- The k judgments nearest to the query vector within the scope (a template: where, distance and order).
+-- The k judgments nearest to the query vector within the scope (a template: candidates, one of the two below).
 -- The k nearest are found on the embeddings alone, and only those k are joined to their judgments: joined
 -- first, an exact scan of a 5,000-row scope paid 5,000 judgment lookups (18 ms against 3 ms). A search reads a
 -- judgment's record and the rule-7 filters, never content or the tsvectors.
 select j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning,
        j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at,
        1 - n.distance as similarity
-from (
-    select e.api_key_id, e.judgment_id, {distance} as distance from judgment_embeddings e
-    where {where} order by {order} limit %(k)s
-) n
+from ({candidates}) n
 join judgments j on j.api_key_id = n.api_key_id and j.id = n.judgment_id
 order by n.distance
+
+-- name: candidates_indexed
+-- The k nearest embeddings of the scope by the HNSW index on the distance expression (a template: where, distance).
+select e.api_key_id, e.judgment_id, {distance} as distance from judgment_embeddings e
+where {where} order by {distance} limit %(k)s
+
+-- name: candidates_exact
+-- The k nearest embeddings of the scope by an exact scan (a template: where, distance). The distance is computed
+-- once per row in a fenced subquery (offset 0) and sorted outside it, where the index cannot serve the order:
+-- ordering by the expression itself would compute it twice per row (20,000 rows: 15.1 against 13.1-13.3 ms).
+select * from (
+    select e.api_key_id, e.judgment_id, {distance} as distance from judgment_embeddings e where {where} offset 0
+) scanned
+order by distance limit %(k)s
 
 -- name: lexical
 -- The k judgments of the scope that match every term of the text best (a template: column, where, distance).

@@ -174,10 +174,9 @@ async def nearest(
     organization_id: str | None, document_id: str | None,
 ) -> list[dict[str, Any]]:
     """The k judgments nearest to `vector` within the scope, with cosine similarity."""
-    distance = _distance(dimensions)
-    # "+ 0" hides the indexed expression, so the planner scans the btree-selected scope exactly.
-    order = sql.SQL("({}) + 0").format(distance) if exact else distance
-    query = sql.SQL(q.nearest).format(distance=distance, where=_scope_where(organization_id, document_id), order=order)
+    candidates = sql.SQL(q.candidates_exact if exact else q.candidates_indexed).format(
+        distance=_distance(dimensions), where=_scope_where(organization_id, document_id))
+    query = sql.SQL(q.nearest).format(candidates=candidates)
     params = {"k": k, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,
               "organization_id": organization_id, "document_id": document_id}
     # Never a server-side prepared plan: it would not see the hnsw.* settings given before it.
