@@ -93,6 +93,7 @@ def _name(fn: Any) -> str:
 def _cron_jobs() -> list:
     from collab.extraction.tasks import drop_old_content
     from collab.kit.usage import drop_old as drop_old_usage
+    from collab.llm.quota import drop_past_days as drop_old_platform_usage
     from collab.notifications.tasks import flush_due
     from collab.realtime.tasks import compact_sweep
     from collab.webhooks.tasks import sweep as webhook_sweep
@@ -111,6 +112,9 @@ def _cron_jobs() -> list:
         cron(compact_sweep, name="realtime_compact_sweep", second={7, 37}, run_at_startup=True, unique=True),
         # Usage counters older than COLLAB_USAGE_RETENTION_DAYS (kit/usage.py) are deleted hourly.
         cron(drop_old_usage, name="drop_old_usage", minute={23}, second={0}, run_at_startup=True, unique=True),
+        # Platform-key quota counters of past days (llm/quota.py): only the current day's are read.
+        cron(drop_old_platform_usage, name="drop_old_platform_usage", minute={29}, second={0}, run_at_startup=True,
+             unique=True),
     ]
 
 

@@ -12,6 +12,7 @@ from collab.extraction.tasks import drop_old_content
 from collab.kit.errors import ApiError
 from collab.kit.jobs import GENERIC_FAILURE, tracked, transaction
 from collab.kit.ratelimit import concurrency
+from collab.llm.quota import drop_past_days
 from collab.testing import fake_models
 from factories import release, wait_for, with_own_key
 from helpers import error, new_tenant, post, result
@@ -122,6 +123,18 @@ def test_failed_platform_key_calls_count_as_calls(client, model, tune, db):
                      (t.workspace["id"],)).fetchone()
     assert row["calls"] == 1 and row["tokens"] == 0
     error(extract(client, t), "RESOURCE_EXHAUSTED")
+
+
+def test_platform_key_counters_of_past_days_are_deleted(live, clock, db):
+    workspace = f"ws_{uuid.uuid4().hex[:12]}"
+    today = db.execute("select (to_timestamp(%s) at time zone 'utc')::date as d", (clock["now"],)).fetchone()["d"]
+    for days_ago in (0, 1, 2, 40):
+        db.execute("insert into platform_key_usage (workspace_id, day, calls, tokens) values (%s, %s::date - %s, 1, 1)",
+                   (workspace, today, days_ago))
+    assert live.run(drop_past_days({"svc": live.svc})) >= 2
+    kept = db.execute("select %s::date - day as days_ago from platform_key_usage where workspace_id = %s order by day",
+                      (today, workspace)).fetchall()
+    assert [r["days_ago"] for r in kept] == [1, 0]  # today's count, and yesterday's for a clock a little behind
 
 
 def test_retention_drops_old_bytes_and_keeps_the_source(client, model, live, tune, db):

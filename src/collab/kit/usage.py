@@ -15,7 +15,7 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
-from collab.kit.db import Queries, execute, fetch_all
+from collab.kit.db import Queries, delete_in_batches, execute, fetch_all
 from collab.kit.errors import invalid, issue
 
 if TYPE_CHECKING:
@@ -205,13 +205,7 @@ async def drop_old(ctx: dict) -> int:
     """Cron: delete counter rows older than the retention; how many were deleted."""
     svc: "Services" = ctx["svc"]
     before = int(svc.clock() * 1000) - svc.settings.usage_retention_days * 86_400_000
-    dropped = 0
-    while True:
-        async with svc.pool.connection() as conn:
-            deleted = await execute(conn, q.drop_old, {"before": before, "limit": _RETENTION_BATCH})
-        dropped += deleted
-        if deleted < _RETENTION_BATCH:
-            return dropped
+    return await delete_in_batches(svc.pool, q.drop_old, {"before": before}, batch=_RETENTION_BATCH)
 
 
 async def overview(svc: "Services", *, workspace_id: str, since_ms: int, until_ms: int, bucket_s: int) -> dict[str, Any]:

@@ -9,3 +9,8 @@ values (%(workspace_id)s, %(day)s, %(calls)s, %(tokens)s)
 on conflict (workspace_id, day) do update
 set calls = platform_key_usage.calls + excluded.calls, tokens = platform_key_usage.tokens + excluded.tokens
 returning calls, tokens
+
+-- name: drop_past_days
+-- Delete up to `limit` counters of days before `before` (only the current day's are ever read).
+delete from platform_key_usage
+where ctid = any(array(select ctid from platform_key_usage where day < %(before)s limit %(limit)s))

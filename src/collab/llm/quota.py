@@ -10,10 +10,11 @@ concurrent calls over. 0 turns a limit off.
 from datetime import datetime, timedelta, timezone
 
 from collab.config import Settings
-from collab.kit.db import Queries, fetch_one
+from collab.kit.db import Queries, delete_in_batches, fetch_one
 from collab.kit.services import Services
 
 q = Queries.beside(__file__)
+_DROP_BATCH = 5000
 
 
 def _day(now: float):
@@ -53,3 +54,11 @@ async def record(svc: Services, *, workspace_id: str, calls: int, tokens: int) -
             conn, q.add_usage, {"workspace_id": workspace_id, "day": _day(svc.clock()), "calls": calls, "tokens": tokens}
         )
     return row["calls"], row["tokens"]
+
+
+async def drop_past_days(ctx: dict) -> int:
+    """Cron: delete the counts of days before yesterday (only the current UTC day's are read, and a process whose
+    clock is a little behind may still be on yesterday); how many rows were deleted."""
+    svc: Services = ctx["svc"]
+    before = _day(svc.clock()) - timedelta(days=1)
+    return await delete_in_batches(svc.pool, q.drop_past_days, {"before": before}, batch=_DROP_BATCH)

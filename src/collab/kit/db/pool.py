@@ -89,3 +89,15 @@ async def fetch_all(
 async def execute(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> int:
     cur = await conn.execute(sql, params)
     return cur.rowcount
+
+
+async def delete_in_batches(pool: AsyncConnectionPool, sql: str, params: dict[str, Any], *, batch: int) -> int:
+    """Run a delete of at most `%(limit)s` rows (given `batch`) until it deletes fewer; how many it deleted in all.
+    Each batch commits on its own, so a large backlog never holds one long transaction or its locks."""
+    deleted = 0
+    while True:
+        async with pool.connection() as conn:
+            n = await execute(conn, sql, {**params, "limit": batch})
+        deleted += n
+        if n < batch:
+            return deleted
