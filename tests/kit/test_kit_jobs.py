@@ -68,6 +68,17 @@ def test_redis_down_at_commit_leaves_job_for_the_sweep(live, db, tmp_path):
     assert _job(db, job_id)["status"] == "succeeded"
 
 
+def test_a_job_committed_without_a_queue_is_not_marked_sent(live, db):
+    async def commit_without_redis():
+        async with transaction(live.svc.pool, None) as tx:
+            return await tx.enqueue("echo_tracked", api_key_id=None, value=3)
+
+    job_id = live.run(commit_without_redis())
+    row = _job(db, job_id)
+    assert row["status"] == "queued" and row["enqueued_at"] is None  # the sweep will send it
+    assert live.run(live.svc.redis.exists(f"arq:job:{job_id}")) == 0
+
+
 def test_failing_job_retries_then_records_failure(live, db):
     async def go():
         # Recorded but not queued (no Redis for this transaction): the live worker must not run it beside us.

@@ -194,7 +194,9 @@ async def transaction(pool: AsyncConnectionPool, redis: ArqRedis | None) -> Asyn
         async with conn.transaction():
             tx = Tx(conn)
             yield tx
-        if tx.pending and redis is not None:
+        if tx.pending and redis is None:  # no queue to send to: the rows must not say "sent" (the sweep sends them)
+            await execute(conn, q.mark_unsent, {"ids": [job_id for _, job_id in tx.pending]})
+        elif tx.pending:
             await send(conn, redis, tx.pending)
 
 

@@ -7,7 +7,7 @@ insert into jobs (id, api_key_id, function, args, enqueued_at) values (%(id)s, %
 update jobs set enqueued_at = now() where id = any(%(ids)s)
 
 -- name: mark_unsent
--- Note that jobs did not reach the queue after commit (Redis was away); the sweep sends them.
+-- Note that jobs did not reach the queue after commit (Redis away, or none given); the sweep sends them.
 update jobs set enqueued_at = null where id = any(%(ids)s)
 
 -- name: start_job

@@ -1,8 +1,8 @@
 -- name: update_users
 -- users/update in one statement: where the organization and the scope resource exist, the users among those given
 -- (ids, names, e-mails and roles side by side; null keeps a field) who hold a live grant of their own on the scope
--- resource get their profile and that grant's role changed. Answers whether the organization and the scope exist
--- and which users were updated.
+-- resource get their profile and that grant's role changed. Answers which users were updated (none when the
+-- organization or the scope resource is missing).
 with found as (
     select exists (select 1 from organizations where api_key_id = %(api_key_id)s and id = %(organization_id)s)
              as organization,
@@ -22,7 +22,7 @@ with found as (
       and g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
       and g.principal_type = 'user' and g.principal_id in (select id from given)
       and g.resource_type = %(resource_type)s and g.resource_id = %(resource_id)s
-      and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
+      and (g.expires_at is null or g.expires_at * 1000 > %(now)s)
     for update of g
 ), profiles as (
     -- The profile write of permissions.profiles.record_user, for every updated user at once.
@@ -40,7 +40,7 @@ with found as (
       and g.principal_type = 'user' and g.principal_id = u.id
       and g.resource_type = %(resource_type)s and g.resource_id = %(resource_id)s
 )
-select found.organization, found.scope, array(select principal_id from granted) as updated from found
+select array(select principal_id from granted) as updated
 
 -- name: delete_scope_grant
 -- Remove the user's own grant on the scope resource.

@@ -11,14 +11,14 @@ q = Queries.beside(__file__)
 async def update_users(
     conn: Conn, *, api_key_id: str, organization_id: str, users: list[dict[str, Any]], resource_type: str,
     resource_id: str, now: int,
-) -> dict[str, Any]:
+) -> set[str]:
     """Change the profile and scope role of the `users` ({userId, name, email, accessRole}) with a live grant of
-    their own on the scope resource, in one statement; {organization: exists, scope: exists, updated: user ids}."""
+    their own on the scope resource, in one statement (`now` in ms); the ids of the users updated."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "resource_type": resource_type,
-              "resource_id": resource_id, "now": now, "now_ms": now, "user_ids": [u["userId"] for u in users],
+              "resource_id": resource_id, "now": now, "user_ids": [u["userId"] for u in users],
               "names": [u.get("name") for u in users], "emails": [u.get("email") for u in users],
               "roles": [u.get("accessRole") for u in users]}
-    return await fetch_one(conn, q.update_users, params)
+    return set((await fetch_one(conn, q.update_users, params))["updated"])
 
 
 async def delete_scope_grant(

@@ -75,11 +75,10 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateUsers) -> dict[st
     """Change users' names, e-mails and role at the scope; users without access there do not exist."""
     scope = scope_of(data)
     async with svc.pool.connection() as conn:  # one statement: atomic without a transaction of its own
-        found = await repo.update_users(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                                        users=[u.model_dump(exclude_none=True) for u in data.users], now=svc.now_ms(),
-                                        **scope)
+        updated = await repo.update_users(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                          users=[u.model_dump(exclude_none=True) for u in data.users],
+                                          now=svc.now_ms(), **scope)
     # A user without a grant of their own there, or in a scope that does not exist, is a missing user.
-    updated = set(found["updated"])
     return {u.userId: {"success": True, "id": u.userId, "message": "User updated."} if u.userId in updated
             else {"success": False, "id": u.userId, "message": USER_MISSING} for u in data.users}
 
