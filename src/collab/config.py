@@ -43,14 +43,16 @@ class Settings(BaseSettings):
     rate_limit_api_key: str = "30000/minute"
     max_workspaces_per_email: int = 5
 
-    worker_poll_delay_s: float = 0.01
+    # The bulk lane's fallback poll: every lane is woken by a push when a job is queued, so polling only finds
+    # deferred jobs (retries) and fires the crons, and a 10 ms poll cost an idle worker ~8% of a core.
+    worker_poll_delay_s: float = Field(default=0.25, gt=0)
     worker_max_jobs: int = 10
     job_sweep_after_s: int = 30
     # How long after its last heartbeat a silent worker still owns its jobs; then they run elsewhere.
     worker_lease_s: float = 20.0
 
     # Fairness (issue #14 item 6, #15 item 1). Search, Ask AI and extraction each have their own queue and slots
-    # per worker process (bulk work and the crons use `worker_max_jobs`); those three lanes are woken by a push, so
+    # per worker process (bulk work and the crons use `worker_max_jobs`); like bulk, they are woken by a push, so
     # their poll delay is only the fallback for jobs nobody announced (retries).
     worker_search_max_jobs: int = Field(default=10, ge=1)
     worker_ai_max_jobs: int = Field(default=10, ge=1)

@@ -1,8 +1,8 @@
 """The arq workers: one process holds the pool, the model clients and the lanes of jobs.
 
 Each lane of `kit.jobs.LANES` (search, ai, extraction, bulk) is an arq worker on its own queue with its own slots,
-so no kind of work waits behind another kind's slots. The search, ai and extraction lanes wait for work on a
-Redis list that `run_sync` pushes to (no poll delay); bulk polls. A lane tells a `run_sync` caller that its job
+so no kind of work waits behind another kind's slots. Every lane waits for work on a Redis list that a job's
+enqueue pushes to (no poll delay); its poll only finds retries and fires the crons. A lane tells a `run_sync` caller that its job
 ended with a push on the job's own list (no result polling); see kit/jobs.py.
 """
 
@@ -391,7 +391,7 @@ def make_worker(
         name: build(
             where, [f for f in every if lane(_name(f)) is where], crons=crons if name == "bulk" else [],
             max_jobs=slots[name],
-            poll_delay=settings.worker_lane_poll_delay_s if where.woken else settings.worker_poll_delay_s,
+            poll_delay=settings.worker_poll_delay_s if name == "bulk" else settings.worker_lane_poll_delay_s,
         )
         for name, where in LANES.items()
     }

@@ -95,6 +95,19 @@ def test_the_runtime_caches_no_text(onnx_fp32, monkeypatch):
     assert runs == [["hero image alt text"], ["hero image alt text"]]
 
 
+def test_a_query_that_comes_while_another_encodes_runs_beside_it_with_the_same_vector(onnx_fp32, monkeypatch):
+    model = onnx_fp32.model
+    alone = onnx_fp32.encode(["Missing alt text on the hero image"])[0]
+    used = []
+    real = model._run
+    monkeypatch.setattr(model, "_run", lambda sess, texts: used.append(sess) or real(sess, texts))
+    with model._query_lock:  # another query holds the all-cores session
+        beside = onnx_fp32.encode(["Missing alt text on the hero image"])[0]
+    again = onnx_fp32.encode(["Missing alt text on the hero image"])[0]
+    assert used == [model.beside, model.query]  # not queued behind the first; the lock is free again after
+    assert float(numpy.dot(alone, beside)) >= 0.9999 and float(numpy.dot(alone, again)) >= 0.9999
+
+
 def test_export_is_cached_by_content_hash_and_nothing_was_downloaded(onnx_fp32, cache, no_network):
     [folder] = [p for p in cache.iterdir() if p.is_dir()]
     assert len(folder.name) == 32 and (folder / "model.onnx").exists()

@@ -21,7 +21,7 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def session(path: Path, *, threads: int, providers: list[str] | None = None, spin: bool = False):
+def session(path: Path, *, threads: int, providers: list[str] | None = None):
     """An ONNX Runtime session with all graph optimizations and `threads` intra-op threads."""
     import onnxruntime
 
@@ -30,10 +30,10 @@ def session(path: Path, *, threads: int, providers: list[str] | None = None, spi
     options.inter_op_num_threads = 1
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
-    # Without `spin`, idle intra-op threads sleep: on a few cores a spinning pool takes CPU that Postgres and the
-    # other runs need (bulk: 204 texts/s without spinning, 189 with). A query's many small operators are where
-    # waking threads costs (one query on two threads: 4.2 ms spinning, 5.0 sleeping), so queries spin.
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    # Idle intra-op threads sleep: on a few cores a spinning pool takes CPU that Postgres, the API and the other
+    # runs need. Bulk: 204 texts/s without spinning, 189 with. Queries: spinning saves ~0.8 ms in a quiet process,
+    # but in the service it cost the worker ~30 ms of CPU per search against ~16 (e2e p50 22 against 20 ms).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(str(path), options, providers=providers or ["CPUExecutionProvider"])
 
 
@@ -109,14 +109,17 @@ def bulk_device(device: str) -> str:
 
 
 class OnnxModel:
-    """An exported model: an all-cores session for single queries (one at a time) and one for batches (or a GPU)."""
+    """An exported model: sessions for single queries (an all-cores one, and a one-thread one beside it) and one for
+    batches (or a GPU)."""
 
     def __init__(self, model: Path, tokens: Tokens, *, source: str, device: str = "auto", label: str = "onnx"):
         self.path, self.tokens, self.source, self.device, self.label = model, tokens, source, device, label
-        # A query takes every core, one query at a time: a 26-token sentence in 4.9 ms on two threads against 8.3
-        # on one, so queries in turn answer sooner than side by side on a thread each, at about the same rate and
-        # without a second copy of the weights (~96 MiB per session). Its own session: never behind a bulk batch.
-        self.query = session(model, threads=cores(), spin=True)
+        # A query alone takes every core (a 26-token sentence in ~4.9 ms on two threads against ~8 on one). One
+        # that comes while another encodes runs beside it on a one-thread session rather than wait its turn: 16
+        # concurrent searches 82-84/s against 67-77 in turn, the sequential p50 unchanged (docs/decisions.md). The
+        # cost is that session's copy of the weights (~85 MiB). Both are the queries' own: never behind a batch.
+        self.query = session(model, threads=cores())
+        self.beside = session(model, threads=1)
         self._query_lock = threading.Lock()
         self._bulk = None
         self._bulk_lock = threading.Lock()
@@ -149,8 +152,12 @@ class OnnxModel:
         if len(texts) == 1:
             # No cache here: a cache shared by every caller would let one tenant time another's texts
             # (the search path keeps its own, per tenant: judgments/search.py).
-            with self._query_lock:
+            if not self._query_lock.acquire(blocking=False):
+                return self._run(self.beside, texts)  # ONNX Runtime runs a session from several threads at once
+            try:
                 return self._run(self.query, texts)
+            finally:
+                self._query_lock.release()
         runtime = self.bulk()
         if isinstance(runtime, TorchModel):
             return runtime.encode(texts, batch_size=batch_size)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from collab.embeddings.runtime import Recent
+from collab.embeddings.runtime import Recent, cores
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
 from collab.kit.errors import invalid, issue
@@ -20,8 +20,9 @@ from collab.kit.services import Services
 
 DAY_MS = 86_400_000
 # Query encodes get their own threads: the loop's default executor also runs bulk encodes, model loads and file
-# decodes, and a search must never wait behind those. The model's query session runs one encode at a time.
-_QUERY_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-encode")
+# decodes, and a search must never wait behind those. One encode at a time takes every core; the others run
+# beside it on a thread each (embeddings/runtime.py), so there are as many threads as cores.
+_QUERY_THREADS = ThreadPoolExecutor(max_workers=max(2, cores()), thread_name_prefix="query-encode")
 # Recent query vectors, per tenant: keyed by (model, api key, text), so no tenant can time whether another one
 # searched a text. Only searches fill it (bulk and single encodes elsewhere never do).
 _recent = Recent()

@@ -12,8 +12,8 @@ The sweep also re-sends `running` rows whose arq job is gone altogether (Redis l
 
 Lanes (`LANES`): search, Ask AI and extraction each have their own queue, served by their own worker slots, and
 bulk (embedding, deliveries, deletions, migrations, the crons) keeps arq's default queue; so no kind of work
-waits behind another kind's slots. `run_sync` wakes a woken lane's workers with a push on a Redis list they
-block on (no poll delay), and the worker pushes on a per-job list when the job ends, which the caller blocks on
+waits behind another kind's slots. An enqueue wakes the lane's workers with a push on a Redis list they block
+on (no poll delay), and the worker pushes on a per-job list when the job ends, which the caller blocks on
 (no result polling).
 """
 
@@ -68,7 +68,7 @@ LANES = {
     "search": Lane("search", "collab:queue:search", woken=True),
     "ai": Lane("ai", "collab:queue:ai", woken=True),
     "extraction": Lane("extraction", "collab:queue:extraction", woken=True),
-    "bulk": Lane("bulk", BULK_QUEUE, woken=False),
+    "bulk": Lane("bulk", BULK_QUEUE, woken=True),
 }
 # The one mapping of functions to lanes, whoever enqueues them; any other function (and every cron) is bulk.
 LANE_OF = {
@@ -202,11 +202,11 @@ async def transaction(pool: AsyncConnectionPool, redis: ArqRedis | None) -> Asyn
 
 async def send(conn: Conn, redis: ArqRedis, jobs: list[tuple[str, str]]) -> list[str]:
     """Put committed jobs on the queue; the ids sent. A failure leaves a job for the sweep, marked unsent."""
-    # No wake-up push: background jobs are found by the lane's next poll (COLLAB_WORKER_POLL_DELAY_S).
     sent, unsent = [], []
     for function, job_id in jobs:
+        where = lane(function)
         try:
-            await enqueue(redis, function, job_id, job_id=job_id, queue=lane(function).queue)
+            await enqueue(redis, function, job_id, job_id=job_id, queue=where.queue, wake_lane=where.woken)
         except (RedisError, OSError) as exc:
             log.warning("enqueue of %s failed, left for the sweep: %s", job_id, exc)
             unsent.append(job_id)
@@ -413,11 +413,10 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE)
     # Search, Ask AI and extraction have lanes of their own; the rest go to the client's default queue (bulk).
     where = lane(function)
-    queue = where.queue if where.woken else redis.default_queue_name
+    queue = redis.default_queue_name if where is LANES["bulk"] else where.queue
     deadline = time.monotonic() + timeout_s
     try:
         job_id = SYNC_PREFIX + uuid.uuid4().hex
-        # Nothing blocks on the bulk lane's wake-up list (its workers poll): woken lanes only.
         await enqueue(redis, function, job_id=job_id, queue=queue, expires_ms=int(timeout_s * 1000),
                       wake_lane=where.woken, **kwargs)
     except (RedisError, OSError) as exc:
