@@ -143,7 +143,7 @@ def load_table(database_url: str, key: str, vectors: np.ndarray, texts: list[str
     """Bulk-load activities, judgments and embeddings for the tenant (× COPIES); returns the HNSW build seconds."""
     n = len(vectors)
     with psycopg.connect(database_url, autocommit=True) as conn:
-        for row in conn.execute("select indexname from pg_indexes where indexname like 'judgment_embeddings_hnsw_%%'").fetchall():
+        for row in conn.execute("select indexname from pg_indexes where indexname like 'judgment_embeddings_hnsw%%'").fetchall():
             conn.execute(f'drop index "{row[0]}"')
         for table in ("activities", "judgments", "judgment_embeddings"):
             cols = {
@@ -168,15 +168,14 @@ def load_table(database_url: str, key: str, vectors: np.ndarray, texts: list[str
         conn.execute("vacuum analyze judgment_embeddings")
         started = time.perf_counter()
         with conn.transaction():
-            from collab.embeddings.registry import index_name
+            from collab.embeddings.registry import HALF_FROM, index_statement
 
+            version = tuple(int(p) for p in conn.execute("select extversion from pg_extension where extname = 'vector'")
+                            .fetchone()[0].split("."))
             conn.execute("set local maintenance_work_mem = '2GB'")
             conn.execute("set local max_parallel_maintenance_workers = 2")
-            conn.execute(
-                f'create index "{index_name(model, "review")}" on judgment_embeddings using hnsw'
-                " ((embedding::vector(384)) vector_cosine_ops) with (m = 16, ef_construction = 64)"
-                f" where model = '{model}' and kind = 'review'"
-            )
+            # The index the service builds for its active model (half precision where pgvector has halfvec).
+            conn.execute(index_statement(model=model, kind="review", dimensions=384, half=version >= HALF_FROM))
         return time.perf_counter() - started
 
 
@@ -196,6 +195,7 @@ def recall(database_url: str, key: str, org: str | None, qvecs: np.ndarray, mode
         for q in qvecs:
             params = {"q": _vec(q), "m": model, "t": key, "o": org}
             order = "(embedding::vector(384) <=> %(q)s::vector(384))"
+            indexed = "(embedding::halfvec(384) <=> %(q)s::halfvec(384))" if how.half else order
             exact = {r["judgment_id"] for r in conn.execute(
                 f"select judgment_id from judgment_embeddings where {where} order by {order} + 0 limit 10", params, prepare=False)}
             with conn.transaction():
@@ -204,7 +204,7 @@ def recall(database_url: str, key: str, org: str | None, qvecs: np.ndarray, mode
                 started = time.perf_counter()
                 rows = conn.execute(
                     f"select judgment_id, {order} as d from judgment_embeddings where {where}"
-                    f" order by {order if not how.exact else order + ' + 0'} limit 30", params, prepare=False).fetchall()
+                    f" order by {indexed if not how.exact else order + ' + 0'} limit 30", params, prepare=False).fetchall()
                 ms.append((time.perf_counter() - started) * 1000)
             got = [r["judgment_id"] for r in sorted(rows, key=lambda r: r["d"])[:10]]
             hits.append(len(exact & set(got)) / 10)

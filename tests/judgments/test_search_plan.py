@@ -2,6 +2,7 @@
 
 import asyncio
 
+from collab.embeddings import registry
 from collab.judgments import repository as repo
 from collab.judgments.search import fuse, lexical_text, plan, query_vector
 from collab.kit import embedded
@@ -32,10 +33,67 @@ def test_pgvector_0_6_widens_the_beam_without_iterative_scans():
     assert plan(pgvector=(0, 7, 4), in_scope=25_000, total=10_000_000, **ARGS).settings == {"hnsw.ef_search": "1000"}
 
 
+def test_hnsw_searches_use_the_half_precision_index_from_pgvector_0_7():
+    assert plan(pgvector=(0, 8, 2), in_scope=30_000, total=100_000, **ARGS).half
+    assert plan(pgvector=(0, 7, 0), in_scope=30_000, total=100_000, **ARGS).half
+    assert not plan(pgvector=(0, 6, 2), in_scope=30_000, total=100_000, **ARGS).half  # no halfvec before 0.7
+    assert not plan(pgvector=(0, 8, 2), in_scope=100, total=100_000, **ARGS).half  # exact scans read full precision
+
+
+def test_an_upgraded_database_gets_half_precision_indexes_in_place_of_full_ones(live, db):
+    # What a release before this one built for a model; the worker's first start calls ensure_indexes.
+    model = "legacy-model"
+    full = [registry.index_name(model, kind, half=False) for kind in registry.KINDS]
+    for name, kind in zip(full, registry.KINDS):
+        db.execute(f"create index {name} on judgment_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops)"
+                   f" where model = '{model}' and kind = '{kind}'")
+
+    async def ensure():
+        async with live.svc.pool.connection() as conn:
+            async with conn.transaction():
+                await registry.ensure_indexes(conn, model=model, dimensions=3)
+
+    def indexes():
+        rows = db.execute("select indexname, indexdef from pg_indexes where indexdef like %s", (f"%'{model}'%",))
+        return {r["indexname"]: r["indexdef"] for r in rows.fetchall()}
+
+    live.run(ensure())
+    found = indexes()
+    live.run(ensure())  # a second start builds and drops nothing
+    assert indexes() == found
+    for name in found:
+        db.execute(f"drop index {name}")
+    assert set(found) == {registry.index_name(model, kind) for kind in registry.KINDS}
+    assert all("halfvec_cosine_ops" in d and "halfvec(3)" in d for d in found.values())
+
+
+def test_the_active_models_hnsw_search_is_served_by_its_half_precision_index(live):
+    async def go():
+        async with live.svc.pool.connection() as conn:
+            active = await registry.active(conn)
+            dims = active["dimensions"]
+            async with conn.transaction():
+                await registry.ensure_indexes(conn, model=active["name"], dimensions=dims)
+                # The test tables are small, so a scan and a sort would be cheapest: ask whether the index can serve
+                # the order at all.
+                await conn.execute("set local enable_seqscan = off")
+                await conn.execute("set local enable_sort = off")
+                candidates = repo.sql.SQL(repo.q.candidates_indexed).format(
+                    distance=repo._distance(dims), order=repo._indexed_distance(dims, True),
+                    where=repo._scope_where(None, None))
+                cur = await conn.execute(repo.sql.SQL("explain ") + candidates, {
+                    "k": 30, "vector": repo.vector_literal([1.0] + [0.0] * (dims - 1)), "model": active["name"],
+                    "kind": "review", "api_key_id": "nobody", "organization_id": None, "document_id": None})
+                return active["name"], "\n".join(row["QUERY PLAN"] for row in await cur.fetchall())
+
+    model, plan_text = live.run(go())
+    assert f"Index Scan using {registry.index_name(model, 'review')}" in plan_text and "halfvec" in plan_text
+
+
 def test_the_embedded_server_reports_pgvector_0_8_or_later(live):
     async def version():
         async with live.svc.pool.connection() as conn:
-            return await repo.pgvector_version(conn)
+            return await registry.pgvector_version(conn)
 
     found = live.run(version())
     assert found >= (0, 8)

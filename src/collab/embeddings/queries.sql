@@ -18,8 +18,20 @@ select set_config('maintenance_work_mem', '1GB', true)
 
 -- name: create_hnsw_index
 -- The HNSW (cosine) index of one model and kind (a template; registry.py fills it with psycopg.sql).
-create index if not exists {index} on judgment_embeddings using hnsw ({vector} vector_cosine_ops)
+create index if not exists {index} on judgment_embeddings using hnsw ({vector} {ops})
 with (m = 16, ef_construction = 64) where model = {model} and kind = {kind}
+
+-- name: drop_index
+-- An index the model no longer needs (a template).
+drop index if exists {index}
+
+-- name: existing_indexes
+-- Which of these index names exist.
+select relname from pg_class where relkind = 'i' and relname = any(%(names)s)
+
+-- name: pgvector_version
+-- The installed pgvector's version string (no row when the extension is missing).
+select extversion from pg_extension where extname = 'vector'
 
 -- name: active_model
 -- The model search uses.

@@ -110,10 +110,6 @@ order by api_key_id, id limit %(limit)s
 -- How many judgments there are (all tenants, or one).
 select count(*) as n from judgments where (%(only)s::text is null or api_key_id = %(only)s)
 
--- name: pgvector_version
--- The installed pgvector's version string (no row when the extension is missing).
-select extversion from pg_extension where extname = 'vector'
-
 -- name: table_rows
 -- The planner's estimate of the embeddings table's size (no scan).
 select greatest(reltuples, 0)::bigint as n from pg_class where oid = 'judgment_embeddings'::regclass
@@ -139,9 +135,10 @@ join judgments j on j.api_key_id = n.api_key_id and j.id = n.judgment_id
 order by n.distance
 
 -- name: candidates_indexed
--- The k nearest embeddings of the scope by the HNSW index on the distance expression (a template: where, distance).
+-- The k nearest embeddings of the scope by the HNSW index on the order expression, each with its full-precision
+-- distance (a template: where, order, distance; the outer query sorts by that distance).
 select e.api_key_id, e.judgment_id, {distance} as distance from judgment_embeddings e
-where {where} order by {distance} limit %(k)s
+where {where} order by {order} limit %(k)s
 
 -- name: candidates_exact
 -- The k nearest embeddings of the scope by an exact scan (a template: where, distance). The distance is computed

@@ -6,7 +6,7 @@ from typing import Any
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from collab.embeddings.registry import vector_expr
+from collab.embeddings.registry import indexed_expr, vector_expr
 from collab.kit.db import Queries, execute, fetch_all, fetch_one
 from collab.kit.db.pool import Conn
 
@@ -129,12 +129,6 @@ def _scope_where(organization_id: str | None, document_id: str | None, table: st
     return sql.SQL(" and ").join(parts)
 
 
-async def pgvector_version(conn: Conn) -> tuple[int, ...]:
-    """The installed pgvector's version, e.g. (0, 8, 2)."""
-    row = await fetch_one(conn, q.pgvector_version)
-    return tuple(int(p) for p in row["extversion"].split(".") if p.isdigit()) if row else ()
-
-
 async def count_scope(
     conn: Conn, *, cap: int, model: str, kind: str, api_key_id: str, organization_id: str | None,
     document_id: str | None,
@@ -169,13 +163,21 @@ def _distance(dimensions: int) -> sql.Composable:
     return sql.SQL("{} <=> %(vector)s::vector({})").format(vector_expr(dimensions), sql.Literal(dimensions))
 
 
+def _indexed_distance(dimensions: int, half: bool) -> sql.Composable:
+    """The distance the HNSW index orders by (half precision where the index is)."""
+    cast = sql.SQL("halfvec" if half else "vector")
+    return sql.SQL("{} <=> %(vector)s::{}({})").format(indexed_expr(dimensions, half=half), cast, sql.Literal(dimensions))
+
+
 async def nearest(
     conn: Conn, *, dimensions: int, exact: bool, k: int, vector: str, model: str, kind: str, api_key_id: str,
-    organization_id: str | None, document_id: str | None,
+    organization_id: str | None, document_id: str | None, half: bool = False,
 ) -> list[dict[str, Any]]:
-    """The k judgments nearest to `vector` within the scope, with cosine similarity."""
+    """The k judgments nearest to `vector` within the scope, with cosine similarity; `half`: by the half-precision
+    index (the returned similarity and the order of the k stay full precision)."""
     candidates = sql.SQL(q.candidates_exact if exact else q.candidates_indexed).format(
-        distance=_distance(dimensions), where=_scope_where(organization_id, document_id))
+        distance=_distance(dimensions), order=_indexed_distance(dimensions, half),
+        where=_scope_where(organization_id, document_id))
     query = sql.SQL(q.nearest).format(candidates=candidates)
     params = {"k": k, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,
               "organization_id": organization_id, "document_id": document_id}

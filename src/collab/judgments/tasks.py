@@ -59,6 +59,10 @@ async def active_embedder(ctx: dict) -> Embedder:
                                             dimensions=embedder.dimensions)
         else:
             embedder = await _load(held, None if row["source"] == "default" else row["source"], row["name"], svc)
+            if held.embedder is None:  # this process's first read: the indexes suit this server (after an upgrade)
+                async with svc.pool.connection() as conn:
+                    async with conn.transaction():
+                        await registry.ensure_indexes(conn, model=row["name"], dimensions=row["dimensions"])
         held.embedder, held.read_at = embedder, time.monotonic()
         return embedder
 
