@@ -107,6 +107,10 @@ def _keep(row: dict[str, Any], data: SearchJudgments, *, skip_dates: bool) -> bo
     return True
 
 
+# Past this many rows in the table (the graph's size) the first HNSW beam doubles.
+LARGE_GRAPH = 250_000
+
+
 @dataclass(frozen=True)
 class Plan:
     """How one scoped vector search runs: an exact scan of the scope, or HNSW with these settings (on the
@@ -129,9 +133,10 @@ def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_
             exact=False,
             half=True,
             settings={
-                # The first beam: 100 gave recall@10 0.99 over 100k rows at half the cost of 200 (iterative scans
-                # widen it where the scope filter needs more).
-                "hnsw.ef_search": str(min(ef_max, max(100, 3 * k))),
+                # The first beam (iterative scans widen it where the scope filter needs more): 100 gave recall@10
+                # 0.99 over 100k rows at half the cost of 200; over a million rows the half-precision graph needs
+                # 200 (0.84-0.89 at 100, 0.93 at 200, SQL p50 3.8 against 6.7 ms; docs/decisions.md).
+                "hnsw.ef_search": str(min(ef_max, max(100 if total <= LARGE_GRAPH else 200, 3 * k))),
                 "hnsw.iterative_scan": "relaxed_order",
                 "hnsw.max_scan_tuples": str(tuples),
             },
