@@ -32,7 +32,7 @@ def indexed_expr(dimensions: int, *, half: bool) -> sql.Composable:
 
 
 def index_statement(*, model: str, kind: str, dimensions: int, half: bool) -> sql.Composable:
-    """CREATE INDEX IF NOT EXISTS for one model and kind's HNSW (cosine) index."""
+    """The statement that builds the HNSW (cosine) index of one model and kind, unless it exists."""
     return sql.SQL(q.create_hnsw_index).format(
         index=sql.Identifier(index_name(model, kind, half=half)), vector=indexed_expr(dimensions, half=half),
         ops=sql.SQL("halfvec_cosine_ops" if half else "vector_cosine_ops"), model=sql.Literal(model),
