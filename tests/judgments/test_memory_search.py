@@ -314,6 +314,29 @@ def test_scope_sizes_remembered_for_speed_never_hide_rows(client, live, db):
         live.svc.settings.search_exact_threshold = 20_000
 
 
+def test_the_hnsw_path_returns_full_precision_cosines(client, live, db):
+    # The HNSW index holds half-precision vectors; the similarities a search returns are still the cosines of the
+    # stored full-precision vectors (half precision would be off by ~1e-5, measured).
+    t = new_tenant(client)
+    enable_activities(client, t)
+    add(client, t, [judged(f"h{i}", f"Hero image {i} lacks alternative text for screen readers") for i in range(8)])
+    settle_jobs(live, t)
+    stored = db.execute("select decision || ': ' || reasoning as text from judgments where api_key_id = %s and id = 'h3'",
+                        (t.api_key,)).fetchone()["text"]  # the text the model embedded for h3
+    live.svc.settings.search_exact_threshold = 5  # 8 rows: the HNSW path
+    try:
+        out = search(client, t, query=stored, limit=8)
+    finally:
+        live.svc.settings.search_exact_threshold = 20_000
+    expected = {row["judgment_id"]: row["cos"] for row in db.execute(
+        "select e.judgment_id, 1 - (e.embedding <=> q.embedding) as cos from judgment_embeddings e,"
+        " judgment_embeddings q where e.api_key_id = %(k)s and q.api_key_id = %(k)s and q.judgment_id = 'h3'"
+        " and e.kind = 'review' and q.kind = 'review'", {"k": t.api_key}).fetchall()}
+    assert out["results"][0]["recordId"] == "h3" and len(out["results"]) == 8
+    for r in out["results"]:
+        assert abs(r["similarity"] - expected[r["recordId"]]) < 1e-6, r  # rounded to 6 places; half: ~1e-5 off
+
+
 def test_judgments_query_lists_with_filters_and_pages(client, corpus):
     path = "/v2/memory/judgments/query"
     response = post(client, path, {"organizationId": "org1", "pageSize": 5}, corpus.headers)
