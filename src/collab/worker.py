@@ -2,8 +2,8 @@
 
 Each lane of `kit.jobs.LANES` (search, ai, extraction, bulk) is an arq worker on its own queue with its own slots,
 so no kind of work waits behind another kind's slots. Every lane waits for work on a Redis list that a job's
-enqueue pushes to (no poll delay); its poll only finds retries and fires the crons. A lane tells a `run_sync` caller that its job
-ended with a push on the job's own list (no result polling); see kit/jobs.py.
+enqueue pushes to (no poll delay); its poll only finds retries and fires the crons. A lane tells a `run_sync`
+caller that its job ended with a push on the job's own list (no result polling); see kit/jobs.py.
 """
 
 import asyncio
@@ -132,7 +132,7 @@ class LaneWorker(Worker):
     """An arq worker that waits for work on its lane's wake list and tells `run_sync` callers when a job ends.
 
     arq sleeps `poll_delay` between polls; this one also ends that wait as soon as a job is announced (a push on
-    the wake list of a woken lane, see kit/jobs.py `wake`) or one of its own jobs ends (a slot is free again).
+    the lane's wake list, see kit/jobs.py `wake`) or one of its own jobs ends (a slot is free again).
     `poll_delay` stays as the fallback for jobs nobody announced (retries, jobs unlocked by `reap`).
     """
 
@@ -218,7 +218,7 @@ class LaneWorker(Worker):
 
     async def _idle(self) -> None:
         """Wait until a job is announced, a slot frees, or `poll_delay` passes, whichever comes first."""
-        if self.lane.woken and self._wake is None and self.job_counter < self.max_jobs:
+        if self._wake is None and self.job_counter < self.max_jobs:
             # Blocks at most 1 s, then is issued again (redis-py gives up on a blocked reply it never gets).
             self._wake = asyncio.ensure_future(self.pool.blpop([WAKE_KEY + self.queue_name], timeout=1))
         freed = asyncio.ensure_future(self._freed.wait())

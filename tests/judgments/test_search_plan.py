@@ -87,7 +87,7 @@ def test_the_active_models_hnsw_search_is_served_by_its_half_precision_index(liv
                 await conn.execute("set local enable_seqscan = off")
                 await conn.execute("set local enable_sort = off")
                 candidates = repo.sql.SQL(repo.q.candidates_indexed).format(
-                    distance=repo._distance(dims), order=repo._indexed_distance(dims, True),
+                    distance=repo._distance(dims), order=repo._distance(dims, half=True),
                     where=repo._scope_where(None, None))
                 cur = await conn.execute(repo.sql.SQL("explain ") + candidates, {
                     "k": 30, "vector": repo.vector_literal([1.0] + [0.0] * (dims - 1)), "model": active["name"],

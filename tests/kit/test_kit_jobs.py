@@ -113,13 +113,14 @@ def test_run_sync_without_redis_is_unavailable(live, tmp_path):
     assert caught.value.code == "UNAVAILABLE"
 
 
-def test_run_sync_past_deadline(live):
-    # No worker serves this queue, so the job cannot finish inside its budget.
-    async def go():
-        from arq import ArqRedis
+def test_run_sync_past_deadline(live, monkeypatch):
+    from collab.kit import jobs
 
-        redis = ArqRedis(connection_pool=live.svc.redis.connection_pool, default_queue_name="collab:nobody")
-        return await run_sync(redis, "echo", timeout_s=0.2)
+    # No worker serves this lane's queue, so the job cannot finish inside its budget.
+    monkeypatch.setitem(jobs.LANES, "bulk", jobs.Lane("bulk", "collab:nobody"))
+
+    async def go():
+        return await run_sync(live.svc.redis, "echo", timeout_s=0.2)
 
     with pytest.raises(ApiError) as caught:
         live.run(go())

@@ -6,7 +6,7 @@ from typing import Any
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from collab.embeddings.registry import indexed_expr, vector_expr
+from collab.embeddings.registry import indexed_expr
 from collab.kit.db import Queries, execute, fetch_all, fetch_one
 from collab.kit.db.pool import Conn
 
@@ -159,12 +159,8 @@ async def use_settings(conn: Conn, settings: dict[str, str]) -> None:
     _settings_of[conn] = dict(settings)
 
 
-def _distance(dimensions: int) -> sql.Composable:
-    return sql.SQL("{} <=> %(vector)s::vector({})").format(vector_expr(dimensions), sql.Literal(dimensions))
-
-
-def _indexed_distance(dimensions: int, half: bool) -> sql.Composable:
-    """The distance the HNSW index orders by (half precision where the index is)."""
+def _distance(dimensions: int, *, half: bool = False) -> sql.Composable:
+    """The cosine distance to the query vector: full precision, or that of the half-precision HNSW index."""
     cast = sql.SQL("halfvec" if half else "vector")
     return sql.SQL("{} <=> %(vector)s::{}({})").format(indexed_expr(dimensions, half=half), cast, sql.Literal(dimensions))
 
@@ -176,7 +172,7 @@ async def nearest(
     """The k judgments nearest to `vector` within the scope, with cosine similarity; `half`: by the half-precision
     index (the returned similarity and the order of the k stay full precision)."""
     candidates = sql.SQL(q.candidates_exact if exact else q.candidates_indexed).format(
-        distance=_distance(dimensions), order=_indexed_distance(dimensions, half),
+        distance=_distance(dimensions), order=_distance(dimensions, half=half),
         where=_scope_where(organization_id, document_id))
     query = sql.SQL(q.nearest).format(candidates=candidates)
     params = {"k": k, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,

@@ -55,20 +55,19 @@ _QUEUE_UNAVAILABLE = {"Retry-After": "1"}
 
 @dataclass(frozen=True)
 class Lane:
-    """A queue with its own worker slots; `woken`: awaited callers wake its workers with a push (else they poll)."""
+    """A queue with its own worker slots; every enqueue wakes its workers with a push (their poll is a fallback)."""
 
     name: str
     queue: str
-    woken: bool
 
 
 # Bulk keeps arq's default queue (jobs already queued by an older release are still served).
 BULK_QUEUE = default_queue_name
 LANES = {
-    "search": Lane("search", "collab:queue:search", woken=True),
-    "ai": Lane("ai", "collab:queue:ai", woken=True),
-    "extraction": Lane("extraction", "collab:queue:extraction", woken=True),
-    "bulk": Lane("bulk", BULK_QUEUE, woken=True),
+    "search": Lane("search", "collab:queue:search"),
+    "ai": Lane("ai", "collab:queue:ai"),
+    "extraction": Lane("extraction", "collab:queue:extraction"),
+    "bulk": Lane("bulk", BULK_QUEUE),
 }
 # The one mapping of functions to lanes, whoever enqueues them; any other function (and every cron) is bulk.
 LANE_OF = {
@@ -98,30 +97,26 @@ def lane(function: str) -> Lane:
 
 
 # arq's enqueue_job in one round trip instead of three (WATCH, EXISTS, then MULTI/EXEC): the same keys and job
-# encoding, decided inside Redis; with KEYS[4], the lane's wake-up token (see `wake`) in the same call.
+# encoding, decided inside Redis; and the lane's wake-up token (KEYS[4], see `wake`) in the same call.
 _ENQUEUE = """
 if redis.call('exists', KEYS[1], KEYS[2]) > 0 then return 0 end
 redis.call('psetex', KEYS[1], ARGV[1], ARGV[2])
 redis.call('zadd', KEYS[3], ARGV[3], ARGV[4])
-if KEYS[4] then
-  redis.call('lpush', KEYS[4], 1)
-  redis.call('ltrim', KEYS[4], 0, tonumber(ARGV[5]) - 1)
-  redis.call('pexpire', KEYS[4], 60000)
-end
+redis.call('lpush', KEYS[4], 1)
+redis.call('ltrim', KEYS[4], 0, tonumber(ARGV[5]) - 1)
+redis.call('pexpire', KEYS[4], 60000)
 return 1
 """
 
 
 async def enqueue(redis: ArqRedis, function: str, *args: Any, job_id: str, queue: str, expires_ms: int | None = None,
-                  wake_lane: bool = False, **kwargs: Any) -> bool:
-    """Queue a job as arq's enqueue_job does; False when a job with this id is queued or has a result already."""
+                  **kwargs: Any) -> bool:
+    """Queue a job as arq's enqueue_job does and wake the queue's workers; False when a job with this id is queued
+    or has a result already."""
     now = timestamp_ms()
     job = serialize_job(function, args, kwargs, None, now, serializer=redis.job_serializer)
-    keys = [job_key_prefix + job_id, result_key_prefix + job_id, queue]
-    argv = [expires_ms or redis.expires_extra_ms, job, now, job_id]
-    if wake_lane:
-        keys.append(WAKE_KEY + queue)
-        argv.append(_WAKE_TOKENS)
+    keys = [job_key_prefix + job_id, result_key_prefix + job_id, queue, WAKE_KEY + queue]
+    argv = [expires_ms or redis.expires_extra_ms, job, now, job_id, _WAKE_TOKENS]
     return bool(await redis.eval(_ENQUEUE, len(keys), *keys, *argv))
 
 
@@ -204,9 +199,8 @@ async def send(conn: Conn, redis: ArqRedis, jobs: list[tuple[str, str]]) -> list
     """Put committed jobs on the queue; the ids sent. A failure leaves a job for the sweep, marked unsent."""
     sent, unsent = [], []
     for function, job_id in jobs:
-        where = lane(function)
         try:
-            await enqueue(redis, function, job_id, job_id=job_id, queue=where.queue, wake_lane=where.woken)
+            await enqueue(redis, function, job_id, job_id=job_id, queue=lane(function).queue)
         except (RedisError, OSError) as exc:
             log.warning("enqueue of %s failed, left for the sweep: %s", job_id, exc)
             unsent.append(job_id)
@@ -411,14 +405,11 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
     and the job's own failure (see `reports_failures`) as the ApiError it was."""
     if redis is None:
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE)
-    # Search, Ask AI and extraction have lanes of their own; the rest go to the client's default queue (bulk).
-    where = lane(function)
-    queue = redis.default_queue_name if where is LANES["bulk"] else where.queue
+    queue = lane(function).queue  # search, Ask AI and extraction have lanes of their own; the rest go to bulk
     deadline = time.monotonic() + timeout_s
     try:
         job_id = SYNC_PREFIX + uuid.uuid4().hex
-        await enqueue(redis, function, job_id=job_id, queue=queue, expires_ms=int(timeout_s * 1000),
-                      wake_lane=where.woken, **kwargs)
+        await enqueue(redis, function, job_id=job_id, queue=queue, expires_ms=int(timeout_s * 1000), **kwargs)
     except (RedisError, OSError) as exc:
         raise ApiError("UNAVAILABLE", "The job queue is unavailable; retry later.", headers=_QUEUE_UNAVAILABLE) from exc
     job = Job(job_id, redis=redis, _queue_name=queue, _deserializer=redis.job_deserializer)
