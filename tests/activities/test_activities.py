@@ -1,7 +1,13 @@
 """Activity log: add (precondition, triggers, idempotent ids, history), update, get, delete."""
 
+import dataclasses
+
 import pytest
 
+from collab.activities import service
+from collab.activities.schemas import AddActivities
+from collab.kit.auth import Tenant as Caller
+from collab.kit.redisclient import redis_client
 from factories import ANA as USER, activity, page_of
 from factories import add_activities as add
 from helpers import enable_activities, error, issue_paths, new_tenant, post, result
@@ -74,6 +80,47 @@ def test_triggers_off_are_not_logged_absent_are(client):
     )
     assert "1 not logged" in result(response)["message"]
     assert sorted(r["id"] for r in listed(client, t)["data"]) == ["custom", "on"]
+
+
+def judgment_jobs(db, t):
+    """The tenant's judgment jobs as recorded: their ids (sorted) and whether each was sent to the queue."""
+    rows = db.execute("select args, enqueued_at is not null as sent from jobs where api_key_id = %s"
+                      " and function = 'derive_judgments' order by created_at", (t.api_key,)).fetchall()
+    return [(sorted(r["args"]["activity_ids"]), r["sent"]) for r in rows]
+
+
+def test_one_statement_and_transaction_paths_store_the_same(client, db, clock):
+    # Without notifications or a webhook endpoint an add is one statement; with the notification service on it
+    # takes the transaction path. What is stored, and the judgments' job, must not differ.
+    batch = [activity(id="a-1", targetEntityId="ann1", targetSubEntityId="c1", entityData={"commentText": "Ünï 😀"},
+                      changes={"status": {"from": None, "to": "open"}}, displayMessageTemplate="{{x}}",
+                      displayMessageTemplateData={"n": [1, 2.5, True, None]}, actionIcon="https://i.io/c.png",
+                      isActivityResolverUsed=True, timestamp=1_700_000_000_000),
+             activity(featureType="custom", actionType="build.finished", targetEntityId="b1", id="a-2")]
+    stored = []
+    for notifying in (False, True):
+        t = new_tenant(client)
+        enable_activities(client, t)
+        if notifying:
+            result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True}, t.headers))
+        assert result(add(client, t, *batch)) == {"success": True, "message": "2 activities added."}
+        assert judgment_jobs(db, t) == [(["a-1", "a-2"], True)]
+        stored.append(sorted(listed(client, t)["data"], key=lambda r: r["id"]))
+    assert stored[0] == stored[1]
+    assert stored[0][0]["entityData"] == {"commentText": "Ünï 😀"}
+    assert stored[0][0]["displayMessageTemplateData"] == {"n": [1, 2.5, True, None]}
+
+
+def test_an_add_while_redis_is_down_leaves_the_judgments_job_for_the_sweep(live, client, db, tmp_path):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    svc = dataclasses.replace(live.svc, redis=redis_client(f"unix://{tmp_path}/none.sock"))
+    data = AddActivities.model_validate({"organizationId": "org1", "documentId": "doc1",
+                                         "activities": [activity(id="a-1")]})
+    caller = Caller(api_key_id=t.api_key, workspace_id=t.workspace["id"])
+    assert live.run(service.add(svc, tenant=caller, data=data))["message"] == "1 activity added."
+    assert [r["id"] for r in listed(client, t)["data"]] == ["a-1"]
+    assert judgment_jobs(db, t) == [(["a-1"], False)]  # unsent: the worker's sweep sends it
 
 
 def test_history_timestamp_and_future_refused(client, clock):

@@ -85,3 +85,54 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and (%(document_id)s::text is null or document_id = %(document_id)s)
   and (%(activity_ids)s::text[] is null or id = any(%(activity_ids)s))
 returning id
+
+-- name: add_activities
+-- activities/add in one statement when nothing else follows the write (autocommit makes it atomic): the key's
+-- settings read, the records whose trigger is not off written, and their judgments' job recorded (the row
+-- kit/jobs.py's `insert_job` writes, marked sent). Writes nothing when the activity service is off, when the
+-- notification service is on, or when `events` (some record is a webhook event type) and the key has an enabled
+-- webhook endpoint: the caller then takes the transaction path, which notifies and emits. The records carry
+-- distinct ids: one statement cannot write a row twice.
+with settings as (
+    select coalesce((k.activity_config ->> 'isEnabled')::boolean, false) as enabled,
+           coalesce((k.notification_config ->> 'useNotificationService')::boolean, false)
+           or (%(events)s and coalesce((k.webhook_config ->> 'isEnabled')::boolean, false)
+               and exists (select 1 from webhook_endpoints e where e.api_key_id = k.id and not e.disabled))
+               as follows,
+           k.activity_config -> 'triggers' -> 'comment' as triggers
+    from api_keys k where k.id = %(api_key_id)s
+), written as (
+    insert into activities (api_key_id, id, organization_id, document_id, feature_type, action_type, action_user,
+                            target_entity_id, target_sub_entity_id, changes, entity_data, entity_target_data,
+                            display_message_template, display_message_template_data, action_icon,
+                            is_activity_resolver_used, "timestamp")
+    select %(api_key_id)s, r.id, r.organization_id, r.document_id, r.feature_type, r.action_type, r.action_user,
+           r.target_entity_id, r.target_sub_entity_id, r.changes, r.entity_data, r.entity_target_data,
+           r.display_message_template, r.display_message_template_data, r.action_icon,
+           r.is_activity_resolver_used, r."timestamp"
+    from settings s,
+         jsonb_to_recordset(%(records)s)
+             as r(id text, organization_id text, document_id text, feature_type text, action_type text,
+                  action_user jsonb, target_entity_id text, target_sub_entity_id text, changes jsonb,
+                  entity_data jsonb, entity_target_data jsonb, display_message_template text,
+                  display_message_template_data jsonb, action_icon text, is_activity_resolver_used boolean,
+                  "timestamp" bigint)
+    where s.enabled and not s.follows and (s.triggers -> r.action_type) is distinct from 'false'::jsonb
+    on conflict (api_key_id, id) do update set
+        organization_id = excluded.organization_id, document_id = excluded.document_id,
+        feature_type = excluded.feature_type, action_type = excluded.action_type, action_user = excluded.action_user,
+        target_entity_id = excluded.target_entity_id, target_sub_entity_id = excluded.target_sub_entity_id,
+        changes = excluded.changes, entity_data = excluded.entity_data,
+        entity_target_data = excluded.entity_target_data, display_message_template = excluded.display_message_template,
+        display_message_template_data = excluded.display_message_template_data, action_icon = excluded.action_icon,
+        is_activity_resolver_used = excluded.is_activity_resolver_used, "timestamp" = excluded."timestamp",
+        updated_at = now()
+    returning id
+), job as (
+    insert into jobs (id, api_key_id, function, args, enqueued_at)
+    select %(job_id)s, %(api_key_id)s, 'derive_judgments', jsonb_build_object('activity_ids', jsonb_agg(id)), now()
+    from written having count(*) > 0
+    returning id
+)
+select s.enabled, s.follows, (select count(*) from written) as logged, (select count(*) from job) as queued
+from settings s

@@ -28,6 +28,16 @@ async def upsert_many(conn: Conn, *, api_key_id: str, records: list[dict[str, An
     return flags
 
 
+async def add_at_once(conn: Conn, *, api_key_id: str, records: list[dict[str, Any]], events: bool,
+                      job_id: str) -> dict[str, Any]:
+    """The one-statement activities/add (see the query): {enabled, follows, logged, queued}; on an autocommit
+    connection it commits as it returns."""
+    params = {"api_key_id": api_key_id, "records": Jsonb(records), "events": events, "job_id": job_id}
+    row = await fetch_one(conn, q.add_activities, params)
+    assert row is not None, "authenticated API key vanished"
+    return row
+
+
 async def update(conn: Conn, *, api_key_id: str, organization_id: str, id: str, fields: dict[str, Any]) -> bool:
     """Change only the given fields; False when no such activity exists in the organization."""
     params: dict[str, Any] = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id}

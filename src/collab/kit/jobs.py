@@ -189,10 +189,15 @@ async def transaction(pool: AsyncConnectionPool, redis: ArqRedis | None) -> Asyn
         async with conn.transaction():
             tx = Tx(conn)
             yield tx
-        if tx.pending and redis is None:  # no queue to send to: the rows must not say "sent" (the sweep sends them)
-            await execute(conn, q.mark_unsent, {"ids": [job_id for _, job_id in tx.pending]})
-        elif tx.pending:
-            await send(conn, redis, tx.pending)
+        await committed(conn, redis, tx.pending)
+
+
+async def committed(conn: Conn, redis: ArqRedis | None, jobs: list[tuple[str, str]]) -> None:
+    """Send jobs whose rows (marked sent) just committed; with no queue to send to, mark them for the sweep."""
+    if jobs and redis is None:  # the rows must not say "sent": the sweep sends them
+        await execute(conn, q.mark_unsent, {"ids": [job_id for _, job_id in jobs]})
+    elif jobs:
+        await send(conn, redis, jobs)
 
 
 async def send(conn: Conn, redis: ArqRedis, jobs: list[tuple[str, str]]) -> list[str]:

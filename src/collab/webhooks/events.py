@@ -87,11 +87,16 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
     return message_id
 
 
+def emits(activity: dict[str, Any]) -> bool:
+    """Whether an activity (as the spec names its fields) becomes a webhook event."""
+    return activity.get("featureType") == "comment" and activity.get("actionType") in COMMENT_EVENTS
+
+
 async def on_activities(tx: Tx, *, now: int, api_key_id: str, organization_id: str, document_id: str,
                         activities: list[dict[str, Any]]) -> None:
     """Comment activities become `comment_annotation.*` / `comment.*` events named by their actionType."""
     for activity in activities:
-        if activity.get("featureType") == "comment" and activity.get("actionType") in COMMENT_EVENTS:
+        if emits(activity):
             await emit(tx, now=now, api_key_id=api_key_id, event_type=activity["actionType"], payload=activity,
                        organization_id=organization_id, document_id=document_id,
                        action_user=activity.get("actionUser"))
