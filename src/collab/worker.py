@@ -315,7 +315,7 @@ def make_worker(
     from collab.judgments.tasks import ActiveModel
 
     # One embedder holder per process, shared by every lane and job (arq copies ctx per job, see judgments/tasks.py).
-    shared: dict[str, Any] = {"users": 0, "active_model": ActiveModel()}
+    shared: dict[str, Any] = {"users": 0, "active_model": ActiveModel(upgrades=True)}
     served: dict[str, float] = {}  # queue → its workers' in-progress lock (seconds), for `reap`
     crons = _cron_jobs()
     cron_names = {c.name for c in crons}  # `reap` leaves their ticks alone
@@ -356,6 +356,8 @@ def make_worker(
                 await ctx["heartbeat"].stop()
             if "svc" in ctx:
                 shared["users"] -= 1
+                if shared["users"] == 0:
+                    await shared["active_model"].stop()
                 if svc is None and shared["users"] == 0:
                     await close_services(ctx["svc"])
 

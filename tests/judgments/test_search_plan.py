@@ -48,31 +48,111 @@ def test_hnsw_searches_use_the_half_precision_index_from_pgvector_0_7():
     assert not plan(pgvector=(0, 8, 2), in_scope=100, total=100_000, **ARGS).half  # exact scans read full precision
 
 
-def test_an_upgraded_database_gets_half_precision_indexes_in_place_of_full_ones(live, db):
-    # What a release before this one built for a model; the worker's first start calls ensure_indexes.
-    model = "legacy-model"
-    full = [registry.index_name(model, kind, half=False) for kind in registry.KINDS]
-    for name, kind in zip(full, registry.KINDS):
-        db.execute(f"create index {name} on judgment_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops)"
-                   f" where model = '{model}' and kind = '{kind}'")
+def test_until_the_half_precision_index_is_built_searches_order_by_the_old_one():
+    for version in ((0, 8, 2), (0, 7, 0)):
+        assert not plan(pgvector=version, in_scope=30_000, total=100_000, indexed=False, **ARGS).half
 
+
+LEGACY = "legacy-model"  # a model whose indexes a release before half precision built (3 dimensions)
+
+
+def _legacy_indexes(db):
+    for name, kind in zip([registry.index_name(LEGACY, kind, half=False) for kind in registry.KINDS], registry.KINDS):
+        db.execute(f"create index {name} on judgment_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops)"
+                   f" where model = '{LEGACY}' and kind = '{kind}'")
+
+
+def _indexes(db):
+    rows = db.execute("select c.relname, i.indisvalid, pg_get_indexdef(c.oid) as def from pg_index i"
+                      " join pg_class c on c.oid = i.indexrelid where pg_get_indexdef(c.oid) like %s", (f"%'{LEGACY}'%",))
+    return {r["relname"]: (r["indisvalid"], r["def"]) for r in rows.fetchall()}
+
+
+def _drop_all(db):
+    for name in _indexes(db):
+        db.execute(f"drop index {name}")
+
+
+def _upgrade(live):
+    return live.run(registry.upgrade_indexes(live.svc.pool, model=LEGACY, dimensions=3, grace_s=0))
+
+
+def _indexed(live):
+    async def check():
+        async with live.svc.pool.connection() as conn:
+            return await registry.indexed(conn, LEGACY)
+
+    return live.run(check())
+
+
+def test_an_upgraded_database_gets_half_precision_indexes_beside_the_old_ones_then_in_their_place(live, db):
+    _legacy_indexes(db)
+    try:
+        assert not _indexed(live)  # searches order by the old index meanwhile
+        # The old index can serve a full-precision order while the new one is built (sorts and scans off: the test
+        # table is small, so the planner would rather sort).
+        with db.transaction():
+            db.execute("set local enable_seqscan = off")
+            db.execute("set local enable_sort = off")
+            plan_text = "\n".join(r["QUERY PLAN"] for r in db.execute(
+                "explain select judgment_id from judgment_embeddings where model = %s and kind = 'review'"
+                " order by embedding::vector(3) <=> '[1,0,0]'::vector(3) limit 5", (LEGACY,)).fetchall())
+        assert f"Index Scan using {registry.index_name(LEGACY, 'review', half=False)}" in plan_text
+        assert _upgrade(live) is True
+        found = _indexes(db)
+        assert set(found) == {registry.index_name(LEGACY, kind) for kind in registry.KINDS}
+        assert all(valid and "halfvec_cosine_ops" in d and "halfvec(3)" in d for valid, d in found.values())
+        assert _indexed(live)
+        assert _upgrade(live) is False and _indexes(db) == found  # a second start builds and drops nothing
+    finally:
+        _drop_all(db)
+
+
+def test_one_process_upgrades_at_a_time(live, db):
+    _legacy_indexes(db)
+    try:
+        db.execute("select pg_advisory_lock(hashtext('collab:index_upgrade'))")  # another process is at it
+        try:
+            assert _upgrade(live) is False
+            assert set(_indexes(db)) == {registry.index_name(LEGACY, kind, half=False) for kind in registry.KINDS}
+        finally:
+            db.execute("select pg_advisory_unlock(hashtext('collab:index_upgrade'))")
+        assert _upgrade(live) is True
+    finally:
+        _drop_all(db)
+
+
+def test_an_interrupted_build_is_built_again(live, db):
+    _legacy_indexes(db)
+    try:
+        assert _upgrade(live) is True
+        # What a build cut short leaves behind (CREATE INDEX CONCURRENTLY): the index, marked invalid.
+        review = registry.index_name(LEGACY, "review")
+        db.execute("update pg_index set indisvalid = false where indexrelid = %s::regclass", (review,))
+        assert not _indexed(live)
+        assert _upgrade(live) is True
+        assert _indexed(live) and _indexes(db)[review][0] is True
+    finally:
+        _drop_all(db)
+
+
+def test_registration_builds_what_is_missing_or_invalid_in_its_transaction(live, db):
     async def ensure():
         async with live.svc.pool.connection() as conn:
             async with conn.transaction():
-                await registry.ensure_indexes(conn, model=model, dimensions=3)
+                await registry.ensure_indexes(conn, model=LEGACY, dimensions=3)
 
-    def indexes():
-        rows = db.execute("select indexname, indexdef from pg_indexes where indexdef like %s", (f"%'{model}'%",))
-        return {r["indexname"]: r["indexdef"] for r in rows.fetchall()}
-
-    live.run(ensure())
-    found = indexes()
-    live.run(ensure())  # a second start builds and drops nothing
-    assert indexes() == found
-    for name in found:
-        db.execute(f"drop index {name}")
-    assert set(found) == {registry.index_name(model, kind) for kind in registry.KINDS}
-    assert all("halfvec_cosine_ops" in d and "halfvec(3)" in d for d in found.values())
+    _legacy_indexes(db)
+    try:
+        live.run(ensure())
+        found = _indexes(db)
+        assert set(found) == {registry.index_name(LEGACY, kind) for kind in registry.KINDS}
+        db.execute("update pg_index set indisvalid = false where indexrelid = %s::regclass",
+                   (registry.index_name(LEGACY, "content"),))
+        live.run(ensure())
+        assert all(valid for valid, _ in _indexes(db).values()) and _indexed(live)
+    finally:
+        _drop_all(db)
 
 
 def test_the_active_models_hnsw_search_is_served_by_its_half_precision_index(live):
@@ -225,3 +305,27 @@ def test_a_query_cached_for_one_tenant_is_not_a_hit_for_another():
     again, other = asyncio.run(searches())
     assert model.calls == [["layoffs in the Q3 plan"], ["layoffs in the Q3 plan"]]  # tenant A's repeat was cached
     assert again == other == [1.0, 0.0]
+
+
+def test_a_worker_builds_in_the_background_and_a_cli_never_does(live, db):
+    from collab.judgments.tasks import ActiveModel, _upgrade_indexes
+
+    _legacy_indexes(db)
+    try:
+        cli = ActiveModel()
+        live.run(_upgrade_indexes(cli, live.svc, model=LEGACY, dimensions=3))
+        assert cli.upgrade is None and not _indexed(live)
+        worker = ActiveModel(upgrades=True)
+
+        async def read_twice():
+            await _upgrade_indexes(worker, live.svc, model=LEGACY, dimensions=3)  # returns before the build ends
+            started = worker.upgrade
+            assert started is not None and worker.indexed is None
+            await started
+            await _upgrade_indexes(worker, live.svc, model=LEGACY, dimensions=3)  # the next registry read
+            return started.result(), worker.upgrade is started
+
+        assert live.run(read_twice()) == (True, True)  # built once; the next read only notes it
+        assert worker.indexed == LEGACY and _indexed(live)
+    finally:
+        _drop_all(db)

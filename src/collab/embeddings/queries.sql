@@ -17,17 +17,36 @@ update embedding_models set active = true where name = %(model)s
 select set_config('maintenance_work_mem', '1GB', true)
 
 -- name: create_hnsw_index
--- The HNSW (cosine) index of one model and kind (a template; registry.py fills it with psycopg.sql).
-create index if not exists {index} on judgment_embeddings using hnsw ({vector} {ops})
+-- The HNSW (cosine) index of one model and kind (a template; registry.py fills it with psycopg.sql, `concurrently`
+-- included or not).
+create index {concurrently} if not exists {index} on judgment_embeddings using hnsw ({vector} {ops})
 with (m = 16, ef_construction = 64) where model = {model} and kind = {kind}
 
 -- name: drop_index
--- An index the model no longer needs (a template).
-drop index if exists {index}
+-- An index the model no longer needs, or a concurrent build's invalid leftover (a template).
+drop index {concurrently} if exists {index}
 
 -- name: existing_indexes
--- Which of these index names exist.
-select relname from pg_class where relkind = 'i' and relname = any(%(names)s)
+-- Which of these index names exist, and whether each is valid (a concurrent build that failed leaves an invalid
+-- one, which no query uses).
+select c.relname, i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid
+where c.relkind = 'i' and c.relname = any(%(names)s)
+
+-- name: try_upgrade_lock
+-- Whether this session now holds the index upgrade (one process at a time; kept until unlocked or disconnected).
+select pg_try_advisory_lock(hashtext('collab:index_upgrade')) as held
+
+-- name: upgrade_unlock
+-- Let the index upgrade go.
+select pg_advisory_unlock(hashtext('collab:index_upgrade'))
+
+-- name: session_build_memory
+-- Room to sort in memory for this session's concurrent index builds (reset after them).
+select set_config('maintenance_work_mem', '1GB', false)
+
+-- name: reset_build_memory
+-- The pooled session's maintenance_work_mem back to the server's.
+reset maintenance_work_mem
 
 -- name: pgvector_version
 -- The installed pgvector's version string (no row when the extension is missing).

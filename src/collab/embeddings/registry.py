@@ -1,8 +1,10 @@
 """Which embedding models exist, which one search uses, and their HNSW indexes."""
 
+import asyncio
 import hashlib
 
 from psycopg import sql
+from psycopg_pool import AsyncConnectionPool
 
 from collab.kit.db import Queries, execute, fetch_all, fetch_one
 from collab.kit.db.pool import Conn
@@ -31,13 +33,18 @@ def indexed_expr(dimensions: int, *, half: bool) -> sql.Composable:
     return sql.SQL("(embedding::halfvec({}))").format(sql.Literal(dimensions)) if half else vector_expr(dimensions)
 
 
-def index_statement(*, model: str, kind: str, dimensions: int, half: bool) -> sql.Composable:
+def index_statement(*, model: str, kind: str, dimensions: int, half: bool, concurrently: bool = False) -> sql.Composable:
     """The statement that builds the HNSW (cosine) index of one model and kind, unless it exists."""
     return sql.SQL(q.create_hnsw_index).format(
         index=sql.Identifier(index_name(model, kind, half=half)), vector=indexed_expr(dimensions, half=half),
         ops=sql.SQL("halfvec_cosine_ops" if half else "vector_cosine_ops"), model=sql.Literal(model),
-        kind=sql.Literal(kind),
+        kind=sql.Literal(kind), concurrently=sql.SQL("concurrently" if concurrently else ""),
     )
+
+
+def _drop(name: str, *, concurrently: bool = False) -> sql.Composable:
+    return sql.SQL(q.drop_index).format(index=sql.Identifier(name),
+                                        concurrently=sql.SQL("concurrently" if concurrently else ""))
 
 
 async def pgvector_version(conn: Conn) -> tuple[int, ...]:
@@ -61,22 +68,70 @@ async def register(conn: Conn, *, model: str, source: str, dimensions: int) -> b
     return current is not None and current["name"] == model
 
 
-async def ensure_indexes(conn: Conn, *, model: str, dimensions: int) -> None:
-    """The HNSW (cosine) indexes of a model, one per kind, of the precision this server's pgvector indexes; call in
-    a transaction. Builds only what is missing; where it builds half precision, drops the full-precision indexes
-    an earlier release built (so a worker's first start after an upgrade moves an existing database over)."""
-    await execute(conn, q.lock_models)  # two workers starting at once would build the same index twice
+async def _wanted(conn: Conn, model: str) -> tuple[bool, list[str], list[str], dict[str, bool]]:
+    """(half precision?, the indexes this server's pgvector wants for the model, the full-precision ones an earlier
+    release built where half precision is wanted, {name: valid} of those that exist)."""
     half = await pgvector_version(conn) >= HALF_FROM
     wanted = [index_name(model, kind, half=half) for kind in KINDS]
     legacy = [index_name(model, kind, half=False) for kind in KINDS] if half else []
-    found = {row["relname"] for row in await fetch_all(conn, q.existing_indexes, {"names": wanted + legacy})}
-    if not found.issuperset(wanted):
+    rows = await fetch_all(conn, q.existing_indexes, {"names": wanted + legacy})
+    return half, wanted, legacy, {row["relname"]: row["valid"] for row in rows}
+
+
+async def indexed(conn: Conn, model: str) -> bool:
+    """Whether the model's indexes are those this server's pgvector wants, all built and valid (search orders by
+    their expression only then; before, by the full-precision one an earlier release indexed)."""
+    _, wanted, _, found = await _wanted(conn, model)
+    return all(found.get(name) for name in wanted)
+
+
+async def ensure_indexes(conn: Conn, *, model: str, dimensions: int) -> None:
+    """The HNSW (cosine) indexes of a model, one per kind, of the precision this server's pgvector indexes; call in
+    a transaction (registration and activation: it blocks writes to the table while it builds). Builds only what
+    is missing or invalid; where it builds half precision, drops the full-precision indexes an earlier release
+    built."""
+    await execute(conn, q.lock_models)  # two workers starting at once would build the same index twice
+    half, wanted, legacy, found = await _wanted(conn, model)
+    if not all(found.get(name) for name in wanted):
         await execute(conn, q.index_build_memory)
     for kind, name in zip(KINDS, wanted):
-        if name not in found:
+        if not found.get(name):
+            await conn.execute(_drop(name))  # an invalid leftover of a concurrent build, if any
             await conn.execute(index_statement(model=model, kind=kind, dimensions=dimensions, half=half))
-    for name in found.intersection(legacy):
-        await conn.execute(sql.SQL(q.drop_index).format(index=sql.Identifier(name)))
+    for name in legacy:
+        if name in found:
+            await conn.execute(_drop(name))
+
+
+async def upgrade_indexes(pool: AsyncConnectionPool, *, model: str, dimensions: int, grace_s: float) -> bool:
+    """Give an existing database the indexes this server wants without stopping anything (after an upgrade: half
+    precision in place of an earlier release's full-precision ones). They are built CONCURRENTLY, beside the old
+    ones, which searches keep using until the new ones are valid; the old ones are dropped `grace_s` later, once
+    every process has seen the new ones (they re-read `indexed` that often). One process at a time: False at once
+    where another holds the upgrade. True when this call changed anything."""
+    async with pool.connection() as conn:  # autocommit: CONCURRENTLY cannot run in a transaction
+        if not (await fetch_one(conn, q.try_upgrade_lock))["held"]:
+            return False
+        try:
+            half, wanted, legacy, found = await _wanted(conn, model)
+            missing = [(kind, name) for kind, name in zip(KINDS, wanted) if not found.get(name)]
+            if missing:
+                await execute(conn, q.session_build_memory)
+                try:
+                    for kind, name in missing:
+                        await conn.execute(_drop(name, concurrently=True))  # an invalid leftover, if any
+                        await conn.execute(index_statement(model=model, kind=kind, dimensions=dimensions, half=half,
+                                                           concurrently=True))
+                finally:
+                    await execute(conn, q.reset_build_memory)
+            old = [name for name in legacy if name in found]
+            if old and missing:
+                await asyncio.sleep(grace_s)
+            for name in old:
+                await conn.execute(_drop(name, concurrently=True))
+            return bool(missing or old)
+        finally:
+            await execute(conn, q.upgrade_unlock)
 
 
 async def active(conn: Conn) -> dict | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from collab.embeddings.registry import HALF_FROM, pgvector_version
+from collab.embeddings.registry import HALF_FROM, indexed, pgvector_version
 from collab.embeddings.runtime import Recent, cores
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
@@ -121,17 +121,20 @@ class Plan:
     half: bool = False
 
 
-def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_threshold: int, ef_max: int) -> Plan:
-    """Exact below the threshold; above it HNSW, iterative where pgvector has it (0.8+), else a widened beam."""
+def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_threshold: int, ef_max: int,
+         indexed: bool = True) -> Plan:
+    """Exact below the threshold; above it HNSW, iterative where pgvector has it (0.8+), else a widened beam. On the
+    half-precision index where pgvector has one and it is `indexed` (built); else on the full-precision one."""
     if in_scope <= exact_threshold:
         return Plan(exact=True)
+    half = pgvector >= HALF_FROM and indexed
     if pgvector >= (0, 8):
         # Iterative scans go on past ef_search until k rows pass the scope filter (relaxed order: re-sorted
         # after); the tuple budget covers the scope's selectivity (in_scope is a lower bound of the scope).
         tuples = min(1_000_000, max(20_000, math.ceil(8 * k * total / in_scope)))
         return Plan(
             exact=False,
-            half=True,
+            half=half,
             settings={
                 # The first beam (iterative scans widen it where the scope filter needs more): 100 gave recall@10
                 # 0.99 over 100k rows at half the cost of 200; over a million rows the half-precision graph needs
@@ -142,11 +145,14 @@ def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_
             },
         )
     # pgvector 0.6 filters after the index scan: widen the beam to the scope's selectivity.
-    return Plan(exact=False, half=pgvector >= HALF_FROM,
+    return Plan(exact=False, half=half,
                 settings={"hnsw.ef_search": str(min(ef_max, max(100, math.ceil(2 * k * total / in_scope))))})
 
 
 _pgvector: dict[int, tuple[int, ...]] = {}  # per pool: the server's pgvector version, read once
+# Per (pool, model): (when to read it again, whether the model's indexes are the ones the server wants). False
+# while a worker builds them after an upgrade (registry.upgrade_indexes): searches order by the old index meanwhile.
+_indexed: dict[tuple[int, str], tuple[float, bool]] = {}
 
 
 async def _version(svc: Services) -> tuple[int, ...]:
@@ -155,6 +161,16 @@ async def _version(svc: Services) -> tuple[int, ...]:
         async with svc.pool.connection() as conn:
             _pgvector[key] = await pgvector_version(conn)
     return _pgvector[key]
+
+
+async def _is_indexed(svc: Services, model: str) -> bool:
+    key = (id(svc.pool), model)
+    known = _indexed.get(key)
+    if known is None or (not known[1] and known[0] <= time.monotonic()):  # once built, indexes stay
+        async with svc.pool.connection() as conn:
+            known = (time.monotonic() + svc.settings.embedding_refresh_s, await indexed(conn, model))
+        _indexed[key] = known
+    return known[1]
 
 
 # Past this many words (and with no identifier in them) a query is prose: requiring every word to match finds
@@ -260,6 +276,7 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
         k=k,
         exact_threshold=settings.search_exact_threshold,
         ef_max=settings.search_ef_search_max,
+        indexed=in_scope <= settings.search_exact_threshold or await _is_indexed(svc, embedder.name),
     )
     literal = repo.vector_literal(vector)
     async with svc.pool.connection() as conn:  # autocommit: no BEGIN and COMMIT around two reads

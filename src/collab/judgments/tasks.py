@@ -31,11 +31,20 @@ class ActiveModel:
     lost when it ends, while this mutable holder is the same object in every copy.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, upgrades: bool = False) -> None:
+        self.upgrades = upgrades  # a worker's: builds the indexes an upgrade wants (a short-lived CLI's does not)
         self.embedder: Embedder | None = None
         self.loaded: tuple[str | None, str | None] | None = None  # (model setting, name) it was loaded as
         self.read_at = float("-inf")
+        self.indexed: str | None = None  # the model whose indexes were found to suit this server
+        self.upgrade: asyncio.Future | None = None  # the background index upgrade, while one runs
         self.lock = asyncio.Lock()  # one registry read, load and registration at a time per process
+
+    async def stop(self) -> None:
+        """Cancel an index upgrade in progress (the next start builds again; the old indexes serve meanwhile)."""
+        if self.upgrade is not None and not self.upgrade.done():
+            self.upgrade.cancel()
+            await asyncio.gather(self.upgrade, return_exceptions=True)
 
 
 async def active_embedder(ctx: dict) -> Embedder:
@@ -59,12 +68,28 @@ async def active_embedder(ctx: dict) -> Embedder:
                                             dimensions=embedder.dimensions)
         else:
             embedder = await _load(held, None if row["source"] == "default" else row["source"], row["name"], svc)
-            if held.embedder is None:  # this process's first read: the indexes suit this server (after an upgrade)
-                async with svc.pool.connection() as conn:
-                    async with conn.transaction():
-                        await registry.ensure_indexes(conn, model=row["name"], dimensions=row["dimensions"])
+            await _upgrade_indexes(held, svc, model=row["name"], dimensions=row["dimensions"])
         held.embedder, held.read_at = embedder, time.monotonic()
         return embedder
+
+
+async def _upgrade_indexes(held: ActiveModel, svc: Services, *, model: str, dimensions: int) -> None:
+    """Until the model's indexes suit this server (after an upgrade), have them built in the background; jobs go on
+    meanwhile, and searches use the old index (registry.upgrade_indexes). Checked at each registry read."""
+    if not held.upgrades or held.indexed == model or (held.upgrade is not None and not held.upgrade.done()):
+        return
+    async with svc.pool.connection() as conn:
+        if await registry.indexed(conn, model):
+            held.indexed = model
+            return
+    held.upgrade = asyncio.ensure_future(registry.upgrade_indexes(
+        svc.pool, model=model, dimensions=dimensions, grace_s=2 * svc.settings.embedding_refresh_s))
+    held.upgrade.add_done_callback(_log_failure)
+
+
+def _log_failure(task: asyncio.Future) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("index upgrade failed (tried again at the next registry read)", exc_info=task.exception())
 
 
 async def _load(held: ActiveModel, setting: str | None, name: str | None, svc: Services) -> Embedder:
