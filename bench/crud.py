@@ -273,6 +273,8 @@ def main(argv: list[str] | None = None) -> str:
         return ""
     if shutil.which("wrk") is None:
         raise SystemExit("bench.crud needs wrk on the PATH (apt-get install wrk)")
+    # A plain kill (SIGTERM) unwinds like Ctrl-C, so the servers below are stopped, not left running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     root = Path(tempfile.mkdtemp(prefix="collab-crud-"))
     database_url = embedded.start_postgres(root, database="collab_crud")
     redis = embedded.EmbeddedRedis(root)

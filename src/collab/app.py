@@ -12,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from collab import __version__, api, health
 from collab.console import routes as console
 from collab.config import Settings, get_settings
+from collab.kit import heap
 from collab.kit.credentials import CHANGED_CHANNEL
 from collab.kit.envelope import OrjsonResponse
 from collab.kit.http import RequestContext, install_handlers
@@ -37,6 +38,8 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
         await app.state.realtime.start()
         credentials = _credentials_listener(app.state.services)
         await credentials.start()
+        if own:
+            heap.settle()  # a process of its own (tests share theirs): start-up objects out of later collections
         try:
             yield
         finally:

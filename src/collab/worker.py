@@ -19,6 +19,7 @@ from arq.worker import Worker
 from redis.exceptions import RedisError
 
 from collab.config import Settings, get_settings
+from collab.kit import heap
 from collab.kit.crypto import new_id
 from collab.kit.jobs import (
     AWAITED_RESULT_S, DONE_KEY, DONE_TOKEN, LANES, SYNC_PREFIX, WAKE_KEY, Heartbeat, JobFailure, Lane, lane, reap, sweep, tracked,
@@ -348,6 +349,10 @@ def make_worker(
             from collab.judgments.tasks import active_embedder
 
             ctx["model_loading"] = asyncio.ensure_future(active_embedder(ctx))
+            if svc is None and not shared.get("settling"):  # a process of its own (tests share theirs)
+                shared["settling"] = True
+                # Once the model is loaded, start-up's objects leave later collections (kit/heap.py).
+                ctx["model_loading"].add_done_callback(lambda _: heap.settle())
 
         async def shutdown(ctx: dict) -> None:
             if "model_loading" in ctx:

@@ -78,11 +78,11 @@ async def _wanted(conn: Conn, model: str) -> tuple[bool, list[str], list[str], d
     return half, wanted, legacy, {row["relname"]: row["valid"] for row in rows}
 
 
-async def indexed(conn: Conn, model: str) -> bool:
-    """Whether the model's indexes are those this server's pgvector wants, all built and valid (search orders by
-    their expression only then; before, by the full-precision one an earlier release indexed)."""
+async def indexed(conn: Conn, model: str, kinds: tuple[str, ...] = KINDS) -> bool:
+    """Whether the model's indexes (of these kinds) are those this server's pgvector wants, built and valid (search
+    orders by their expression only then; before, by the full-precision one an earlier release indexed)."""
     _, wanted, _, found = await _wanted(conn, model)
-    return all(found.get(name) for name in wanted)
+    return all(found.get(name) for kind, name in zip(KINDS, wanted) if kind in kinds)
 
 
 async def ensure_indexes(conn: Conn, *, model: str, dimensions: int) -> None:

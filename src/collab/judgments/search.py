@@ -150,9 +150,9 @@ def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_
 
 
 _pgvector: dict[int, tuple[int, ...]] = {}  # per pool: the server's pgvector version, read once
-# Per (pool, model): (when to read it again, whether the model's indexes are the ones the server wants). False
-# while a worker builds them after an upgrade (registry.upgrade_indexes): searches order by the old index meanwhile.
-_indexed: dict[tuple[int, str], tuple[float, bool]] = {}
+# Per (pool, model, kind): (when to read it again, whether its index is the one the server wants). False while a
+# worker builds it after an upgrade (registry.upgrade_indexes): searches order by the old index meanwhile.
+_indexed: dict[tuple[int, str, str], tuple[float, bool]] = {}
 
 
 async def _version(svc: Services) -> tuple[int, ...]:
@@ -163,12 +163,12 @@ async def _version(svc: Services) -> tuple[int, ...]:
     return _pgvector[key]
 
 
-async def _is_indexed(svc: Services, model: str) -> bool:
-    key = (id(svc.pool), model)
+async def _is_indexed(svc: Services, model: str, kind: str) -> bool:
+    key = (id(svc.pool), model, kind)
     known = _indexed.get(key)
     if known is None or (not known[1] and known[0] <= time.monotonic()):  # once built, indexes stay
         async with svc.pool.connection() as conn:
-            known = (time.monotonic() + svc.settings.embedding_refresh_s, await indexed(conn, model))
+            known = (time.monotonic() + svc.settings.embedding_refresh_s, await indexed(conn, model, (kind,)))
         _indexed[key] = known
     return known[1]
 
@@ -276,7 +276,8 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
         k=k,
         exact_threshold=settings.search_exact_threshold,
         ef_max=settings.search_ef_search_max,
-        indexed=in_scope <= settings.search_exact_threshold or await _is_indexed(svc, embedder.name),
+        indexed=(in_scope <= settings.search_exact_threshold
+                 or await _is_indexed(svc, embedder.name, data.embeddingType)),
     )
     literal = repo.vector_literal(vector)
     async with svc.pool.connection() as conn:  # autocommit: no BEGIN and COMMIT around two reads
