@@ -92,17 +92,18 @@ def judgment_jobs(db, t):
 def test_one_statement_and_transaction_paths_store_the_same(client, db, clock):
     # Without notifications or a webhook endpoint an add is one statement; with the notification service on it
     # takes the transaction path. What is stored, and the judgments' job, must not differ.
-    batch = [activity(id="a-1", targetEntityId="ann1", targetSubEntityId="c1", entityData={"commentText": "Ünï 😀"},
-                      changes={"status": {"from": None, "to": "open"}}, displayMessageTemplate="{{x}}",
-                      displayMessageTemplateData={"n": [1, 2.5, True, None]}, actionIcon="https://i.io/c.png",
-                      isActivityResolverUsed=True, timestamp=1_700_000_000_000),
+    batch = [activity(id="a-1", targetEntityId="ann1", targetSubEntityId="c1",
+                      entityData={"commentText": "Ünï 😀"}, changes={"status": {"from": None, "to": "open"}},
+                      displayMessageTemplate="{{x}}", displayMessageTemplateData={"n": [1, 2.5, True, None]},
+                      actionIcon="https://i.io/c.png", isActivityResolverUsed=True, timestamp=1_700_000_000_000),
              activity(featureType="custom", actionType="build.finished", targetEntityId="b1", id="a-2")]
     stored = []
     for notifying in (False, True):
         t = new_tenant(client)
         enable_activities(client, t)
         if notifying:
-            result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True}, t.headers))
+            result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True},
+                        t.headers))
         assert result(add(client, t, *batch)) == {"success": True, "message": "2 activities added."}
         assert judgment_jobs(db, t) == [(["a-1", "a-2"], True)]
         stored.append(sorted(listed(client, t)["data"], key=lambda r: r["id"]))

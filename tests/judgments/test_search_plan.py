@@ -64,7 +64,8 @@ def _legacy_indexes(db):
 
 def _indexes(db):
     rows = db.execute("select c.relname, i.indisvalid, pg_get_indexdef(c.oid) as def from pg_index i"
-                      " join pg_class c on c.oid = i.indexrelid where pg_get_indexdef(c.oid) like %s", (f"%'{LEGACY}'%",))
+                      " join pg_class c on c.oid = i.indexrelid where pg_get_indexdef(c.oid) like %s",
+                      (f"%'{LEGACY}'%",))
     return {r["relname"]: (r["indisvalid"], r["def"]) for r in rows.fetchall()}
 
 

@@ -123,7 +123,8 @@ with settings as (
         feature_type = excluded.feature_type, action_type = excluded.action_type, action_user = excluded.action_user,
         target_entity_id = excluded.target_entity_id, target_sub_entity_id = excluded.target_sub_entity_id,
         changes = excluded.changes, entity_data = excluded.entity_data,
-        entity_target_data = excluded.entity_target_data, display_message_template = excluded.display_message_template,
+        entity_target_data = excluded.entity_target_data,
+        display_message_template = excluded.display_message_template,
         display_message_template_data = excluded.display_message_template_data, action_icon = excluded.action_icon,
         is_activity_resolver_used = excluded.is_activity_resolver_used, "timestamp" = excluded."timestamp",
         updated_at = now()

@@ -33,7 +33,8 @@ def indexed_expr(dimensions: int, *, half: bool) -> sql.Composable:
     return sql.SQL("(embedding::halfvec({}))").format(sql.Literal(dimensions)) if half else vector_expr(dimensions)
 
 
-def index_statement(*, model: str, kind: str, dimensions: int, half: bool, concurrently: bool = False) -> sql.Composable:
+def index_statement(*, model: str, kind: str, dimensions: int, half: bool,
+                    concurrently: bool = False) -> sql.Composable:
     """The statement that builds the HNSW (cosine) index of one model and kind, unless it exists."""
     return sql.SQL(q.create_hnsw_index).format(
         index=sql.Identifier(index_name(model, kind, half=half)), vector=indexed_expr(dimensions, half=half),
