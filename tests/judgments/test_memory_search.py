@@ -337,6 +337,36 @@ def test_the_hnsw_path_returns_full_precision_cosines(client, live, db):
         assert abs(r["similarity"] - expected[r["recordId"]]) < 1e-6, r  # rounded to 6 places; half: ~1e-5 off
 
 
+def test_while_the_half_precision_index_is_being_built_searches_answer_in_full(client, live, db):
+    # After an upgrade a worker builds the index in the background (registry.upgrade_indexes); until it is valid,
+    # searches order by the full-precision expression and still answer whole, with the same cosines.
+    from collab.embeddings import registry
+    from collab.judgments import search as search_module
+
+    t = new_tenant(client)
+    enable_activities(client, t)
+    add(client, t, [judged(f"u{i}", f"Upload form {i} accepts files without a size limit") for i in range(8)])
+    settle_jobs(live, t)
+    model = db.execute("select name from embedding_models where active").fetchone()["name"]
+    index = registry.index_name(model, "review")
+    live.svc.settings.search_exact_threshold = 5  # 8 rows: the index path
+    try:
+        built = search(client, t, query="upload size limit", limit=8)
+        db.execute("update pg_index set indisvalid = false where indexrelid = %s::regclass", (index,))
+        search_module._indexed.clear()  # as a process that starts before the build ends finds it
+        building = search(client, t, query="upload size limit", limit=8)
+        seen = [known for (_, name, kind), (_, known) in search_module._indexed.items()
+                if (name, kind) == (model, "review")]
+    finally:
+        db.execute("update pg_index set indisvalid = true where indexrelid = %s::regclass", (index,))
+        search_module._indexed.clear()
+        live.svc.settings.search_exact_threshold = 20_000
+    assert seen == [False]  # the search saw the index unbuilt, so it took the full-precision order
+    assert len(building["results"]) == 8
+    assert [(r["recordId"], r["similarity"]) for r in building["results"]] == \
+        [(r["recordId"], r["similarity"]) for r in built["results"]]
+
+
 def test_judgments_query_lists_with_filters_and_pages(client, corpus):
     path = "/v2/memory/judgments/query"
     response = post(client, path, {"organizationId": "org1", "pageSize": 5}, corpus.headers)
