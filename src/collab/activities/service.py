@@ -118,16 +118,19 @@ async def _add_in_transaction(svc: Services, *, tenant: Tenant, data: AddActivit
         records = [r for r in records if triggers.get(r["action_type"]) is not False]  # off in the triggers: skipped
         await publish(tx, svc, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                       document_id=data.documentId, records=records, store=True,
-                      notification_config=settings["notification_config"])
+                      notification_config=settings["notification_config"],
+                      webhooks=webhook_events.enabled(settings["webhook_config"]))
     return len(records)
 
 
 async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
                   records: list[dict[str, Any]], store: bool, notification_config: dict[str, Any] | None,
-                  notify: bool = True, participants: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+                  webhooks: bool, notify: bool = True, participants: Iterable[str] = (),
+                  exclude: Iterable[str] = ()) -> None:
     """The one path of activity records (activities/add and every comment write): stored when `store` (judgments
-    follow in the worker), then, for records new to the log, webhook events and notifications (when `notify`, by
-    the key's stored `notification_config`; `participants` join the document's audience, `exclude` leave it)."""
+    follow in the worker), then, for records new to the log, webhook events (when the key's `webhooks` are on)
+    and notifications (when `notify`, by the key's stored `notification_config`; `participants` join the
+    document's audience, `exclude` leave it)."""
     new = records
     if store and records:
         # An overwrite (a retry with the same id) does not emit or notify again.
@@ -135,8 +138,9 @@ async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: st
         new = [record for record, fresh in zip(records, inserted) if fresh]
     if new:
         now = svc.now_ms()
-        await webhook_events.on_activities(tx, now=now, api_key_id=api_key_id, organization_id=organization_id,
-                                           document_id=document_id, activities=[to_wire(r) for r in new])
+        if webhooks:  # off: no endpoint takes an event, and asking would cost a round trip per event
+            await webhook_events.on_activities(tx, now=now, api_key_id=api_key_id, organization_id=organization_id,
+                                               document_id=document_id, activities=[to_wire(r) for r in new])
         if notify:
             await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=api_key_id,
                                                     organization_id=organization_id, document_id=document_id,

@@ -28,6 +28,7 @@ class Config:
     triggers: dict[str, Any]
     notifications: bool
     notification_config: dict[str, Any] | None  # as stored: the notification engine reads its triggers
+    webhooks: bool  # webhooks on for the key: only then are events looked for
 
 
 async def config_of(conn: Conn, *, tenant: Tenant) -> Config:
@@ -36,7 +37,8 @@ async def config_of(conn: Conn, *, tenant: Tenant) -> Config:
     return Config(activities=bool(activity.get("isEnabled")),
                   triggers=(activity.get("triggers") or {}).get("comment") or {},
                   notifications=bool(notification.get("useNotificationService")),
-                  notification_config=row["notification_config"])
+                  notification_config=row["notification_config"],
+                  webhooks=webhook_events.enabled(row["webhook_config"]))
 
 
 @dataclass
@@ -83,8 +85,8 @@ async def send(tx: Tx, svc: Services, *, tenant: Tenant, config: Config, thread:
             if batch:
                 await publish(tx, svc, api_key_id=tenant.api_key_id, organization_id=thread["organization_id"],
                               document_id=thread["document_id"], records=batch, store=log, notify=notify,
-                              notification_config=config.notification_config, participants=participants,
-                              exclude=mentioned)
+                              notification_config=config.notification_config, webhooks=config.webhooks,
+                              participants=participants, exclude=mentioned)
     if config.notifications:
         for event in events:
             if event.notify:

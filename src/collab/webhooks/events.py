@@ -87,6 +87,11 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
     return message_id
 
 
+def enabled(webhook_config: dict[str, Any] | None) -> bool:
+    """Whether a key's stored webhook settings have webhooks on (no endpoint takes an event while they are off)."""
+    return bool((webhook_config or {}).get("isEnabled"))
+
+
 def emits(activity: dict[str, Any]) -> bool:
     """Whether an activity (as the spec names its fields) becomes a webhook event."""
     return activity.get("featureType") == "comment" and activity.get("actionType") in COMMENT_EVENTS
