@@ -363,8 +363,8 @@ def make_worker(
                 shared["users"] -= 1
                 if shared["users"] == 0:
                     await shared["active_model"].stop()
-                if svc is None and shared["users"] == 0:
-                    await close_services(ctx["svc"])
+                    if svc is None:
+                        await close_services(ctx["svc"])
 
         options: dict[str, Any] = dict(
             functions=fns,

@@ -161,6 +161,23 @@ def test_service_off_creates_nothing(client):
     assert listed(client, t, documentId="d1")["data"] == []
 
 
+def test_switching_the_service_on_and_off_takes_effect_at_the_next_activity(client):
+    # Without the service an add is one statement; with it, the transaction that notifies (and a key seen with it
+    # on goes straight there for a while). Either way each add follows the setting as it is at that moment.
+    t = tenant_with_users(client, doc_users=("u0", "u1"))
+    enable_activities(client, t)
+    service = "/v2/workspace/notificationconfig/update"
+    comment(client, t, "before")
+    result(post(client, service, {"useNotificationService": True}, t.headers))
+    comment(client, t, "during")
+    result(post(client, service, {"useNotificationService": False}, t.headers))
+    comment(client, t, "after")
+    [record] = listed(client, t, documentId="d1")["data"]
+    assert record["displayBodyMessage"] == "text during"
+    logged = result(post(client, "/v2/activities/get", {"organizationId": "o1"}, t.headers))
+    assert sorted(a["id"] for a in logged) == ["after", "before", "during"]
+
+
 def test_delay_holds_notifications_back(client, live, clock):
     t = service_tenant(client, {"delayConfig": {"isEnabled": True, "delaySeconds": 20}})
     start = clock["now"]

@@ -1,5 +1,6 @@
 """The activity log: add (idempotent by id), update, list and delete; judgments follow in the worker."""
 
+import time
 from typing import Any, Iterable
 
 from collab.kit import paging
@@ -16,6 +17,11 @@ from collab.activities.schemas import AddActivities, DeleteActivities, GetActivi
 from collab.workspaces import repository as workspaces_repo
 
 FUTURE_SKEW_MS = 5 * 60 * 1000
+# Keys whose last add needed the transaction path (the notification service on, or an event with an endpoint):
+# for a while their adds go straight there, rather than first pay a statement that writes nothing. A stale entry
+# only costs a round trip either way; both paths give the same answer. Per process, bounded.
+FOLLOWS_S, _MAX_FOLLOWS = 30.0, 10_000
+_follows: dict[str, float] = {}
 _WIRE = {
     "id": "id",
     "organization_id": "organizationId",
@@ -90,7 +96,7 @@ def _not_enabled() -> ApiError:
 async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str, Any]]) -> int | None:
     """The usual add in one statement (a round trip instead of five); how many were logged, or None when the write
     needs the transaction path: an id repeated, the notification service on, a webhook event with an endpoint."""
-    if len({r["id"] for r in records}) < len(records):
+    if len({r["id"] for r in records}) < len(records) or _follows.get(api_key_id, 0.0) > time.monotonic():
         return None
     events = any(webhook_events.emits(to_wire(r)) for r in records)
     job_id = new_id("job_")
@@ -98,8 +104,11 @@ async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str
         done = await repo.add_at_once(conn, api_key_id=api_key_id, records=records, events=events, job_id=job_id)
         if not done["enabled"]:
             raise _not_enabled()
-        if done["follows"]:
-            return None  # nothing was written
+        if done["follows"]:  # nothing was written
+            if len(_follows) >= _MAX_FOLLOWS:
+                _follows.clear()
+            _follows[api_key_id] = time.monotonic() + FOLLOWS_S
+            return None
         if done["queued"]:
             await jobs.committed(conn, svc.redis, [("derive_judgments", job_id)])
     return done["logged"]
