@@ -144,7 +144,7 @@ def _reembed(args: argparse.Namespace) -> int:
         try:
             setting = None if args.model in (DEFAULT_NAME, "default") else args.model
             embedder = await asyncio.to_thread(
-                load, setting, None, "bf16" if args.bf16 else "fp32", cache_dir=svc.settings.models_dir
+                load, setting, None, "bf16" if args.bf16 else "auto", cache_dir=svc.settings.models_dir
             )
             kinds = (args.kind,) if args.kind else ("review", "content")
             return await reembed(
@@ -287,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     reembed.add_argument("--batch-size", type=int, default=256)
     reembed.add_argument("--activate", action="store_true", help="then switch search to this model atomically")
     reembed.add_argument("--api-key", help="only this tenant's judgments")
-    reembed.add_argument("--bf16", action="store_true", help="run the model in bfloat16 (~1.7x faster on CPU)")
+    reembed.add_argument("--bf16", action="store_true",
+                         help="run the model in bfloat16 (the default where the CPU computes bf16 natively)")
     reembed.set_defaults(fn=_reembed)
     judgments = sub.add_parser("judgments", help="judgment memory maintenance")
     jsub = judgments.add_subparsers(dest="action", required=True)

@@ -18,6 +18,10 @@ PROBES = (
     "Summer sale: up to 40% off selected items until August 31. Terms apply; not valid with other offers. " * 6,
 )
 MIN_COSINE = 0.99
+# The torch vectors of PROBES, kept beside the export so a bf16 runtime is checked without loading another.
+PROBE_VECTORS = "probes.npy"
+# bf16 must stay within the search's "same text" tier (judgments/search.py IDENTICAL): measured 0.9999.
+MIN_COSINE_BF16 = 0.999
 # Transformer architectures whose plain export was checked (others fall back to torch).
 ARCHITECTURES = {"bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "camembert", "electra"}
 _FILES = ("config.json", "tokenizer.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json")
@@ -78,13 +82,16 @@ def fingerprint(path: Path) -> str:
 
 
 def ensure(path: Path, cache_root: Path, dtype: str) -> Path:
-    """The cached `model.onnx` (fp32) or `model.int8.onnx` of a model folder, exported on first use."""
+    """The cached export of a model folder for a dtype, made on first use: `model.onnx` (fp32, fused for ONNX
+    Runtime), `model.int8.onnx`, or `model.plain.onnx` (bf16: standard operators only, for OpenVINO)."""
     check(path)
     folder = cache_root / fingerprint(path)
-    fp32, int8 = folder / "model.onnx", folder / "model.int8.onnx"
-    if not fp32.exists():
+    fp32, int8, plain = folder / "model.onnx", folder / "model.int8.onnx", folder / "model.plain.onnx"
+    if not fp32.exists() or (dtype == "bf16" and not (plain.exists() and (folder / PROBE_VECTORS).exists())):
         folder.mkdir(parents=True, exist_ok=True)
         _in_child(_export, path, fp32)
+    if dtype == "bf16":
+        return plain
     if dtype == "int8" and not int8.exists():
         from collab.embeddings.runtime import Tokens
 
@@ -166,21 +173,31 @@ def _export(path: Path, target: Path) -> None:
     with torch.no_grad():
         expected = pooled(torch.from_numpy(probe_ids), torch.from_numpy(probe_mask)).numpy()
 
-    def write(tmp: Path) -> None:
-        raw = tmp.with_suffix(".raw")
-        try:
-            torch.onnx.export(pooled, (ids, mask), str(raw), input_names=["input_ids", "attention_mask"],
-                              output_names=["embedding"], dynamic_axes=axes, opset_version=17, dynamo=False)
-            _fuse(raw, tmp, config)
-        finally:
-            raw.unlink(missing_ok=True)
+    def checked(tmp: Path) -> None:
         got = session(tmp, threads=1).run(None, {"input_ids": probe_ids, "attention_mask": probe_mask})[0]
         worst = float(numpy.min(numpy.sum(got * expected, axis=1)))
         if worst < MIN_COSINE:
             raise NotExportable(f"export drifts from torch (min cosine {worst:.4f})")
 
+    def write_plain(tmp: Path) -> None:
+        torch.onnx.export(pooled, (ids, mask), str(tmp), input_names=["input_ids", "attention_mask"],
+                          output_names=["embedding"], dynamic_axes=axes, opset_version=17, dynamo=False)
+        checked(tmp)
+
+    def write_fused(tmp: Path) -> None:
+        _fuse(plain, tmp, config)
+        checked(tmp)
+
+    def write_probes(tmp: Path) -> None:
+        with tmp.open("wb") as handle:
+            numpy.save(handle, expected)
+
     log.info("exporting %s to ONNX (once; cached under %s)", path.name, target.parent)
-    _atomic(target, write)
+    _atomic(target.with_name(PROBE_VECTORS), write_probes)
+    plain = target.with_name("model.plain.onnx")
+    # The plain export first: the fused one is made from it, and OpenVINO reads it (it has no ORT-only operators).
+    _atomic(plain, write_plain)
+    _atomic(target, write_fused)
 
 
 def _fuse(raw: Path, target: Path, config: dict) -> None:
@@ -226,3 +243,18 @@ def _quantize(fp32: Path, target: Path, tokens) -> None:
 
     log.info("quantizing %s to int8 (once)", fp32.parent.name)
     _atomic(target, write)
+
+
+def check_bf16(session, plain: Path, tokens) -> None:
+    """Raise NotExportable unless a bf16 session reproduces the torch vectors of the probes (one at a time and
+    batched) to the search's "same text" tier."""
+    import numpy
+
+    expected = numpy.load(plain.with_name(PROBE_VECTORS))
+    ids, mask = tokens.batch(list(PROBES))
+    batched = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    single = numpy.vstack([session.run(None, dict(zip(("input_ids", "attention_mask"), tokens.batch([t]))))[0]
+                           for t in PROBES])
+    worst = float(min(numpy.sum(batched * expected, axis=1).min(), numpy.sum(single * expected, axis=1).min()))
+    if worst < MIN_COSINE_BF16:
+        raise NotExportable(f"bf16 drifts from fp32 (min cosine {worst:.4f})")

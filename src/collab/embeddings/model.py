@@ -1,7 +1,8 @@
 """The embedding model, loaded once per process from a local path (never a download).
 
-It runs on ONNX Runtime over an export made offline from the packaged weights and cached under the data dir
-(`<cache_dir>/<content hash>/model.onnx`); torch stays for models without an export and for bf16.
+It runs over an export made offline from the packaged weights and cached under the data dir
+(`<cache_dir>/<content hash>/`): on OpenVINO in bf16 where the CPU computes bf16 natively, else on ONNX Runtime in
+fp32; torch stays for models without an export.
 """
 
 import hashlib
@@ -26,34 +27,38 @@ def resolve(setting: str | None) -> tuple[str, str]:
 class Embedder:
     """A loaded model: name, dimensions, and `encode` returning unit-length vectors.
 
-    `dtype` is fp32 or int8 (ONNX Runtime) or bf16 (torch); `device` auto picks a GPU for batches when one is
-    usable, else the CPU; `runtime` auto uses ONNX where the model exports and torch otherwise.
+    `dtype` auto is bf16 on OpenVINO where the CPU computes bf16 natively, else fp32 on ONNX Runtime; fp32 and
+    int8 name ONNX Runtime; bf16 is OpenVINO's where native, else torch's. `device` auto picks a GPU for batches
+    when one is usable, else the CPU; `runtime` auto uses an export where the model has one and torch otherwise.
     """
 
-    def __init__(self, name: str, source: str, *, device: str = "auto", dtype: str = "fp32", runtime: str = "auto",
+    def __init__(self, name: str, source: str, *, device: str = "auto", dtype: str = "auto", runtime: str = "auto",
                  cache_dir: Path | str | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local path, never a hub
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from collab.embeddings import export
-        from collab.embeddings.runtime import OnnxModel, Tokens, TorchModel, bulk_device
+        from collab.embeddings.runtime import OnnxModel, Tokens, TorchModel, bulk_device, native_bf16
 
         self.name = name
         self.model = None
-        if runtime != "torch" and dtype != "bf16":
+        asked = dtype
+        if dtype == "auto":
+            dtype = "bf16" if runtime in ("auto", "openvino") and native_bf16() else "fp32"
+        if runtime != "torch" and (dtype != "bf16" or native_bf16() or runtime == "openvino"):
             folder = export.local_dir(source)
             try:
                 if folder is None:
                     raise export.NotExportable("no local copy")
-                onnx_file = export.ensure(folder, _cache_dir(cache_dir), dtype)
                 tokens = Tokens(folder / "tokenizer.json", export.max_length(folder))
-                self.model = OnnxModel(onnx_file, tokens, source=source, device=device, label=f"onnx-{dtype}")
+                self.model = _exported(folder, tokens, source, device, dtype, _cache_dir(cache_dir))
             except export.NotExportable as why:
-                if runtime == "onnx":
+                if runtime in ("onnx", "openvino"):
                     raise
                 log.info("embedding model %s runs on torch (%s)", name, why)
         if self.model is None:
+            # bf16 on torch only when asked for: its vectors drift to 0.998 of fp32 (OpenVINO's: 0.9999).
             self.model = TorchModel(source, device=_torch_device(device, bulk_device),
-                                    dtype="bf16" if dtype == "bf16" else "fp32")
+                                    dtype="bf16" if asked == "bf16" else "fp32")
         self.dimensions = self.model.dimensions
 
     def encode(self, texts: list[str], *, batch_size: int = 64) -> list[list[float]]:
@@ -61,6 +66,23 @@ class Embedder:
         if not texts:
             return []
         return self.model.encode(list(texts), batch_size=batch_size).tolist()
+
+
+def _exported(folder: Path, tokens, source: str, device: str, dtype: str, cache: Path):
+    """The exported model on OpenVINO (bf16) or ONNX Runtime (fp32, int8); bf16 that drifts falls back to fp32."""
+    from collab.embeddings import export
+    from collab.embeddings.runtime import OnnxModel
+
+    if dtype == "bf16":
+        plain = export.ensure(folder, cache, "bf16")
+        model = OnnxModel(plain, tokens, source=source, device=device, label="openvino-bf16", openvino=True)
+        try:
+            export.check_bf16(model.query, plain, tokens)
+            return model
+        except export.NotExportable as why:
+            log.warning("bf16 refused for %s (%s); using fp32", folder.name, why)
+            dtype = "fp32"
+    return OnnxModel(export.ensure(folder, cache, dtype), tokens, source=source, device=device, label=f"onnx-{dtype}")
 
 
 def _cache_dir(given: Path | str | None) -> Path:
@@ -79,7 +101,7 @@ _loaded: dict[tuple[str, str, str, str], Embedder] = {}
 _loading = threading.Lock()
 
 
-def load(setting: str | None = None, name: str | None = None, dtype: str = "fp32", *, device: str = "auto",
+def load(setting: str | None = None, name: str | None = None, dtype: str = "auto", *, device: str = "auto",
          cache_dir: Path | str | None = None) -> Embedder:
     """The process-wide embedder for a model setting (loaded on first use, then kept), optionally renamed."""
     default_name, source = resolve(setting)

@@ -1,5 +1,7 @@
-"""The runtimes behind an embedder: ONNX Runtime (queries and bulk, CPU or CUDA) and torch (the fallback)."""
+"""The runtimes behind an embedder: ONNX Runtime (queries and bulk, CPU or CUDA), OpenVINO (bf16 on CPUs that
+compute it natively) and torch (the fallback)."""
 
+import functools
 import logging
 import os
 import threading
@@ -35,6 +37,48 @@ def session(path: Path, *, threads: int, providers: list[str] | None = None):
     # but in the service it cost the worker ~30 ms of CPU per search against ~16 (e2e p50 22 against 20 ms).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(str(path), options, providers=providers or ["CPUExecutionProvider"])
+
+
+@functools.cache
+def native_bf16() -> bool:
+    """Whether OpenVINO is installed and this CPU computes bfloat16 natively (AVX512-BF16 or AMX)."""
+    try:
+        import openvino
+    except ImportError:
+        return False
+    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+@functools.cache
+def _openvino():
+    import openvino
+
+    return openvino.Core()
+
+
+def openvino_model(path: Path):
+    """An ONNX file read once: the sessions compiled from it share its weights (three sessions: 301 MiB against 511
+    compiled from the file each time, measured)."""
+    return _openvino().read_model(str(path))
+
+
+class OpenVinoSession:
+    """An OpenVINO compiled model behind ONNX Runtime's `run`, an infer request per calling thread (a request
+    runs one inference at a time; the compiled model serves several)."""
+
+    def __init__(self, model, *, threads: int, precision: str = "bf16"):
+        # bf16 where the CPU has it (OpenVINO keeps f32 elsewhere); no pinning: the cores are shared with Postgres.
+        self.compiled = _openvino().compile_model(model, "CPU", {
+            "INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads,
+            "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False})
+        self.local = threading.local()
+
+    def run(self, _outputs, feeds: dict) -> list[numpy.ndarray]:
+        request = getattr(self.local, "request", None)
+        if request is None:
+            request = self.local.request = self.compiled.create_infer_request()
+        # Copied: the request's output buffer is overwritten by its next inference.
+        return [numpy.array(request.infer(feeds)[0], copy=True)]
 
 
 class Tokens:
@@ -110,16 +154,19 @@ def bulk_device(device: str) -> str:
 
 class OnnxModel:
     """An exported model: sessions for single queries (an all-cores one, and a one-thread one beside it) and one for
-    batches (or a GPU)."""
+    batches (or a GPU); on ONNX Runtime, or on OpenVINO in bf16 (`openvino=True`) for the CPU's sessions."""
 
-    def __init__(self, model: Path, tokens: Tokens, *, source: str, device: str = "auto", label: str = "onnx"):
+    def __init__(self, model: Path, tokens: Tokens, *, source: str, device: str = "auto", label: str = "onnx",
+                 openvino: bool = False):
         self.path, self.tokens, self.source, self.device, self.label = model, tokens, source, device, label
+        self.cpu_session = (functools.partial(OpenVinoSession, openvino_model(model)) if openvino
+                            else functools.partial(session, model))
         # A query alone takes every core (a 26-token sentence in ~4.9 ms on two threads against ~8 on one). One
         # that comes while another encodes runs beside it on a one-thread session rather than wait its turn: 16
         # concurrent searches 82-84/s against 67-77 in turn, the sequential p50 unchanged (docs/decisions.md). The
         # cost is that session's copy of the weights (~85 MiB). Both are the queries' own: never behind a batch.
-        self.query = session(model, threads=cores())
-        self.beside = session(model, threads=1)
+        self.query = self.cpu_session(threads=cores())
+        self.beside = self.cpu_session(threads=1)
         self._query_lock = threading.Lock()
         self._bulk = None
         self._bulk_lock = threading.Lock()
@@ -142,7 +189,7 @@ class OnnxModel:
                 elif where == "cuda-torch":
                     self._bulk = TorchModel(self.source, device="cuda")
                 else:
-                    self._bulk = session(self.path, threads=cores())
+                    self._bulk = self.cpu_session(threads=cores())
                 self.bulk_device = where
                 log.info("bulk embedding with %s on %s", self.label, where)
             return self._bulk
@@ -153,7 +200,7 @@ class OnnxModel:
             # No cache here: a cache shared by every caller would let one tenant time another's texts
             # (the search path keeps its own, per tenant: judgments/search.py).
             if not self._query_lock.acquire(blocking=False):
-                return self._run(self.beside, texts)  # ONNX Runtime runs a session from several threads at once
+                return self._run(self.beside, texts)  # both runtimes run a session from several threads
             try:
                 return self._run(self.query, texts)
             finally:

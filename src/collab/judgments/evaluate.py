@@ -291,7 +291,7 @@ async def _embedder(svc, model: str | None, dtype: str):
     return embedder
 
 
-async def run(settings: Settings, *, labelled: LabelledSet, model: str | None = None, dtype: str = "fp32") -> dict[str, Any]:
+async def run(settings: Settings, *, labelled: LabelledSet, model: str | None = None, dtype: str = "auto") -> dict[str, Any]:
     """The eval against the configured database: build Services, pick the model, evaluate, close."""
     from collab.kit.services import build_services, close_services
 
@@ -344,6 +344,6 @@ def main(*, model: str | None, set_path: Path | None, as_json: bool, queries: in
     except SetError as exc:
         print(f"collab eval search: {exc}", file=sys.stderr)
         return 2
-    report = asyncio.run(run(get_settings(), labelled=labelled, model=model, dtype="bf16" if bf16 else "fp32"))
+    report = asyncio.run(run(get_settings(), labelled=labelled, model=model, dtype="bf16" if bf16 else "auto"))
     print(json.dumps(report, indent=1) if as_json else table(report))
     return 0

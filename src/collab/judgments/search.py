@@ -176,8 +176,9 @@ async def _is_indexed(svc: Services, model: str, kind: str) -> bool:
 # Past this many words (and with no identifier in them) a query is prose: requiring every word to match finds
 # little beyond what the vector finds, and ANDing the posting lists of common words costs tens of ms at 100k rows.
 MAX_LEXICAL_WORDS = 8
-# The same text embedded twice by the service's runtime: cosine 1.0000 (ONNX and torch fp32 agree to 1.0000 too;
-# bf16 vectors drift to 0.998 and miss this tier). Texts that differ reach it only when nearly identical.
+# The same text embedded twice by the service's runtime: cosine 1.0000 (ONNX and torch fp32 agree to 1.0000 too,
+# OpenVINO bf16 to 0.9999, which embeddings/export.py checks; torch bf16 drifts to 0.998 and misses this tier).
+# Texts that differ reach it only when nearly identical.
 IDENTICAL = 0.999
 
 
