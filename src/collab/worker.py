@@ -9,6 +9,7 @@ caller that its job ended with a push on the job's own list (no result polling);
 import asyncio
 import logging
 import signal
+import time
 from typing import Any
 
 from arq import cron, func
@@ -119,6 +120,9 @@ def _cron_jobs() -> list:
     ]
 
 
+# How often a lane asks Redis for aborted jobs (arq asks on every poll, i.e. on every wake-up of a busy lane).
+ABORT_CHECK_S = 0.25
+
 # A job's claim: not in progress anywhere, still queued and due (its score), then marked in progress.
 _CLAIM = """
 if redis.call('exists', KEYS[1]) == 1 then return nil end
@@ -142,10 +146,24 @@ class LaneWorker(Worker):
         self.lane = lane
         self._freed = asyncio.Event()
         self._wake: asyncio.Task | None = None
+        self._next_abort_check = 0.0
+        self.clock = time.monotonic
 
     def _release_sem_dec_counter_on_complete(self) -> None:
+        full = self.job_counter >= self.max_jobs
         super()._release_sem_dec_counter_on_complete()
-        self._freed.set()
+        # Only a full worker stopped taking wake-ups, so only then can announced jobs be waiting for this slot; a
+        # poll after every job would cost a search two Redis round trips more. A burst run polls to see its end.
+        if full or self.burst:
+            self._freed.set()
+
+    async def _cancel_aborted_jobs(self) -> None:
+        # An abort comes from a caller that has already answered (past its deadline): a few looks a second are
+        # enough, rather than a Redis round trip on every poll. The lane's fallback poll brings the next look.
+        now = self.clock()
+        if now >= self._next_abort_check:
+            self._next_abort_check = now + ABORT_CHECK_S
+            await super()._cancel_aborted_jobs()
 
     async def _done(self, job_id: str, result_data: bytes | None) -> None:
         """Tell a `run_sync` caller its job ended: the result itself where there is one (no further read)."""

@@ -17,7 +17,7 @@ from collab.embeddings.model import Embedder, resolve
 from collab.embeddings.runtime import native_bf16
 
 SAMPLE = [line for line in (Path(__file__).parents[1] / "fixtures_embedding_sample.txt").read_text().splitlines() if line]
-# What a default load runs on this machine: OpenVINO bf16 where the CPU computes bf16 natively, else ONNX Runtime fp32.
+# What a default load runs here: OpenVINO bf16 where the CPU computes bf16 natively, else ONNX Runtime fp32.
 DEFAULT_LABEL = "openvino-bf16" if native_bf16() else "onnx-fp32"
 
 

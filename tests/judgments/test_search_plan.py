@@ -190,6 +190,21 @@ def test_the_embedded_server_reports_pgvector_0_8_or_later(live):
     assert "hnsw.iterative_scan" in plan(pgvector=found, in_scope=30_000, total=100_000, **ARGS).settings
 
 
+def test_a_vector_reaches_postgres_exactly_as_the_model_gave_it(live):
+    import numpy
+
+    vector = numpy.random.default_rng(7).standard_normal(384).astype(numpy.float32)
+    vector /= numpy.linalg.norm(vector)
+
+    async def stored():
+        async with live.svc.pool.connection() as conn:
+            literal = repo.vector_literal(vector.tolist())
+            return (await (await conn.execute("select %s::vector::text as v", (literal,))).fetchone())["v"]
+
+    back = numpy.asarray([float(x) for x in live.run(stored())[1:-1].split(",")], dtype=numpy.float32)
+    assert numpy.array_equal(back, vector)  # every float32 value, not 7 digits of it
+
+
 def test_a_connection_keeps_its_hnsw_settings_and_is_given_them_once(live):
     settings = plan(pgvector=(0, 8, 2), in_scope=30_000, total=100_000, **ARGS).settings
     wider = {**settings, "hnsw.ef_search": "200"}

@@ -218,6 +218,56 @@ def test_a_wake_token_that_came_when_every_slot_filled_is_handed_on(live):
     assert live.run(go()) == 1  # another worker of the lane gets it
 
 
+def test_a_slot_that_frees_brings_a_poll_only_where_every_slot_was_taken(live):
+    # A worker with room takes wake-ups, so announced jobs reach it; one that was full did not, so it must look.
+    from collab.kit.jobs import Lane
+    from collab.worker import LaneWorker, echo
+
+    queue = f"collab:test:{uuid.uuid4().hex}"
+
+    async def go():
+        worker = LaneWorker(functions=[echo], queue_name=queue, redis_pool=live.svc.redis, lane=Lane("t", queue),
+                            max_jobs=2, poll_delay=3600, handle_signals=False)
+        await worker.sem.acquire()  # one job runs
+        worker.job_counter = 1
+        worker._release_sem_dec_counter_on_complete()
+        with_room = worker._freed.is_set()
+        await worker.sem.acquire()  # two jobs run: every slot taken
+        await worker.sem.acquire()
+        worker.job_counter = 2
+        worker._release_sem_dec_counter_on_complete()
+        return with_room, worker._freed.is_set()
+
+    assert live.run(go()) == (False, True)
+
+
+def test_aborted_jobs_are_looked_up_a_few_times_a_second_not_on_every_poll(live, monkeypatch):
+    from arq.worker import Worker
+
+    from collab.kit.jobs import Lane
+    from collab.worker import ABORT_CHECK_S, LaneWorker, echo
+
+    looks = []
+
+    async def look(self):
+        looks.append(self.clock())
+
+    monkeypatch.setattr(Worker, "_cancel_aborted_jobs", look)
+    queue = f"collab:test:{uuid.uuid4().hex}"
+
+    async def go():
+        worker = LaneWorker(functions=[echo], queue_name=queue, redis_pool=live.svc.redis, lane=Lane("t", queue),
+                            max_jobs=2, poll_delay=3600, handle_signals=False)
+        now = [1000.0]
+        worker.clock = lambda: now[0]
+        for step in (0.0, 0.01, 0.1, ABORT_CHECK_S, 0.01):
+            now[0] += step
+            await worker._cancel_aborted_jobs()
+
+    live.run(go())
+    assert looks == [1000.0, 1000.0 + 0.01 + 0.1 + ABORT_CHECK_S]
+
+
 def test_a_background_job_wakes_its_lane_instead_of_waiting_for_a_poll(live, db, monkeypatch):
     # An idle worker used to poll the bulk queue every 10 ms (~8% of a core); now the job's enqueue after commit
     # wakes it, and the poll (0.25 s by default) only finds retries and fires the crons.
