@@ -96,6 +96,26 @@ def test_an_openvino_vector_is_not_overwritten_by_the_next_inference(openvino_bf
     assert numpy.array_equal(first, kept)
 
 
+def test_openvino_batches_come_back_in_order_and_a_failed_one_fails_the_encode(openvino_bf16, monkeypatch):
+    from collab.embeddings.runtime import OpenVinoSession
+
+    bulk = openvino_bf16.model.bulk()
+    assert isinstance(bulk, OpenVinoSession) and bulk.streams >= 1
+    texts = SAMPLE[:100]
+    one_by_one = numpy.asarray([openvino_bf16.encode([t])[0] for t in texts])
+    assert cosines(openvino_bf16.encode(texts), one_by_one).min() >= 0.999  # 4 batches over the streams
+    real = bulk.run
+
+    def long_batches_fail(outputs, feeds):
+        if feeds["input_ids"].shape[1] > 20:
+            raise RuntimeError("inference failed")
+        return real(outputs, feeds)
+
+    monkeypatch.setattr(bulk, "run", long_batches_fail)
+    with pytest.raises(RuntimeError, match="inference failed"):
+        openvino_bf16.encode(texts)
+
+
 def test_load_uses_openvino_bf16_where_the_cpu_has_it_else_onnx_fp32(cache, onnx_fp32):
     # int8 falls short on this sample when batched (min cosine 0.9899 attention-only), so fp32 without native bf16.
     from collab.embeddings.model import load

@@ -66,11 +66,13 @@ class OpenVinoSession:
     """An OpenVINO compiled model behind ONNX Runtime's `run`, an infer request per calling thread (a request
     runs one inference at a time; the compiled model serves several)."""
 
-    def __init__(self, model, *, threads: int, precision: str = "bf16"):
+    def __init__(self, model, *, threads: int, streams: int = 1, precision: str = "bf16"):
         # bf16 where the CPU has it (OpenVINO keeps f32 elsewhere); no pinning: the cores are shared with Postgres.
-        self.compiled = _openvino().compile_model(model, "CPU", {
-            "INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads,
-            "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False})
+        # One stream runs one inference on all its threads (latency); several split the threads between them.
+        config = {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads, "ENABLE_CPU_PINNING": False}
+        config.update({"NUM_STREAMS": streams} if streams > 1 else {"PERFORMANCE_HINT": "LATENCY"})
+        self.compiled = _openvino().compile_model(model, "CPU", config)
+        self.streams = streams
         self.local = threading.local()
 
     def run(self, _outputs, feeds: dict) -> list[numpy.ndarray]:
@@ -79,6 +81,30 @@ class OpenVinoSession:
             request = self.local.request = self.compiled.create_infer_request()
         # Copied: the request's output buffer is overwritten by its next inference.
         return [numpy.array(request.infer(feeds)[0], copy=True)]
+
+    def run_all(self, batches: list[dict]) -> list[numpy.ndarray]:
+        """Every batch, `streams` at a time, the results in order. A thread per stream (this one and helpers),
+        not OpenVINO's AsyncInferQueue: a process that used one aborted at exit now and then (3 of 12)."""
+        results: list = [None] * len(batches)
+        failed: list[BaseException] = []
+
+        def work(first: int) -> None:
+            try:
+                for i in range(first, len(batches), self.streams):
+                    results[i] = self.run(None, batches[i])[0]
+            except BaseException as exc:  # raised in the caller below
+                failed.append(exc)
+
+        helpers = [threading.Thread(target=work, args=(i,), daemon=True)
+                   for i in range(1, min(self.streams, len(batches)))]
+        for helper in helpers:
+            helper.start()
+        work(0)
+        for helper in helpers:
+            helper.join()
+        if failed:
+            raise failed[0]
+        return results
 
 
 class Tokens:
@@ -159,6 +185,7 @@ class OnnxModel:
     def __init__(self, model: Path, tokens: Tokens, *, source: str, device: str = "auto", label: str = "onnx",
                  openvino: bool = False):
         self.path, self.tokens, self.source, self.device, self.label = model, tokens, source, device, label
+        self.openvino = openvino
         self.cpu_session = (functools.partial(OpenVinoSession, openvino_model(model)) if openvino
                             else functools.partial(session, model))
         # A query alone takes every core (a 26-token sentence in ~4.9 ms on two threads against ~8 on one). One
@@ -170,8 +197,9 @@ class OnnxModel:
         self._query_lock = threading.Lock()
         self._bulk = None
         self._bulk_lock = threading.Lock()
-        # One batch at a time on the all-cores session: concurrent encodes interleave batch by batch (each
-        # caller keeps its turn) instead of running two passes on the same threads (168 texts/s against 189).
+        # One batch at a time on ONNX Runtime's all-cores session: concurrent encodes interleave batch by batch
+        # (each caller keeps its turn) instead of running two passes on the same threads (168 texts/s against 189).
+        # OpenVINO's streams queue the batches of concurrent callers themselves.
         self._pass = threading.Lock()
         self.dimensions = int(self._run(self.query, ["warm up"]).shape[1])
 
@@ -188,6 +216,10 @@ class OnnxModel:
                     self._bulk = session(self.path, threads=1, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
                 elif where == "cuda-torch":
                     self._bulk = TorchModel(self.source, device="cuda")
+                elif self.openvino:
+                    # A stream per core, a thread each, a batch each: 619-653 texts/s against 582-623 for one
+                    # stream of every core (three rounds in one process, docs/decisions.md).
+                    self._bulk = self.cpu_session(threads=cores(), streams=cores())
                 else:
                     self._bulk = self.cpu_session(threads=cores())
                 self.bulk_device = where
@@ -214,11 +246,15 @@ class OnnxModel:
         rows = self.tokens.encode(texts)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         out = numpy.empty((len(rows), self.dimensions), dtype=numpy.float32)
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            ids, mask = Tokens.pad([rows[i] for i in chunk])
+        chunks = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        feeds = [dict(zip(("input_ids", "attention_mask"), Tokens.pad([rows[i] for i in chunk]))) for chunk in chunks]
+        if isinstance(runtime, OpenVinoSession):  # its streams take the batches in turn, beside other callers'
+            for chunk, vectors in zip(chunks, runtime.run_all(feeds)):
+                out[chunk] = vectors
+            return out
+        for chunk, one in zip(chunks, feeds):
             with self._pass:
-                out[chunk] = runtime.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+                out[chunk] = runtime.run(None, one)[0]
         return out
 
 
