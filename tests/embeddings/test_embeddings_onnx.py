@@ -155,6 +155,14 @@ def test_bf16_that_drifts_is_refused_for_fp32(cache, onnx_fp32, monkeypatch, cap
     monkeypatch.setattr(export, "check_bf16", refuse)
     model = Embedder("all-MiniLM-L6-v2", source, cache_dir=cache)
     assert model.model.label == "onnx-fp32" and "bf16 refused" in caplog.text
+    caplog.clear()
+
+    def cannot_compile(*_args, **_kwargs):
+        raise RuntimeError("Exception from src/inference: unsupported operation")
+
+    monkeypatch.setattr(runtime, "openvino_model", cannot_compile)  # a graph OpenVINO does not take
+    model = Embedder("all-MiniLM-L6-v2", source, cache_dir=cache)
+    assert model.model.label == "onnx-fp32" and "unsupported operation" in caplog.text
 
 
 def test_vectors_are_unit_length_and_in_input_order(onnx_fp32):

@@ -44,6 +44,7 @@ class Embedder:
         asked = dtype
         if dtype == "auto":
             dtype = "bf16" if runtime in ("auto", "openvino") and native_bf16() else "fp32"
+        # bf16 asked for where the CPU has none (and OpenVINO not named) stays on torch, as before.
         if runtime != "torch" and (dtype != "bf16" or native_bf16() or runtime == "openvino"):
             folder = export.local_dir(source)
             try:
@@ -75,11 +76,11 @@ def _exported(folder: Path, tokens, source: str, device: str, dtype: str, cache:
 
     if dtype == "bf16":
         plain = export.ensure(folder, cache, "bf16")
-        model = OnnxModel(plain, tokens, source=source, device=device, label="openvino-bf16", openvino=True)
         try:
+            model = OnnxModel(plain, tokens, source=source, device=device, label="openvino-bf16", openvino=True)
             export.check_bf16(model.query, plain, tokens)
             return model
-        except export.NotExportable as why:
+        except Exception as why:  # drifts, or OpenVINO cannot compile this graph: ONNX Runtime runs it
             log.warning("bf16 refused for %s (%s); using fp32", folder.name, why)
             dtype = "fp32"
     return OnnxModel(export.ensure(folder, cache, dtype), tokens, source=source, device=device, label=f"onnx-{dtype}")

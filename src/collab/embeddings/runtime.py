@@ -40,20 +40,19 @@ def session(path: Path, *, threads: int, providers: list[str] | None = None):
 
 
 @functools.cache
-def native_bf16() -> bool:
-    """Whether OpenVINO is installed and this CPU computes bfloat16 natively (AVX512-BF16 or AMX)."""
-    try:
-        import openvino
-    except ImportError:
-        return False
-    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-
-
-@functools.cache
 def _openvino():
     import openvino
 
     return openvino.Core()
+
+
+@functools.cache
+def native_bf16() -> bool:
+    """Whether OpenVINO is installed and this CPU computes bfloat16 natively (AVX512-BF16 or AMX)."""
+    try:
+        return "BF16" in _openvino().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    except ImportError:
+        return False
 
 
 def openvino_model(path: Path):
