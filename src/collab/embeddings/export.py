@@ -175,9 +175,7 @@ def _export(path: Path, target: Path) -> None:
 
     def checked(tmp: Path) -> None:
         got = session(tmp, threads=1).run(None, {"input_ids": probe_ids, "attention_mask": probe_mask})[0]
-        worst = float(numpy.min(numpy.sum(got * expected, axis=1)))
-        if worst < MIN_COSINE:
-            raise NotExportable(f"export drifts from torch (min cosine {worst:.4f})")
+        _agrees("export drifts from torch", got, expected)
 
     def write_plain(tmp: Path) -> None:
         torch.onnx.export(pooled, (ids, mask), str(tmp), input_names=["input_ids", "attention_mask"],
@@ -219,7 +217,6 @@ def _quantize(fp32: Path, target: Path, tokens) -> None:
     Quantizing every MatMul (the naive recipe) drifts to cosine 0.96 on one-word texts: the feed-forward
     output layers see GELU outliers. The attention-only recipe keeps min cosine >= 0.99 (docs/decisions.md).
     """
-    import numpy
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -237,9 +234,7 @@ def _quantize(fp32: Path, target: Path, tokens) -> None:
                          op_types_to_quantize=["MatMul", "Attention"], nodes_to_quantize=nodes,
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         got = session(tmp, threads=1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
-        worst = float(numpy.min(numpy.sum(got * expected, axis=1)))
-        if worst < MIN_COSINE:
-            raise NotExportable(f"int8 drifts from fp32 (min cosine {worst:.4f})")
+        _agrees("int8 drifts from fp32", got, expected)
 
     log.info("quantizing %s to int8 (once)", fp32.parent.name)
     _atomic(target, write)
@@ -255,6 +250,14 @@ def check_bf16(session, plain: Path, tokens) -> None:
     batched = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
     single = numpy.vstack([session.run(None, dict(zip(("input_ids", "attention_mask"), tokens.batch([t]))))[0]
                            for t in PROBES])
-    worst = float(min(numpy.sum(batched * expected, axis=1).min(), numpy.sum(single * expected, axis=1).min()))
-    if worst < MIN_COSINE_BF16:
-        raise NotExportable(f"bf16 drifts from fp32 (min cosine {worst:.4f})")
+    _agrees("bf16 drifts from torch", numpy.vstack([batched, single]), numpy.vstack([expected, expected]),
+            MIN_COSINE_BF16)
+
+
+def _agrees(what: str, got, expected, bar: float = MIN_COSINE) -> None:
+    """Raise NotExportable(what) when a row of `got` is further than `bar` (cosine) from its row of `expected`."""
+    import numpy
+
+    worst = float(numpy.min(numpy.sum(numpy.asarray(got) * expected, axis=1)))
+    if worst < bar:
+        raise NotExportable(f"{what} (min cosine {worst:.4f})")

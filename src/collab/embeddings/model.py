@@ -37,7 +37,7 @@ class Embedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local path, never a hub
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from collab.embeddings import export
-        from collab.embeddings.runtime import OnnxModel, Tokens, TorchModel, bulk_device, native_bf16
+        from collab.embeddings.runtime import Tokens, TorchModel, bulk_device, native_bf16
 
         self.name = name
         self.model = None
