@@ -83,7 +83,7 @@ async def indexed(conn: Conn, model: str, kinds: tuple[str, ...] = KINDS) -> boo
     """Whether the model's indexes (of these kinds) are those this server's pgvector wants, built and valid (search
     orders by their expression only then; before, by the full-precision one an earlier release indexed)."""
     _, wanted, _, found = await _wanted(conn, model)
-    return all(found.get(name) for kind, name in zip(KINDS, wanted) if kind in kinds)
+    return all(kind not in kinds for kind, _ in _missing(wanted, found))
 
 
 async def ensure_indexes(conn: Conn, *, model: str, dimensions: int) -> None:
@@ -93,15 +93,27 @@ async def ensure_indexes(conn: Conn, *, model: str, dimensions: int) -> None:
     built."""
     await execute(conn, q.lock_models)  # two workers starting at once would build the same index twice
     half, wanted, legacy, found = await _wanted(conn, model)
-    if not all(found.get(name) for name in wanted):
+    missing = _missing(wanted, found)
+    if missing:
         await execute(conn, q.index_build_memory)
-    for kind, name in zip(KINDS, wanted):
-        if not found.get(name):
-            await conn.execute(_drop(name))  # an invalid leftover of a concurrent build, if any
-            await conn.execute(index_statement(model=model, kind=kind, dimensions=dimensions, half=half))
+        await _build(conn, model=model, dimensions=dimensions, half=half, missing=missing, concurrently=False)
     for name in legacy:
         if name in found:
             await conn.execute(_drop(name))
+
+
+def _missing(wanted: list[str], found: dict[str, bool]) -> list[tuple[str, str]]:
+    """(kind, index name) of the wanted indexes that are absent or invalid."""
+    return [(kind, name) for kind, name in zip(KINDS, wanted) if not found.get(name)]
+
+
+async def _build(conn: Conn, *, model: str, dimensions: int, half: bool, missing: list[tuple[str, str]],
+                 concurrently: bool) -> None:
+    """Build each missing index, after dropping an invalid leftover of a concurrent build of the same name."""
+    for kind, name in missing:
+        await conn.execute(_drop(name, concurrently=concurrently))
+        await conn.execute(index_statement(model=model, kind=kind, dimensions=dimensions, half=half,
+                                           concurrently=concurrently))
 
 
 async def upgrade_indexes(pool: AsyncConnectionPool, *, model: str, dimensions: int, grace_s: float) -> bool:
@@ -115,14 +127,12 @@ async def upgrade_indexes(pool: AsyncConnectionPool, *, model: str, dimensions: 
             return False
         try:
             half, wanted, legacy, found = await _wanted(conn, model)
-            missing = [(kind, name) for kind, name in zip(KINDS, wanted) if not found.get(name)]
+            missing = _missing(wanted, found)
             if missing:
                 await execute(conn, q.session_build_memory)
                 try:
-                    for kind, name in missing:
-                        await conn.execute(_drop(name, concurrently=True))  # an invalid leftover, if any
-                        await conn.execute(index_statement(model=model, kind=kind, dimensions=dimensions, half=half,
-                                                           concurrently=True))
+                    await _build(conn, model=model, dimensions=dimensions, half=half, missing=missing,
+                                 concurrently=True)
                 finally:
                     await execute(conn, q.reset_build_memory)
             old = [name for name in legacy if name in found]
