@@ -109,6 +109,49 @@ def test_an_upgraded_database_gets_half_precision_indexes_beside_the_old_ones_th
         _drop_all(db)
 
 
+def _sparser_indexes(db):
+    """The half-precision indexes an earlier release built (ef_construction 64)."""
+    for kind in registry.KINDS:
+        db.execute(f"create index {registry.index_name(LEGACY, kind, prefix=registry.SPARSER)} on judgment_embeddings"
+                   " using hnsw ((embedding::halfvec(3)) halfvec_cosine_ops) with (m = 16, ef_construction = 64)"
+                   f" where model = '{LEGACY}' and kind = '{kind}'")
+
+
+def _serving(live, kinds=registry.KINDS):
+    async def check():
+        async with live.svc.pool.connection() as conn:
+            return await registry.serving(conn, LEGACY, kinds)
+
+    return live.run(check())
+
+
+def test_the_sparser_graph_of_an_earlier_release_serves_until_its_replacement_is_built(live, db):
+    _sparser_indexes(db)
+    try:
+        assert not _indexed(live)  # a worker builds the denser graph ...
+        assert _serving(live)  # ... while searches go on ordering by the half-precision expression, on the old one
+        assert _upgrade(live) is True
+        found = _indexes(db)
+        assert set(found) == {registry.index_name(LEGACY, kind) for kind in registry.KINDS}
+        assert all(valid and "ef_construction='128'" in d and "halfvec(3)" in d for valid, d in found.values())
+        assert _indexed(live) and _serving(live)
+        assert _upgrade(live) is False and _indexes(db) == found
+    finally:
+        _drop_all(db)
+
+
+def test_searches_of_a_kind_with_no_half_precision_index_order_by_the_full_precision_one(live, db):
+    _legacy_indexes(db)
+    try:
+        assert not _serving(live) and not _serving(live, ("review",))
+        db.execute(f"create index {registry.index_name(LEGACY, 'review', prefix=registry.SPARSER)} on"
+                   " judgment_embeddings using hnsw ((embedding::halfvec(3)) halfvec_cosine_ops)"
+                   f" where model = '{LEGACY}' and kind = 'review'")
+        assert _serving(live, ("review",)) and not _serving(live, ("content",))
+    finally:
+        _drop_all(db)
+
+
 def test_one_process_upgrades_at_a_time(live, db):
     _legacy_indexes(db)
     try:

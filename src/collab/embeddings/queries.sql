@@ -18,9 +18,9 @@ select set_config('maintenance_work_mem', '1GB', true)
 
 -- name: create_hnsw_index
 -- The HNSW (cosine) index of one model and kind (a template; registry.py fills it with psycopg.sql, `concurrently`
--- included or not).
+-- included or not, and says why ef_construction is 128).
 create index {concurrently} if not exists {index} on judgment_embeddings using hnsw ({vector} {ops})
-with (m = 16, ef_construction = 64) where model = {model} and kind = {kind}
+with (m = 16, ef_construction = 128) where model = {model} and kind = {kind}
 
 -- name: drop_index
 -- An index the model no longer needs, or a concurrent build's invalid leftover (a template).

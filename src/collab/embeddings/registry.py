@@ -18,8 +18,15 @@ KINDS = ("review", "content")
 HALF_FROM = (0, 7)
 
 
-def index_name(model: str, kind: str, *, half: bool = True) -> str:
-    prefix = "judgment_embeddings_hnswh_" if half else "judgment_embeddings_hnsw_"
+# The half-precision graph is built with ef_construction 128 (queries.sql): over a million rows recall@10 at
+# ef_search 200 went 0.952 → 0.988 against 64, for a 1.7x longer build of the same size and query cost
+# (docs/decisions.md). The name tells the builds apart: an earlier release's (`hnswh_`, 64) serves searches until
+# its replacement is built in the background.
+SPARSER = "judgment_embeddings_hnswh_"
+
+
+def index_name(model: str, kind: str, *, half: bool = True, prefix: str | None = None) -> str:
+    prefix = prefix or ("judgment_embeddings_hnswh2_" if half else "judgment_embeddings_hnsw_")
     return prefix + hashlib.sha256(f"{model}:{kind}".encode()).hexdigest()[:12]
 
 
@@ -70,20 +77,31 @@ async def register(conn: Conn, *, model: str, source: str, dimensions: int) -> b
 
 
 async def _wanted(conn: Conn, model: str) -> tuple[bool, list[str], list[str], dict[str, bool]]:
-    """(half precision?, the indexes this server's pgvector wants for the model, the full-precision ones an earlier
-    release built where half precision is wanted, {name: valid} of those that exist)."""
+    """(half precision?, the indexes this server's pgvector wants for the model, those an earlier release built
+    where half precision is wanted (full precision, then the sparser half-precision graph), {name: valid} of those
+    that exist)."""
     half = await pgvector_version(conn) >= HALF_FROM
     wanted = [index_name(model, kind, half=half) for kind in KINDS]
-    legacy = [index_name(model, kind, half=False) for kind in KINDS] if half else []
+    legacy = ([index_name(model, kind, half=False) for kind in KINDS]
+              + [index_name(model, kind, prefix=SPARSER) for kind in KINDS]) if half else []
     rows = await fetch_all(conn, q.existing_indexes, {"names": wanted + legacy})
     return half, wanted, legacy, {row["relname"]: row["valid"] for row in rows}
 
 
 async def indexed(conn: Conn, model: str, kinds: tuple[str, ...] = KINDS) -> bool:
-    """Whether the model's indexes (of these kinds) are those this server's pgvector wants, built and valid (search
-    orders by their expression only then; before, by the full-precision one an earlier release indexed)."""
+    """Whether the model's indexes (of these kinds) are those this server's pgvector wants, built and valid (until
+    then a worker builds them: upgrade_indexes)."""
     _, wanted, _, found = await _wanted(conn, model)
     return all(kind not in kinds for kind, _ in _missing(wanted, found))
+
+
+async def serving(conn: Conn, model: str, kinds: tuple[str, ...] = KINDS) -> bool:
+    """Whether searches of these kinds can order by the indexed expression of this server: its index is built, or,
+    for half precision, the sparser one an earlier release built still serves (else they order by the full-precision
+    one an earlier release indexed)."""
+    half, wanted, _, found = await _wanted(conn, model)
+    return all(found.get(name) or (half and found.get(index_name(model, kind, prefix=SPARSER)))
+               for kind, name in zip(KINDS, wanted) if kind in kinds)
 
 
 async def ensure_indexes(conn: Conn, *, model: str, dimensions: int) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from collab.embeddings.registry import HALF_FROM, indexed, pgvector_version
+from collab.embeddings.registry import HALF_FROM, pgvector_version, serving
 from collab.embeddings.runtime import Recent, cores
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
@@ -150,8 +150,9 @@ def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_
 
 
 _pgvector: dict[int, tuple[int, ...]] = {}  # per pool: the server's pgvector version, read once
-# Per (pool, model, kind): (when to read it again, whether its index is the one the server wants). False while a
-# worker builds it after an upgrade (registry.upgrade_indexes): searches order by the old index meanwhile.
+# Per (pool, model, kind): (when to read it again, whether an index of the expression the server wants serves it).
+# False while a worker builds the half-precision one after an upgrade from full precision (registry.upgrade_indexes):
+# searches order by the old index meanwhile.
 _indexed: dict[tuple[int, str, str], tuple[float, bool]] = {}
 
 
@@ -168,7 +169,7 @@ async def _is_indexed(svc: Services, model: str, kind: str) -> bool:
     known = _indexed.get(key)
     if known is None or (not known[1] and known[0] <= time.monotonic()):  # once built, indexes stay
         async with svc.pool.connection() as conn:
-            known = (time.monotonic() + svc.settings.embedding_refresh_s, await indexed(conn, model, (kind,)))
+            known = (time.monotonic() + svc.settings.embedding_refresh_s, await serving(conn, model, (kind,)))
         _indexed[key] = known
     return known[1]
 
