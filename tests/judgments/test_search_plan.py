@@ -78,10 +78,10 @@ def _upgrade(live):
     return live.run(registry.upgrade_indexes(live.svc.pool, model=LEGACY, dimensions=3, grace_s=0))
 
 
-def _indexed(live, kinds=registry.KINDS):
+def _indexed(live, kinds=registry.KINDS, ask=registry.indexed):
     async def check():
         async with live.svc.pool.connection() as conn:
-            return await registry.indexed(conn, LEGACY, kinds)
+            return await ask(conn, LEGACY, kinds)
 
     return live.run(check())
 
@@ -109,20 +109,16 @@ def test_an_upgraded_database_gets_half_precision_indexes_beside_the_old_ones_th
         _drop_all(db)
 
 
-def _sparser_indexes(db):
+def _sparser_indexes(db, kinds=registry.KINDS):
     """The half-precision indexes an earlier release built (ef_construction 64)."""
-    for kind in registry.KINDS:
-        db.execute(f"create index {registry.index_name(LEGACY, kind, prefix=registry.SPARSER)} on judgment_embeddings"
+    for kind in kinds:
+        db.execute(f"create index {registry.sparser_name(LEGACY, kind)} on judgment_embeddings"
                    " using hnsw ((embedding::halfvec(3)) halfvec_cosine_ops) with (m = 16, ef_construction = 64)"
                    f" where model = '{LEGACY}' and kind = '{kind}'")
 
 
 def _serving(live, kinds=registry.KINDS):
-    async def check():
-        async with live.svc.pool.connection() as conn:
-            return await registry.serving(conn, LEGACY, kinds)
-
-    return live.run(check())
+    return _indexed(live, kinds, ask=registry.serving)
 
 
 def test_the_sparser_graph_of_an_earlier_release_serves_until_its_replacement_is_built(live, db):
@@ -144,9 +140,7 @@ def test_searches_of_a_kind_with_no_half_precision_index_order_by_the_full_preci
     _legacy_indexes(db)
     try:
         assert not _serving(live) and not _serving(live, ("review",))
-        db.execute(f"create index {registry.index_name(LEGACY, 'review', prefix=registry.SPARSER)} on"
-                   " judgment_embeddings using hnsw ((embedding::halfvec(3)) halfvec_cosine_ops)"
-                   f" where model = '{LEGACY}' and kind = 'review'")
+        _sparser_indexes(db, ("review",))
         assert _serving(live, ("review",)) and not _serving(live, ("content",))
     finally:
         _drop_all(db)

@@ -22,11 +22,17 @@ HALF_FROM = (0, 7)
 # ef_search 200 went 0.952 → 0.988 against 64, for a 1.7x longer build of the same size and query cost
 # (docs/decisions.md). The name tells the builds apart: an earlier release's (`hnswh_`, 64) serves searches until
 # its replacement is built in the background.
-SPARSER = "judgment_embeddings_hnswh_"
+def index_name(model: str, kind: str, *, half: bool = True) -> str:
+    """The HNSW index this release builds for a model and kind (half or full precision)."""
+    return _named("judgment_embeddings_hnswh2_" if half else "judgment_embeddings_hnsw_", model, kind)
 
 
-def index_name(model: str, kind: str, *, half: bool = True, prefix: str | None = None) -> str:
-    prefix = prefix or ("judgment_embeddings_hnswh2_" if half else "judgment_embeddings_hnsw_")
+def sparser_name(model: str, kind: str) -> str:
+    """The half-precision index an earlier release built (ef_construction 64)."""
+    return _named("judgment_embeddings_hnswh_", model, kind)
+
+
+def _named(prefix: str, model: str, kind: str) -> str:
     return prefix + hashlib.sha256(f"{model}:{kind}".encode()).hexdigest()[:12]
 
 
@@ -83,7 +89,7 @@ async def _wanted(conn: Conn, model: str) -> tuple[bool, list[str], list[str], d
     half = await pgvector_version(conn) >= HALF_FROM
     wanted = [index_name(model, kind, half=half) for kind in KINDS]
     legacy = ([index_name(model, kind, half=False) for kind in KINDS]
-              + [index_name(model, kind, prefix=SPARSER) for kind in KINDS]) if half else []
+              + [sparser_name(model, kind) for kind in KINDS]) if half else []
     rows = await fetch_all(conn, q.existing_indexes, {"names": wanted + legacy})
     return half, wanted, legacy, {row["relname"]: row["valid"] for row in rows}
 
@@ -100,7 +106,7 @@ async def serving(conn: Conn, model: str, kinds: tuple[str, ...] = KINDS) -> boo
     for half precision, the sparser one an earlier release built still serves (else they order by the full-precision
     one an earlier release indexed)."""
     half, wanted, _, found = await _wanted(conn, model)
-    return all(found.get(name) or (half and found.get(index_name(model, kind, prefix=SPARSER)))
+    return all(found.get(name) or (half and found.get(sparser_name(model, kind)))
                for kind, name in zip(KINDS, wanted) if kind in kinds)
 
 
