@@ -106,15 +106,14 @@ async def serving(conn: Conn, model: str, kinds: tuple[str, ...] = KINDS) -> boo
     for half precision, the sparser one an earlier release built still serves (else they order by the full-precision
     one an earlier release indexed)."""
     half, wanted, _, found = await _wanted(conn, model)
-    return all(found.get(name) or (half and found.get(sparser_name(model, kind)))
-               for kind, name in zip(KINDS, wanted) if kind in kinds)
+    return all(half and found.get(sparser_name(model, kind)) for kind, _ in _missing(wanted, found) if kind in kinds)
 
 
 async def ensure_indexes(conn: Conn, *, model: str, dimensions: int) -> None:
     """The HNSW (cosine) indexes of a model, one per kind, of the precision this server's pgvector indexes; call in
     a transaction (registration and activation: it blocks writes to the table while it builds). Builds only what
-    is missing or invalid; where it builds half precision, drops the full-precision indexes an earlier release
-    built."""
+    is missing or invalid; where it builds half precision, drops what an earlier release built in its place (full
+    precision, or the sparser graph)."""
     await execute(conn, q.lock_models)  # two workers starting at once would build the same index twice
     half, wanted, legacy, found = await _wanted(conn, model)
     missing = _missing(wanted, found)
@@ -142,9 +141,10 @@ async def _build(conn: Conn, *, model: str, dimensions: int, half: bool, missing
 
 async def upgrade_indexes(pool: AsyncConnectionPool, *, model: str, dimensions: int, grace_s: float) -> bool:
     """Give an existing database the indexes this server wants without stopping anything (after an upgrade: half
-    precision in place of an earlier release's full-precision ones). They are built CONCURRENTLY, beside the old
-    ones, which searches keep using until the new ones are valid; the old ones are dropped `grace_s` later, once
-    every process has seen the new ones (they re-read `indexed` that often). One process at a time: False at once
+    precision in place of an earlier release's full-precision ones, or the denser graph in place of the sparser
+    one). They are built CONCURRENTLY, beside the old ones, which searches keep using until the new ones are valid;
+    the old ones are dropped `grace_s` later, once every process has seen the new ones (they re-read `serving` that
+    often; the sparser graph serves the same expression as its replacement). One process at a time: False at once
     where another holds the upgrade. True when this call changed anything."""
     async with pool.connection() as conn:  # autocommit: CONCURRENTLY cannot run in a transaction
         if not (await fetch_one(conn, q.try_upgrade_lock))["held"]:
