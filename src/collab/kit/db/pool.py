@@ -5,6 +5,9 @@ from time import monotonic
 from typing import Any
 
 import psycopg
+from psycopg import errors, generators, pq
+from psycopg._queries import PostgresQuery
+from psycopg.adapt import Transformer
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -18,6 +21,32 @@ CONNECT_TIMEOUT_S = 5
 # no connection starts a fresh attempt at once. Kept short so that after an outage the pool reconnects on
 # the first request rather than at the end of a long exponential backoff.
 RECONNECT_TIMEOUT_S = 5.0
+
+
+# Statements a pooled connection keeps prepared for the helpers below; past it, queries run unnamed. The
+# service's named queries number a few hundred, so a working set fits; made-up SQL cannot grow it without bound.
+PREPARED_MAX = 512
+_TUPLES_OK, _FATAL = pq.ExecStatus.TUPLES_OK, pq.ExecStatus.FATAL_ERROR
+# A table changed under a prepared statement (a migration by a newer release), or the session's statements
+# dropped by a DEALLOCATE ALL not seen here: prepared again and, outside a transaction, run again.
+_STALE = ("0A000", "cached plan must not change result type")
+_GONE = "26000"  # invalid_sql_statement_name: "prepared statement ... does not exist"
+
+
+class Connection(psycopg.AsyncConnection):
+    """A pooled connection whose helper queries skip psycopg's cursor (see `_run`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.statements: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
+        self.named = 0
+
+    def _deallocate(self, name: bytes | None) -> Any:
+        # Once psycopg has prepared statements of its own, it ends each rollback and DDL with DEALLOCATE ALL (a
+        # caution: Postgres keeps them): ours go too.
+        if name is None:
+            self.statements.clear()
+        return super()._deallocate(name)
 
 
 class Pool(AsyncConnectionPool):
@@ -70,25 +99,104 @@ def create_pool(
         open=False,
         timeout=timeout,
         reconnect_timeout=reconnect_timeout,
+        connection_class=Connection,
         kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S},
     )
 
 
+def _direct(conn: Conn, params: Any) -> bool:
+    """Whether a query can take `_run`: a pooled autocommit connection giving dicts, parameters, no pipeline."""
+    return (params is not None and isinstance(conn, Connection) and conn.autocommit
+            and conn._pipeline is None and conn.row_factory is dict_row)
+
+
+async def _run(conn: Connection, sql: str, params: Any, *, retry: bool = True) -> tuple[Transformer, pq.abc.PGresult]:
+    """One statement, prepared on this connection the first time it is seen.
+
+    psycopg's cursor does the same through a cursor object, a prepare-threshold ledger and a row maker per
+    call, ~25 µs of Python per query; this is the same libpq exchange with psycopg's own adapters and errors,
+    without them. In a transaction it works alike: the transaction is the connection's.
+    """
+    tx = Transformer(conn)
+    query = PostgresQuery(tx)
+    query.convert(sql, params)
+    key = (query.query, query.types)
+    pgconn = conn.pgconn
+    async with conn.lock:
+        conn._check_connection_ok()
+        name = conn.statements.get(key)
+        if name is None and len(conn.statements) < PREPARED_MAX:
+            conn.named += 1
+            fresh = b"_collab_%d" % conn.named
+            pgconn.send_prepare(fresh, query.query, param_types=query.types)
+            (prepared,) = await conn.wait(generators.execute(pgconn))
+            if prepared.status == _FATAL:
+                raise errors.error_from_result(prepared, encoding=tx.encoding)
+            conn.statements[key] = name = fresh
+        if name is None:
+            pgconn.send_query_params(query.query, query.params, param_formats=query.formats,
+                                     param_types=query.types)
+        else:
+            pgconn.send_query_prepared(name, query.params, param_formats=query.formats)
+        results = await conn.wait(generators.execute(pgconn))
+    result = results[-1]
+    if result.status == _FATAL:
+        error = errors.error_from_result(result, encoding=tx.encoding)
+        if name is not None and _forget(conn, key, error) and retry \
+                and pgconn.transaction_status == pq.TransactionStatus.IDLE:
+            return await _run(conn, sql, params, retry=False)  # nothing ran: no transaction to spoil
+        raise error
+    tx.set_pgresult(result)
+    return tx, result
+
+
+def _forget(conn: Connection, key: tuple[bytes, tuple[int, ...]], error: psycopg.Error) -> bool:
+    """Forget what a failed prepared statement shows to be stale (prepared again next time); whether it was."""
+    if error.sqlstate == _GONE:
+        conn.statements.clear()  # the session's statements were dropped behind our back: all of them
+        return True
+    if (error.sqlstate, error.diag.message_primary) == _STALE:
+        conn.statements.pop(key, None)
+        return True
+    return False
+
+
+def _rows(tx: Transformer, result: pq.abc.PGresult, count: int) -> list[dict[str, Any]]:
+    """The first `count` rows as dicts, as the pool's dict_row makes them."""
+    if result.status != _TUPLES_OK:
+        raise psycopg.ProgrammingError(f"the last operation didn't produce records (command status: "
+                                       f"{(result.command_status or b'').decode()})")
+    names = [result.fname(i).decode(tx.encoding) for i in range(result.nfields)]
+    return tx.load_rows(0, min(count, result.ntuples), lambda values: dict(zip(names, values)))
+
+
 async def fetch_one(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    cur = await conn.execute(sql, params)
-    return await cur.fetchone()
+    if not _direct(conn, params):
+        cur = await conn.execute(sql, params)
+        return await cur.fetchone()
+    rows = _rows(*await _run(conn, sql, params), 1)
+    return rows[0] if rows else None
 
 
 async def fetch_all(
     conn: Conn, sql: str, params: dict[str, Any] | None = None, *, prepare: bool | None = None
 ) -> list[dict[str, Any]]:
-    cur = await conn.execute(sql, params, prepare=prepare)
-    return await cur.fetchall()
+    if prepare is False or not _direct(conn, params):
+        cur = await conn.execute(sql, params, prepare=prepare)
+        return await cur.fetchall()
+    tx, result = await _run(conn, sql, params)
+    return _rows(tx, result, result.ntuples)
 
 
 async def execute(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> int:
-    cur = await conn.execute(sql, params)
-    return cur.rowcount
+    if not _direct(conn, params):
+        cur = await conn.execute(sql, params)
+        return cur.rowcount
+    _, result = await _run(conn, sql, params)
+    if result.status == _TUPLES_OK:
+        return result.ntuples
+    count = result.command_tuples
+    return count if count is not None else -1
 
 
 async def delete_in_batches(pool: AsyncConnectionPool, sql: str, params: dict[str, Any], *, batch: int) -> int:
