@@ -7,8 +7,6 @@ import math
 import threading
 import uuid
 
-import pytest
-
 from collab.judgments.tasks import ActiveModel, active_embedder
 from collab.kit.jobs import AWAITED_RESULT_S, BULK_QUEUE, LANES, lane, run_sync
 from collab.testing import fake_models
