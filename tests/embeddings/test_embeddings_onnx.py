@@ -259,3 +259,13 @@ def test_a_model_that_does_not_export_falls_back_to_torch(tmp_path, cache):
     assert model.model.label == "torch-fp32"
     reference = Embedder("cls-minilm", str(copy), runtime="torch")
     assert cosines(model.encode(SAMPLE[:10]), numpy.asarray(reference.encode(SAMPLE[:10]))).min() >= 0.9999
+
+
+@pytest.mark.parametrize("runtime", ["onnx_fp32", "openvino_bf16"])
+def test_queries_encoded_in_one_pass_match_their_vectors_one_by_one(runtime, request):
+    embedder = request.getfixturevalue(runtime)
+    texts = SAMPLE[:8]  # of different lengths: the pass pads them to the longest
+    together = numpy.asarray(embedder.encode_queries(texts))
+    alone = numpy.asarray([embedder.encode_queries([t])[0] for t in texts])
+    assert together.shape == (8, embedder.dimensions)
+    assert float(numpy.min(numpy.sum(together * alone, axis=1))) >= 0.9999

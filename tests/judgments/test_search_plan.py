@@ -341,7 +341,7 @@ class CountingEmbedder:
     def __init__(self):
         self.calls: list[list[str]] = []
 
-    def encode(self, texts: list[str]) -> list[list[float]]:
+    def encode_queries(self, texts: list[str]) -> list[list[float]]:
         self.calls.append(list(texts))
         return [[1.0, 0.0] for _ in texts]
 

@@ -68,6 +68,12 @@ class Embedder:
             return []
         return self.model.encode(list(texts), batch_size=batch_size).tolist()
 
+    def encode_queries(self, texts: list[str]) -> list[list[float]]:
+        """Search queries in one pass on the queries' own session (never behind a bulk batch)."""
+        if not texts:
+            return []
+        return self.model.queries(list(texts)).tolist()
+
 
 def _exported(folder: Path, tokens, source: str, device: str, dtype: str, cache: Path):
     """The exported model on OpenVINO (bf16) or ONNX Runtime (fp32, int8); bf16 that drifts falls back to fp32."""

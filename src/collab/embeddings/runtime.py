@@ -187,10 +187,10 @@ class OnnxModel:
         self.openvino = openvino
         self.cpu_session = (functools.partial(OpenVinoSession, openvino_model(model)) if openvino
                             else functools.partial(session, model))
-        # A query alone takes every core (a 26-token sentence in ~4.9 ms on two threads against ~8 on one). One
-        # that comes while another encodes runs beside it on a one-thread session rather than wait its turn: 16
-        # concurrent searches 82-84/s against 67-77 in turn, the sequential p50 unchanged (docs/decisions.md). The
-        # cost is that session's copy of the weights (~85 MiB). Both are the queries' own: never behind a batch.
+        # A query pass takes every core (a 26-token sentence in ~4.9 ms on two threads against ~8 on one). A loop
+        # runs one pass at a time and batches what waits (embeddings/batching.py); a pass of a second loop in the
+        # process (a CLI or a test beside a worker) runs beside it on a one-thread session rather than wait. Both
+        # are the queries' own: never behind a batch.
         self.query = self.cpu_session(threads=cores())
         self.beside = self.cpu_session(threads=1)
         self._query_lock = threading.Lock()
@@ -225,17 +225,21 @@ class OnnxModel:
                 log.info("bulk embedding with %s on %s", self.label, where)
             return self._bulk
 
+    def queries(self, texts: list[str]) -> numpy.ndarray:
+        """Search queries (one, or a few batched: embeddings/batching.py) in one pass on the query sessions."""
+        # No cache here: a cache shared by every caller would let one tenant time another's texts
+        # (the search path keeps its own, per tenant: judgments/search.py).
+        if not self._query_lock.acquire(blocking=False):
+            return self._run(self.beside, texts)  # both runtimes run a session from several threads
+        try:
+            return self._run(self.query, texts)
+        finally:
+            self._query_lock.release()
+
     def encode(self, texts: list[str], *, batch_size: int = 64) -> numpy.ndarray:
         """Unit-length float32 vectors, one row per text, in order."""
         if len(texts) == 1:
-            # No cache here: a cache shared by every caller would let one tenant time another's texts
-            # (the search path keeps its own, per tenant: judgments/search.py).
-            if not self._query_lock.acquire(blocking=False):
-                return self._run(self.beside, texts)  # both runtimes run a session from several threads
-            try:
-                return self._run(self.query, texts)
-            finally:
-                self._query_lock.release()
+            return self.queries(texts)
         runtime = self.bulk()
         if isinstance(runtime, TorchModel):
             return runtime.encode(texts, batch_size=batch_size)
@@ -275,6 +279,9 @@ class TorchModel:
         dims = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dimensions = int(dims())
         self.lock = threading.Lock()
+
+    def queries(self, texts: list[str]) -> numpy.ndarray:
+        return self.encode(texts)
 
     def encode(self, texts: list[str], *, batch_size: int = 64) -> numpy.ndarray:
         with self.lock:  # one forward pass at a time per process; torch uses the cores itself

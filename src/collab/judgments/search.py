@@ -7,23 +7,19 @@ shortcut paths need no model, so `needs_model` lets the job answer them without 
 import asyncio
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from collab.embeddings.batching import encode_query
 from collab.embeddings.registry import HALF_FROM, pgvector_version, serving
-from collab.embeddings.runtime import Recent, cores
+from collab.embeddings.runtime import Recent
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
 from collab.kit.errors import invalid, issue
 from collab.kit.services import Services
 
 DAY_MS = 86_400_000
-# Query encodes get their own threads: the loop's default executor also runs bulk encodes, model loads and file
-# decodes, and a search must never wait behind those. One encode at a time takes every core; the others run
-# beside it on a thread each (embeddings/runtime.py), so there are as many threads as cores.
-_QUERY_THREADS = ThreadPoolExecutor(max_workers=max(2, cores()), thread_name_prefix="query-encode")
 # Recent query vectors, per tenant: keyed by (model, api key, text), so no tenant can time whether another one
 # searched a text. Only searches fill it (bulk and single encodes elsewhere never do).
 _recent = Recent()
@@ -225,11 +221,11 @@ def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexic
 
 
 async def query_vector(embedder, *, api_key_id: str, text: str) -> list[float]:
-    """The query's vector: this tenant's recent one for the same text, else encoded on the query threads."""
+    """The query's vector: this tenant's recent one for the same text, else encoded (with any others waiting)."""
     key = (embedder.name, api_key_id, text)
     vector = _recent.get(key)
     if vector is None:
-        [vector] = await asyncio.get_running_loop().run_in_executor(_QUERY_THREADS, embedder.encode, [text])
+        vector = await encode_query(embedder, text)
         _recent.put(key, vector)
     return list(vector)
 

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from collab.embeddings import registry
+from collab.embeddings.batching import encode_query
 from collab.embeddings.model import Embedder, content_hash, load
 from collab.judgments import derive, search
 from collab.judgments import repository as repo
@@ -18,10 +19,9 @@ from collab.kit.services import Services
 log = logging.getLogger("collab.judgments")
 # Threads of their own, never the loop's default executor (which searches must not queue behind): bulk encodes
 # (each one already spreads over every core inside the runtime, so two at a time is plenty), model loads (one at
-# a time), and `embed_query`'s single encodes.
+# a time). Query encodes have theirs (embeddings/batching.py).
 _BULK_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="bulk-encode")
 _LOAD_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-load")
-_QUERY_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
 
 
 class ActiveModel:
@@ -180,7 +180,7 @@ async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, ac
 async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
     """The query's vector under the active model (the worker holds the model)."""
     embedder = await active_embedder(ctx)
-    [vector] = await asyncio.get_running_loop().run_in_executor(_QUERY_THREADS, embedder.encode, [text])
+    vector = await encode_query(embedder, text)
     return {"model": embedder.name, "dimensions": embedder.dimensions, "vector": vector}
 
 
