@@ -177,3 +177,28 @@ def test_direct_statements_outlive_psycopgs_rollback_cleanup(servers):
             assert await fetch_one(conn, read, {"id": "a"}) == {"id": "a"}
 
     _run(servers, body)
+
+
+def test_a_pooled_connection_comes_back_idle_and_what_a_block_left_open_commits_or_rolls_back(servers):
+    """The pool's `connection()` block: an idle connection goes straight back; one a block left in a transaction gets
+    psycopg's own exit (commit after success, rollback after an error), as psycopg_pool's block does."""
+
+    async def body(pool):
+        async with pool.connection() as conn:
+            await execute(conn, "insert into direct_t (id) values (%(id)s)", {"id": "plain"})
+        async with pool.connection() as conn:
+            await conn.execute("begin")
+            await execute(conn, "insert into direct_t (id) values (%(id)s)", {"id": "kept"})
+        with pytest.raises(RuntimeError):
+            async with pool.connection() as conn:
+                await conn.execute("begin")
+                await execute(conn, "insert into direct_t (id) values (%(id)s)", {"id": "dropped"})
+                raise RuntimeError("the request failed")
+        seen = []
+        for _ in range(3):  # every connection of the pool is idle and usable again
+            async with pool.connection() as conn:
+                assert conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+                seen.append([r["id"] for r in await fetch_all(conn, "select id from direct_t order by id", {})])
+        return seen
+
+    assert _run(servers, body) == [["kept", "plain"]] * 3
