@@ -10,7 +10,7 @@ from collab.kit.auth import Tenant as Caller
 from collab.kit.redisclient import redis_client
 from factories import ANA as USER, activity, page_of
 from factories import add_activities as add
-from helpers import enable_activities, error, issue_paths, new_tenant, post, result
+from helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
 
 ADD, UPDATE, GET, DELETE = (f"/v2/activities/{op}" for op in ("add", "update", "get", "delete"))
 
@@ -110,6 +110,33 @@ def test_one_statement_and_transaction_paths_store_the_same(client, db, clock):
     assert stored[0] == stored[1]
     assert stored[0][0]["entityData"] == {"commentText": "Ünï 😀"}
     assert stored[0][0]["displayMessageTemplateData"] == {"n": [1, 2.5, True, None]}
+
+
+def test_an_activity_that_is_no_judgment_and_has_a_new_id_needs_no_judgment_job(client, db):
+    for notifying in (False, True):  # the one-statement path, then the transaction path
+        t = new_tenant(client)
+        enable_activities(client, t)
+        if notifying:
+            result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True},
+                        t.headers))
+        viewed = activity(featureType="custom", actionType="document.viewed", targetEntityId="d1")
+        assert result(add(client, t, viewed)) == {"success": True, "message": "1 activity added."}
+        assert judgment_jobs(db, t) == []  # logged, and the worker has nothing to derive
+        result(add(client, t, viewed, activity(targetEntityId="ann1")))
+        records = {r["actionType"]: r["id"] for r in listed(client, t)["data"]}
+        assert judgment_jobs(db, t) == [([records["comment.add"]], True)]  # only the one that may be a judgment
+
+
+def test_an_overwrite_that_is_no_judgment_removes_the_judgment_of_the_earlier_activity(client, db, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    result(add(client, t, activity(id="a-1", entityData={"commentText": "Wrong clause cited"})))
+    settle_jobs(live, t)
+    judged = "select count(*) as n from judgments where api_key_id = %s and id = 'a-1'"
+    assert db.execute(judged, (t.api_key,)).fetchone()["n"] == 1
+    result(add(client, t, activity(id="a-1", featureType="custom", actionType="document.viewed", targetEntityId="d1")))
+    settle_jobs(live, t)
+    assert db.execute(judged, (t.api_key,)).fetchone()["n"] == 0
 
 
 def test_an_add_while_redis_is_down_leaves_the_judgments_job_for_the_sweep(live, client, db, tmp_path):

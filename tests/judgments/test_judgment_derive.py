@@ -2,7 +2,7 @@
 
 import pytest
 
-from collab.judgments.derive import derive, render
+from collab.judgments.derive import decision, derive, render
 
 
 def row(action_type, **fields):
@@ -99,3 +99,13 @@ def test_an_empty_agent_object_is_a_human_decision():
 @pytest.mark.parametrize("confidence, stored", [(0.25, 0.25), (10**400, 1.0), (True, 1.0), ("0.5", 1.0), (None, 1.0)])
 def test_confidence_that_is_not_a_finite_number_defaults_to_one(confidence, stored):
     assert derive(row("comment_annotation.approve", entity_data={"confidence": confidence}))["confidence"] == stored
+
+
+def test_the_judged_event_types_are_exactly_those_that_can_become_a_judgment():
+    from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS, JUDGED_EVENTS, OtherEvent
+    from typing import get_args
+
+    every = {*COMMENT_EVENTS, *HUDDLE_EVENTS, *get_args(OtherEvent), "document.viewed", "build.finished"}
+    changes = [None, {"status": {"to": "resolved"}}, {"status": {"to": "in_progress"}}]
+    can = {t for t in every if any(decision(t, c, {"reaction": "👍"}) for c in changes)}
+    assert can == set(JUDGED_EVENTS)  # activities/add queues the worker only for these (or for an overwrite)

@@ -88,8 +88,8 @@ returning id
 
 -- name: add_activities
 -- activities/add in one statement when nothing else follows the write (autocommit makes it atomic): the key's
--- settings read, the records whose trigger is not off written, and their judgments' job recorded (the row
--- kit/jobs.py's `insert_job` writes, marked sent). Writes nothing when the activity service is off, when the
+-- settings read, the records whose trigger is not off written, and the judgments' job of those among
+-- `derive_ids` recorded (the row kit/jobs.py's `insert_job` writes, marked sent). Writes nothing when the activity service is off, when the
 -- notification service is on, or when `events` (some record is a webhook event type) and the key has an enabled
 -- webhook endpoint: the caller then takes the transaction path, which notifies and emits. The records carry
 -- distinct ids: one statement cannot write a row twice.
@@ -132,7 +132,7 @@ with settings as (
 ), job as (
     insert into jobs (id, api_key_id, function, args, enqueued_at)
     select %(job_id)s, %(api_key_id)s, 'derive_judgments', jsonb_build_object('activity_ids', jsonb_agg(id)), now()
-    from written having count(*) > 0
+    from written where id = any(%(derive_ids)s::text[]) having count(*) > 0
     returning id
 )
 select s.enabled, s.follows, (select count(*) from written) as logged, (select count(*) from job) as queued

@@ -29,10 +29,11 @@ async def upsert_many(conn: Conn, *, api_key_id: str, records: list[dict[str, An
 
 
 async def add_at_once(conn: Conn, *, api_key_id: str, records: list[dict[str, Any]], events: bool,
-                      job_id: str) -> dict[str, Any]:
+                      job_id: str, derive_ids: list[str]) -> dict[str, Any]:
     """The one-statement activities/add (see the query): {enabled, follows, logged, queued}; on an autocommit
     connection it commits as it returns."""
-    params = {"api_key_id": api_key_id, "records": Jsonb(records), "events": events, "job_id": job_id}
+    params = {"api_key_id": api_key_id, "records": Jsonb(records), "events": events, "job_id": job_id,
+              "derive_ids": derive_ids}
     row = await fetch_one(conn, q.add_activities, params)
     assert row is not None, "authenticated API key vanished"
     return row

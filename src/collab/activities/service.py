@@ -14,6 +14,7 @@ from collab.activities import repository as repo
 from collab.notifications import engine as notification_engine
 from collab.webhooks import events as webhook_events
 from collab.activities.schemas import AddActivities, DeleteActivities, GetActivities, UpdateActivities
+from collab.events import JUDGED_EVENTS
 from collab.workspaces import repository as workspaces_repo
 
 FUTURE_SKEW_MS = 5 * 60 * 1000
@@ -78,9 +79,10 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
         raise invalid(message, [issue(["activities", i, "timestamp"], message, "too_big") for i in future])
     records = [row(a, id=a.id or new_id("act_"), organization_id=data.organizationId, document_id=data.documentId,
                    now=now) for a in data.activities]
-    logged = await _add_at_once(svc, api_key_id=tenant.api_key_id, records=records)
+    fresh = frozenset(r["id"] for a, r in zip(data.activities, records) if not a.id)
+    logged = await _add_at_once(svc, api_key_id=tenant.api_key_id, records=records, fresh_ids=fresh)
     if logged is None:
-        logged = await _add_in_transaction(svc, tenant=tenant, data=data, records=records)
+        logged = await _add_in_transaction(svc, tenant=tenant, data=data, records=records, fresh_ids=fresh)
     skipped = len(data.activities) - logged
     message = f"{logged} activit{'y' if logged == 1 else 'ies'} added."
     if skipped:
@@ -93,7 +95,15 @@ def _not_enabled() -> ApiError:
                     "The activity service is not enabled: enable it with workspace/activityconfig/update.")
 
 
-async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str, Any]]) -> int | None:
+def to_derive(records: list[dict[str, Any]], fresh_ids: frozenset[str] = frozenset()) -> list[str]:
+    """The ids whose judgments the worker derives: every record that may be a judgment (`JUDGED_EVENTS`), and every
+    one that may overwrite an earlier activity (an id the caller chose), whose judgment may have to go. An id made
+    just now (`fresh_ids`) names nothing earlier: such a record of another type needs no job at all."""
+    return [r["id"] for r in records if r["action_type"] in JUDGED_EVENTS or r["id"] not in fresh_ids]
+
+
+async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str, Any]],
+                       fresh_ids: frozenset[str]) -> int | None:
     """The usual add in one statement (a round trip instead of five); how many were logged, or None when the write
     needs the transaction path: an id repeated, the notification service on, a webhook event with an endpoint."""
     if len({r["id"] for r in records}) < len(records) or _follows.get(api_key_id, 0.0) > time.monotonic():
@@ -101,7 +111,8 @@ async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str
     events = any(webhook_events.emits(to_wire(r)) for r in records)
     job_id = new_id("job_")
     async with svc.pool.connection() as conn:
-        done = await repo.add_at_once(conn, api_key_id=api_key_id, records=records, events=events, job_id=job_id)
+        done = await repo.add_at_once(conn, api_key_id=api_key_id, records=records, events=events, job_id=job_id,
+                                      derive_ids=to_derive(records, fresh_ids))
         if not done["enabled"]:
             raise _not_enabled()
         if done["follows"]:  # nothing was written
@@ -115,7 +126,7 @@ async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str
 
 
 async def _add_in_transaction(svc: Services, *, tenant: Tenant, data: AddActivities,
-                              records: list[dict[str, Any]]) -> int:
+                              records: list[dict[str, Any]], fresh_ids: frozenset[str]) -> int:
     """The add with notifications and webhook events, in order, in one transaction; how many were logged."""
     async with transaction(svc.pool, svc.redis) as tx:
         # Read in the write's transaction: one connection and round trip serve the check and the notifications.
@@ -128,18 +139,18 @@ async def _add_in_transaction(svc: Services, *, tenant: Tenant, data: AddActivit
         await publish(tx, svc, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                       document_id=data.documentId, records=records, store=True,
                       notification_config=settings["notification_config"],
-                      webhooks=webhook_events.enabled(settings["webhook_config"]))
+                      webhooks=webhook_events.enabled(settings["webhook_config"]), fresh_ids=fresh_ids)
     return len(records)
 
 
 async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
                   records: list[dict[str, Any]], store: bool, notification_config: dict[str, Any] | None,
                   webhooks: bool, notify: bool = True, participants: Iterable[str] = (),
-                  exclude: Iterable[str] = ()) -> None:
+                  exclude: Iterable[str] = (), fresh_ids: frozenset[str] = frozenset()) -> None:
     """The one path of activity records (activities/add and every comment write): stored when `store` (judgments
-    follow in the worker), then, for records new to the log, webhook events (when the key's `webhooks` are on)
-    and notifications (when `notify`, by the key's stored `notification_config`; `participants` join the
-    document's audience, `exclude` leave it)."""
+    follow in the worker, see `to_derive`), then, for records new to the log, webhook events (when the key's
+    `webhooks` are on) and notifications (when `notify`, by the key's stored `notification_config`; `participants`
+    join the document's audience, `exclude` leave it)."""
     new = records
     if store and records:
         # An overwrite (a retry with the same id) does not emit or notify again.
@@ -155,8 +166,9 @@ async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: st
                                                     organization_id=organization_id, document_id=document_id,
                                                     stored=notification_config, activities=new,
                                                     participants=participants, exclude=exclude)
-    if store and records:
-        await tx.enqueue("derive_judgments", api_key_id=api_key_id, activity_ids=[r["id"] for r in records])
+    derive = to_derive(records, fresh_ids) if store else []
+    if derive:
+        await tx.enqueue("derive_judgments", api_key_id=api_key_id, activity_ids=derive)
 
 
 _FIELDS = {

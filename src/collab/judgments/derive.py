@@ -4,13 +4,8 @@ import math
 import re
 from typing import Any
 
-APPROVED = {
-    "comment_annotation.approve",
-    "comment_annotation.accept",
-    "comment.accept",
-    "comment_annotation.suggestion_accept",
-}
-REJECTED = {"comment_annotation.reject", "comment.reject", "comment_annotation.suggestion_reject"}
+from collab.events import APPROVED_EVENTS as APPROVED, JUDGED_EVENTS, REJECTED_EVENTS as REJECTED
+
 AGREE = {"agree", "+1", "👍"}
 DISAGREE = {"disagree", "-1", "👎"}
 _VAR = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
@@ -23,6 +18,8 @@ def _obj(value: Any) -> dict[str, Any]:
 
 def decision(action_type: str, changes: Any, entity_data: Any) -> str | None:
     """The decision an action type stands for, or None when the activity is not a judgment."""
+    if action_type not in JUDGED_EVENTS:
+        return None
     if action_type in ("comment.add", "comment_annotation.add"):
         return "comment"
     if action_type == "comment_annotation.status_change":
