@@ -12,6 +12,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -244,6 +245,23 @@ async def http_level(base: str, headers: dict, queries: list[dict], *, warm: lis
             "full": sum(1 for s in sizes if s == 10) / len(sizes), "top1": (sum(top1) / len(top1)) if top1 else None}
 
 
+def wrk_rate(base: str, headers: dict, texts: list[str], *, connections: int = 16, duration: float = 8) -> dict:
+    """Searches/s from wrk (C, one thread): a client that takes little of the two cores the service runs on.
+
+    Each request asks the next text of `texts`; past the list, each text again with the round appended, so no
+    text is asked twice (none is answered from the recent-query cache)."""
+    from bench.crud import wrk
+
+    quoted = [json.dumps(t)[1:-1] for t in texts]  # JSON-escaped, without the quotes
+    lua = ['wrk.method = "POST"', 'wrk.headers["content-type"] = "application/json"']
+    lua += [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]
+    lua.append("local texts = {" + ",".join(f"[==[{q}]==]" for q in quoted) + "}")
+    lua += ["local n = 0", "request = function()", "  local i = n % #texts + 1", "  local round = math.floor(n / #texts)",
+            "  n = n + 1", "  local q = texts[i]", "  if round > 0 then q = q .. ' (' .. round .. ')' end",
+            '  return wrk.format(nil, nil, nil, \'{"data":{"query":"\' .. q .. \'","limit":10}}\')', "end"]
+    return wrk(base + "/v2/memory/search", "\n".join(lua) + "\n", duration=duration, connections=connections)
+
+
 async def ingest_rate(base: str, headers: dict, database_url: str, key: str, texts: list[str]) -> float:
     """Judgments/s from `activities/add` (500 per call) until every one is searchable (has its vector)."""
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
@@ -329,7 +347,12 @@ def main() -> str:
         conc = asyncio.run(http_level(base, headers, [{"query": t, "limit": 10} for t in asked_once(2 * QUERIES)],
                                       warm=asked_once(10), concurrency=16))
         lines += ["", f"16 concurrent clients, tenant-wide, each text asked once: {conc['per_s']:.0f} searches/s, "
-                  f"p50 {conc['p50']:.1f} ms, p99 {conc['p99']:.1f} ms."]
+                  f"p50 {conc['p50']:.1f} ms, p99 {conc['p99']:.1f} ms (a Python client, httpx, on the same two cores: "
+                  f"~1 ms of CPU per search)."]
+        if shutil.which("wrk"):
+            w = wrk_rate(base, headers, asked_once(2 * QUERIES * 6))
+            lines += [f"The same through wrk (C, 16 connections, 8 s, each text asked once): {w['rps']:.0f} searches/s, "
+                      f"p50 {w['p50']:.1f} ms, p99 {w['p99']:.1f} ms, non-2xx {w['non2xx']}."]
         ingest_n = int(os.environ.get("BENCH_INGEST_N", "5000")) if COPIES == 1 else 0
         if ingest_n:
             rate = asyncio.run(ingest_rate(base, ingest_headers, database_url, ingest_headers["x-service-api-key"],
