@@ -89,10 +89,10 @@ returning id
 -- name: add_activities
 -- activities/add in one statement when nothing else follows the write (autocommit makes it atomic): the key's
 -- settings read, the records whose trigger is not off written, and the judgments' job of those among
--- `derive_ids` recorded (the row kit/jobs.py's `insert_job` writes, marked sent). Writes nothing when the activity service is off, when the
--- notification service is on, or when `events` (some record is a webhook event type) and the key has an enabled
--- webhook endpoint: the caller then takes the transaction path, which notifies and emits. The records carry
--- distinct ids: one statement cannot write a row twice.
+-- `derive_ids` recorded (the row kit/jobs.py's `insert_job` writes, marked sent). Writes nothing when the
+-- activity service is off, when the notification service is on, or when `events` (some record is a webhook event
+-- type) and the key has an enabled webhook endpoint: the caller then takes the transaction path, which notifies
+-- and emits. The records carry distinct ids: one statement cannot write a row twice.
 with settings as (
     select coalesce((k.activity_config ->> 'isEnabled')::boolean, false) as enabled,
            coalesce((k.notification_config ->> 'useNotificationService')::boolean, false)
