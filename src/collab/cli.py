@@ -38,16 +38,16 @@ def _api(args: argparse.Namespace) -> int:
     if workers == 1:
         uvicorn.run(create_app(settings), **options)
         return 0
-    # Several processes share one socket (uvicorn's supervisor) and one set of servers: the embedded ones
-    # start here, once, and the workers get their URLs from the environment.
-    from collab.kit import embedded
+    # Several processes on one port (uvicorn's supervisor, a socket each: kit/serving.py) and one set of servers:
+    # the embedded ones start here, once, and the workers get their URLs from the environment.
+    from collab.kit import embedded, serving
 
     redis = None if settings.redis_url else embedded.EmbeddedRedis(settings.data_dir)
     try:
         os.environ["COLLAB_DATABASE_URL"] = settings.database_url or embedded.start_postgres(settings.data_dir)
         os.environ["COLLAB_REDIS_URL"] = settings.redis_url or redis.start()
         settings.resolved_secret_key()  # the dev secret file is made once, before the workers race for it
-        uvicorn.run("collab.cli:worker_app", factory=True, workers=workers, **options)
+        serving.run(uvicorn.Config("collab.cli:worker_app", factory=True, workers=workers, **options))
     finally:
         if redis is not None:
             redis.stop()

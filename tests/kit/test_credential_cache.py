@@ -133,6 +133,20 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+def _accepted(pid: int, port: int) -> int:
+    """How many connections to `port` the process holds open (from /proc: its socket fds against the TCP table)."""
+    held = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            held.add(os.readlink(fd))
+        except OSError:
+            continue
+    local = f":{port:04X}"
+    inodes = {line.split()[9] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+              if line.split()[1].endswith(local) and line.split()[3] == "01"}  # 01: established
+    return sum(1 for inode in inodes if f"socket:[{inode}]" in held)
+
+
 def _running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -166,6 +180,24 @@ def test_collab_api_serves_from_several_worker_processes(servers, tmp_path):
             for _ in range(6):  # a fresh connection each: either process may answer, with the same result
                 with httpx.Client(base_url=base, timeout=30) as once:
                     result(post(once, CONFIG_GET, {}, tenant.headers))
+        # A burst of 16 new connections, as a load balancer opens its pool: both processes take some (on one
+        # shared socket the first to wake could accept them all; with a socket each the kernel spreads them,
+        # all 16 to one process by chance 2 times in 65,536).
+        burst = [socket.create_connection(("127.0.0.1", port)) for _ in range(16)]
+        try:
+            for conn in burst:
+                conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            for conn in burst:
+                assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+            counts = sorted(_accepted(pid, port) for pid in workers)
+            assert sum(counts) == 16 and counts[0] >= 1, counts
+        finally:
+            for conn in burst:
+                conn.close()
+        # A second server on the same port is refused, not let into the first one's group of sockets.
+        again = subprocess.run([sys.executable, "-m", "collab.cli", "api", "--port", str(port), "--workers", "2"],
+                               env=env, capture_output=True, timeout=60)
+        assert again.returncode != 0 and b"cannot listen" in again.stdout + again.stderr
     finally:
         api.send_signal(signal.SIGINT)
         assert api.wait(60) == 0
