@@ -26,10 +26,10 @@ def test_pgvector_0_8_scans_iteratively():
     assert plan(pgvector=(1, 0), in_scope=50_000, total=60_000, **ARGS).settings["hnsw.iterative_scan"] == "relaxed_order"
 
 
-def test_the_first_beam_doubles_over_a_graph_of_a_million_rows():
-    # Measured: 100 keeps recall@10 at 0.99 over 100k rows; over 1M the half-precision graph needs 200.
+def test_the_first_beam_widens_over_a_graph_of_a_million_rows():
+    # Measured: 100 keeps recall@10 at 0.99 over 100k rows; over 1M the half-precision graph needs 300 for 0.98.
     assert plan(pgvector=(0, 8, 2), in_scope=80_000, total=100_000, **ARGS).settings["hnsw.ef_search"] == "100"
-    assert plan(pgvector=(0, 8, 2), in_scope=800_000, total=1_000_000, **ARGS).settings["hnsw.ef_search"] == "200"
+    assert plan(pgvector=(0, 8, 2), in_scope=800_000, total=1_000_000, **ARGS).settings["hnsw.ef_search"] == "300"
     assert plan(pgvector=(0, 8, 2), in_scope=800_000, total=1_000_000, k=30, exact_threshold=20_000,
                 ef_max=150).settings["hnsw.ef_search"] == "150"  # never past the operator's cap
 

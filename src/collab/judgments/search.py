@@ -103,8 +103,9 @@ def _keep(row: dict[str, Any], data: SearchJudgments, *, skip_dates: bool) -> bo
     return True
 
 
-# Past this many rows in the table (the graph's size) the first HNSW beam doubles.
+# Past this many rows in the table (the graph's size) the first HNSW beam is LARGE_BEAM instead of 100.
 LARGE_GRAPH = 250_000
+LARGE_BEAM = 300
 
 
 @dataclass(frozen=True)
@@ -133,9 +134,9 @@ def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_
             half=half,
             settings={
                 # The first beam (iterative scans widen it where the scope filter needs more): 100 gave recall@10
-                # 0.99 over 100k rows at half the cost of 200; over a million rows the half-precision graph needs
-                # 200 (0.84-0.89 at 100, 0.93 at 200, SQL p50 3.8 against 6.7 ms; docs/decisions.md).
-                "hnsw.ef_search": str(min(ef_max, max(100 if total <= LARGE_GRAPH else 200, 3 * k))),
+                # 0.99 over 100k rows at half the cost of 200; over a million rows 300 (recall@10 0.981-0.988 in
+                # every scope against 0.972-0.983 at 200, SQL p50 +2 ms; docs/decisions.md, "The first beam").
+                "hnsw.ef_search": str(min(ef_max, max(100 if total <= LARGE_GRAPH else LARGE_BEAM, 3 * k))),
                 "hnsw.iterative_scan": "relaxed_order",
                 "hnsw.max_scan_tuples": str(tuples),
             },
