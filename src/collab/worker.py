@@ -265,6 +265,13 @@ class LaneWorker(Worker):
             self._wake.cancel()
             await asyncio.gather(self._wake, return_exceptions=True)
             self._wake = None
+        # arq's close waits for the jobs its stop cancelled without return_exceptions: a job that ends cancelled
+        # (one stopped while its result was being written) raised there and skipped the rest of the close (the
+        # heartbeat's goodbye, the pools), and the process exited 1. Settle them here; arq then waits on none.
+        for task in self.tasks.values():
+            task.cancel()
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        self.tasks.clear()
         await super().close()
 
 

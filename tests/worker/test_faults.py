@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 
+import httpx
 import pytest
 
 from collab.kit.redisclient import REDIS_TIMEOUT_S
@@ -19,7 +20,7 @@ from collab.kit.jobs import transaction
 from collab.testing import fake_models
 from collab.users.deletion import TASKS
 from collab.webhooks.delivery import LEASE_MARGIN_MS
-from faults_env import FaultEnv, Load, Silent, wait_for
+from faults_env import FaultEnv, Load, Silent, tail, wait_for
 from factories import ping, seed_document
 from helpers import add_organization, error, new_tenant, post, result
 
@@ -246,6 +247,33 @@ def test_worker_killed_mid_extraction_answers_the_waiting_call_once(env, client,
     [source] = env.query("select id, status, result from knowledge_sources where api_key_id = %s", t.api_key)
     assert source["status"] == "ready" and source["result"] == extracted
     assert len(fake.of("openai")) == 2  # asked again on the second try: nothing of the first was kept
+
+
+def test_worker_stopped_mid_job_closes_cleanly(env, client, fake):
+    # A graceful stop (SIGTERM) while a job waits on its provider: arq cancels the job; the process still runs
+    # its whole close (heartbeat gone at once, pools closed) and exits 0, without a traceback.
+    t = new_tenant(client)
+    with_openai_key(client, t)
+    fake.script("openai", {"hang": True})
+    before = set(env.live_workers())
+    worker = env.workers.start(env.settings, label="stop-mid-job")
+    def ask():
+        try:  # its answer is not this drill's concern (the API waits for it up to its deadline)
+            post(client, "/v2/rewriter/ask-ai", ASK, t.headers, timeout=5)
+        except httpx.HTTPError:
+            pass
+
+    call = threading.Thread(target=ask)
+    call.start()
+    try:
+        wait_for(lambda: fake.of("openai"), timeout=30, what="the Ask AI job to call its provider")
+        assert set(env.live_workers()) - before
+    finally:
+        env.workers.stop(worker)
+        call.join(60)
+    assert worker.exitcode == 0, tail(worker.log)
+    assert "Traceback" not in worker.log.read_text(), tail(worker.log)
+    assert set(env.live_workers()) <= before  # said goodbye: its jobs need not wait for its lease to end
 
 
 def test_job_that_kills_its_worker_every_time_ends_failed_after_its_tries(env, tmp_path):
