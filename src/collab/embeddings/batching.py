@@ -44,8 +44,8 @@ class QueryBatches:
         embedder, oldest, _ = self.waiting[0]
         low, high = len(oldest) / SPREAD, len(oldest) * SPREAD
         batch = [w for w in self.waiting if w[0] is embedder and low <= len(w[1]) <= high][: self.max_batch]
-        taken = {id(w[2]) for w in batch}
-        self.waiting = [w for w in self.waiting if id(w[2]) not in taken]
+        taken = {w[2] for w in batch}
+        self.waiting = [w for w in self.waiting if w[2] not in taken]
         self.running = True
         try:
             job = asyncio.get_running_loop().run_in_executor(self.executor, embedder.encode_queries, [w[1] for w in batch])

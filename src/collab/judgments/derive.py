@@ -4,7 +4,7 @@ import math
 import re
 from typing import Any
 
-from collab.events import APPROVED_EVENTS as APPROVED, JUDGED_EVENTS, REJECTED_EVENTS as REJECTED
+from collab.events import APPROVED_EVENTS, REJECTED_EVENTS
 
 AGREE = {"agree", "+1", "👍"}
 DISAGREE = {"disagree", "-1", "👎"}
@@ -17,17 +17,16 @@ def _obj(value: Any) -> dict[str, Any]:
 
 
 def decision(action_type: str, changes: Any, entity_data: Any) -> str | None:
-    """The decision an action type stands for, or None when the activity is not a judgment."""
-    if action_type not in JUDGED_EVENTS:
-        return None
+    """The decision an action type stands for, or None when the activity is not a judgment (events.JUDGED_EVENTS
+    lists the types that may be one)."""
     if action_type in ("comment.add", "comment_annotation.add"):
         return "comment"
     if action_type == "comment_annotation.status_change":
         to = _obj(_obj(changes).get("status")).get("to")
         return {"resolved": "resolve", "in_progress": "in_progress"}.get(to if isinstance(to, str) else "")
-    if action_type in APPROVED:
+    if action_type in APPROVED_EVENTS:
         return "approved"
-    if action_type in REJECTED:
+    if action_type in REJECTED_EVENTS:
         return "rejected"
     if action_type == "comment.reaction_add":
         reaction = _obj(entity_data).get("reaction")

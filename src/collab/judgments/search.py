@@ -103,9 +103,8 @@ def _keep(row: dict[str, Any], data: SearchJudgments, *, skip_dates: bool) -> bo
     return True
 
 
-# Past this many rows in the table (the graph's size) the first HNSW beam is LARGE_BEAM instead of 100.
-LARGE_GRAPH = 250_000
-LARGE_BEAM = 300
+# The first HNSW beam (`hnsw.ef_search`), and past LARGE_GRAPH rows in the table (the graph's size) LARGE_BEAM.
+BEAM, LARGE_GRAPH, LARGE_BEAM = 100, 250_000, 300
 
 
 @dataclass(frozen=True)
@@ -136,14 +135,14 @@ def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_
                 # The first beam (iterative scans widen it where the scope filter needs more): 100 gave recall@10
                 # 0.99 over 100k rows at half the cost of 200; over a million rows 300 (recall@10 0.981-0.988 in
                 # every scope against 0.972-0.983 at 200, SQL p50 +2 ms; docs/decisions.md, "The first beam").
-                "hnsw.ef_search": str(min(ef_max, max(100 if total <= LARGE_GRAPH else LARGE_BEAM, 3 * k))),
+                "hnsw.ef_search": str(min(ef_max, max(BEAM if total <= LARGE_GRAPH else LARGE_BEAM, 3 * k))),
                 "hnsw.iterative_scan": "relaxed_order",
                 "hnsw.max_scan_tuples": str(tuples),
             },
         )
     # pgvector 0.6 filters after the index scan: widen the beam to the scope's selectivity.
     return Plan(exact=False, half=half,
-                settings={"hnsw.ef_search": str(min(ef_max, max(100, math.ceil(2 * k * total / in_scope))))})
+                settings={"hnsw.ef_search": str(min(ef_max, max(BEAM, math.ceil(2 * k * total / in_scope))))})
 
 
 _pgvector: dict[int, tuple[int, ...]] = {}  # per pool: the server's pgvector version, read once
