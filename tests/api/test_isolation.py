@@ -37,6 +37,7 @@ GLOBAL_TABLES = {
     "workspaces": "the tenant's workspace itself: snapshotted by its id",
     "embedding_models": "the service's registry of embedding models, shared by every tenant",
     "schema_migrations": "the database schema's version",
+    "vector_self_test_failures": "the database server's failed start-up self-tests (kit/db/selftest.py)",
 }
 # Tables a probe of B may see change under A for A's own reasons: A's call counts, flushed in the background.
 OWN_COUNTERS = {"usage_minutes"}

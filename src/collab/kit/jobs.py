@@ -34,13 +34,14 @@ from arq.constants import default_queue_name, in_progress_key_prefix, job_key_pr
 from arq.jobs import Job, JobStatus, ResultNotFound, deserialize_result, serialize_job
 from arq.utils import timestamp_ms
 from arq.worker import JobExecutionFailed
+import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from redis.exceptions import RedisError
 
 from collab.kit.crypto import new_id
 from collab.kit.db import Queries, execute, fetch_all, fetch_one
-from collab.kit.db.pool import Conn
+from collab.kit.db.pool import Conn, connection_lost, failed_statement
 from collab.kit.errors import ApiError, raise_failure
 
 log = logging.getLogger("collab.jobs")
@@ -243,6 +244,9 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
                 await _finish(pool, job_id, "failed", error=str(exc))
                 return None
             except Exception as exc:
+                if connection_lost(exc):
+                    return await _connection_lost(pool, job_id, fn.__name__, exc, attempts=row["attempts"],
+                                                  backoff_s=backoff_s)
                 if row["attempts"] >= max_tries:
                     detail = f"{type(exc).__name__}: {exc}"
                     reason = str(exc) if isinstance(exc, JobFailure) else GENERIC_FAILURE.format(tries=row["attempts"])
@@ -258,6 +262,42 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
         return run
 
     return decorate
+
+
+# A job whose statements lost their connection to a crashed server runs once more; the next loss fails it for good.
+# (A statement that kills its backend takes every tenant's connections with it: retried like any error it would
+# crash the server at each try.)
+CONNECTION_LOSSES_ALLOWED = 1
+
+
+async def _connection_lost(pool: AsyncConnectionPool, job_id: str, function: str, exc: Exception, *, attempts: int,
+                           backoff_s: float) -> None:
+    """Count a lost connection against the job; retry it once, fail it for good (with its reason) the second time."""
+    statement = failed_statement(exc) or "(not a named statement)"
+    losses = await _count_loss(pool, job_id)
+    if losses > CONNECTION_LOSSES_ALLOWED:
+        log.error("job %s (%s) failed for good: its database connection was lost %d times, the last in statement %s: "
+                  "%s", job_id, function, losses, statement, exc)
+        detail = f"connection lost {losses} times, the last in statement {statement}: {type(exc).__name__}: {exc}"
+        await _finish(pool, job_id, "failed", error=GENERIC_FAILURE.format(tries=attempts), detail=detail[:4000])
+        return None
+    log.warning("job %s (%s) lost its database connection in statement %s; it runs once more: %s", job_id, function,
+                statement, exc)
+    raise Retry(defer=timedelta(seconds=backoff_s * 2 ** (attempts - 1))) from exc
+
+
+async def _count_loss(pool: AsyncConnectionPool, job_id: str, wait_s: float = 60.0) -> int:
+    """Record a lost connection on the job's row; how many it has now. Waits for a crashed server to recover."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            async with pool.connection() as conn:
+                row = await fetch_one(conn, q.count_connection_loss, {"id": job_id})
+            return row["connection_losses"] if row else 0
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)  # the server is still restarting after the crash
 
 
 async def _finish(

@@ -33,3 +33,8 @@ order by created_at limit 500
 select id, function from jobs
 where status = 'running' and updated_at < now() - make_interval(secs => %(after)s)
 order by updated_at limit 500
+
+-- name: count_connection_loss
+-- Count a try whose database connection was lost (a crashed or restarted server); the total so far.
+update jobs set connection_losses = connection_losses + 1, updated_at = now() where id = %(id)s
+returning connection_losses

@@ -15,7 +15,7 @@ from collab.config import Settings
 from collab.kit import embedded
 from collab.kit.credentials import CredentialCache
 from collab.kit.crypto import Keyring
-from collab.kit.db import create_pool
+from collab.kit.db import create_pool, selftest
 from collab.kit.db.migrate import migrate
 from collab.kit.ratelimit import Reservations
 from collab.kit.redisclient import redis_client
@@ -50,7 +50,7 @@ async def build_services(settings: Settings) -> Services:
     """Connect to Postgres and Redis (embedded ones when no URL is configured) and migrate."""
     database_url = settings.database_url or embedded.start_postgres(settings.data_dir)
     redis_url = settings.redis_url or embedded.EmbeddedRedis(settings.data_dir).start()
-    await migrate(database_url)
+    await prepare_database(settings, database_url)
     pool = create_pool(
         database_url,
         min_size=settings.db_pool_min,
@@ -64,6 +64,14 @@ async def build_services(settings: Settings) -> Services:
                    credentials=CredentialCache(ttl_s=settings.auth_cache_ttl_s))
     start_flusher(svc)
     return svc
+
+
+async def prepare_database(settings: Settings, database_url: str, *, retry_known: bool = False) -> selftest.Versions:
+    """Check pgvector, migrate, then run the vector self-test (raises selftest.SelfTestFailed: refuse to start)."""
+    await selftest.versions(database_url)
+    await migrate(database_url)
+    server_log = None if settings.database_url else embedded.server_log(settings.data_dir)
+    return await selftest.check(database_url, embedded_log=server_log, retry_known=retry_known)
 
 
 async def close_services(svc: Services) -> None:

@@ -9,7 +9,9 @@ from psycopg import errors, generators, pq
 from psycopg._queries import PostgresQuery
 from psycopg.adapt import Transformer
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from collab.kit.db.queries import statement_name
 
 Conn = psycopg.AsyncConnection
 
@@ -209,32 +211,82 @@ def _rows(tx: Transformer, result: pq.abc.PGresult, count: int) -> list[dict[str
 
 
 async def fetch_one(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    if not _direct(conn, params):
-        cur = await conn.execute(sql, params)
-        return await cur.fetchone()
-    rows = _rows(*await _run(conn, sql, params), 1)
+    try:
+        if not _direct(conn, params):
+            cur = await conn.execute(sql, params)
+            return await cur.fetchone()
+        rows = _rows(*await _run(conn, sql, params), 1)
+    except psycopg.OperationalError as exc:
+        raise _named(exc, sql)
     return rows[0] if rows else None
 
 
 async def fetch_all(
     conn: Conn, sql: str, params: dict[str, Any] | None = None, *, prepare: bool | None = None
 ) -> list[dict[str, Any]]:
-    if prepare is False or not _direct(conn, params):
-        cur = await conn.execute(sql, params, prepare=prepare)
-        return await cur.fetchall()
-    tx, result = await _run(conn, sql, params)
+    try:
+        if prepare is False or not _direct(conn, params):
+            cur = await conn.execute(sql, params, prepare=prepare)
+            return await cur.fetchall()
+        tx, result = await _run(conn, sql, params)
+    except psycopg.OperationalError as exc:
+        raise _named(exc, sql)
     return _rows(tx, result, result.ntuples)
 
 
 async def execute(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> int:
-    if not _direct(conn, params):
-        cur = await conn.execute(sql, params)
-        return cur.rowcount
-    _, result = await _run(conn, sql, params)
+    try:
+        if not _direct(conn, params):
+            cur = await conn.execute(sql, params)
+            return cur.rowcount
+        _, result = await _run(conn, sql, params)
+    except psycopg.OperationalError as exc:
+        raise _named(exc, sql)
     if result.status == _TUPLES_OK:
         return result.ntuples
     count = result.command_tuples
     return count if count is not None else -1
+
+
+# SQLSTATEs of a connection the server dropped: a terminated backend (57P01), another backend's crash (57P02), a
+# server still recovering (57P03), and the connection exceptions (08...). With none, libpq saw the socket close.
+_DROPPED = ("57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether an error (or what caused it) means the server dropped the connection mid-statement: a crash, a
+    restart, a terminated backend; not a pool that found no connection in time."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, psycopg.OperationalError) and not isinstance(seen, PoolTimeout):
+            state = seen.sqlstate
+            if state is None or state in _DROPPED or state.startswith("08"):
+                return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def failed_statement(exc: BaseException) -> str | None:
+    """The "file.sql:name" of the named statement an error (or what caused it: a rollback on the dropped connection
+    raises its own) came from, when a helper here ran it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        for note in getattr(seen, "__notes__", ()):
+            if note.startswith(_NOTE):
+                return note.removeprefix(_NOTE)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+_NOTE = "collab statement: "
+
+
+def _named(exc: psycopg.OperationalError, sql: Any) -> psycopg.OperationalError:
+    """The error, noted with the named statement that raised it (read by `failed_statement`)."""
+    name = statement_name(sql)
+    if name is not None and not any(note.startswith(_NOTE) for note in getattr(exc, "__notes__", ())):
+        exc.add_note(_NOTE + name)
+    return exc
 
 
 async def delete_in_batches(pool: AsyncConnectionPool, sql: str, params: dict[str, Any], *, batch: int) -> int:

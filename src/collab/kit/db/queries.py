@@ -4,6 +4,13 @@ import re
 from pathlib import Path
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+# Every loaded statement's text to "file.sql:name", so an error can say which statement it came from.
+_NAMES: dict[str, str] = {}
+
+
+def statement_name(statement: object) -> str | None:
+    """The "file.sql:name" of a named query's text (None for SQL that no .sql file names, or composed SQL)."""
+    return _NAMES.get(statement) if isinstance(statement, str) else None
 
 
 class Queries:
@@ -29,6 +36,7 @@ class Queries:
             if not sql:
                 raise ValueError(f"{path}: query {name!r} is empty")
             self._sql[name] = sql
+            _NAMES.setdefault(sql, f"{Path(path).name}:{name}")
             self.descriptions[name] = description
 
     @classmethod
