@@ -36,6 +36,8 @@ class SelfTestFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class Versions:
+    """The server's version and pgvector's."""
+
     server: str
     vector: str | None  # installed in the database, else the one it would install; None: not available
 
@@ -84,12 +86,14 @@ async def _check(url: str, *, embedded_log: Path | None, retry_known: bool) -> V
             if conn.broken:
                 raise _Interrupted() from exc
             raise
+        log_start = embedded_log.stat().st_size if embedded_log is not None and embedded_log.is_file() else 0
         statement = await _run_statements(conn, versions)
     if statement is None:
         return versions
-    detail = _signal_from_log(embedded_log) or "the server closed the connection while the statement ran"
+    await _wait_for_server(url)  # the postmaster logs the signal as it starts recovery: read the log after
+    detail = (_signal_from_log(embedded_log, log_start)
+              or "the server closed the connection while the statement ran")
     log.error("start-up self-test: the backend died in the vector statement %r (%s)", statement, detail)
-    await _wait_for_server(url)
     await _record(url, versions, statement, detail)
     raise SelfTestFailed(_crash_message(versions, statement, detail, embedded=embedded_log is not None))
 
@@ -172,12 +176,13 @@ async def _wait_for_server(url: str, timeout_s: float = RECOVERY_WAIT_S) -> None
         return
 
 
-def _signal_from_log(path: Path | None) -> str | None:
-    """The embedded server log's last line about a backend killed by a signal ("terminated by signal 4: ...")."""
+def _signal_from_log(path: Path | None, start: int) -> str | None:
+    """The embedded server log's line, written since `start`, about a backend killed by a signal ("terminated by
+    signal 4: Illegal instruction")."""
     if path is None or not path.is_file():
         return None
     with path.open("rb") as f:
-        f.seek(max(0, path.stat().st_size - 65536))
+        f.seek(max(start, path.stat().st_size - 65536))
         lines = f.read().decode(errors="replace").splitlines()
     found = [line for line in lines if "terminated by signal" in line or "was terminated by exception" in line]
     return found[-1].split("LOG:", 1)[-1].strip() if found else None
