@@ -149,6 +149,13 @@ class Settings(BaseSettings):
     realtime_send_queue: int = Field(default=512, ge=1)
     realtime_compact_every: int = Field(default=200, ge=1)
     realtime_compact_after_s: float = Field(default=60.0, ge=0)
+    # Awareness (cursors, selections, who is here) is kept in memory per editor room and relayed to every socket:
+    # one socket speaks for at most `realtime_awareness_clients` client ids (a y-websocket client has one), a state
+    # carries at most `realtime_awareness_state_bytes`, and an editor room holds at most
+    # `realtime_awareness_room_bytes` of states (the most a query-awareness answer or a newcomer's first message is).
+    realtime_awareness_clients: int = Field(default=4, ge=1, le=64)
+    realtime_awareness_state_bytes: int = Field(default=16 * 1024, ge=256)
+    realtime_awareness_room_bytes: int = Field(default=1024 * 1024, ge=4096)
 
     # Comments (commentannotations/*): how many comments one thread may hold; an add past it is INVALID_ARGUMENT.
     comments_max_per_thread: int = Field(default=1000, ge=1)

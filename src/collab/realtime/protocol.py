@@ -38,9 +38,13 @@ class Malformed(ValueError):
     """A message this protocol does not allow; the text goes into the close reason."""
 
 
-def parse(message: bytes) -> tuple[int, int, Any]:
-    """(type, sync step or 0, payload): sync → update or state vector bytes, awareness → its entries,
-    query awareness → None, live state → the JSON value."""
+class Oversize(Malformed):
+    """A message part over its byte cap (close 4413)."""
+
+
+def parse(message: bytes, *, max_clients: int = 4, max_state_bytes: int = 16384) -> tuple[int, int, Any]:
+    """(type, sync step or 0, payload): sync → update or state vector bytes, awareness → its entries (at most
+    `max_clients`, each state at most `max_state_bytes`), query awareness → None, live state → the JSON value."""
     r = Reader(message, Malformed)
     kind = r.uint()
     if kind == SYNC:
@@ -53,7 +57,7 @@ def parse(message: bytes) -> tuple[int, int, Any]:
     if kind == AWARENESS:
         update = r.bytes()
         r.end()
-        return kind, 0, awareness_entries(update)
+        return kind, 0, awareness_entries(update, max_clients=max_clients, max_state_bytes=max_state_bytes)
     if kind == QUERY_AWARENESS:
         return kind, 0, None
     if kind == LIVESTATE:
@@ -66,13 +70,22 @@ def parse(message: bytes) -> tuple[int, int, Any]:
     raise Malformed("unknown message type")
 
 
-def awareness_entries(update: bytes) -> list[tuple[int, int, str]]:
-    """(client id, clock, state JSON text) of each client in an awareness update."""
+def awareness_entries(update: bytes, *, max_clients: int, max_state_bytes: int) -> list[tuple[int, int, str]]:
+    """(client id, clock, state JSON text) of each client in an awareness update; bounded before anything is decoded
+    (a y-websocket client sends its own one client, so a message of thousands is refused, not parsed)."""
     r = Reader(update, Malformed)
+    count = r.uint()
+    if count > max_clients:
+        raise Malformed(f"an awareness message may carry at most {max_clients} clients")
     entries = []
-    for _ in range(r.uint()):
-        client, clock, state = r.uint(), r.uint(), r.string()
-        entries.append((client, clock, state))
+    for _ in range(count):
+        client, clock, raw = r.uint(), r.uint(), r.bytes()
+        if len(raw) > max_state_bytes:
+            raise Oversize(f"an awareness state may carry at most {max_state_bytes} bytes")
+        try:
+            entries.append((client, clock, raw.decode()))
+        except UnicodeDecodeError:
+            raise Malformed("an awareness state is not UTF-8") from None
     r.end()
     return entries
 

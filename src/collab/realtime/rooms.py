@@ -86,6 +86,14 @@ class Connection:
             self.close_code = self.close_code or protocol.SERVER_ERROR
 
 
+# The owner of awareness clients that another API process introduced (its sockets are checked there).
+REMOTE = "remote"
+
+
+class AwarenessFull(Exception):
+    """An editor room's awareness states would pass their byte cap."""
+
+
 class DocumentRoom:
     """A document's connections in this process, by editor, with the awareness states each editor room knows."""
 
@@ -93,6 +101,9 @@ class DocumentRoom:
         self.key = key
         self.editors: dict[str, set[Connection]] = {}
         self.awareness: dict[str, dict[int, tuple[int, str]]] = {}  # editor → client id → (clock, state JSON)
+        # editor → client id → the Connection (or REMOTE) that introduced it: only it may change or remove the state
+        self.owners: dict[str, dict[int, object]] = {}
+        self.awareness_bytes: dict[str, int] = {}  # editor → bytes of the states kept
         self.appended: dict[str, int] = {}  # editor → updates appended here since its last compaction
         self.webhook_at: dict[str, float] = {}  # editor → when this process last counted a webhook change
         # editor → bytes of its document as last read plus every update seen since (an upper bound: the cap's gauge)
@@ -101,25 +112,53 @@ class DocumentRoom:
     def connections(self) -> list[Connection]:
         return [c for conns in self.editors.values() for c in conns]
 
-    def learn_awareness(self, editor_id: str, entries: list[tuple[int, int, str]]) -> bool:
-        """Keep the newest state of each client; whether any state changed (not just a renewal)."""
+    def learn_awareness(self, editor_id: str, entries: list[tuple[int, int, str]], *, owner: object,
+                        room_bytes: int | None = None) -> tuple[list[tuple[int, int, str]], bool]:
+        """Keep the newest state of each client `owner` may speak for; (the entries kept, whether a state changed,
+        not just renewed).
+
+        A client id belongs to the socket (or other process) that introduced it: entries for someone else's client
+        are dropped, so no socket can change or remove another user's cursor. A message that would take the editor
+        room's states past `room_bytes` raises AwarenessFull, with nothing learned.
+        """
         known = self.awareness.setdefault(editor_id, {})
-        changed = False
+        owners = self.owners.setdefault(editor_id, {})
+        kept, grow = [], 0
         for client, clock, state in entries:
             old = known.get(client)
-            if old is not None and clock < old[0]:
+            if not _may_speak(owners.get(client, owner), owner) or (old is not None and clock < old[0]):
                 continue
+            kept.append((client, clock, state))
+            grow += (0 if state == "null" else len(state.encode())) - (len(old[1].encode()) if old else 0)
+        total = self.awareness_bytes.get(editor_id, 0) + grow
+        if room_bytes is not None and grow > 0 and total > room_bytes:
+            raise AwarenessFull()
+        self.awareness_bytes[editor_id] = total
+        changed = False
+        for client, clock, state in kept:
+            old = known.get(client)
             changed = changed or old is None or old[1] != state
             if state == "null":
                 known.pop(client, None)
+                owners.pop(client, None)
             else:
                 known[client] = (clock, state)
-        return changed
+                owners[client] = owner
+        return kept, changed
 
     def relay(self, editor_id: str, message: bytes, *, skip: Connection | None = None) -> None:
         for conn in self.editors.get(editor_id, ()):
             if conn is not skip:
                 conn.send(message)
+
+
+def _may_speak(holder: object, speaker: object) -> bool:
+    """Whether `speaker` may set the state of a client `holder` introduced: its own, or its user's from another
+    socket (a client that reconnects keeps its id while the server may not yet have seen the old socket go)."""
+    if holder is speaker:
+        return True
+    return (isinstance(holder, Connection) and isinstance(speaker, Connection) and holder.user.user_id ==
+            speaker.user.user_id and holder.user.tenant.api_key_id == speaker.user.tenant.api_key_id)
 
 
 class Hub:
@@ -169,6 +208,8 @@ class Hub:
         if not conns:
             room.editors.pop(conn.editor_id, None)
             room.awareness.pop(conn.editor_id, None)
+            room.owners.pop(conn.editor_id, None)
+            room.awareness_bytes.pop(conn.editor_id, None)
         if room.editors:
             return None
         del self.rooms[key]

@@ -17,7 +17,7 @@ from collab.realtime import access, livestate, protocol
 from collab.realtime import repository as repo
 from collab.realtime.access import Refused
 from collab.realtime.appender import Appender
-from collab.realtime.rooms import Connection, DocumentRoom, Hub
+from collab.realtime.rooms import REMOTE, AwarenessFull, Connection, DocumentRoom, Hub
 from collab.realtime.upkeep import LEFT, Upkeep
 
 log = logging.getLogger("collab.realtime")
@@ -144,7 +144,9 @@ class Realtime:
                 conn.close(protocol.TOO_LARGE, f"A message may carry at most {limit} bytes.")
             else:
                 try:
-                    await self._handle(conn, room, data, *protocol.parse(data))
+                    await self._handle(conn, room, data, *self._parse(data))
+                except protocol.Oversize as exc:
+                    conn.close(protocol.TOO_LARGE, f"Too large: {exc}.")
                 except protocol.Malformed as exc:
                     conn.close(protocol.MALFORMED, f"Malformed message: {exc}.")
                 except Refused as refused:
@@ -162,22 +164,48 @@ class Realtime:
         elif kind == protocol.SYNC:
             await self._update(conn, room, payload)
         elif kind == protocol.AWARENESS:
-            if not conn.admit(0.5):  # relayed to every socket of the room: a flood is refused like one of edits
-                raise Refused(protocol.LIMITED, "Too many messages per second.")
-            for client, clock, state in payload:
-                if state == "null":
-                    conn.controlled.pop(client, None)
-                else:
-                    conn.controlled[client] = clock
-            if room.learn_awareness(conn.editor_id, payload):
-                conn.last_active = time.monotonic()
-            room.relay(conn.editor_id, data, skip=conn)
-            await self.hub.publish(conn, data, editor_id=conn.editor_id)
+            await self._awareness(conn, room, data, payload)
         elif kind == protocol.QUERY_AWARENESS:
+            # Answered with every state of the editor room (up to its byte cap): priced like four renewals.
+            if not conn.admit(2.0):
+                raise Refused(protocol.LIMITED, "Too many messages per second.")
             known = room.awareness.get(conn.editor_id) or {}
             conn.send(protocol.awareness([(c, clock, s) for c, (clock, s) in known.items()]))
         else:
             await self._livestate_op(conn, payload)
+
+    def _parse(self, data: bytes) -> tuple[int, int, Any]:
+        settings = self.svc.settings
+        return protocol.parse(data, max_clients=settings.realtime_awareness_clients,
+                              max_state_bytes=settings.realtime_awareness_state_bytes)
+
+    async def _awareness(self, conn: Connection, room: DocumentRoom, data: bytes,
+                         entries: list[tuple[int, int, str]]) -> None:
+        """Learn and relay the states of the clients this socket speaks for (at most a few, each its own)."""
+        if not conn.admit(0.5):  # relayed to every socket of the room: a flood is refused like one of edits
+            raise Refused(protocol.LIMITED, "Too many messages per second.")
+        settings = self.svc.settings
+        fresh = {client for client, _, state in entries if state != "null"} - conn.controlled.keys()
+        if len(conn.controlled) + len(fresh) > settings.realtime_awareness_clients:
+            raise Refused(protocol.LIMITED, f"A socket may speak for at most {settings.realtime_awareness_clients} "
+                                            f"awareness clients.")
+        try:
+            kept, changed = room.learn_awareness(conn.editor_id, entries, owner=conn,
+                                                 room_bytes=settings.realtime_awareness_room_bytes)
+        except AwarenessFull:
+            raise Refused(protocol.TOO_LARGE, f"This editor's awareness states would pass "
+                                              f"{settings.realtime_awareness_room_bytes} bytes.") from None
+        for client, clock, state in kept:
+            if state == "null":
+                conn.controlled.pop(client, None)
+            else:
+                conn.controlled[client] = clock
+        if changed:
+            conn.last_active = time.monotonic()
+        if kept:  # another socket's clients were dropped: relay only this socket's own
+            message = data if len(kept) == len(entries) else protocol.awareness(kept)
+            room.relay(conn.editor_id, message, skip=conn)
+            await self.hub.publish(conn, message, editor_id=conn.editor_id)
 
     async def _update(self, conn: Connection, room: DocumentRoom, update: bytes) -> None:
         """Store a client's update, then relay it: nobody hears of an edit that a restart could lose."""
@@ -239,9 +267,11 @@ class Realtime:
         """Say the socket's awareness clients left, show the user offline when it was their last socket here,
         and fold the updates this room appended."""
         try:
-            if conn.controlled:
-                entries = [(c, clock + 1, "null") for c, clock in conn.controlled.items()]
-                room.learn_awareness(conn.editor_id, entries)
+            owners = room.owners.get(conn.editor_id, {})
+            # Not the clients its user's newer socket took over (a reconnect): they are that socket's now.
+            entries = [(c, clock + 1, "null") for c, clock in conn.controlled.items() if owners.get(c) is conn]
+            if entries:
+                room.learn_awareness(conn.editor_id, entries, owner=conn)
                 gone = protocol.awareness(entries)
                 room.relay(conn.editor_id, gone, skip=conn)
                 await self.hub.publish(conn, gone, editor_id=conn.editor_id)
@@ -275,8 +305,13 @@ class Realtime:
             return
         if message[:1] == bytes([protocol.AWARENESS]):
             try:
-                room.learn_awareness(editor_id, protocol.parse(message)[2])
+                entries = self._parse(message)[2]
             except protocol.Malformed:
+                return
+            kept, _ = room.learn_awareness(editor_id, entries, owner=REMOTE)
+            if len(kept) != len(entries):  # a client one of this process's sockets introduced: not the sender's
+                if kept:
+                    room.relay(editor_id, protocol.awareness(kept))
                 return
         elif editor_id in room.sizes:
             room.sizes[editor_id] += len(message)  # an edit made through another process or REST
