@@ -3,6 +3,7 @@
 import contextvars
 import json
 import logging
+import re
 import sys
 import time
 
@@ -10,10 +11,22 @@ request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", d
 _base_factory = logging.getLogRecordFactory()
 
 
+# A bearer token in a URL's query (the realtime socket's `?token=`): uvicorn logs WebSocket paths with their query.
+_TOKEN_IN_QUERY = re.compile(r"([?&](?:access_)?token=)[^&\s\"']*")
+
+
+def _redacted(value: object) -> object:
+    return _TOKEN_IN_QUERY.sub(r"\1[redacted]", value) if isinstance(value, str) and "token=" in value else value
+
+
 def _record_with_request_id(*args, **kwargs) -> logging.LogRecord:
     # Stamp the id when the record is made: handlers may format it later, elsewhere.
     record = _base_factory(*args, **kwargs)
     record.request_id = request_id.get()
+    # Tokens never reach a log line, whichever handler writes it.
+    if record.name.startswith("uvicorn") and isinstance(record.args, tuple) and record.args:
+        record.args = tuple(_redacted(arg) for arg in record.args)
+    record.msg = _redacted(record.msg)
     return record
 
 

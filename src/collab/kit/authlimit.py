@@ -51,14 +51,14 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]  # bounded Redis keys whatever the header holds
 
 
-async def admit(svc: Services, *, kind: str, address: str, subject: str, token: str) -> Gate:
+async def admit(svc: Services, *, kind: str, address: str, subject: str | None, token: str) -> Gate:
     """RESOURCE_EXHAUSTED (with Retry-After) when the address or subject is over its failure limit and these
-    credentials are not known good; else the gate to report the outcome to."""
+    credentials are not known good; else the gate to report the outcome to. With no subject (user tokens: every
+    user of a key has their own) only the address counts."""
     now, settings = svc.clock(), svc.settings
-    counters = (
-        _counter(f"addr:{_digest(address)}", settings.auth_failures_per_address, now),
-        _counter(f"{kind}:{_digest(subject)}", settings.auth_failures_per_key, now),
-    )
+    counters = (_counter(f"addr:{_digest(address)}", settings.auth_failures_per_address, now),)
+    if subject is not None:
+        counters += (_counter(f"{kind}:{_digest(subject)}", settings.auth_failures_per_key, now),)
     # A keyed hash (the keyring's MAC): Redis never holds anything a token could be recovered from.
     proof = "collab:authok:" + svc.keyring.hash(f"{kind}\n{subject}\n{token}").hex()[:32]
     if svc.redis is None:

@@ -1,5 +1,6 @@
 """Who may open a room: the user token names the tenant and the user; the permissions model decides the role."""
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,15 +35,32 @@ class User:
     expires_s: float
 
 
-async def authenticate(svc: Services, conn: Conn, token: str | None) -> User:
-    """The user a token names, verified with its API key's signing keys; 4401 otherwise."""
+def valid_id(value: str) -> bool:
+    """An id a socket may name (URL ids, a token's `aud`): 1-200 characters, none of them a control character (NUL
+    among them: Postgres text cannot hold it)."""
+    return 0 < len(value) <= 200 and _CONTROL.search(value) is None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def audience(token: str | None) -> str:
+    """The API key id a token names, unverified (the signature is checked with that key's keys); 4401 when none."""
     if not token or len(token) > 8192:
         raise Refused(protocol.BAD_TOKEN, "A user token (the token query parameter) is required.")
     try:
         api_key_id = jwt.decode(token, options={"verify_signature": False}).get("aud")
     except jwt.InvalidTokenError:
         raise Refused(protocol.BAD_TOKEN, "The token is not a valid user token.") from None
-    key = await repo.api_key(conn, api_key_id=api_key_id) if isinstance(api_key_id, str) else None
+    if not isinstance(api_key_id, str) or not valid_id(api_key_id):
+        raise Refused(protocol.BAD_TOKEN, "The token is not a valid user token.")
+    return api_key_id
+
+
+async def authenticate(svc: Services, conn: Conn, token: str | None) -> User:
+    """The user a token names, verified with its API key's signing keys; 4401 otherwise."""
+    api_key_id = audience(token)
+    key = await repo.api_key(conn, api_key_id=api_key_id)
     if key is None:
         raise Refused(protocol.BAD_TOKEN, "The token is not a valid user token.")
     try:

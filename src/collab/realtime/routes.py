@@ -8,7 +8,7 @@ from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import answer
 from collab.kit.services import Services, services
-from collab.realtime import livestate, protocol
+from collab.realtime import access, livestate, protocol
 from collab.realtime.schemas import BroadcastLiveState, GetLiveState, LiveState, LiveStateOutcome
 
 router = APIRouter(tags=["realtime"], route_class=StrictJsonRoute)
@@ -24,7 +24,7 @@ def _room(ws: WebSocket) -> list[str] | None:
         ids = [unquote(part.decode("ascii"), errors="strict") for part in tail.split(b"/")]
     except (UnicodeDecodeError, ValueError):
         return None
-    return ids if len(ids) == 3 and all(0 < len(i) <= 200 for i in ids) else None
+    return ids if len(ids) == 3 and all(access.valid_id(i) for i in ids) else None
 
 
 @router.websocket("/realtime/{room:path}")
@@ -33,7 +33,8 @@ async def realtime(ws: WebSocket, room: str):
     ids = _room(ws)
     if ids is None:
         await ws.accept()
-        await ws.close(protocol.UNKNOWN, "The URL is /realtime/{organizationId}/{documentId}/{editorId}.")
+        await ws.close(protocol.UNKNOWN, "The URL is /realtime/{organizationId}/{documentId}/{editorId}, each id "
+                                         "1-200 characters without control characters.")
         return
     await ws.app.state.realtime.serve(ws, organization_id=ids[0], document_id=ids[1], editor_id=ids[2],
                                       token=ws.query_params.get("token"))

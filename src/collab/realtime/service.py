@@ -11,7 +11,8 @@ from pycrdt import get_state, get_update
 from collab.crdt import repository as crdt_repo
 from collab.crdt import service as crdt_service
 from collab.crdt import updates, ydoc
-from collab.kit import fanout
+from collab.kit import authlimit, fanout
+from collab.kit.errors import ApiError
 from collab.kit.services import Services
 from collab.realtime import access, livestate, protocol
 from collab.realtime import repository as repo
@@ -75,6 +76,10 @@ class Realtime:
         except Refused as refused:
             await ws.close(refused.code, refused.reason)
             return
+        except Exception:  # every refusal is a close code, never an unhandled exception in the server's log
+            log.exception("realtime handshake of %s/%s failed", document_id, editor_id)
+            await ws.close(protocol.SERVER_ERROR, "Server error.")
+            return
         writer = asyncio.create_task(conn.writer())
         try:
             await self._open(conn, room)
@@ -92,8 +97,19 @@ class Realtime:
     async def _admit(self, ws: Any, organization_id: str, document_id: str, editor_id: str,
                      token: str | None) -> Connection:
         settings = self.svc.settings
+        # Bad tokens count against the caller's address like bad API credentials do (kit/authlimit.py).
+        try:
+            gate = await authlimit.admit(self.svc, kind="user-token", address=ws.client.host if ws.client else "-",
+                                         subject=None, token=token or "")
+        except ApiError:
+            raise Refused(protocol.LIMITED, "Too many failed authentication attempts; retry later.") from None
         async with self.svc.pool.connection() as db:
-            user = await access.authenticate(self.svc, db, token)
+            try:
+                user = await access.authenticate(self.svc, db, token)
+            except Refused:
+                await authlimit.failed(self.svc, gate)
+                raise
+            await authlimit.succeeded(self.svc, gate)
             role = (await access.roles(self.svc, db, tenant=user.tenant, organization_id=organization_id,
                                        document_ids=[document_id], user_ids=[user.user_id]))[user.user_id][document_id]
             if isinstance(role, Refused):
