@@ -171,6 +171,8 @@ class Settings(BaseSettings):
 
     # The console (/console): a signed-in session ends after this many seconds without a request (sliding).
     console_idle_timeout_s: int = Field(default=1800, ge=60)
+    # However active, a console session ends this long after its sign-in.
+    console_session_max_s: int = Field(default=12 * 3600, ge=300)
 
     # Usage counters (the console's Overview, kit/usage.py): each process adds its per-minute counts to Postgres
     # this often (a crash loses at most this long of counts); rows older than the retention are deleted hourly.

@@ -15,9 +15,10 @@ SESSION = "collab:console:session:"
 
 @pytest.fixture
 def web(live):
-    """A plain HTTP client for console pages (HTML: not checked against the API's OpenAPI document)."""
+    """A plain HTTP client for console pages (HTML: not checked against the API's OpenAPI document); like a browser,
+    it sends the page's Origin with each POST."""
     with httpx.Client(base_url=live.url, timeout=30, follow_redirects=False,
-                      headers={"x-forwarded-for": fresh_ip()}) as c:
+                      headers={"x-forwarded-for": fresh_ip(), "origin": live.url}) as c:
         yield c
 
 
@@ -56,7 +57,7 @@ def test_sign_in_sets_a_strict_http_only_cookie_and_a_server_side_session(web, c
     assert overview.status_code == 200 and t.workspace["id"] in overview.text
     # Behind a TLS-terminating proxy (trusted: 127.0.0.1) the cookie is Secure.
     secure = web.post(SIGN_IN, data={"workspaceId": t.workspace["id"], "authToken": t.workspace["authToken"]},
-                      headers={"x-forwarded-proto": "https"})
+                      headers={"x-forwarded-proto": "https", "origin": live.url.replace("http:", "https:")})
     assert "Secure" in secure.headers["set-cookie"]
     assert not [path for path in live.app.openapi()["paths"] if path.startswith("/console")]
 
@@ -80,7 +81,7 @@ def test_bad_sign_in_shows_the_error_next_to_the_field(web, data, field, words):
     response = web.post(SIGN_IN, data=data)
     assert response.status_code == 400
     assert words in field_error(response.text, field)
-    assert 'aria-invalid="true"' in response.text and "set-cookie" not in response.headers
+    assert 'aria-invalid="true"' in response.text and "collab_console=" not in response.headers.get("set-cookie", "")
 
 
 def test_wrong_token_is_refused_and_failures_are_limited_per_workspace(web, client, tune, clock):
@@ -169,7 +170,7 @@ def test_another_workspaces_key_is_not_found(web, client):
 def test_resetting_the_workspace_token_ends_every_session_of_the_workspace(web, client, live):
     t = new_tenant(client)
     sign_in(web, t)
-    with httpx.Client(base_url=live.url, follow_redirects=False) as other:
+    with httpx.Client(base_url=live.url, follow_redirects=False, headers={"origin": live.url}) as other:
         sign_in(other, t)
         token = csrf_of(web.get("/console/keys").text)
         reset = web.post("/console/keys/workspace-token", data={"csrf": token})
@@ -299,3 +300,49 @@ def test_the_overview_shows_the_workspace_and_its_figures(web, client, live):
     assert ("/v2/users/get", "400", "1", "1") in rows
     assert not any(op.startswith("/console") for op, *_ in rows)
     assert 'aria-label="API calls, last 24 hours by hour:' in page  # each chart says what it shows
+
+
+def test_sign_in_without_an_origin_needs_the_sign_in_pages_token(client, live):
+    """The review's login CSRF: a sign-in POST with no Origin was accepted. Now it needs the page's pre-session token
+    (cookie and form alike); a same-origin Origin alone is enough, as browsers send it."""
+    t = new_tenant(client)
+    credentials = {"workspaceId": t.workspace["id"], "authToken": t.workspace["authToken"]}
+    with httpx.Client(base_url=live.url, timeout=30, follow_redirects=False,
+                      headers={"x-forwarded-for": fresh_ip()}) as bare:
+        refused = bare.post(SIGN_IN, data=credentials)
+        assert refused.status_code == 403 and "set-cookie" not in refused.headers
+        page = bare.get(SIGN_IN)
+        token = re.search(r'name="signInToken" value="([^"]+)"', page.text).group(1)
+        cookie = page.headers["set-cookie"]
+        assert "collab_console_sign_in=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        assert bare.post(SIGN_IN, data={**credentials, "signInToken": "x" * 43}).status_code == 403  # another token
+        signed = bare.post(SIGN_IN, data={**credentials, "signInToken": token})
+        assert signed.status_code == 303 and "collab_console=" in signed.headers.get("set-cookie", "")
+    with httpx.Client(base_url=live.url, timeout=30, follow_redirects=False,
+                      headers={"x-forwarded-for": fresh_ip(), "origin": "null"}) as sandboxed:
+        assert sandboxed.post(SIGN_IN, data=credentials).status_code == 403
+
+
+def test_sessions_end_at_their_lifetime_however_active(web, client, clock, live):
+    t = new_tenant(client)
+    lifetime = live.svc.settings.console_session_max_s
+    sign_in(web, t)
+    step = live.svc.settings.console_idle_timeout_s // 2
+    for _ in range(lifetime // step):  # active all along: never idle
+        clock["now"] += step
+        assert web.get("/console/keys").status_code == 200
+    clock["now"] += step
+    expired = web.get("/console/keys")
+    assert expired.status_code == 303 and expired.headers["location"] == SIGN_IN
+
+
+def test_in_production_the_cookie_is_always_secure_and_https_answers_carry_hsts(web, client, tune):
+    t = new_tenant(client)
+    tune(env="production")
+    cookie = sign_in(web, t).headers["set-cookie"]  # plain http to the service: a TLS proxy it does not trust
+    assert "Secure" in cookie
+    assert "strict-transport-security" not in web.get(SIGN_IN).headers
+    https = web.get(SIGN_IN, headers={"x-forwarded-proto": "https"})
+    assert https.headers["strict-transport-security"] == "max-age=31536000"
+    api = post(client, "/v2/workspace/get", {}, {**t.workspace_headers, "x-forwarded-proto": "https"})
+    assert api.headers["strict-transport-security"] == "max-age=31536000"

@@ -1,6 +1,8 @@
 """The console's routes: sign-in and sign-out, the pages' routers, static files, and HTML error pages."""
 
+import hmac
 import logging
+import secrets
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -29,15 +31,42 @@ _BAD_SIGN_IN = "The workspace id and auth token do not match a workspace."
 async def sign_in_page(request: Request, svc: Services = Depends(services)):
     if await session.load(request, svc) is not None:
         return see_other("/console")
-    return render(request, None, "sign_in.html", title="Sign in", values={})
+    return _sign_in_page(request, svc, values={})
 
 
-def _cross_site(request: Request) -> bool:
-    # The sign-in form has no session (so no CSRF token) yet: a browser's Origin must be this console's own.
+# The sign-in form's pre-session CSRF token (a session, and so its token, exists only after sign-in): in a cookie
+# only this console can set and in the form's hidden field; a client that sends no Origin must post both alike.
+SIGN_IN_COOKIE = "collab_console_sign_in"
+
+
+def _sign_in_page(request: Request, svc: Services, *, values: dict, status: int = 200, errors: dict | None = None):
+    token = request.cookies.get(SIGN_IN_COOKIE) or ""
+    fresh = not 20 <= len(token) <= 100
+    if fresh:
+        token = secrets.token_urlsafe(32)
+    response = render(request, None, "sign_in.html", title="Sign in", status=status, values=values,
+                      errors=errors or {}, sign_in_token=token)
+    if fresh:
+        response.set_cookie(SIGN_IN_COOKIE, token, path=PATH, httponly=True, samesite="strict",
+                            secure=_secure_cookie(request, svc))
+    return response
+
+
+def _secure_cookie(request: Request, svc: Services) -> bool:
+    # In production always: behind a TLS proxy that is not trusted (COLLAB_FORWARDED_ALLOW_IPS) the scheme reads http.
+    return request.url.scheme == "https" or svc.settings.env == "production"
+
+
+def _cross_site(request: Request, svc: Services, form) -> bool:
+    """Whether a sign-in may come from another site: it needs this console's own Origin, or, from a client that
+    sends none, the sign-in page's pre-session token."""
     origin = request.headers.get("origin")
-    if not origin or origin == "null":
-        return origin == "null"
-    return origin.rstrip("/") != f"{request.url.scheme}://{request.url.netloc}"
+    if origin:
+        scheme, _, netloc = origin.rstrip("/").partition("://")
+        same_scheme = scheme == request.url.scheme or (scheme == "https" and svc.settings.env == "production")
+        return not (same_scheme and netloc == request.url.netloc)
+    cookie, posted = request.cookies.get(SIGN_IN_COOKIE) or "", form.get("signInToken")
+    return not (cookie and isinstance(posted, str) and hmac.compare_digest(cookie.encode(), posted.encode()))
 
 
 def _credentials(form) -> tuple[dict, str, dict]:
@@ -61,17 +90,17 @@ def _credentials(form) -> tuple[dict, str, dict]:
 
 @router.post("/sign-in")
 async def sign_in(request: Request, svc: Services = Depends(services)):
-    if _cross_site(request):
+    form = await request.form()
+    if _cross_site(request, svc, form):
         raise CsrfRefused()
-    values, token, errors = _credentials(await request.form())
+    values, token, errors = _credentials(form)
     if not errors:
         try:
             session_id = await session.sign_in(request, svc, workspace_id=values["workspaceId"], token=token)
         except ApiError as exc:
             if exc.code == "RESOURCE_EXHAUSTED":
                 errors[PAGE] = "Too many failed sign-in attempts; wait a minute and try again."
-                response = render(request, None, "sign_in.html", title="Sign in", status=429, values=values,
-                                  errors=errors)
+                response = _sign_in_page(request, svc, status=429, values=values, errors=errors)
                 response.headers.update(exc.headers or {})
                 return response
             if exc.code not in ("NOT_FOUND", "UNAUTHENTICATED", "INVALID_ARGUMENT"):
@@ -80,9 +109,10 @@ async def sign_in(request: Request, svc: Services = Depends(services)):
         else:
             response = see_other("/console")
             response.set_cookie(COOKIE, session_id, path=PATH, httponly=True, samesite="strict",
-                                secure=request.url.scheme == "https")
+                                secure=_secure_cookie(request, svc))
+            response.delete_cookie(SIGN_IN_COOKIE, path=PATH, httponly=True, samesite="strict")
             return response
-    return render(request, None, "sign_in.html", title="Sign in", status=400, values=values, errors=errors)
+    return _sign_in_page(request, svc, status=400, values=values, errors=errors)
 
 
 @router.post("/sign-out")

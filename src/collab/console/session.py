@@ -1,8 +1,9 @@
 """Console sessions: sign-in with the workspace credentials, a server-side session in Redis, CSRF on every form.
 
 A session is a JSON record under `collab:console:session:{id}` (a random 32-byte id in an HttpOnly,
-SameSite=Strict cookie). It lives while it is used (idle expiry, sliding) and while the workspace's auth token
-is the one it was opened with: a token reset ends every session of the workspace.
+SameSite=Strict cookie). It lives while it is used (idle expiry, sliding), at most `console_session_max_s` after
+sign-in, and while the workspace's auth token is the one it was opened with: a token reset ends every session of the
+workspace.
 """
 
 import base64
@@ -90,8 +91,10 @@ async def _token_fingerprint(svc: Services, workspace_id: str) -> str | None:
 
 
 async def _save(svc: Services, session_id: str, data: dict[str, Any]) -> None:
-    # Redis drops a session a little after the idle limit even if nobody asks again (the clock check decides).
-    ttl = int(svc.settings.console_idle_timeout_s) + 60
+    # Redis drops a session a little after the idle limit or its lifetime even if nobody asks again (the clock
+    # check decides).
+    left = svc.settings.console_session_max_s - (svc.clock() - data["born"])
+    ttl = int(max(1, min(svc.settings.console_idle_timeout_s, left))) + 60
     try:
         await svc.redis.set(_key(session_id), json.dumps(data), ex=ttl)
     except (RedisError, OSError) as exc:
@@ -105,7 +108,7 @@ async def sign_in(request: Request, svc: Services, *, workspace_id: str, token: 
     fingerprint = await _token_fingerprint(svc, caller.workspace_id)
     session_id = secrets.token_urlsafe(32)
     data = {"ws": caller.workspace_id, "csrf": secrets.token_urlsafe(32), "ver": fingerprint, "seen": svc.clock(),
-            "flash": []}
+            "born": svc.clock(), "flash": []}
     await _save(svc, session_id, data)
     return session_id
 
@@ -133,7 +136,9 @@ async def load(request: Request, svc: Services) -> Console | None:
         return None
     data = json.loads(raw)
     now = svc.clock()
-    if now - data["seen"] > svc.settings.console_idle_timeout_s:
+    # A session from before lifetimes were recorded has none: it ends, and its user signs in again.
+    if now - data["seen"] > svc.settings.console_idle_timeout_s or \
+            now - data.get("born", float("-inf")) > svc.settings.console_session_max_s:
         await sign_out(svc, session_id)
         return None
     if await _token_fingerprint(svc, data["ws"]) != data["ver"]:

@@ -113,7 +113,10 @@ class RequestContext:
                 return
             if message["type"] == "http.response.start":
                 status_holder["status"] = message["status"]
-                message["headers"] = list(message.get("headers", [])) + [(b"x-request-id", rid.encode())]
+                extra = [(b"x-request-id", rid.encode())]
+                if scope.get("scheme") == "https":  # as the client reached us (uvicorn honours trusted proxies)
+                    extra.append(HSTS)
+                message["headers"] = list(message.get("headers", [])) + extra
             elif message["type"] == "http.response.body" and not message.get("more_body"):
                 # Logged before the last byte leaves, so the line exists once the client has its answer.
                 self._log(scope, status_holder, started)
@@ -145,6 +148,10 @@ class RequestContext:
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
             },
         )
+
+
+# Served over https: browsers keep to https for a year (the console's session cookie never travels in clear).
+HSTS = (b"strict-transport-security", b"max-age=31536000")
 
 
 def _count_call(scope, status: int) -> None:
