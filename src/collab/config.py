@@ -32,6 +32,11 @@ class Settings(BaseSettings):
     db_pool_max: int = 10
     # A request waits this long for a database connection, then answers UNAVAILABLE.
     db_pool_timeout_s: float = 5.0
+    # Every pooled connection's statement_timeout and idle_in_transaction_session_timeout: a runaway query or an
+    # abandoned transaction gives its connection (one of db_pool_max) back instead of starving other tenants. Index
+    # builds lift the statement limit for themselves; 0 turns a limit off.
+    db_statement_timeout_s: float = Field(default=60.0, ge=0)
+    db_idle_in_transaction_timeout_s: float = Field(default=60.0, ge=0)
     # A Redis command taking this long means Redis is gone or frozen; after one, calls fail at once this long.
     redis_timeout_s: float = 2.0
     redis_cooldown_s: float = 1.0

@@ -13,8 +13,9 @@ update embedding_models set active = true where name = %(model)s
   and not exists (select 1 from embedding_models where active)
 
 -- name: index_build_memory
--- Room to sort in memory for this transaction's index builds (a bulk build is ~2.6x faster, DESIGN.md §8).
-select set_config('maintenance_work_mem', '1GB', true)
+-- Room to sort in memory for this transaction's index builds (a bulk build is ~2.6x faster, DESIGN.md §8), and no
+-- statement time limit for them (a million rows take minutes).
+select set_config('maintenance_work_mem', '1GB', true), set_config('statement_timeout', '0', true)
 
 -- name: create_hnsw_index
 -- The HNSW (cosine) index of one model and kind (a template; registry.py fills it with psycopg.sql, `concurrently`
@@ -41,12 +42,13 @@ select pg_try_advisory_lock(hashtext('collab:index_upgrade')) as held
 select pg_advisory_unlock(hashtext('collab:index_upgrade'))
 
 -- name: session_build_memory
--- Room to sort in memory for this session's concurrent index builds (reset after them).
-select set_config('maintenance_work_mem', '1GB', false)
+-- Room to sort in memory for this session's concurrent index builds, and no statement time limit (reset after them).
+select set_config('maintenance_work_mem', '1GB', false), set_config('statement_timeout', '0', false)
 
 -- name: reset_build_memory
--- The pooled session's maintenance_work_mem back to the server's.
-reset maintenance_work_mem
+-- The pooled session's maintenance_work_mem and statement time limit back to what RESET gives: the server's, the
+-- pool's.
+select set_config(name, reset_val, false) from pg_settings where name in ('maintenance_work_mem', 'statement_timeout')
 
 -- name: pgvector_version
 -- The installed pgvector's version string (no row when the extension is missing).

@@ -56,6 +56,8 @@ async def build_services(settings: Settings) -> Services:
         min_size=settings.db_pool_min,
         max_size=settings.db_pool_max,
         timeout=settings.db_pool_timeout_s,
+        statement_timeout_s=settings.db_statement_timeout_s,
+        idle_in_transaction_timeout_s=settings.db_idle_in_transaction_timeout_s,
     )
     await pool.open()
     keyring = Keyring(settings.resolved_secret_key(), settings.secret_key_previous)

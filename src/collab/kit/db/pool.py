@@ -6,6 +6,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors, generators, pq
+from psycopg.conninfo import conninfo_to_dict
 from psycopg._queries import PostgresQuery
 from psycopg.adapt import Transformer
 from psycopg.rows import dict_row
@@ -123,8 +124,11 @@ def create_pool(
     max_size: int = 10,
     timeout: float = POOL_TIMEOUT_S,
     reconnect_timeout: float = RECONNECT_TIMEOUT_S,
+    statement_timeout_s: float = 0,
+    idle_in_transaction_timeout_s: float = 0,
 ) -> AsyncConnectionPool:
-    """A pool whose connections autocommit (reads); writes open an explicit transaction."""
+    """A pool whose connections autocommit (reads); writes open an explicit transaction. The time limits (0: none)
+    are the connections' own settings from their start (so RESET returns to them)."""
     return Pool(
         url,
         min_size=min_size,
@@ -133,8 +137,18 @@ def create_pool(
         timeout=timeout,
         reconnect_timeout=reconnect_timeout,
         connection_class=Connection,
-        kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S},
+        kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S,
+                "options": _options(url, statement_timeout_s=statement_timeout_s,
+                                    idle_in_transaction_timeout_s=idle_in_transaction_timeout_s)},
     )
+
+
+def _options(url: str, *, statement_timeout_s: float, idle_in_transaction_timeout_s: float) -> str:
+    """The URL's own `options`, then the pool's time limits (in ms)."""
+    own = conninfo_to_dict(url).get("options") or ""
+    limits = (f"-c statement_timeout={int(statement_timeout_s * 1000)} "
+              f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)}")
+    return f"{own} {limits}".strip()
 
 
 def _direct(conn: Conn, params: Any) -> bool:
