@@ -1,6 +1,8 @@
 """Who may write comments: the organization must exist and be enabled; with verifyUserPermissions, the user's
-access to the document decides (editors write; viewers react and mark read)."""
+access to the document decides (editors write; viewers react and mark read), and a restricted thread exists only
+for those who may see it."""
 
+from collab.comments import render
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError
@@ -42,3 +44,9 @@ async def verify(conn: Conn, *, tenant: Tenant, organization_id: str, document_i
         if ranks.get(entry.get("accessRole"), 0) < ranks[role]:
             needed = "edit access" if role == "editor" else "access"
             raise ApiError("PERMISSION_DENIED", f"User {user_id} does not have {needed} to this document.")
+
+
+def require_visible(thread: dict, user_ids: set[str]) -> None:
+    """NOT_FOUND, as for a thread that never existed (reads hide it alike), unless every user may see the thread."""
+    if not all(render.may_see(thread, user_id) for user_id in user_ids):
+        raise ApiError("NOT_FOUND", ANNOTATION_MISSING)

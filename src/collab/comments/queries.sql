@@ -187,12 +187,14 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
   and id = %(id)s
 
 -- name: mark_read
--- Move a user's read marks on some threads of a document (all when ids is null) to now; the threads marked.
+-- Move a user's read marks on some threads of a document (all when ids is null) to now, only on threads the user
+-- may see (render.may_see); the threads marked.
 insert into comment_reads (api_key_id, organization_id, document_id, annotation_id, user_id, read_at)
 select a.api_key_id, a.organization_id, a.document_id, a.id, %(user_id)s, %(now)s
 from comment_annotations a
 where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s and a.document_id = %(document_id)s
   and (%(ids)s::text[] is null or a.id = any(%(ids)s))
+  and (a.visibility = 'public' or a.from_id = %(user_id)s or %(user_id)s = any(a.visible_user_ids))
 on conflict (api_key_id, organization_id, annotation_id, user_id)
 do update set read_at = greatest(comment_reads.read_at, excluded.read_at), document_id = excluded.document_id
 returning annotation_id

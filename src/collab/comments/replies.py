@@ -81,6 +81,7 @@ async def _editable(conn: Conn, tenant: Tenant, data: Any, *, now: int) -> tuple
     before = {c["commentId"]: c for c in await _shown(conn, tenant, thread, data.commentIds)}
     if data.verifyUserPermissions:
         writers = {data.actionUser.userId} if data.actionUser else {c["from"]["userId"] for c in before.values()}
+        access.require_visible(thread, writers)
         await access.verify(conn, tenant=tenant, organization_id=data.organizationId,
                             document_id=data.documentId, user_ids=writers or {"-"}, role="editor", now=now)
     return thread, before
@@ -94,9 +95,10 @@ async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, 
         await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
         thread = await _thread(tx.conn, tenant, data, lock=True)
         if data.verifyUserPermissions:
+            writers = {c.from_.userId for c in data.commentData}
+            access.require_visible(thread, writers)
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
-                                document_id=data.documentId, user_ids={c.from_.userId for c in data.commentData},
-                                role="editor", now=now)
+                                document_id=data.documentId, user_ids=writers, role="editor", now=now)
         held = await repo.count_comments(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                                          annotation_id=data.annotationId)
         if held + len(data.commentData) > cap:
@@ -190,6 +192,7 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
         await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
         thread = await _thread(tx.conn, tenant, data, lock=True)
         if data.verifyUserPermissions:
+            access.require_visible(thread, {data.userId})
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
                                 document_id=data.documentId, user_ids={data.userId}, role="viewer", now=now)
         if not await repo.comment_exists(tx.conn, **key, annotation_id=thread["id"], id=data.commentId):

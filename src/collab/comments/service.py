@@ -171,7 +171,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
         change = _change(data, data.updatedData, actor) if data.updatedData else {}
         for annotation_id in data.annotationIds or []:
             before = await repo.get_annotation(tx.conn, **key, document_id=data.documentId, id=annotation_id, lock=True)
-            if before is None:
+            # With verifyUserPermissions a restricted thread exists only for who may see it (visibility included).
+            if before is None or (data.verifyUserPermissions and not render.may_see(before, actor["userId"])):
                 results[annotation_id] = _outcome(annotation_id, False, access.ANNOTATION_MISSING)
                 continue
             after = await repo.update_annotation(tx.conn, **key, id=annotation_id, change=change, now=now)
@@ -201,6 +202,8 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> d
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
                                 document_id=data.documentId, user_ids={data.actionUser.userId}, role="editor", now=now)
         threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds)
+        if data.verifyUserPermissions:  # delete-all included: never a thread the actor cannot see
+            threads = [t for t in threads if render.may_see(t, data.actionUser.userId)]
         deleted = await repo.delete_annotations(tx.conn, **key, document_id=data.documentId,
                                                 ids=[t["id"] for t in threads])
     wanted = data.annotationIds if data.annotationIds is not None else sorted(deleted)
