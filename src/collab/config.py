@@ -158,6 +158,9 @@ class Settings(BaseSettings):
     # one socket speaks for at most `realtime_awareness_clients` client ids (a y-websocket client has one), a state
     # carries at most `realtime_awareness_state_bytes`, and an editor room holds at most
     # `realtime_awareness_room_bytes` of states (the most a query-awareness answer or a newcomer's first message is).
+    # Live state values one document keeps (livestate/broadcast); in bytes they are capped so that livestate/get's
+    # answer of all of them stays within max_response_bytes.
+    realtime_live_states_per_document: int = Field(default=100, ge=1, le=10000)
     realtime_awareness_clients: int = Field(default=4, ge=1, le=64)
     realtime_awareness_state_bytes: int = Field(default=16 * 1024, ge=256)
     realtime_awareness_room_bytes: int = Field(default=1024 * 1024, ge=4096)

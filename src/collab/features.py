@@ -19,6 +19,7 @@ DOCUMENT_TABLES = (
     "presence", "recordings", "crdt_editors", "webhook_crdt_pending",
     # Comments: threads key on (organization, annotation id), so a move never clashes; children carry document_id.
     "comment_annotations", "comments", "comment_reactions", "comment_mentions", "comment_reads",
+    "live_states",
 )
 q = Queries.beside(__file__, "features.sql")
 

@@ -61,6 +61,12 @@ update grants set resource_id = %(new_id)s, updated_at = %(now)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and resource_type = 'document' and resource_id = %(id)s
 
+-- name: drop_orphan_live_states
+-- Live state values left under the new id by an earlier release (broadcasts then needed no document): the moved
+-- document's own take their place.
+delete from live_states
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(new_id)s
+
 -- name: drop_clashing_presence
 -- Presence is a heartbeat: a user present on both ids keeps the moved row, not the stale target one.
 delete from presence t

@@ -75,6 +75,7 @@ async def move(conn: Conn, *, api_key_id: str, organization_id: str, id: str, ne
     await execute(conn, q.rename_document, params)
     await execute(conn, q.move_document_grants, params)
     await execute(conn, q.drop_clashing_presence, params)
+    await execute(conn, q.drop_orphan_live_states, params)
     for table in DOCUMENT_TABLES:
         statement = sql.SQL(q.move_feature_rows).format(table=sql.Identifier(table))
         await execute(conn, statement, params)

@@ -27,6 +27,20 @@ async def upsert_live_state(
     return await fetch_one(conn, q.upsert_live_state, row)
 
 
+async def measure_live_state(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str,
+                             live_state_data_id: str) -> dict[str, int]:
+    """The document's count of live state values and their JSON bytes, the value just kept (and sized) included."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+              "live_state_data_id": live_state_data_id}
+    return await fetch_one(conn, q.measure_live_state, params)
+
+
+async def lock_document_live_states(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str) -> None:
+    """Serialise broadcasts to one document until the transaction ends."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id}
+    await fetch_one(conn, q.lock_document_live_states, params)
+
+
 async def live_states(
     conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, live_state_data_id: str | None, limit: int,
 ) -> list[dict[str, Any]]:
