@@ -152,6 +152,10 @@ class Settings(BaseSettings):
     realtime_away_after_s: float = Field(default=60.0, gt=0)
     realtime_access_recheck_s: float = Field(default=5.0, gt=0)
     realtime_send_queue: int = Field(default=512, ge=1)
+    # ...or that many bytes (more than the largest document, whose sync step 2 is one message).
+    realtime_send_queue_bytes: int = Field(default=24 * 1024 * 1024, ge=64 * 1024)
+    # Live state topics one socket may subscribe to (4429 past it).
+    realtime_subscriptions_per_socket: int = Field(default=50, ge=1)
     realtime_compact_every: int = Field(default=200, ge=1)
     realtime_compact_after_s: float = Field(default=60.0, ge=0)
     # Awareness (cursors, selections, who is here) is kept in memory per editor room and relayed to every socket:

@@ -21,17 +21,19 @@ from collab.kit.redisclient import FailFastPool
 from collab.realtime import protocol
 
 log = logging.getLogger("collab.realtime")
+STATE_CACHE_S = 5.0
 
 
 class Connection:
     """One socket: who it is, what it may do, and its send queue (drained by its own writer task)."""
 
     def __init__(self, ws: Any, *, user: Any, role: str, organization_id: str, document_id: str, editor_id: str,
-                 queue: int, rate: float):
+                 queue: int, rate: float, queue_bytes: int = 2**62):
         self.ws, self.user, self.role = ws, user, role
         self.organization_id, self.document_id, self.editor_id = organization_id, document_id, editor_id
-        self.limit = queue
+        self.limit, self.limit_bytes = queue, queue_bytes
         self.pending: deque[bytes] = deque()
+        self.pending_bytes = 0
         self.wake = asyncio.Event()
         self.close_code: int | None = None
         self.close_reason = ""
@@ -44,13 +46,14 @@ class Connection:
         self.rate, self.tokens, self.tokens_at = rate, rate * 2, now
 
     def send(self, data: bytes) -> None:
-        """Queue bytes for the client; a full queue closes the connection (slow consumer)."""
+        """Queue bytes for the client; a queue full in messages or in bytes closes the connection (slow consumer)."""
         if self.close_code is not None:
             return
-        if len(self.pending) >= self.limit:
+        if len(self.pending) >= self.limit or self.pending_bytes + len(data) > self.limit_bytes:
             self.close(protocol.SLOW, "Slow consumer: messages queued past the limit.")
             return
         self.pending.append(data)
+        self.pending_bytes += len(data)
         self.last_sent = time.monotonic()
         self.wake.set()
 
@@ -59,10 +62,13 @@ class Connection:
         if self.close_code is None:
             self.close_code, self.close_reason = code, reason[:120]
             self.pending.clear()
+            self.pending_bytes = 0
             self.wake.set()
 
     def admit(self, cost: float = 1.0) -> bool:
-        """Token bucket of updates per second (bursts of twice the rate); an awareness message costs half."""
+        """Token bucket of updates per second (bursts of twice the rate); an awareness message costs half, dearer
+        messages more (at most a full bucket: one of each always passes a fresh socket)."""
+        cost = min(cost, self.rate * 2)
         now = time.monotonic()
         self.tokens = min(self.rate * 2, self.tokens + (now - self.tokens_at) * self.rate)
         self.tokens_at = now
@@ -78,7 +84,9 @@ class Connection:
                 await self.wake.wait()
                 self.wake.clear()
                 while self.pending and self.close_code is None:
-                    await self.ws.send_bytes(self.pending.popleft())
+                    data = self.pending.popleft()
+                    self.pending_bytes -= len(data)
+                    await self.ws.send_bytes(data)
                 if self.close_code is not None:
                     await self.ws.close(self.close_code, self.close_reason)
                     return
@@ -108,6 +116,16 @@ class DocumentRoom:
         self.webhook_at: dict[str, float] = {}  # editor → when this process last counted a webhook change
         # editor → bytes of its document as last read plus every update seen since (an upper bound: the cap's gauge)
         self.sizes: dict[str, int] = {}
+        # editor → (its whole document as last folded, when): kept while no update came since, and at most
+        # STATE_CACHE_S (an update published while Redis was away is missed here), so sync answers fold once per
+        # version, not once per request
+        self.states: dict[str, tuple[bytes, float]] = {}
+        self.versions: dict[str, int] = {}  # editor → updates seen here (a fold is cached only if none came meanwhile)
+
+    def changed(self, editor_id: str) -> None:
+        """An update reached the editor (here, through another process or REST): its cached state is stale."""
+        self.versions[editor_id] = self.versions.get(editor_id, 0) + 1
+        self.states.pop(editor_id, None)
 
     def connections(self) -> list[Connection]:
         return [c for conns in self.editors.values() for c in conns]
@@ -210,6 +228,7 @@ class Hub:
             room.awareness.pop(conn.editor_id, None)
             room.owners.pop(conn.editor_id, None)
             room.awareness_bytes.pop(conn.editor_id, None)
+            room.states.pop(conn.editor_id, None)
         if room.editors:
             return None
         del self.rooms[key]

@@ -18,11 +18,15 @@ from collab.realtime import access, livestate, protocol
 from collab.realtime import repository as repo
 from collab.realtime.access import Refused
 from collab.realtime.appender import Appender
-from collab.realtime.rooms import REMOTE, AwarenessFull, Connection, DocumentRoom, Hub
+from collab.realtime.rooms import REMOTE, STATE_CACHE_S, AwarenessFull, Connection, DocumentRoom, Hub
 from collab.realtime.upkeep import LEFT, Upkeep
 
 log = logging.getLogger("collab.realtime")
 WEBHOOK_EVERY_S = 1.0  # socket edits count towards crdt.update_data at most this often per editor and process
+# What a message costs of the socket's budget (COLLAB_REALTIME_UPDATES_PER_S tokens a second, bursts of twice that):
+# an update 1, an awareness renewal 0.5, a query awareness 2, these:
+STEP1_COST = 10.0
+SUBSCRIBE_COST = 4.0
 
 
 class Realtime:
@@ -122,12 +126,13 @@ class Realtime:
         if self.hub.by_tenant.get(key[0], 0) >= settings.realtime_max_connections_per_tenant:
             raise Refused(protocol.LIMITED, "Too many connections for this API key.")
         return Connection(ws, user=user, role=role, organization_id=organization_id, document_id=document_id,
-                          editor_id=editor_id, queue=settings.realtime_send_queue, rate=settings.realtime_updates_per_s)
+                          editor_id=editor_id, queue=settings.realtime_send_queue, rate=settings.realtime_updates_per_s,
+                          queue_bytes=settings.realtime_send_queue_bytes)
 
     async def _open(self, conn: Connection, room: DocumentRoom) -> None:
         """Start the sync (the server's state vector, so the client sends what the server lacks), share the
         awareness states known, and show the user online."""
-        state = await self._state(conn)
+        state = await self._state(conn, room)
         room.sizes[conn.editor_id] = len(state)
         conn.send(protocol.step1(get_state(state)))
         known = room.awareness.get(conn.editor_id)
@@ -135,8 +140,13 @@ class Realtime:
             conn.send(protocol.awareness([(c, clock, s) for c, (clock, s) in known.items()]))
         await self.upkeep.arrived(conn, room)
 
-    async def _state(self, conn: Connection) -> bytes:
-        """The editor's whole document now: the stored state with its pending updates folded in."""
+    async def _state(self, conn: Connection, room: DocumentRoom) -> bytes:
+        """The editor's whole document now: the stored state with its pending updates folded in, read and folded
+        once per version of the room (every sync of the same version answers from it)."""
+        cached = room.states.get(conn.editor_id)
+        if cached is not None and time.monotonic() - cached[1] < STATE_CACHE_S:
+            return cached[0]
+        version = room.versions.get(conn.editor_id, 0)
         key = {"api_key_id": conn.user.tenant.api_key_id, "organization_id": conn.organization_id,
                "document_id": conn.document_id}
         async with self.svc.pool.connection() as db:
@@ -144,7 +154,10 @@ class Realtime:
                                                 yjs=False, budget=2**62)
         if not rows:
             raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
-        return await asyncio.to_thread(ydoc.fold, rows[0]["state"], rows[0]["pending"] or [])
+        state = await asyncio.to_thread(ydoc.fold, rows[0]["state"], rows[0]["pending"] or [])
+        if room.versions.get(conn.editor_id, 0) == version and conn.editor_id in room.editors:
+            room.states[conn.editor_id] = (state, time.monotonic())  # no update came while it was read and folded
+        return state
 
     async def _read(self, conn: Connection, room: DocumentRoom) -> None:
         limit = self.svc.settings.realtime_max_message_bytes
@@ -171,7 +184,10 @@ class Realtime:
     async def _handle(self, conn: Connection, room: DocumentRoom, data: bytes, kind: int, step: int,
                       payload: Any) -> None:
         if kind == protocol.SYNC and step == protocol.STEP1:
-            state = await self._state(conn)
+            # Answered with the whole document: priced like ten edits (a client sends one per connection).
+            if not conn.admit(STEP1_COST):
+                raise Refused(protocol.LIMITED, "Too many sync requests per second.")
+            state = await self._state(conn, room)
             try:
                 missing = await asyncio.to_thread(get_update, state, payload)
             except Exception:  # noqa: BLE001 - pycrdt raises several kinds on a bad state vector
@@ -246,6 +262,7 @@ class Realtime:
             raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.") from None
         conn.last_active = now
         room.sizes[conn.editor_id] = size
+        room.changed(conn.editor_id)
         message = fanout.sync_update(update)
         room.relay(conn.editor_id, message, skip=conn)
         await self.hub.publish(conn, message, editor_id=conn.editor_id)
@@ -271,6 +288,11 @@ class Realtime:
         if op["op"] == "unsubscribe":
             conn.topics.discard(topic)
             return
+        if not conn.admit(SUBSCRIBE_COST):  # a read of the value kept: priced like a few edits
+            raise Refused(protocol.LIMITED, "Too many live state subscriptions per second.")
+        cap = self.svc.settings.realtime_subscriptions_per_socket
+        if topic not in conn.topics and len(conn.topics) >= cap:
+            raise Refused(protocol.LIMITED, f"A socket may subscribe to at most {cap} live state ids.")
         conn.topics.add(topic)
         async with self.svc.pool.connection() as db:
             rows = await repo.live_states(db, api_key_id=conn.user.tenant.api_key_id,
@@ -329,7 +351,9 @@ class Realtime:
                 if kept:
                     room.relay(editor_id, protocol.awareness(kept))
                 return
-        elif editor_id in room.sizes:
-            room.sizes[editor_id] += len(message)  # an edit made through another process or REST
+        else:  # an edit made through another process or REST
+            room.changed(editor_id)
+            if editor_id in room.sizes:
+                room.sizes[editor_id] += len(message)
         room.relay(editor_id, message)
 
