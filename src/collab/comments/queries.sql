@@ -164,6 +164,16 @@ delete from comment_mentions
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
   and comment_id = %(comment_id)s and not (user_id = any(%(user_ids)s))
 
+-- name: reaction_counts
+-- A comment's reactions before adding one: all of them, their distinct kinds, the user's, whether this kind is among
+-- them and whether the user made this very one already (the primary key's prefix serves it).
+select count(*) as total, count(distinct reaction) as kinds, count(*) filter (where user_id = %(user_id)s) as mine,
+       coalesce(bool_or(reaction = %(reaction)s), false) as known_kind,
+       coalesce(bool_or(reaction = %(reaction)s and user_id = %(user_id)s), false) as made
+from comment_reactions
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+  and comment_id = %(comment_id)s
+
 -- name: insert_reaction
 -- A user's reaction on a comment; no row when they had made it already.
 insert into comment_reactions (api_key_id, organization_id, document_id, annotation_id, comment_id, reaction, user_id,

@@ -184,6 +184,24 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict
             for i in data.commentIds}
 
 
+# Reactions on one comment (every read renders them all): kinds of reaction, reactions of one user, and in all.
+MAX_REACTION_KINDS, MAX_REACTIONS_PER_USER, MAX_REACTIONS_PER_COMMENT = 50, 20, 1000
+
+
+def _room_for_reaction(held: dict[str, Any]) -> None:
+    """INVALID_ARGUMENT when a new reaction would pass a comment's caps (one made already changes nothing)."""
+    if held["made"]:
+        return
+    for over, message in (
+        (not held["known_kind"] and held["kinds"] >= MAX_REACTION_KINDS,
+         f"A comment holds at most {MAX_REACTION_KINDS} kinds of reaction."),
+        (held["mine"] >= MAX_REACTIONS_PER_USER, f"A user makes at most {MAX_REACTIONS_PER_USER} reactions on a comment."),
+        (held["total"] >= MAX_REACTIONS_PER_COMMENT, f"A comment holds at most {MAX_REACTIONS_PER_COMMENT} reactions."),
+    ):
+        if over:
+            raise invalid(message, [issue(["reaction"], message, "too_big")])
+
+
 async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> dict[str, Any]:
     """Add or take back a user's reaction on a comment (viewers may react)."""
     now = svc.now_ms()
@@ -200,6 +218,7 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
         where = dict(annotation_id=thread["id"], comment_id=data.commentId, reaction=data.reaction,
                      user_id=data.userId)
         if add:
+            _room_for_reaction(await repo.reaction_counts(tx.conn, **key, **where))
             changed = await repo.add_reaction(tx.conn, **key, document_id=thread["document_id"], **where, now=now)
         else:
             changed = await repo.delete_reaction(tx.conn, **key, **where)

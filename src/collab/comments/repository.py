@@ -156,6 +156,14 @@ async def comment_exists(conn: Conn, *, api_key_id: str, organization_id: str, a
     return await fetch_one(conn, q.comment_exists, params) is not None
 
 
+async def reaction_counts(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, comment_id: int,
+                          reaction: str, user_id: str) -> dict[str, Any]:
+    """{total, kinds, mine, known_kind, made} of a comment's reactions (see the query)."""
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, annotation_id=annotation_id,
+                  comment_id=comment_id, reaction=reaction, user_id=user_id)
+    return await fetch_one(conn, q.reaction_counts, params)
+
+
 async def add_reaction(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, annotation_id: str,
                        comment_id: int, reaction: str, user_id: str, now: int) -> bool:
     """True when the reaction is new."""
