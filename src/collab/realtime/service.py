@@ -23,10 +23,16 @@ from collab.realtime.upkeep import LEFT, Upkeep
 
 log = logging.getLogger("collab.realtime")
 WEBHOOK_EVERY_S = 1.0  # socket edits count towards crdt.update_data at most this often per editor and process
-# What a message costs of the socket's budget (COLLAB_REALTIME_UPDATES_PER_S tokens a second, bursts of twice that):
-# an update 1, an awareness renewal 0.5, a query awareness 2, these:
-STEP1_COST = 10.0
-SUBSCRIBE_COST = 4.0
+# What a message costs of the socket's budget (COLLAB_REALTIME_UPDATES_PER_S tokens a second, bursts of twice that),
+# by what it makes the server do: relay a small message, answer with the room's states, read a value, or answer
+# with the whole document (a client sends one step 1 per connection).
+COSTS = {"update": 1.0, "awareness": 0.5, "query awareness": 2.0, "subscribe": 4.0, "sync step 1": 10.0}
+
+
+def _charge(conn: Connection, kind: str) -> None:
+    """Take a message's cost from the socket's budget; 4429 when the budget is spent."""
+    if not conn.admit(COSTS[kind]):
+        raise Refused(protocol.LIMITED, f"Too many messages per second ({kind}).")
 
 
 class Realtime:
@@ -184,9 +190,7 @@ class Realtime:
     async def _handle(self, conn: Connection, room: DocumentRoom, data: bytes, kind: int, step: int,
                       payload: Any) -> None:
         if kind == protocol.SYNC and step == protocol.STEP1:
-            # Answered with the whole document: priced like ten edits (a client sends one per connection).
-            if not conn.admit(STEP1_COST):
-                raise Refused(protocol.LIMITED, "Too many sync requests per second.")
+            _charge(conn, "sync step 1")
             state = await self._state(conn, room)
             try:
                 missing = await asyncio.to_thread(get_update, state, payload)
@@ -198,9 +202,7 @@ class Realtime:
         elif kind == protocol.AWARENESS:
             await self._awareness(conn, room, data, payload)
         elif kind == protocol.QUERY_AWARENESS:
-            # Answered with every state of the editor room (up to its byte cap): priced like four renewals.
-            if not conn.admit(2.0):
-                raise Refused(protocol.LIMITED, "Too many messages per second.")
+            _charge(conn, "query awareness")
             known = room.awareness.get(conn.editor_id) or {}
             conn.send(protocol.awareness([(c, clock, s) for c, (clock, s) in known.items()]))
         else:
@@ -214,8 +216,7 @@ class Realtime:
     async def _awareness(self, conn: Connection, room: DocumentRoom, data: bytes,
                          entries: list[tuple[int, int, str]]) -> None:
         """Learn and relay the states of the clients this socket speaks for (at most a few, each its own)."""
-        if not conn.admit(0.5):  # relayed to every socket of the room: a flood is refused like one of edits
-            raise Refused(protocol.LIMITED, "Too many messages per second.")
+        _charge(conn, "awareness")  # relayed to every socket of the room: a flood is refused like one of edits
         settings = self.svc.settings
         fresh = {client for client, _, state in entries if state != "null"} - conn.controlled.keys()
         if len(conn.controlled) + len(fresh) > settings.realtime_awareness_clients:
@@ -243,8 +244,7 @@ class Realtime:
         """Store a client's update, then relay it: nobody hears of an edit that a restart could lose."""
         if conn.role != "editor" or update == protocol.EMPTY_UPDATE:
             return  # a viewer's edit is dropped: not stored, not relayed (docs/realtime.md)
-        if not conn.admit():
-            raise Refused(protocol.LIMITED, "Too many updates per second.")
+        _charge(conn, "update")
         try:
             updates.check(update)
         except updates.BadUpdate as exc:
@@ -288,8 +288,7 @@ class Realtime:
         if op["op"] == "unsubscribe":
             conn.topics.discard(topic)
             return
-        if not conn.admit(SUBSCRIBE_COST):  # a read of the value kept: priced like a few edits
-            raise Refused(protocol.LIMITED, "Too many live state subscriptions per second.")
+        _charge(conn, "subscribe")
         cap = self.svc.settings.realtime_subscriptions_per_socket
         if topic not in conn.topics and len(conn.topics) >= cap:
             raise Refused(protocol.LIMITED, f"A socket may subscribe to at most {cap} live state ids.")
