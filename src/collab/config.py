@@ -144,9 +144,17 @@ class Settings(BaseSettings):
     # editor's state after `realtime_compact_every` of them, when a room empties, and by the worker's sweep for
     # those older than `realtime_compact_after_s`.
     realtime_max_message_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    # A socket's update is tried on the room's copy of the document before it is stored; a Yjs update of more structs
+    # than this is refused first (4400), so checking one takes at most ~0.1 s of a thread.
+    realtime_max_update_structs: int = Field(default=100_000, ge=100)
     realtime_updates_per_s: float = Field(default=50.0, gt=0)
-    realtime_max_connections_per_document: int = Field(default=500, ge=1)
-    realtime_max_connections_per_tenant: int = Field(default=5000, ge=1)
+    # Open sockets one API process accepts (4429 past any): to one document, of one user (of one API key), of one API
+    # key, of one workspace, and in all (never more than the process's file descriptor limit less 256).
+    realtime_max_connections_per_document: int = Field(default=250, ge=1)
+    realtime_max_connections_per_user: int = Field(default=50, ge=1)
+    realtime_max_connections_per_tenant: int = Field(default=2000, ge=1)
+    realtime_max_connections_per_workspace: int = Field(default=4000, ge=1)
+    realtime_max_connections: int = Field(default=10_000, ge=1)
     realtime_heartbeat_s: float = Field(default=5.0, gt=0, le=20)
     realtime_idle_timeout_s: float = Field(default=120.0, gt=0)
     realtime_away_after_s: float = Field(default=60.0, gt=0)

@@ -119,12 +119,32 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
   and editor_id = %(editor_id)s and seq <= %(upto)s
 
 -- name: editors_to_compact
--- Editors whose oldest pending update is older than `before` (the compaction sweep's work), oldest first.
-select api_key_id, organization_id, document_id, editor_id from crdt_updates
-where created_at < %(before)s
-group by api_key_id, organization_id, document_id, editor_id
-order by min(seq)
+-- Editors whose oldest pending update is older than `before` (the compaction sweep's work), API keys in turns (each
+-- key's oldest editor, then each one's second, ...), so no tenant's editors fill the sweep's page for everyone.
+with due as (
+    select api_key_id, organization_id, document_id, editor_id, min(seq) as first from crdt_updates
+    where created_at < %(before)s
+    group by api_key_id, organization_id, document_id, editor_id
+)
+select api_key_id, organization_id, document_id, editor_id from (
+    select due.*, row_number() over (partition by api_key_id order by first) as turn from due
+) ranked
+order by turn, first
 limit %(limit)s
+
+-- name: quarantine_updates
+-- Move pending updates (by seq) of an editor out of its log into the quarantine, with why each was left out.
+with moved as (
+    delete from crdt_updates
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
+      and editor_id = %(editor_id)s and seq = any(%(seqs)s)
+    returning *
+)
+insert into crdt_quarantine (seq, api_key_id, organization_id, document_id, editor_id, yjs_update, user_id,
+                             created_at, reason, quarantined_at)
+select m.seq, m.api_key_id, m.organization_id, m.document_id, m.editor_id, m.yjs_update, m.user_id, m.created_at,
+       r.reason, %(now)s
+from moved m join unnest(%(seqs)s::bigint[], %(reasons)s::text[]) as r (seq, reason) on r.seq = m.seq
 
 -- name: append_updates
 -- Append many realtime updates (of any editors) in one statement, in the order given (group commit).

@@ -133,6 +133,15 @@ async def clear_updates(
     await execute(conn, q.clear_updates, {**_editor(api_key_id, organization_id, document_id, editor_id), "upto": upto})
 
 
+async def quarantine(
+    conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str,
+    reasons: dict[int, str], now: int,
+) -> None:
+    """Move the editor's pending updates `reasons` names (seq → why) out of its log into the quarantine."""
+    await execute(conn, q.quarantine_updates, {**_editor(api_key_id, organization_id, document_id, editor_id),
+                                               "seqs": list(reasons), "reasons": list(reasons.values()), "now": now})
+
+
 async def editors_to_compact(conn: Conn, *, before: int, limit: int) -> list[dict[str, Any]]:
     """Editors with a pending update older than `before` (epoch ms)."""
     return await fetch_all(conn, q.editors_to_compact, {"before": before, "limit": limit})

@@ -3,6 +3,7 @@
 import asyncio
 import base64
 import binascii
+import logging
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -16,9 +17,11 @@ from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.webhooks import events as webhook_events
 
+log = logging.getLogger("collab.crdt")
 ALREADY_EXISTS = "CRDT data already exists for this editor ID."
 NOT_FOUND = "CRDT data does not exist for this editor ID."
 DELETED, MISSING = "CRDT data deleted.", "CRDT data does not exist."
+UNREADABLE = "This editor's stored document cannot be read; replace it with crdt/update data, or delete it"
 # A page holds at most this many editors (and about COLLAB_MAX_RESPONSE_BYTES of JSON).
 PAGE_EDITORS = 1000
 # The messages Velt clients know for a missing id (the organization's has no full stop there either).
@@ -146,7 +149,10 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
         )
     # Updates that arrived over the WebSocket and are not compacted yet are part of the document.
     rows = [_with_pending(r) for r in rows]
-    contents = await asyncio.to_thread(lambda: [ydoc.read(r["type"], r["content_key"], _state(r)) for r in rows])
+    try:
+        contents = await asyncio.to_thread(lambda: [ydoc.read(r["type"], r["content_key"], _state(r)) for r in rows])
+    except ydoc.BadContent as exc:
+        raise ApiError("FAILED_PRECONDITION", f"{UNREADABLE} ({exc})") from None
     records = {row["editor_id"]: content for row, content in zip(rows, contents)}
     return pager.cut(rows, PAGE_EDITORS, "editor_id", budget=budget,
                      render=lambda row: to_wire(row, records[row["editor_id"]], yjs=data.format == "yjs"))
@@ -161,23 +167,36 @@ def _with_pending(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _state(row: dict[str, Any]) -> bytes:
-    """The row's state with its pending updates folded in (once; kept on the row for the yjs format)."""
+    """The row's state with its pending updates folded in (once; kept on the row for the yjs format). A read
+    writes nothing: an update that cannot be folded is left out here and quarantined by the next write."""
     if row.get("pending"):
-        row["state"] = ydoc.fold(row["state"], row.pop("pending"))
+        doc, bad = ydoc.fold(row["type"], row["content_key"], row["state"], row.pop("pending"))
+        for index, why in bad:
+            log.warning("crdt editor %s: pending update %d left out of a read: %s", row["editor_id"], index, why)
+        row["state"] = doc.get_update()
     return row["state"]
 
 
-async def _folded(conn: Any, key: dict[str, Any], state: bytes) -> tuple[bytes, int | None]:
-    """The locked editor's state with its pending realtime updates folded in, and the last seq folded."""
+async def _folded(conn: Any, key: dict[str, Any], row: dict[str, Any], now: int) -> tuple[bytes, int | None]:
+    """The locked editor's state with its pending realtime updates folded in (those that cannot be are quarantined),
+    and the last seq folded."""
     pending = (await repo.pending(conn, api_key_id=key["api_key_id"], organization_id=key["organization_id"],
                                   document_id=key["document_id"], editor_ids=[key["editor_id"]])).get(key["editor_id"])
     if not pending:
-        return state, None
-    return await asyncio.to_thread(ydoc.fold, state, [p["yjs_update"] for p in pending]), pending[-1]["seq"]
+        return row["state"], None
+    doc, bad = await asyncio.to_thread(ydoc.fold, row["type"], row["content_key"], row["state"],
+                                       [p["yjs_update"] for p in pending])
+    if bad:
+        reasons = {pending[i]["seq"]: why for i, why in bad}
+        log.warning("crdt editor %s/%s (key %s): quarantined pending updates %s", key["document_id"],
+                    key["editor_id"], key["api_key_id"], reasons)
+        await repo.quarantine(conn, **key, reasons=reasons, now=now)
+    return await asyncio.to_thread(doc.get_update), pending[-1]["seq"]
 
 
 async def compact(svc: Services, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str) -> bool:
-    """Fold an editor's pending realtime updates into its stored state; False when there was nothing to fold."""
+    """Fold an editor's pending realtime updates into its stored state (quarantining those that cannot be); False
+    when there was nothing to fold."""
     key = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
            "editor_id": editor_id}
     async with transaction(svc.pool, svc.redis) as tx:
@@ -188,10 +207,7 @@ async def compact(svc: Services, *, api_key_id: str, organization_id: str, docum
                                       document_id=document_id, editor_ids=[editor_id])).get(editor_id)
         if not pending:
             return False
-        try:
-            state = await asyncio.to_thread(ydoc.fold, row["state"], [p["yjs_update"] for p in pending])
-        except ydoc.BadContent:
-            return False  # never stored: realtime checks every update before it appends it
+        state, _ = await _folded(tx.conn, key, row, svc.now_ms())
         last = pending[-1]
         await repo.save(tx.conn, **key, state=state, last_updated_by=last["user_id"], session_id=None,
                         now=last["created_at"])
@@ -219,7 +235,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
             raise ApiError("NOT_FOUND", NOT_FOUND)
         kind, content_key = row["type"], row["content_key"]
         # Realtime edits not compacted yet are part of the document: the diff and the update apply on top of them.
-        before, folded = await _folded(tx.conn, key, row["state"])
+        before, folded = await _folded(tx.conn, key, row, svc.now_ms())
         if client_update is None:
             _check_data(data.data, kind)
             state = await _off_loop(svc, "data", ydoc.write, kind, content_key, before, data.data)

@@ -36,6 +36,10 @@ class BadContent(ValueError):
     """Content or an update this service cannot store; the message is for the client."""
 
 
+class Spoiled(BadContent):
+    """An update was refused after it reached the document, which must be built again without it."""
+
+
 def shape_error(kind: str, data: Any) -> str | None:
     """The message when `data` does not have the shape `kind` needs, else None."""
     expected, words = _SHAPES[kind]
@@ -53,7 +57,7 @@ def write(kind: str, key: str, state: bytes | None, data: Any) -> bytes:
             raise BadContent(str(exc)) from exc
     else:
         _utf8(data)
-    doc = _load(state)
+    doc = load(state)
     root = doc.get(key, type=_ROOTS[kind])
     _native(lambda: _apply(kind, root, data), "Data cannot be stored")
     return doc.get_update()
@@ -61,7 +65,7 @@ def write(kind: str, key: str, state: bytes | None, data: Any) -> bytes:
 
 def read(kind: str, key: str, state: bytes) -> Any:
     """The content as JSON: text → string, map → object, array → array, xml → XML string."""
-    return _read(_load(state), kind, key)
+    return _read(load(state), kind, key)
 
 
 def merge(kind: str, key: str, state: bytes, update: bytes) -> bytes:
@@ -70,7 +74,7 @@ def merge(kind: str, key: str, state: bytes, update: bytes) -> bytes:
         updates.check(update)
     except updates.BadUpdate as exc:
         raise BadContent(f"yjsUpdate is not a valid Yjs update: {exc}.") from exc
-    doc = _load(state)
+    doc = load(state)
 
     def apply() -> bytes:
         doc.apply_update(update)
@@ -87,14 +91,65 @@ def merge(kind: str, key: str, state: bytes, update: bytes) -> bytes:
     return doc.get_update()
 
 
-def fold(state: bytes, pending: list[bytes]) -> bytes:
-    """The stored state with the updates appended over the WebSocket since (in order) folded into it."""
-    if not pending:
-        return state
-    doc = _load(state)
-    for update in pending:
-        _native(lambda: doc.apply_update(update), "A stored update cannot be applied")
-    return doc.get_update()
+def fold(kind: str, key: str, state: bytes, pending: list[bytes]) -> tuple[Doc, list[tuple[int, str]]]:
+    """The stored state with the updates appended over the WebSocket since (in order) folded into it, leaving out
+    each one that cannot be applied or leaves the content unreadable (stored by a release that checked less); the
+    document and (index, why) of each update left out."""
+    doc = load(state)
+    try:
+        for update in pending:
+            _native(lambda: doc.apply_update(update), "A stored update cannot be applied")
+        if pending:
+            _read(doc, kind, key)
+        return doc, []
+    except BadContent:
+        pass
+    readable = _readable(load(state), kind, key)  # else nothing can make it worse: fold what applies
+    doc, good, bad = load(state), [], []
+    for i, update in enumerate(pending):
+        try:
+            _native(lambda: doc.apply_update(update), "A stored update cannot be applied")
+            if readable:
+                _read(doc, kind, key)
+            good.append(update)
+        except BadContent as exc:
+            bad.append((i, str(exc)))
+            doc = load(state)  # what failed may have changed it halfway: start again from what applied
+            for update in good:
+                doc.apply_update(update)
+    return doc, bad
+
+
+def try_update(doc: Doc, kind: str, key: str, update: bytes, *, max_structs: int, read: bool | None = None) -> None:
+    """Apply a client's update to `doc` (the editor's whole document) after checking it to REST's standard: well
+    formed, UTF-8 strings, at most `max_structs` structs, nothing that the document would park; BadContent when
+    not. With `read` (None: when it creates shared types or the content is not text), the content must read back
+    after. Spoiled when it failed once applied: the document is changed and must be built again."""
+    try:
+        found = updates.inspect(update, known=updates.state_vector(doc.get_state()), max_structs=max_structs)
+    except updates.BadUpdate as exc:
+        raise BadContent(f"not a valid Yjs update ({exc})") from exc
+    if found.parked:
+        raise BadContent("the update depends on changes this document does not have")
+    try:
+        apply(doc, update)
+        if read or (read is None and (found.types or kind not in ("text", "xmltext"))):
+            _read(doc, kind, key)
+    except BadContent as exc:
+        raise Spoiled(str(exc)) from exc
+
+
+def apply(doc: Doc, update: bytes) -> None:
+    """Apply an update to a document; BadContent when yrs refuses it (the document may then be changed in part)."""
+    _native(lambda: doc.apply_update(update), "the update cannot be applied")
+
+
+def _readable(doc: Doc, kind: str, key: str) -> bool:
+    try:
+        _read(doc, kind, key)
+    except BadContent:
+        return False
+    return True
 
 
 def diff(old: bytes, new: bytes) -> bytes:
@@ -107,7 +162,8 @@ def encode(state: bytes) -> str:
     return base64.b64encode(state).decode()
 
 
-def _load(state: bytes | None) -> Doc:
+def load(state: bytes | None) -> Doc:
+    """A document from its stored state (an empty one for None)."""
     doc = Doc()
     if state:
         doc.apply_update(state)

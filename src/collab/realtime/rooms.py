@@ -19,9 +19,9 @@ from redis.exceptions import RedisError
 from collab.kit import fanout
 from collab.kit.redisclient import FailFastPool
 from collab.realtime import protocol
+from collab.realtime.document import EditorDoc
 
 log = logging.getLogger("collab.realtime")
-STATE_CACHE_S = 5.0
 
 
 class Connection:
@@ -114,18 +114,8 @@ class DocumentRoom:
         self.awareness_bytes: dict[str, int] = {}  # editor → bytes of the states kept
         self.appended: dict[str, int] = {}  # editor → updates appended here since its last compaction
         self.webhook_at: dict[str, float] = {}  # editor → when this process last counted a webhook change
-        # editor → bytes of its document as last read plus every update seen since (an upper bound: the cap's gauge)
-        self.sizes: dict[str, int] = {}
-        # editor → (its whole document as last folded, when): kept while no update came since, and at most
-        # STATE_CACHE_S (an update published while Redis was away is missed here), so sync answers fold once per
-        # version, not once per request
-        self.states: dict[str, tuple[bytes, float]] = {}
-        self.versions: dict[str, int] = {}  # editor → updates seen here (a fold is cached only if none came meanwhile)
-
-    def changed(self, editor_id: str) -> None:
-        """An update reached the editor (here, through another process or REST): its cached state is stale."""
-        self.versions[editor_id] = self.versions.get(editor_id, 0) + 1
-        self.states.pop(editor_id, None)
+        # editor → its document as this process holds it (sync answers, and the trial of every socket update)
+        self.docs: dict[str, EditorDoc] = {}
 
     def connections(self) -> list[Connection]:
         return [c for conns in self.editors.values() for c in conns]
@@ -185,7 +175,11 @@ class Hub:
     def __init__(self, redis: Any, *, on_message: Callable[[DocumentRoom, str, str, bytes], None] | None = None):
         self.id = uuid.uuid4().bytes  # this process, as the origin of what it publishes
         self.rooms: dict[tuple[str, str, str], DocumentRoom] = {}
+        # Open sockets of this process: by API key, by workspace, by (API key, user), and in all (the caps' gauges).
         self.by_tenant: dict[str, int] = {}
+        self.by_workspace: dict[str, int] = {}
+        self.by_user: dict[tuple[str, str], int] = {}
+        self.total = 0
         self.redis = redis
         self.pubsub = None
         self.reader: asyncio.Task | None = None
@@ -198,17 +192,40 @@ class Hub:
         room = self.rooms.get(key)
         return len(room.connections()) if room else 0
 
+    def full(self, conn: Connection, caps: dict[str, int]) -> str | None:
+        """Which cap one more socket like `conn` would pass (caps by the names below), or None. Checked and counted
+        with no await between (join counts first thing), so concurrent handshakes cannot all slip under a cap."""
+        tenant = conn.user.tenant
+        key = (tenant.api_key_id, conn.organization_id, conn.document_id)
+        for name, used in (("document", self.count(key)), ("user", self.by_user.get((key[0], conn.user.user_id), 0)),
+                           ("api key", self.by_tenant.get(key[0], 0)),
+                           ("workspace", self.by_workspace.get(tenant.workspace_id, 0)), ("process", self.total)):
+            if used >= caps[name]:
+                return name
+        return None
+
+    def _count(self, conn: Connection, step: int) -> None:
+        tenant = conn.user.tenant
+        for counts, key in ((self.by_tenant, tenant.api_key_id), (self.by_workspace, tenant.workspace_id),
+                            (self.by_user, (tenant.api_key_id, conn.user.user_id))):
+            counts[key] = counts.get(key, 0) + step
+            if not counts[key]:
+                del counts[key]
+        self.total += step
+
     async def join(self, conn: Connection) -> DocumentRoom:
         """Add a connection (subscribing to the document's channel first, so nothing published is missed)."""
         key = (conn.user.tenant.api_key_id, conn.organization_id, conn.document_id)
+        self._count(conn, 1)
         room = self.rooms.get(key)
+        new = room is None
         if room is None:
             room = self.rooms[key] = DocumentRoom(key)
+        room.editors.setdefault(conn.editor_id, set()).add(conn)
+        if new:  # the socket's sync starts after this: what is published from here on reaches it
             channel = fanout.channel(*key)
             self.channels[channel] = key
             await self._subscribe(channel)
-        room.editors.setdefault(conn.editor_id, set()).add(conn)
-        self.by_tenant[key[0]] = self.by_tenant.get(key[0], 0) + 1
         return room
 
     async def leave(self, conn: Connection) -> DocumentRoom | None:
@@ -220,15 +237,13 @@ class Hub:
         conns = room.editors.get(conn.editor_id, set())
         if conn in conns:
             conns.discard(conn)
-            self.by_tenant[key[0]] -= 1
-            if not self.by_tenant[key[0]]:
-                del self.by_tenant[key[0]]
+            self._count(conn, -1)
         if not conns:
             room.editors.pop(conn.editor_id, None)
             room.awareness.pop(conn.editor_id, None)
             room.owners.pop(conn.editor_id, None)
             room.awareness_bytes.pop(conn.editor_id, None)
-            room.states.pop(conn.editor_id, None)
+            room.docs.pop(conn.editor_id, None)
         if room.editors:
             return None
         del self.rooms[key]

@@ -2,15 +2,15 @@
 
 import asyncio
 import logging
+import resource
 import time
 from typing import Any, Callable
 
 from psycopg.errors import ForeignKeyViolation
-from pycrdt import get_state, get_update
 
 from collab.crdt import repository as crdt_repo
 from collab.crdt import service as crdt_service
-from collab.crdt import updates, ydoc
+from collab.crdt import ydoc
 from collab.kit import authlimit, fanout
 from collab.kit.errors import ApiError
 from collab.kit.services import Services
@@ -18,7 +18,8 @@ from collab.realtime import access, livestate, protocol
 from collab.realtime import repository as repo
 from collab.realtime.access import Refused
 from collab.realtime.appender import Appender
-from collab.realtime.rooms import REMOTE, STATE_CACHE_S, AwarenessFull, Connection, DocumentRoom, Hub
+from collab.realtime.document import SYNC_MAX_AGE_S, EditorDoc
+from collab.realtime.rooms import REMOTE, AwarenessFull, Connection, DocumentRoom, Hub
 from collab.realtime.upkeep import LEFT, Upkeep
 
 log = logging.getLogger("collab.realtime")
@@ -35,6 +36,12 @@ def _charge(conn: Connection, kind: str) -> None:
         raise Refused(protocol.LIMITED, f"Too many messages per second ({kind}).")
 
 
+def _descriptors() -> int:
+    """How many files this process may open (its soft limit)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if soft != resource.RLIM_INFINITY else 2**31
+
+
 class Realtime:
     """The realtime side of one API process (app.state.realtime): its rooms, their upkeep and sessions."""
 
@@ -45,6 +52,7 @@ class Realtime:
         self.appender = Appender(svc)
         self.background: set[asyncio.Task] = set()
         self.changed = asyncio.Event()  # set whenever a connection leaves (tests wait on it, no sleeps)
+        self.descriptors = _descriptors()
 
     async def start(self) -> None:
         """Subscribe to Redis, start committing updates and the upkeep loop (app start)."""
@@ -82,6 +90,9 @@ class Realtime:
         await ws.accept()
         try:
             conn = await self._admit(ws, organization_id, document_id, editor_id, token)
+            full = self.hub.full(conn, self._caps())  # then join, with no await between: counted at once
+            if full is not None:
+                raise Refused(protocol.LIMITED, f"Too many connections for this {full}.")
             room = await self.hub.join(conn)
         except Refused as refused:
             await ws.close(refused.code, refused.reason)
@@ -107,6 +118,8 @@ class Realtime:
     async def _admit(self, ws: Any, organization_id: str, document_id: str, editor_id: str,
                      token: str | None) -> Connection:
         settings = self.svc.settings
+        if self.hub.total >= self._caps()["process"]:  # before any work for it (checked again before it joins)
+            raise Refused(protocol.LIMITED, "Too many connections for this process.")
         # Bad tokens count against the caller's address like bad API credentials do (kit/authlimit.py).
         try:
             gate = await authlimit.admit(self.svc, kind="user-token", address=ws.client.host if ws.client else "-",
@@ -126,44 +139,48 @@ class Realtime:
                 raise role
             await access.editor_kind(db, tenant=user.tenant, organization_id=organization_id,
                                      document_id=document_id, editor_id=editor_id)
-        key = (user.tenant.api_key_id, organization_id, document_id)
-        if self.hub.count(key) >= settings.realtime_max_connections_per_document:
-            raise Refused(protocol.LIMITED, "Too many connections to this document.")
-        if self.hub.by_tenant.get(key[0], 0) >= settings.realtime_max_connections_per_tenant:
-            raise Refused(protocol.LIMITED, "Too many connections for this API key.")
         return Connection(ws, user=user, role=role, organization_id=organization_id, document_id=document_id,
                           editor_id=editor_id, queue=settings.realtime_send_queue, rate=settings.realtime_updates_per_s,
                           queue_bytes=settings.realtime_send_queue_bytes)
 
+    def _caps(self) -> dict[str, int]:
+        """Open sockets allowed in this process, by what they share (Hub.full's names)."""
+        settings = self.svc.settings
+        return {"document": settings.realtime_max_connections_per_document,
+                "user": settings.realtime_max_connections_per_user,
+                "api key": settings.realtime_max_connections_per_tenant,
+                "workspace": settings.realtime_max_connections_per_workspace,
+                # Never past the file descriptors the process may open, less some for its own connections.
+                "process": min(settings.realtime_max_connections, self.descriptors - 256)}
+
     async def _open(self, conn: Connection, room: DocumentRoom) -> None:
         """Start the sync (the server's state vector, so the client sends what the server lacks), share the
         awareness states known, and show the user online."""
-        state = await self._state(conn, room)
-        room.sizes[conn.editor_id] = len(state)
-        conn.send(protocol.step1(get_state(state)))
+        document = await self._document(conn, room)
+        conn.send(protocol.step1(await document.run(lambda doc: doc.get_state())))
         known = room.awareness.get(conn.editor_id)
         if known:
             conn.send(protocol.awareness([(c, clock, s) for c, (clock, s) in known.items()]))
         await self.upkeep.arrived(conn, room)
 
-    async def _state(self, conn: Connection, room: DocumentRoom) -> bytes:
-        """The editor's whole document now: the stored state with its pending updates folded in, read and folded
-        once per version of the room (every sync of the same version answers from it)."""
-        cached = room.states.get(conn.editor_id)
-        if cached is not None and time.monotonic() - cached[1] < STATE_CACHE_S:
-            return cached[0]
-        version = room.versions.get(conn.editor_id, 0)
-        key = {"api_key_id": conn.user.tenant.api_key_id, "organization_id": conn.organization_id,
-               "document_id": conn.document_id}
-        async with self.svc.pool.connection() as db:
-            rows = await crdt_repo.list_editors(db, **key, editor_id=conn.editor_id, after_id=None, limit=1,
-                                                yjs=False, budget=2**62)
-        if not rows:
+    async def _document(self, conn: Connection, room: DocumentRoom,
+                        max_age: float | None = SYNC_MAX_AGE_S) -> EditorDoc:
+        """The room's copy of the editor's document: read and folded once, then kept current by every update this
+        process sees; built again for a sync when older than `max_age` (an update announced while Redis was away
+        is missed here) and whenever an update could not be applied to it."""
+        document = room.docs.setdefault(conn.editor_id, EditorDoc())
+
+        async def read() -> dict[str, Any] | None:
+            async with self.svc.pool.connection() as db:
+                rows = await crdt_repo.list_editors(
+                    db, api_key_id=conn.user.tenant.api_key_id, organization_id=conn.organization_id,
+                    document_id=conn.document_id, editor_id=conn.editor_id, after_id=None, limit=1, yjs=False,
+                    budget=2**62)
+            return rows[0] if rows else None
+
+        if not await document.ready(read, max_age=max_age):
             raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
-        state = await asyncio.to_thread(ydoc.fold, rows[0]["state"], rows[0]["pending"] or [])
-        if room.versions.get(conn.editor_id, 0) == version and conn.editor_id in room.editors:
-            room.states[conn.editor_id] = (state, time.monotonic())  # no update came while it was read and folded
-        return state
+        return document
 
     async def _read(self, conn: Connection, room: DocumentRoom) -> None:
         limit = self.svc.settings.realtime_max_message_bytes
@@ -191,9 +208,9 @@ class Realtime:
                       payload: Any) -> None:
         if kind == protocol.SYNC and step == protocol.STEP1:
             _charge(conn, "sync step 1")
-            state = await self._state(conn, room)
+            document = await self._document(conn, room)
             try:
-                missing = await asyncio.to_thread(get_update, state, payload)
+                missing = await document.run(lambda doc: doc.get_update(payload))
             except Exception:  # noqa: BLE001 - pycrdt raises several kinds on a bad state vector
                 raise protocol.Malformed("bad state vector") from None
             conn.send(protocol.step2(missing))
@@ -241,28 +258,31 @@ class Realtime:
             await self.hub.publish(conn, message, editor_id=conn.editor_id)
 
     async def _update(self, conn: Connection, room: DocumentRoom, update: bytes) -> None:
-        """Store a client's update, then relay it: nobody hears of an edit that a restart could lose."""
+        """Try a client's update on the room's document, store it, then relay it: nobody hears of an edit that a
+        restart could lose, and nothing is stored that the editor's document cannot take."""
         if conn.role != "editor" or update == protocol.EMPTY_UPDATE:
             return  # a viewer's edit is dropped: not stored, not relayed (docs/realtime.md)
         _charge(conn, "update")
-        try:
-            updates.check(update)
-        except updates.BadUpdate as exc:
-            raise protocol.Malformed(f"not a valid Yjs update ({exc})") from None
         svc, tenant = self.svc, conn.user.tenant
-        size, cap = room.sizes.get(conn.editor_id, 0) + len(update), svc.settings.crdt_max_state_bytes
-        if size > cap:  # the REST cap on a document holds for socket edits too
+        document = await self._document(conn, room, max_age=None)
+        cap = svc.settings.crdt_max_state_bytes
+        if document.size + len(update) > cap:  # the REST cap on a document holds for socket edits too
             raise Refused(protocol.TOO_LARGE, f"The document would exceed {cap} bytes (COLLAB_CRDT_MAX_STATE_BYTES).")
+        try:
+            await document.attempt(update, max_structs=svc.settings.realtime_max_update_structs)
+        except ydoc.BadContent as exc:
+            raise protocol.Malformed(f"not an update this editor can take: {exc}") from None
         key = {"api_key_id": tenant.api_key_id, "organization_id": conn.organization_id,
                "document_id": conn.document_id, "editor_id": conn.editor_id}
-        now = time.monotonic()
+        now, committed = time.monotonic(), False
         try:
             await self._append(conn, room, key, update, now)
+            committed = True
         except ForeignKeyViolation:
             raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.") from None
+        finally:
+            document.stored(update, committed=committed)
         conn.last_active = now
-        room.sizes[conn.editor_id] = size
-        room.changed(conn.editor_id)
         message = fanout.sync_update(update)
         room.relay(conn.editor_id, message, skip=conn)
         await self.hub.publish(conn, message, editor_id=conn.editor_id)
@@ -350,9 +370,13 @@ class Realtime:
                 if kept:
                     room.relay(editor_id, protocol.awareness(kept))
                 return
-        else:  # an edit made through another process or REST
-            room.changed(editor_id)
-            if editor_id in room.sizes:
-                room.sizes[editor_id] += len(message)
+        else:  # an edit made through another process or REST: the room's document follows it
+            document = room.docs.get(editor_id)
+            try:
+                kind, step, update = self._parse(message)
+            except protocol.Malformed:
+                kind = None
+            if document is not None and kind == protocol.SYNC and step != protocol.STEP1:
+                self.spawn(document.learn(update))
         room.relay(editor_id, message)
 

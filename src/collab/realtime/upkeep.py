@@ -16,36 +16,37 @@ LEFT = "\x00left"  # the fan-out topic of "a user's last socket here closed" (no
 
 
 class Upkeep:
-    """A loop every `realtime_heartbeat_s`: close idle sockets, keep presence rows fresh, recheck access."""
+    """Two loops: every `realtime_heartbeat_s`, close idle sockets and keep presence rows fresh; every
+    `realtime_access_recheck_s`, recheck access. Separate, so slow or failing presence writes never hold back the
+    recheck that revokes access and enforces token expiry."""
 
     def __init__(self, realtime: Any):
         self.rt = realtime
-        self.task: asyncio.Task | None = None
+        self.tasks: list[asyncio.Task] = []
         self.written: dict[tuple[str, str, str, str], tuple[str, float]] = {}  # (key…, user) → (status, when)
-        self.rechecked = time.monotonic()
 
     def start(self) -> None:
-        self.task = asyncio.create_task(self._loop())
+        settings = self.rt.svc.settings
+        self.tasks = [asyncio.create_task(self._every(lambda: settings.realtime_heartbeat_s, self.tick)),
+                      asyncio.create_task(self._every(lambda: settings.realtime_access_recheck_s, self.recheck))]
 
     async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
 
-    async def _loop(self) -> None:
-        settings = self.rt.svc.settings
+    async def _every(self, period: Any, run: Any) -> None:
         while True:
-            await asyncio.sleep(settings.realtime_heartbeat_s)
+            await asyncio.sleep(period())
             try:
-                await self.tick()
-                if time.monotonic() - self.rechecked >= settings.realtime_access_recheck_s:
-                    await self.recheck()
-            except Exception:  # noqa: BLE001 - the next tick tries again
+                await run()
+            except Exception:  # noqa: BLE001 - the next round tries again
                 log.exception("realtime upkeep failed")
 
     async def tick(self) -> None:
         """Close connections idle past the timeout, send a keepalive where nothing was sent for a heartbeat, and
-        write each connected user's status where it changed or would otherwise go stale."""
+        write each connected user's status where it changed or would otherwise go stale (room by room: one that
+        fails is written at the next tick, the others now)."""
         settings = self.rt.svc.settings
         now = time.monotonic()
         for room in list(self.rt.hub.rooms.values()):
@@ -54,7 +55,10 @@ class Upkeep:
                     conn.close(protocol.IDLE, "Idle timeout: nothing received.")
                 elif now - conn.last_sent >= settings.realtime_heartbeat_s:
                     conn.send(protocol.KEEPALIVE)  # a client alone in a quiet room still hears from us
-            await self._presence(room, now)
+            try:
+                await self._presence(room, now)
+            except Exception:  # noqa: BLE001 - one room's write never holds back the rest
+                log.exception("realtime presence write of %s/%s failed", room.key[1], room.key[2])
 
     async def _presence(self, room: DocumentRoom, now: float) -> None:
         settings = self.rt.svc.settings
@@ -101,28 +105,38 @@ class Upkeep:
     async def recheck(self) -> None:
         """Close the connections whose token expired or whose access went away; follow role changes.
 
-        One effective-access read per organization (all its open documents and users at once), not per socket.
+        One effective-access read per organization (all its open documents and users at once), not per socket; each
+        organization on its own, within a recheck period: one that fails or hangs is tried again next round.
         """
-        self.rechecked = time.monotonic()
         svc = self.rt.svc
+        now_s = svc.clock()
         by_org: dict[tuple[str, str], list[DocumentRoom]] = {}
         for room in list(self.rt.hub.rooms.values()):
             by_org.setdefault(room.key[:2], []).append(room)
-        for (api_key_id, organization_id), rooms in by_org.items():
+        for (_, organization_id), rooms in by_org.items():
             conns = [c for room in rooms for c in room.connections()]
-            if not conns:
-                continue
-            async with svc.pool.connection() as db:
-                answer = await access.roles(svc, db, tenant=conns[0].user.tenant, organization_id=organization_id,
-                                            document_ids=sorted({r.key[2] for r in rooms}),
-                                            user_ids=sorted({c.user.user_id for c in conns}))
-            now_s = svc.clock()
-            for conn in conns:
-                role = answer[conn.user.user_id][conn.document_id]
+            for conn in conns:  # expiry needs no database
                 if conn.user.expires_s <= now_s:
                     conn.close(protocol.BAD_TOKEN, "The token has expired.")
-                elif isinstance(role, Refused):
-                    # Access that went away is 4403 whatever the reason (organization gone included).
-                    conn.close(protocol.UNKNOWN if role.code == protocol.UNKNOWN else protocol.NO_ACCESS, role.reason)
-                else:
-                    conn.role = role
+            conns = [c for c in conns if c.close_code is None]
+            if not conns:
+                continue
+            try:
+                await asyncio.wait_for(self._recheck(organization_id, rooms, conns),
+                                       svc.settings.realtime_access_recheck_s)
+            except Exception:  # noqa: BLE001 - one organization never holds back the others
+                log.exception("realtime access recheck of organization %s failed", organization_id)
+
+    async def _recheck(self, organization_id: str, rooms: list[DocumentRoom], conns: list[Connection]) -> None:
+        svc = self.rt.svc
+        async with svc.pool.connection() as db:
+            answer = await access.roles(svc, db, tenant=conns[0].user.tenant, organization_id=organization_id,
+                                        document_ids=sorted({r.key[2] for r in rooms}),
+                                        user_ids=sorted({c.user.user_id for c in conns}))
+        for conn in conns:
+            role = answer[conn.user.user_id][conn.document_id]
+            if isinstance(role, Refused):
+                # Access that went away is 4403 whatever the reason (organization gone included).
+                conn.close(protocol.UNKNOWN if role.code == protocol.UNKNOWN else protocol.NO_ACCESS, role.reason)
+            else:
+                conn.role = role
