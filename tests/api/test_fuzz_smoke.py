@@ -10,6 +10,7 @@ import random
 import pathological
 import pathological_json
 import pathological_webhooks
+import pathological_yjs
 from helpers import enable_activities, enable_advanced_queries, new_tenant
 
 VALUES = [None, True, 0, -1, 10**20, 1.5, "", " ", "x"*300, "\u0000", "💥", [], [1], {}, {"a": 1}, [None], "2026-01-01", -10**20]
@@ -21,6 +22,7 @@ CORPUS = [
     pathological.ATX_LINE.decode(),
     pathological.SNIFF_LINE.decode(),
     pathological.LINK_OPENERS_LINE.decode()[:4000],
+    *pathological_yjs.BASE64,
 ]
 VALUES = VALUES + CORPUS
 
@@ -72,6 +74,8 @@ def test_mutated_bodies_never_give_a_500(client, live):
       "/v2/users/data/delete": {"userIds":["zz"],"organizationIds":["o"]},
       "/v2/users/data/delete/status": {"jobId":"job_x"},
       "/v2/workspace/advancedwebhook/endpoints/create": {"url":"https://hooks.example.com/x","filterTypes":["comment.add"]},
+      "/v2/crdt/add": {"organizationId":"o","documentId":"d","editorId":"e","type":"map","data":{"a":1}},
+      "/v2/crdt/update": {"organizationId":"o","documentId":"d","editorId":"e","yjsUpdate":pathological_yjs.BASE64[1]},
     }
     rng = random.Random(5)
     bad = []
@@ -88,7 +92,8 @@ def test_mutated_bodies_never_give_a_500(client, live):
             if r.status_code >= 500 and not spec_500:
                 bad.append((path, r.status_code, json.dumps(body)[:200], r.text[:200]))
     # Whatever was accepted must read back: the reads that once turned stored big integers into 500s.
-    for path, data in [("/v2/activities/get", {"organizationId": "o"}), ("/v2/notifications/get", {"organizationId": "o"})]:
+    for path, data in [("/v2/activities/get", {"organizationId": "o"}), ("/v2/notifications/get", {"organizationId": "o"}),
+                       ("/v2/crdt/get", {"organizationId": "o", "documentId": "d"})]:
         r = client.post(path, json={"data": data}, headers=t.headers)
         if r.status_code >= 500:
             bad.append((path, r.status_code, "read back", r.text[:200]))

@@ -5,38 +5,18 @@ the editor, reads and writes answer defined errors, and the compaction sweep tak
 import base64
 
 import psycopg
-from pycrdt import Doc, Map, Text
+from pycrdt import Doc, Text
+
+import pathological_yjs
 
 from collab.crdt import repository as crdt_repo
 from collab.kit.jobs import transaction
-from collab.kit.lib0 import uint
 from collab.realtime.tasks import compact_sweep
 from helpers import add_organization, error, new_tenant, post, result
 from realtime_support import SYNC, UPDATE, YClient, crdt_text, frame, room, token_for, url
 
 MALFORMED = 4400
-# The review's 22-byte message: one string struct whose content is not UTF-8 (ff fe).
-POISON = bytes.fromhex("0101e70700040107636f6e74656e7402fffe00")
-
-
-def _deep_map(levels: int = 105) -> bytes:
-    """An update of maps nested `levels` deep through parent items (not values): it folds, but cannot be read."""
-    doc = Doc()
-    node = doc.get("content", type=Map)
-    for _ in range(levels):
-        node["k"] = Map()
-        node = node["k"]
-    return doc.get_update()
-
-
-def _parked() -> bytes:
-    """An update that depends on an earlier one of its client that the server never saw."""
-    doc = Doc()
-    text = doc.get("content", type=Text)
-    text.insert(0, "never sent")
-    seen = doc.get_state()
-    text.insert(0, "sent: ")
-    return doc.get_update(seen)
+POISON = pathological_yjs.NOT_UTF8
 
 
 def _pending(live, t, editor="e1") -> list[bytes]:
@@ -72,8 +52,8 @@ def test_socket_updates_that_would_break_the_editor_close_with_4400(client, live
         return await c.closed()
 
     assert live.run(send("e1", POISON)) == MALFORMED
-    assert live.run(send("e1", _parked())) == MALFORMED
-    assert live.run(send("m1", _deep_map())) == MALFORMED
+    assert live.run(send("e1", pathological_yjs.parked())) == MALFORMED
+    assert live.run(send("m1", pathological_yjs.deep_map())) == MALFORMED
     # Nothing was stored: both editors read as before, over REST and over a new socket, and take edits.
     assert _pending(live, t) == [] and _pending(live, t, "m1") == []
     assert crdt_text(client, t) == "Hello"
@@ -96,7 +76,7 @@ def test_an_update_of_too_many_structs_is_refused_before_it_is_applied(client, l
     room(client, t)
     token = token_for(client, t, "mallory", "org", "doc")
     tune(realtime_max_update_structs=1000)
-    gc_structs = uint(1) + uint(1001) + uint(12345) + uint(0) + bytes([0, 1]) * 1001 + uint(0)
+    gc_structs = pathological_yjs.gc_structs(1001)
 
     async def send() -> int:
         c = await YClient.open(url(live, "org", "doc", "e1", token))
@@ -153,7 +133,7 @@ def test_a_stored_document_that_cannot_be_read_answers_a_defined_error(client, l
     async def spoil():  # what compacting an earlier release's deep-nesting update left behind
         async with transaction(live.svc.pool, None) as tx:
             await crdt_repo.save(tx.conn, api_key_id=t.api_key, organization_id="org", document_id="doc",
-                                 editor_id="m1", state=_deep_map(), last_updated_by="mallory", session_id=None, now=0)
+                                 editor_id="m1", state=pathological_yjs.deep_map(), last_updated_by="mallory", session_id=None, now=0)
 
     live.run(spoil())
     body = {"organizationId": "org", "documentId": "doc", "editorId": "m1"}
