@@ -140,10 +140,10 @@ def test_server_error_forever_is_unavailable(client, llm):
     assert len(llm.requests) == 3
 
 
-def test_provider_timeout_is_unavailable(client, llm):
+def test_a_provider_that_hangs_is_deadline_exceeded(client, llm):
     t = tenant_with_keys(client, "openai")
     llm.script("openai", *[{"hang": True}] * 3)
-    error(ask(client, t, "gpt-4o"), "UNAVAILABLE")
+    error(ask(client, t, "gpt-4o"), "DEADLINE_EXCEEDED", 504)
 
 
 def test_redis_down_is_unavailable(client, llm, live, tmp_path):

@@ -165,6 +165,16 @@ def test_missing_ids_have_their_messages(client, field, message):
     assert err["message"] == message
 
 
+def test_a_null_id_is_named_beside_another_id_of_the_wrong_type(client):
+    t = new_tenant(client)
+    body = {**DOC, "documentId": None, "editorId": 5, "type": "text", "data": "x"}
+    assert sorted(issue_paths(error(post(client, ADD, body, t.headers), "INVALID_ARGUMENT"))) == [
+        ["documentId"], ["editorId"]]
+    body = {**DOC, "organizationId": 5, "documentId": None, "type": "text"}
+    assert sorted(issue_paths(error(post(client, ADD, body, t.headers), "INVALID_ARGUMENT"))) == [
+        ["data"], ["documentId"], ["editorId"], ["organizationId"]]
+
+
 def test_other_invalid_fields(client):
     t = new_tenant(client)
     assert issue_paths(error(add(client, t, type="rich"), "INVALID_ARGUMENT")) == [["type"]]

@@ -15,7 +15,8 @@ from collab.workspaces.config import provider_api_key
 _FAILURES = {
     "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),
     "unavailable": ("UNAVAILABLE", "{provider} is unavailable; retry later."),
-    "timeout": ("UNAVAILABLE", "{provider} did not answer in time; retry later."),
+    # A provider that hangs past the call's budget is the request's deadline (504), whichever timer fires first.
+    "timeout": ("DEADLINE_EXCEEDED", "{provider} did not answer in time; retry later."),
     "auth": ("FAILED_PRECONDITION", "The {provider} API key configured for this workspace was rejected by {provider}."),
     "bad_request": ("INVALID_ARGUMENT", "{message}"),
 }

@@ -22,9 +22,11 @@ _ID_REQUIRED = {
 }
 
 
-def _ids(*fields: str):
-    """A rule refusing a missing or null id with its own message, beside every other failing field."""
-    return rule(*fields)(lambda v: [Broken(f, _ID_REQUIRED[f], "invalid_type") for f in fields if v.get(f) is None])
+def _ids(*fields: str) -> list:
+    """Rules refusing a missing or null id with its own message, beside every other failing field (one rule per id:
+    a rule whose fields include one that failed its type does not run, and the others must still be named)."""
+    return [rule(f)(lambda v, f=f: Broken(f, _ID_REQUIRED[f], "invalid_type") if v.get(f) is None else None)
+            for f in fields]
 
 
 class Editors(Model):
@@ -44,7 +46,7 @@ class AddCrdt(Editors):
     sessionId: str | None = Field(None, min_length=1, max_length=200)
 
     _rules = rules(
-        _ids("organizationId", "documentId", "editorId"),
+        *_ids("organizationId", "documentId", "editorId"),
         rule("data")(lambda v: None if v.get("data") is not None else Broken("data", "Data is required.", "invalid_type")),
     )
 
@@ -58,7 +60,7 @@ class UpdateCrdt(Editors):
     userId: Id | None = None
     sessionId: str | None = Field(None, min_length=1, max_length=200)
 
-    _rules = rules(_ids("organizationId", "documentId", "editorId"))
+    _rules = rules(*_ids("organizationId", "documentId", "editorId"))
 
 
 class GetCrdt(Editors):
@@ -69,14 +71,14 @@ class GetCrdt(Editors):
     # Beyond the spec: a document's editors come in pages of about COLLAB_MAX_RESPONSE_BYTES; this continues one.
     pageToken: str | None = Field(None, max_length=500)
 
-    _rules = rules(_ids("organizationId", "documentId"))
+    _rules = rules(*_ids("organizationId", "documentId"))
 
 
 class DeleteCrdt(Editors):
     model_config = ConfigDict(json_schema_extra=required("organizationId", "documentId"))
     editorIds: id_list() | None = None
 
-    _rules = rules(_ids("organizationId", "documentId"))
+    _rules = rules(*_ids("organizationId", "documentId"))
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
