@@ -24,6 +24,10 @@ SYNC_MAX_AGE_S = 5.0
 INLINE_BYTES = 16 * 1024
 
 
+class TooLarge(Exception):
+    """An update would take the document past its byte cap."""
+
+
 class EditorDoc:
     """One editor's document in this process (DocumentRoom.docs), built on first use."""
 
@@ -40,16 +44,19 @@ class EditorDoc:
         """Build the document from `read()` (the editor's row with its pending updates) unless it is built and at
         most `max_age` seconds old; False when the editor does not exist."""
         async with self.lock:
-            if self.doc is not None and (max_age is None or time.monotonic() - self.built < max_age):
-                return True
-            row = await read()
-            if row is None:
-                self.doc = None
-                return False
-            self.kind, self.key = row["type"], row["content_key"]
-            self.doc, self.size = await asyncio.to_thread(self._build, row["state"], row["pending"] or [])
-            self.built = time.monotonic()
+            return await self._ready(read, max_age)
+
+    async def _ready(self, read: Callable[[], Awaitable[dict[str, Any] | None]], max_age: float | None) -> bool:
+        if self.doc is not None and (max_age is None or time.monotonic() - self.built < max_age):
             return True
+        row = await read()
+        if row is None:
+            self.doc = None
+            return False
+        self.kind, self.key = row["type"], row["content_key"]
+        self.doc, self.size = await asyncio.to_thread(self._build, row["state"], row["pending"] or [])
+        self.built = time.monotonic()
+        return True
 
     def _build(self, state: bytes, pending: list[bytes]) -> tuple[Doc, int]:
         doc, bad = ydoc.fold(self.kind, self.key, state, pending)
@@ -66,13 +73,17 @@ class EditorDoc:
             assert self.doc is not None, "EditorDoc.ready() first"
             return await asyncio.to_thread(fn, self.doc)
 
-    async def attempt(self, update: bytes, *, max_structs: int) -> None:
+    async def attempt(self, update: bytes, read: Callable[[], Awaitable[dict[str, Any] | None]], *, cap: int,
+                      max_structs: int) -> bool:
         """Apply a socket's update if it meets REST's standard (BadContent when not), and keep it aside until
-        `stored()`; a result that does not read back leaves the document to be built again."""
+        `stored()`; False when the editor does not exist. Built first where it is not (from `read()`); a result
+        that does not read back leaves the document to be built again. TooLarge past `cap` bytes."""
         async with self.lock:
+            if not await self._ready(read, None):
+                return False
+            if self.size + len(update) > cap:
+                raise TooLarge(cap)
             doc = self.doc
-            if doc is None:
-                raise ydoc.BadContent("the editor's document is being built again; send the update once more")
             inline = len(update) <= INLINE_BYTES and self.kind in ("text", "xmltext")
             try:
                 if inline:
@@ -84,6 +95,7 @@ class EditorDoc:
                 raise
             self.size += len(update)
             self.inflight.append(update)
+            return True
 
     def stored(self, update: bytes, *, committed: bool) -> None:
         """An update `attempt()` took was appended (or not: then the document is built again without it)."""

@@ -4,7 +4,7 @@ import asyncio
 import logging
 import resource
 import time
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from psycopg.errors import ForeignKeyViolation
 
@@ -18,7 +18,7 @@ from collab.realtime import access, livestate, protocol
 from collab.realtime import repository as repo
 from collab.realtime.access import Refused
 from collab.realtime.appender import Appender
-from collab.realtime.document import SYNC_MAX_AGE_S, EditorDoc
+from collab.realtime.document import SYNC_MAX_AGE_S, EditorDoc, TooLarge
 from collab.realtime.rooms import REMOTE, AwarenessFull, Connection, DocumentRoom, Hub
 from collab.realtime.upkeep import LEFT, Upkeep
 
@@ -169,7 +169,12 @@ class Realtime:
         process sees; built again for a sync when older than `max_age` (an update announced while Redis was away
         is missed here) and whenever an update could not be applied to it."""
         document = room.docs.setdefault(conn.editor_id, EditorDoc())
+        if not await document.ready(self._reader(conn), max_age=max_age):
+            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
+        return document
 
+    def _reader(self, conn: Connection) -> Callable[[], Awaitable[dict[str, Any] | None]]:
+        """How to read the editor's stored state and pending updates (None when it does not exist)."""
         async def read() -> dict[str, Any] | None:
             async with self.svc.pool.connection() as db:
                 rows = await crdt_repo.list_editors(
@@ -178,9 +183,7 @@ class Realtime:
                     budget=2**62)
             return rows[0] if rows else None
 
-        if not await document.ready(read, max_age=max_age):
-            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
-        return document
+        return read
 
     async def _read(self, conn: Connection, room: DocumentRoom) -> None:
         limit = self.svc.settings.realtime_max_message_bytes
@@ -264,14 +267,18 @@ class Realtime:
             return  # a viewer's edit is dropped: not stored, not relayed (docs/realtime.md)
         _charge(conn, "update")
         svc, tenant = self.svc, conn.user.tenant
-        document = await self._document(conn, room, max_age=None)
-        cap = svc.settings.crdt_max_state_bytes
-        if document.size + len(update) > cap:  # the REST cap on a document holds for socket edits too
-            raise Refused(protocol.TOO_LARGE, f"The document would exceed {cap} bytes (COLLAB_CRDT_MAX_STATE_BYTES).")
+        document = room.docs.setdefault(conn.editor_id, EditorDoc())
+        cap = svc.settings.crdt_max_state_bytes  # the REST cap on a document holds for socket edits too
         try:
-            await document.attempt(update, max_structs=svc.settings.realtime_max_update_structs)
+            known = await document.attempt(update, self._reader(conn), cap=cap,
+                                           max_structs=svc.settings.realtime_max_update_structs)
         except ydoc.BadContent as exc:
             raise protocol.Malformed(f"not an update this editor can take: {exc}") from None
+        except TooLarge:
+            raise Refused(protocol.TOO_LARGE,
+                          f"The document would exceed {cap} bytes (COLLAB_CRDT_MAX_STATE_BYTES).") from None
+        if not known:
+            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
         key = {"api_key_id": tenant.api_key_id, "organization_id": conn.organization_id,
                "document_id": conn.document_id, "editor_id": conn.editor_id}
         now, committed = time.monotonic(), False
