@@ -1,11 +1,16 @@
-"""Several API processes on one port: each listens on a socket of its own, under uvicorn's supervisor."""
+"""Several API processes on one port: each listens on a socket of its own, under a small supervisor of ours (public
+uvicorn only: `uvicorn.Server.run(sockets=...)`)."""
 
 import logging
+import multiprocessing
+import signal
 import socket
 import sys
+import threading
 
+import uvicorn
 from uvicorn.config import STARTUP_FAILURE, Config
-from uvicorn.supervisors import multiprocess
+from uvicorn.supervisors import Multiprocess
 
 logger = logging.getLogger("collab.serving")
 
@@ -29,27 +34,43 @@ def listening_socket(config: Config, *, reuse_port: bool) -> socket.socket:
     return sock
 
 
-class OwnSocketProcess(multiprocess.Process):
+def _serve(config: Config) -> None:
     """One API process, listening on its own socket in the port's SO_REUSEPORT group.
 
     On one shared socket the first process to wake accepts every connection waiting (uvloop accepts until none
     is left), so a burst of new connections lands on one process: 16 of 16 at times, measured, the other cores
     idle. The kernel hashes each new connection to one socket of the group instead."""
-
-    def target(self, sockets: list[socket.socket] | None = None) -> None:
-        super().target([listening_socket(self.config, reuse_port=True)])
+    config.configure_logging()
+    uvicorn.Server(config).run(sockets=[listening_socket(config, reuse_port=True)])
 
 
 def run(config: Config) -> None:
-    """Serve `config.workers` processes of `config.app` under uvicorn's supervisor until it is stopped."""
+    """Serve `config.workers` processes of `config.app` until SIGINT or SIGTERM: each on a socket of its own where
+    the kernel spreads connections over them (Linux), else under uvicorn's supervisor on one shared socket."""
     # A plain bind first: a port another server holds (another collab included, whose group would otherwise
     # take this one's processes in) fails here, as with one shared socket.
     probe = listening_socket(config, reuse_port=False)
     if not SPREADS:
-        multiprocess.Multiprocess(config, sockets=[probe]).run()
+        Multiprocess(config, sockets=[probe]).run()
         return
     probe.close()
-    # uvicorn's supervisor makes (and remakes, for a process that died) its processes through this name.
-    multiprocess.Process = OwnSocketProcess
     logger.info("serving on %s:%s from %d processes", config.host, config.port, config.workers)
-    multiprocess.Multiprocess(config, sockets=[]).run()
+    spawn = multiprocessing.get_context("spawn")
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    processes = [spawn.Process(target=_serve, args=(config,), daemon=True) for _ in range(config.workers)]
+    for process in processes:
+        process.start()
+    while not stop.wait(0.5):
+        for i, process in enumerate(processes):
+            if not process.is_alive():  # one that died is replaced, as uvicorn's supervisor does
+                logger.warning("API process %s exited with %s; starting another", process.pid, process.exitcode)
+                processes[i] = spawn.Process(target=_serve, args=(config,), daemon=True)
+                processes[i].start()
+    for process in processes:
+        process.terminate()  # SIGTERM: uvicorn finishes what is in flight, then exits
+    for process in processes:
+        process.join(config.timeout_graceful_shutdown or 30)
+        if process.is_alive():
+            process.kill()
