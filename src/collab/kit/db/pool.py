@@ -5,10 +5,8 @@ from time import monotonic
 from typing import Any
 
 import psycopg
-from psycopg import errors, generators, pq
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
-from psycopg._queries import PostgresQuery
-from psycopg.adapt import Transformer
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -26,39 +24,24 @@ CONNECT_TIMEOUT_S = 5
 RECONNECT_TIMEOUT_S = 5.0
 
 
-# Statements a pooled connection keeps prepared for the helpers below; past it, queries run unnamed. The
-# service's named queries number a few hundred, so a working set fits; made-up SQL cannot grow it without bound.
+# Statements a pooled connection keeps prepared (psycopg's own cache: every statement is prepared at its first use,
+# `prepare_threshold=0`); the service's named queries number a few hundred, so a working set fits, and made-up SQL
+# cannot grow it without bound (psycopg drops the least recently used past it).
 PREPARED_MAX = 512
-_TUPLES_OK, _FATAL = pq.ExecStatus.TUPLES_OK, pq.ExecStatus.FATAL_ERROR
 _IDLE = pq.TransactionStatus.IDLE
-# A table changed under a prepared statement (a migration by a newer release), or the session's statements
-# dropped by a DEALLOCATE ALL not seen here: prepared again and, outside a transaction, run again.
+# A table changed under a prepared statement (a migration by a newer release): the session's statements are dropped
+# (psycopg forgets its own when it sees DEALLOCATE ALL) and the statement runs again, outside a transaction.
 _STALE = ("0A000", "cached plan must not change result type")
-_GONE = "26000"  # invalid_sql_statement_name: "prepared statement ... does not exist"
-
-
-class Connection(psycopg.AsyncConnection):
-    """A pooled connection whose helper queries skip psycopg's cursor (see `_run`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.statements: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
-        self.named = 0
-        self.transformer: Transformer | None = None  # made at first use; keeps its dumpers warm (~6 µs a query)
-
-    def _deallocate(self, name: bytes | None) -> Any:
-        # Once psycopg has prepared statements of its own, it ends each rollback and DDL with DEALLOCATE ALL (a
-        # caution: Postgres keeps them): ours go too.
-        if name is None:
-            self.statements.clear()
-        return super()._deallocate(name)
 
 
 class Pool(AsyncConnectionPool):
-    """A pool that does not hand out a connection the server has closed (a restart, a failover).
+    """A pool that does not hand out a connection the server has closed (a restart, a failover), and whose
+    `connection()` skips psycopg's exit work where there is none (see `_Lease`).
 
-    An idle connection has nothing to read unless the server spoke: when it did, the connection is
-    checked with a round trip and replaced if broken. Healthy connections cost one poll(2), not a query.
+    An idle connection has nothing to read unless the server spoke: when it did, the connection is checked with a
+    round trip and replaced if broken, and the next one is tried at once (psycopg_pool's own `check=` backs off
+    between tries, a second and more, where a restart leaves every idle connection broken). Healthy connections
+    cost one poll(2), not a query.
     """
 
     async def getconn(self, timeout: float | None = None) -> Conn:
@@ -136,11 +119,17 @@ def create_pool(
         open=False,
         timeout=timeout,
         reconnect_timeout=reconnect_timeout,
-        connection_class=Connection,
+        configure=_prepared,
         kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S,
                 "options": _options(url, statement_timeout_s=statement_timeout_s,
                                     idle_in_transaction_timeout_s=idle_in_transaction_timeout_s)},
     )
+
+
+async def _prepared(conn: Conn) -> None:
+    """Every statement prepared at its first use, at most PREPARED_MAX kept (psycopg's public settings)."""
+    conn.prepare_threshold = 0
+    conn.prepared_max = PREPARED_MAX
 
 
 def _options(url: str, *, statement_timeout_s: float, idle_in_transaction_timeout_s: float) -> str:
@@ -151,115 +140,39 @@ def _options(url: str, *, statement_timeout_s: float, idle_in_transaction_timeou
     return f"{own} {limits}".strip()
 
 
-def _direct(conn: Conn, params: Any) -> bool:
-    """Whether a query can take `_run`: a pooled autocommit connection giving dicts, parameters, no pipeline."""
-    return (params is not None and isinstance(conn, Connection) and conn.autocommit
-            and conn._pipeline is None and conn.row_factory is dict_row)
-
-
-async def _run(conn: Connection, sql: str, params: Any, *, retry: bool = True) -> tuple[Transformer, pq.abc.PGresult]:
-    """One statement, prepared on this connection the first time it is seen.
-
-    psycopg's cursor does the same through a cursor object, a prepare-threshold ledger and a row maker per
-    call, ~25 µs of Python per query; this is the same libpq exchange with psycopg's own adapters and errors,
-    without them. In a transaction it works alike: the transaction is the connection's.
-    """
-    tx = conn.transformer or _transformer(conn)
-    query = PostgresQuery(tx)
-    query.convert(sql, params)
-    key = (query.query, query.types)
-    pgconn = conn.pgconn
-    async with conn.lock:
-        conn._check_connection_ok()
-        name = conn.statements.get(key)
-        if name is None and len(conn.statements) < PREPARED_MAX:
-            conn.named += 1
-            fresh = b"_collab_%d" % conn.named
-            pgconn.send_prepare(fresh, query.query, param_types=query.types)
-            (prepared,) = await conn.wait(generators.execute(pgconn))
-            if prepared.status == _FATAL:
-                raise errors.error_from_result(prepared, encoding=tx.encoding)
-            conn.statements[key] = name = fresh
-        if name is None:
-            pgconn.send_query_params(query.query, query.params, param_formats=query.formats,
-                                     param_types=query.types)
-        else:
-            pgconn.send_query_prepared(name, query.params, param_formats=query.formats)
-        results = await conn.wait(generators.execute(pgconn))
-    result = results[-1]
-    if result.status == _FATAL:
-        error = errors.error_from_result(result, encoding=tx.encoding)
-        if name is not None and _forget(conn, key, error) and retry \
-                and pgconn.transaction_status == pq.TransactionStatus.IDLE:
-            return await _run(conn, sql, params, retry=False)  # nothing ran: no transaction to spoil
-        raise error
-    tx.set_pgresult(result)
-    return tx, result
-
-
-def _transformer(conn: Connection) -> Transformer:
-    # One per connection, as a cursor keeps one for its queries: rows are read from it (`_rows`) before the
-    # connection's task can await again, so no other query comes between.
-    conn.transformer = Transformer(conn)
-    return conn.transformer
-
-
-def _forget(conn: Connection, key: tuple[bytes, tuple[int, ...]], error: psycopg.Error) -> bool:
-    """Forget what a failed prepared statement shows to be stale (prepared again next time); whether it was."""
-    if error.sqlstate == _GONE:
-        conn.statements.clear()  # the session's statements were dropped behind our back: all of them
-        return True
-    if (error.sqlstate, error.diag.message_primary) == _STALE:
-        conn.statements.pop(key, None)
-        return True
-    return False
-
-
-def _rows(tx: Transformer, result: pq.abc.PGresult, count: int) -> list[dict[str, Any]]:
-    """The first `count` rows as dicts, as the pool's dict_row makes them."""
-    if result.status != _TUPLES_OK:
-        raise psycopg.ProgrammingError(f"the last operation didn't produce records (command status: "
-                                       f"{(result.command_status or b'').decode()})")
-    names = [result.fname(i).decode(tx.encoding) for i in range(result.nfields)]
-    return tx.load_rows(0, min(count, result.ntuples), lambda values: dict(zip(names, values)))
+async def _execute(conn: Conn, sql: str, params: Any, prepare: bool | None = None) -> psycopg.AsyncCursor:
+    """Run one statement on a cursor; once more after dropping stale prepared statements, when nothing else
+    ran in the transaction (there is none)."""
+    try:
+        return await conn.execute(sql, params, prepare=prepare)
+    except psycopg.Error as exc:
+        if (exc.sqlstate, exc.diag.message_primary) != _STALE or conn.pgconn.transaction_status != _IDLE:
+            raise
+    await conn.execute("deallocate all")
+    return await conn.execute(sql, params, prepare=prepare)
 
 
 async def fetch_one(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
     try:
-        if not _direct(conn, params):
-            cur = await conn.execute(sql, params)
-            return await cur.fetchone()
-        rows = _rows(*await _run(conn, sql, params), 1)
+        return await (await _execute(conn, sql, params)).fetchone()
     except psycopg.OperationalError as exc:
         raise _named(exc, sql)
-    return rows[0] if rows else None
 
 
 async def fetch_all(
     conn: Conn, sql: str, params: dict[str, Any] | None = None, *, prepare: bool | None = None
 ) -> list[dict[str, Any]]:
     try:
-        if prepare is False or not _direct(conn, params):
-            cur = await conn.execute(sql, params, prepare=prepare)
-            return await cur.fetchall()
-        tx, result = await _run(conn, sql, params)
+        return await (await _execute(conn, sql, params, prepare)).fetchall()
     except psycopg.OperationalError as exc:
         raise _named(exc, sql)
-    return _rows(tx, result, result.ntuples)
 
 
 async def execute(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> int:
     try:
-        if not _direct(conn, params):
-            cur = await conn.execute(sql, params)
-            return cur.rowcount
-        _, result = await _run(conn, sql, params)
+        return (await _execute(conn, sql, params)).rowcount
     except psycopg.OperationalError as exc:
         raise _named(exc, sql)
-    if result.status == _TUPLES_OK:
-        return result.ntuples
-    count = result.command_tuples
-    return count if count is not None else -1
 
 
 # SQLSTATEs of a connection the server dropped: a terminated backend (57P01), another backend's crash (57P02), a
