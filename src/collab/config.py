@@ -179,6 +179,12 @@ class Settings(BaseSettings):
 
     # Comments (commentannotations/*): how many comments one thread may hold; an add past it is INVALID_ARGUMENT.
     comments_max_per_thread: int = Field(default=1000, ge=1)
+    # JSON bytes one thread may hold (its fields, comments and their reactions, as stored); an add or edit that would
+    # pass it is INVALID_ARGUMENT. Below max_response_bytes, so a full thread comes whole in one page.
+    comments_max_thread_bytes: int = Field(default=2 * 1024 * 1024, ge=64 * 1024)
+    # Threads one count/get may count; a call whose documents (or organization, without documentIds) hold more is
+    # INVALID_ARGUMENT on documentIds, so a count never scans an organization's every thread.
+    comments_count_max_threads: int = Field(default=10_000, ge=1)
 
     # Failed authentication (auth): failures counted per source address and per presented API key or workspace
     # id, fixed windows in Redis; past either, 429 RESOURCE_EXHAUSTED before any database work (credentials that

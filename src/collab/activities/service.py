@@ -146,11 +146,13 @@ async def _add_in_transaction(svc: Services, *, tenant: Tenant, data: AddActivit
 async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
                   records: list[dict[str, Any]], store: bool, notification_config: dict[str, Any] | None,
                   webhooks: bool, notify: bool = True, participants: Iterable[str] = (),
-                  exclude: Iterable[str] = (), fresh_ids: frozenset[str] = frozenset()) -> None:
+                  exclude: Iterable[str] = (), fresh_ids: frozenset[str] = frozenset(),
+                  restricted_to: Iterable[str] | None = None) -> None:
     """The one path of activity records (activities/add and every comment write): stored when `store` (judgments
     follow in the worker, see `to_derive`), then, for records new to the log, webhook events (when the key's
     `webhooks` are on) and notifications (when `notify`, by the key's stored `notification_config`; `participants`
-    join the document's audience, `exclude` leave it)."""
+    join the document's audience, `exclude` leave it; `restricted_to`, a private thread's readers, is who they may
+    reach, else the records' own visibility says)."""
     new = records
     if store and records:
         # An overwrite (a retry with the same id) does not emit or notify again.
@@ -165,7 +167,8 @@ async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: st
             await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=api_key_id,
                                                     organization_id=organization_id, document_id=document_id,
                                                     stored=notification_config, activities=new,
-                                                    participants=participants, exclude=exclude)
+                                                    participants=participants, exclude=exclude,
+                                                    restricted_to=restricted_to)
     derive = to_derive(records, fresh_ids) if store else []
     if derive:
         await tx.enqueue("derive_judgments", api_key_id=api_key_id, activity_ids=derive)

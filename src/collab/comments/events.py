@@ -1,5 +1,10 @@
 """Comment writes as activity records, sent down the one path activities/add takes (activity log and judgments,
-webhook events, notifications), plus the notification of each new mention."""
+webhook events, notifications), plus the notification of each new mention.
+
+An event quotes only what its request carried in full (a new comment, an edit's new values) and otherwise a bounded
+view: the thread as a snapshot of ids and small fields, other comments and the anchored text cut to PREVIEW
+characters, users without their extra keys. So the bytes a request makes the service write stay a small multiple of
+the request, however large the thread it acts on (issue #34)."""
 
 import hashlib
 from dataclasses import dataclass, field
@@ -18,6 +23,9 @@ from collab.webhooks import events as webhook_events
 from collab.workspaces import repository as workspaces_repo
 
 MENTION_HEADLINE = "{actionUser} mentioned you in a comment"
+PREVIEW = 500  # characters of a stored text an event quotes (the anchored text, a comment it did not carry)
+_BRIEF_USER = ("userId", "name", "email")
+_BRIEF_COMMENT = ("annotationId", "commentId", "from", "createdAt", "lastUpdated", "isEdited", "reaction")
 
 
 @dataclass
@@ -51,18 +59,53 @@ class Event:
     mentioned: list[str] = field(default_factory=list)  # users newly tagged by this event's comment
 
 
+def brief_user(user: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A user without the extra keys a client may attach (userId, name and email only)."""
+    return None if user is None else {k: user[k] for k in _BRIEF_USER if k in user}
+
+
+def snapshot(thread: dict[str, Any]) -> dict[str, Any]:
+    """The thread as every event carries it: ids and small fields, none of its free-form blobs (location, context,
+    target element, users' extra keys, the restricted list)."""
+    record: dict[str, Any] = {"annotationId": thread["id"], "documentId": thread["document_id"],
+                              "organizationId": thread["organization_id"],
+                              "status": {"id": thread["status"], "type": thread["status_type"]}}
+    if thread["priority"] is not None:
+        record["priority"] = {"id": thread["priority"]}
+    if thread["assigned_to"] is not None:
+        record["assignedTo"] = brief_user(thread["assigned_to"])
+    record |= {"from": brief_user(thread["from_user"]), "visibility": {"type": thread["visibility"]},
+               "createdAt": thread["created_at"], "lastUpdated": thread["updated_at"]}
+    if thread["resolved_by"] is not None:
+        record["resolvedByUserId"] = thread["resolved_by"]
+    return record
+
+
+def brief_comment(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored comment as an event that did not carry it quotes it (a comment_briefs row): author, times and the
+    first PREVIEW characters of its text."""
+    record: dict[str, Any] = {"commentId": row["id"]}
+    if row["text_preview"] is not None:
+        record["commentText"] = row["text_preview"]
+    return record | {"from": row["from_brief"], "createdAt": row["created_at"], "lastUpdated": row["updated_at"],
+                     "isEdited": row["is_edited"]}
+
+
 def record(*, action_type: str, actor: dict[str, Any], thread: dict[str, Any], comment: dict[str, Any] | None = None,
-           changes: dict[str, Any] | None = None, reaction: str | None = None, now: int) -> dict[str, Any]:
-    """The activity row of a comment event: entityData is the comment acted on (text, author, agent) with the
-    stored thread under `commentAnnotation`; entityTargetData the text the thread is anchored to."""
-    snapshot = render.annotation(thread, None)
+           changes: dict[str, Any] | None = None, reaction: str | None = None, now: int,
+           new_thread: bool = False) -> dict[str, Any]:
+    """The activity row of a comment event: entityData is the comment acted on as the caller quotes it (whole when
+    the request carried it) with the thread's snapshot under `commentAnnotation`; entityTargetData the text the
+    thread is anchored to (whole on the event that made the thread, else its first PREVIEW characters)."""
     entity: dict[str, Any] = {"annotationId": thread["id"]}
     if comment is not None:
         entity |= {k: v for k, v in comment.items() if k not in ("reactions",)}
     if reaction is not None:
         entity["reaction"] = reaction
-    entity["commentAnnotation"] = snapshot
+    entity["commentAnnotation"] = snapshot(thread)
     target_text = (thread["target_element"] or {}).get("targetText")
+    if isinstance(target_text, str) and not new_thread:
+        target_text = target_text[:PREVIEW]
     return dict(
         id=new_id("act_"), organization_id=thread["organization_id"], document_id=thread["document_id"],
         feature_type="comment", action_type=action_type, action_user=actor, target_entity_id=thread["id"],
@@ -77,6 +120,9 @@ async def send(tx: Tx, svc: Services, *, tenant: Tenant, config: Config, thread:
                participants: set[str], events: list[Event]) -> None:
     """Publish a thread's events: logged where the activity service and trigger allow, emitted, notified."""
     mentioned = {u for e in events if e.notify for u in e.mentioned}
+    # The snapshot leaves a restricted thread's list out (it may be long): notifications take it from here.
+    readers = sorted({thread["from_id"], *(thread["visible_user_ids"] or [])}) \
+        if thread["visibility"] == "restricted" else None
     for log in (True, False):
         for notify in (True, False):
             batch = [e.record for e in events if (e.log and config.activities
@@ -86,12 +132,23 @@ async def send(tx: Tx, svc: Services, *, tenant: Tenant, config: Config, thread:
                 await publish(tx, svc, api_key_id=tenant.api_key_id, organization_id=thread["organization_id"],
                               document_id=thread["document_id"], records=batch, store=log, notify=notify,
                               notification_config=config.notification_config, webhooks=config.webhooks,
-                              participants=participants, exclude=mentioned)
+                              participants=participants, exclude=mentioned, restricted_to=readers)
     if config.notifications:
         for event in events:
             if event.notify:
                 for user_id in event.mentioned:
                     await _mention(tx, svc, tenant=tenant, thread=thread, event=event.record, user_id=user_id)
+
+
+def _quoted(entity: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(body, entityData) of a mention: the comment quoted briefly, for each of up to 50 tagged users."""
+    quoted = {k: entity[k] for k in _BRIEF_COMMENT if k in entity}
+    if "from" in quoted:
+        quoted["from"] = brief_user(quoted["from"])
+    body = (entity.get("commentText") or "")[:PREVIEW]
+    if body:
+        quoted["commentText"] = body
+    return body, quoted | {"commentAnnotation": entity["commentAnnotation"]}
 
 
 async def _mention(tx: Tx, svc: Services, *, tenant: Tenant, thread: dict[str, Any], event: dict[str, Any],
@@ -105,10 +162,11 @@ async def _mention(tx: Tx, svc: Services, *, tenant: Tenant, thread: dict[str, A
     notification_id = "ntf_" + hashlib.sha256(key.encode()).hexdigest()[:24]
     notify_users, by_user_id = await recipients_map(tx.conn, api_key_id=tenant.api_key_id, users=[],
                                                     extra_ids=[user_id], allowed=None)
+    body, quoted = _quoted(event["entity_data"])
     source_data = {"activityIds": [event["id"]], "actionTypes": [event["action_type"]],
-                   "entityData": event["entity_data"], "mention": True}
+                   "entityData": quoted, "mention": True}
+    actor = brief_user(actor)
     template_data = {"actionUser": actor, "recipientUser": {"userId": user_id}}
-    body = event["entity_data"].get("commentText") or ""
     added = await notifications_repo.insert(
         tx.conn, api_key_id=tenant.api_key_id, id=notification_id, organization_id=thread["organization_id"],
         document_id=thread["document_id"], location_id=thread["location_id"], notification_source="comment",

@@ -67,51 +67,122 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
   and id = any(%(ids)s)
 returning id
 
--- name: list_annotations
--- A page of threads by last update then id, filtered; at most `limit` rows (comments are read after).
-select a.* from comment_annotations a
-where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s
-  and (%(document_ids)s::text[] is null or a.document_id = any(%(document_ids)s))
-  and (%(folder_id)s::text is null or a.document_id in (
-        select d.id from documents d
-        where d.api_key_id = %(api_key_id)s and d.organization_id = %(organization_id)s
-          and d.folder_id = %(folder_id)s))
-  and (%(annotation_ids)s::text[] is null or a.id = any(%(annotation_ids)s))
-  and (%(location_ids)s::text[] is null or a.location_id = any(%(location_ids)s))
-  and (%(user_ids)s::text[] is null or a.from_id = any(%(user_ids)s))
-  and (%(assigned_ids)s::text[] is null or a.assigned_id = any(%(assigned_ids)s))
-  and (%(status_ids)s::text[] is null or a.status = any(%(status_ids)s))
-  and (%(resolved_by)s::text is null or a.resolved_by = %(resolved_by)s)
-  and (%(mentioned_ids)s::text[] is null or exists (
-        select 1 from comment_mentions m
-        where m.api_key_id = a.api_key_id and m.organization_id = a.organization_id and m.annotation_id = a.id
-          and m.user_id = any(%(mentioned_ids)s)))
-  and (%(created_after)s::bigint is null or a.created_at >= %(created_after)s)
-  and (%(created_before)s::bigint is null or a.created_at <= %(created_before)s)
-  and (%(updated_after)s::bigint is null or a.updated_at >= %(updated_after)s)
-  and (%(updated_before)s::bigint is null or a.updated_at <= %(updated_before)s)
-  and (%(viewer)s::text is null or a.visibility = 'public' or a.from_id = %(viewer)s
-       or %(viewer)s = any(a.visible_user_ids))
-  and (%(after_ts)s::bigint is null
-       or (%(desc)s and (a.updated_at, a.id) < (%(after_ts)s, %(after_id)s))
-       or (not %(desc)s and (a.updated_at, a.id) > (%(after_ts)s, %(after_id)s)))
-order by case when %(desc)s then a.updated_at end desc, case when %(desc)s then a.id end desc,
-         case when not %(desc)s then a.updated_at end asc, case when not %(desc)s then a.id end asc
-limit %(limit)s
+-- name: plan_annotations
+-- A page of threads by last update then id after a key, filtered (at most `limit` threads: the organization's or one
+-- document's index gives them in order), numbered, each with its stored size and, in order, its comments' ids and
+-- stored sizes (reactions included); no row's size is under 200 bytes, so at most `rows` rows (the most the budget
+-- can take) are read. `fetched` is how many threads the page had by key. Template: {order} asc or desc, {after} > or <.
+with page as (
+    select a.id, a.updated_at, a.bytes from comment_annotations a
+    where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s
+      and (%(document_id)s::text is null or a.document_id = %(document_id)s)
+      and (%(document_ids)s::text[] is null or a.document_id = any(%(document_ids)s))
+      and (%(folder_id)s::text is null or a.document_id in (
+            select d.id from documents d
+            where d.api_key_id = %(api_key_id)s and d.organization_id = %(organization_id)s
+              and d.folder_id = %(folder_id)s))
+      and (%(annotation_ids)s::text[] is null or a.id = any(%(annotation_ids)s))
+      and (%(location_ids)s::text[] is null or a.location_id = any(%(location_ids)s))
+      and (%(user_ids)s::text[] is null or a.from_id = any(%(user_ids)s))
+      and (%(assigned_ids)s::text[] is null or a.assigned_id = any(%(assigned_ids)s))
+      and (%(status_ids)s::text[] is null or a.status = any(%(status_ids)s))
+      and (%(resolved_by)s::text is null or a.resolved_by = %(resolved_by)s)
+      and (%(mentioned_ids)s::text[] is null or exists (
+            select 1 from comment_mentions m
+            where m.api_key_id = a.api_key_id and m.organization_id = a.organization_id and m.annotation_id = a.id
+              and m.user_id = any(%(mentioned_ids)s)))
+      and (%(created_after)s::bigint is null or a.created_at >= %(created_after)s)
+      and (%(created_before)s::bigint is null or a.created_at <= %(created_before)s)
+      and (%(updated_after)s::bigint is null or a.updated_at >= %(updated_after)s)
+      and (%(updated_before)s::bigint is null or a.updated_at <= %(updated_before)s)
+      and (%(viewer)s::text is null or a.visibility = 'public' or a.from_id = %(viewer)s
+           or %(viewer)s = any(a.visible_user_ids))
+      and (%(after_ts)s::bigint is null or (a.updated_at, a.id) {after} (%(after_ts)s, %(after_id)s))
+    order by a.updated_at {order}, a.id {order}
+    limit %(limit)s
+), numbered as (
+    select id, updated_at, bytes, row_number() over (order by updated_at {order}, id {order}) as n,
+           count(*) over () as fetched
+    from page
+)
+select p.n, p.id, p.updated_at, p.bytes, p.fetched, c.id as comment_id, c.bytes as comment_bytes
+from numbered p
+left join lateral (
+    select c.id, c.bytes from comments c
+    where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s and c.annotation_id = p.id
+    order by c.id
+    limit %(rows)s) c on true
+-- In the page's own order (not by n): the join keeps it, so rows stream to the limit, sorted thread by thread.
+order by p.updated_at {order}, p.id {order}, c.id nulls first
+limit %(rows)s
+
+-- name: annotations_by_id
+-- Threads of an organization by id (a planned page's, at most what the budget takes).
+select * from comment_annotations
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)
 
 -- name: thread_comments
--- The comments of some threads in id order, each with its reactions ({reaction, userIds} in first-use order).
+-- Comments of some threads in id order, each with its reactions ({reaction, userIds} in first-use order): all of a
+-- thread's, or those up to its `upto` id when that is set (a page cut inside the thread).
 select c.*,
        comment_reaction_list(c.api_key_id, c.organization_id, c.annotation_id, c.id) as reactions
-from comments c
-where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
-  and c.annotation_id = any(%(annotation_ids)s)
-  and (%(comment_ids)s::bigint[] is null or c.id = any(%(comment_ids)s))
+from unnest(%(annotation_ids)s::text[], %(upto)s::bigint[]) as w(annotation_id, upto)
+cross join lateral (
+    select * from comments c
+    where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
+      and c.annotation_id = w.annotation_id and (w.upto is null or c.id <= w.upto)
+    order by c.id) c
 order by c.annotation_id, c.id
 
--- name: count_comments
--- How many comments a thread holds.
-select count(*) as n from comments
+-- name: comments_page
+-- A page of one thread's comments (only some ids when named) after an id, at most `limit`, then only those that end
+-- within `budget` bytes by their stored sizes (at least the first), each with its reactions; `fetched` is how many
+-- the page had by id. The exact cut is made on the comments as rendered (kit/paging.py).
+with page as (
+    select id, bytes from comments
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+      and (%(comment_ids)s::bigint[] is null or id = any(%(comment_ids)s))
+      and (%(after_id)s::bigint is null or id > %(after_id)s)
+    order by id
+    limit %(limit)s
+), sized as (
+    select id, count(*) over () as fetched, sum(bytes) over (order by id) as upto, row_number() over (order by id) as n
+    from page
+)
+select c.*, comment_reaction_list(c.api_key_id, c.organization_id, c.annotation_id, c.id) as reactions, s.fetched
+from sized s
+cross join lateral (
+    select * from comments c
+    where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
+      and c.annotation_id = %(annotation_id)s and c.id = s.id offset 0) c
+where s.upto <= %(budget)s or s.n = 1
+order by s.id
+
+-- name: comment_briefs
+-- Named comments of a thread without their free-form blobs: author, times, the first `preview` characters of the
+-- text and html, the tagged user ids and the stored size (what edits, deletes, reactions and their events need).
+select id, from_id, jsonb_strip_nulls(jsonb_build_object('userId', from_user -> 'userId', 'name', from_user -> 'name',
+                                                         'email', from_user -> 'email')) as from_brief,
+       left(comment_text, %(preview)s) as text_preview, left(comment_html, %(preview)s) as html_preview,
+       created_at, updated_at, is_edited, bytes,
+       jsonb_path_query_array(tagged, '$[*].userId') as tagged_ids
+from comments
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+  and id = any(%(ids)s)
+order by id
+
+-- name: thread_load
+-- How many comments a thread holds and their stored bytes (reactions included), read from the comments' sizes.
+select count(*) as n, coalesce(sum(bytes), 0) as bytes from comments
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+
+-- name: thread_participants
+-- Who a thread's notifications reach beyond the document's audience: its comments' authors and tagged users
+-- (from the mentions table: no comment's blobs are read).
+select from_id as user_id from comments
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+union
+select user_id from comment_mentions
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
 
 -- name: insert_comments
@@ -133,7 +204,7 @@ update comments set
     updated_at = %(now)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
   and id = %(id)s
-returning id
+returning id, bytes
 
 -- name: delete_comments
 -- Delete comments of a thread (their reactions and mentions go by cascade).
@@ -175,26 +246,36 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
   and comment_id = %(comment_id)s
 
 -- name: insert_reaction
--- A user's reaction on a comment; no row when they had made it already.
-insert into comment_reactions (api_key_id, organization_id, document_id, annotation_id, comment_id, reaction, user_id,
-                               created_at)
-values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, %(comment_id)s, %(reaction)s,
-        %(user_id)s, %(now)s)
-on conflict do nothing
-returning user_id
+-- A user's reaction on a comment, counted in the comment's size; no row when they had made it already.
+with added as (
+    insert into comment_reactions (api_key_id, organization_id, document_id, annotation_id, comment_id, reaction,
+                                   user_id, created_at)
+    values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, %(comment_id)s, %(reaction)s,
+            %(user_id)s, %(now)s)
+    on conflict do nothing
+    returning reaction, user_id
+), sized as (
+    update comments c set reaction_bytes = c.reaction_bytes + comment_reaction_bytes(a.reaction, a.user_id)
+    from added a
+    where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
+      and c.annotation_id = %(annotation_id)s and c.id = %(comment_id)s
+)
+select user_id from added
 
 -- name: delete_reaction
--- Take back a user's reaction; no row when there was none.
-delete from comment_reactions
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
-  and comment_id = %(comment_id)s and reaction = %(reaction)s and user_id = %(user_id)s
-returning user_id
-
--- name: comment_exists
--- Whether a comment is in a thread.
-select 1 as found from comments
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
-  and id = %(id)s
+-- Take back a user's reaction (and its share of the comment's size); no row when there was none.
+with gone as (
+    delete from comment_reactions
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+      and comment_id = %(comment_id)s and reaction = %(reaction)s and user_id = %(user_id)s
+    returning reaction, user_id
+), sized as (
+    update comments c set reaction_bytes = c.reaction_bytes - comment_reaction_bytes(g.reaction, g.user_id)
+    from gone g
+    where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
+      and c.annotation_id = %(annotation_id)s and c.id = %(comment_id)s
+)
+select user_id from gone
 
 -- name: mark_read
 -- Move a user's read marks on some threads of a document (all when ids is null) to now, only on threads the user
@@ -208,6 +289,15 @@ where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s 
 on conflict (api_key_id, organization_id, annotation_id, user_id)
 do update set read_at = greatest(comment_reads.read_at, excluded.read_at), document_id = excluded.document_id
 returning annotation_id
+
+-- name: count_scope
+-- How many threads a count/get would read (its documents', else the organization's), counting no further than
+-- `most` + 1 (an index-only walk).
+select count(*) as n from (
+    select 1 from comment_annotations a
+    where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s
+      and (%(document_ids)s::text[] is null or a.document_id = any(%(document_ids)s))
+    limit %(most)s + 1) s
 
 -- name: count_threads
 -- Per document, the threads a user may see, those with a comment by someone else after the user's read mark,
@@ -259,6 +349,23 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
   and (%(ids)s::text[] is null or annotation_id = any(%(ids)s))
   and (from_id = %(old_id)s or tagged @> jsonb_build_array(jsonb_build_object('userId', %(old_id)s::text)))
 
+-- name: rename_reaction_bytes
+-- Before rename_other_users: the comments whose reactions it renames take the new id's size in place of the old
+-- one's (same rows as there: a clash keeps the old row).
+update comments c set reaction_bytes = c.reaction_bytes + r.delta
+from (select x.annotation_id, x.comment_id,
+             sum(comment_reaction_bytes(x.reaction, %(new_id)s) - comment_reaction_bytes(x.reaction, x.user_id)) as delta
+      from comment_reactions x
+      where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s and x.user_id = %(old_id)s
+        and x.document_id = %(document_id)s and (%(ids)s::text[] is null or x.annotation_id = any(%(ids)s))
+        and not exists (select 1 from comment_reactions y
+                        where y.api_key_id = x.api_key_id and y.organization_id = x.organization_id
+                          and y.annotation_id = x.annotation_id and y.comment_id = x.comment_id
+                          and y.reaction = x.reaction and y.user_id = %(new_id)s)
+      group by 1, 2) r
+where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
+  and c.annotation_id = r.annotation_id and c.id = r.comment_id
+
 -- name: rename_other_users
 -- Rewrite one user's identity in reactions, mentions and read marks on a document's threads (some, when ids is set);
 -- a clash keeps one.
@@ -291,6 +398,18 @@ where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s 
 delete from comment_annotations a
 where a.api_key_id = %(api_key_id)s and a.from_id = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or a.organization_id = any(%(organization_ids)s))
+
+-- name: forget_reaction_bytes
+-- User-data deletion, before forget_user_parts: comments that stay lose the size of the users' reactions on them.
+update comments c set reaction_bytes = c.reaction_bytes - r.bytes
+from (select x.organization_id, x.annotation_id, x.comment_id,
+             sum(comment_reaction_bytes(x.reaction, x.user_id)) as bytes
+      from comment_reactions x
+      where x.api_key_id = %(api_key_id)s and x.user_id = any(%(user_ids)s)
+        and (%(organization_ids)s::text[] is null or x.organization_id = any(%(organization_ids)s))
+      group by 1, 2, 3) r
+where c.api_key_id = %(api_key_id)s and c.organization_id = r.organization_id
+  and c.annotation_id = r.annotation_id and c.id = r.comment_id and not (c.from_id = any(%(user_ids)s))
 
 -- name: forget_user_parts
 -- User-data deletion: the users' comments, reactions, mentions and read marks in threads that stay; their name
@@ -329,17 +448,35 @@ where a.api_key_id = %(api_key_id)s
        or a.visible_user_ids && %(user_ids)s::text[])
 
 -- name: user_comments
--- Export: a page of the users' comments, each with its reactions, in (organization, annotation, comment) order
--- after a key.
-select c.*,
-       comment_reaction_list(c.api_key_id, c.organization_id, c.annotation_id, c.id) as reactions
-from comments c
-where c.api_key_id = %(api_key_id)s and c.from_id = any(%(user_ids)s)
-  and (%(organization_ids)s::text[] is null or c.organization_id = any(%(organization_ids)s))
-  and (%(after_org)s::text is null
-       or (c.organization_id, c.annotation_id, c.id) > (%(after_org)s, %(after_annotation)s, %(after_id)s::bigint))
-order by c.organization_id, c.annotation_id, c.id
-limit %(limit)s
+-- Export: a page of the users' comments in (organization, annotation, comment) order after a key, at most `limit`,
+-- then only those that end within `budget` bytes by their stored sizes (at least the first), each with its
+-- reactions; `fetched` is how many the page had by key.
+with page as (
+    -- The record around the comment: its ids and owner, 100 bytes of keys.
+    select c.organization_id, c.annotation_id, c.id,
+           c.bytes + comment_string_bytes(c.organization_id) + comment_string_bytes(c.document_id)
+           + comment_string_bytes(c.annotation_id) + comment_string_bytes(c.from_id) + 100 as bytes
+    from comments c
+    where c.api_key_id = %(api_key_id)s and c.from_id = any(%(user_ids)s)
+      and (%(organization_ids)s::text[] is null or c.organization_id = any(%(organization_ids)s))
+      and (%(after_org)s::text is null
+           or (c.organization_id, c.annotation_id, c.id) > (%(after_org)s, %(after_annotation)s, %(after_id)s::bigint))
+    order by c.organization_id, c.annotation_id, c.id
+    limit %(limit)s
+), sized as (
+    select organization_id, annotation_id, id, count(*) over () as fetched,
+           row_number() over (order by organization_id, annotation_id, id) as n,
+           sum(bytes) over (order by organization_id, annotation_id, id) as upto
+    from page
+)
+select c.*, comment_reaction_list(c.api_key_id, c.organization_id, c.annotation_id, c.id) as reactions, s.fetched
+from sized s
+cross join lateral (
+    select * from comments c
+    where c.api_key_id = %(api_key_id)s and c.organization_id = s.organization_id
+      and c.annotation_id = s.annotation_id and c.id = s.id offset 0) c
+where s.upto <= %(budget)s or s.n = 1
+order by s.n
 
 -- name: user_reactions
 -- Export: a page of the users' reactions in key order after a key.

@@ -2,9 +2,18 @@
 
 from typing import Any
 
-from collab.comments import access, events, render
+from collab.comments import access, events, pages
 from collab.comments import repository as repo
-from collab.comments.schemas import AddComments, CommentIn, DeleteComments, GetComments, Reaction, UpdateComments
+from collab.comments.schemas import (
+    MAX_COMMENT_BYTES,
+    AddComments,
+    CommentIn,
+    DeleteComments,
+    GetComments,
+    Reaction,
+    UpdateComments,
+    json_size,
+)
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError, invalid, issue
@@ -52,13 +61,6 @@ async def insert_comments(conn: Conn, *, tenant: Tenant, thread: dict[str, Any],
     return [(w, s, mentioned.get(w["commentId"], [])) for w, s in zip(wires, comments)]
 
 
-def _participants(thread: dict[str, Any], comments: list[dict[str, Any]]) -> set[str]:
-    people = {thread["from_id"], *([thread["assigned_id"]] if thread["assigned_id"] else [])}
-    for comment in comments:
-        people |= {comment["from"]["userId"], *(t["userId"] for t in comment["taggedUserContacts"])}
-    return people
-
-
 async def _thread(conn: Conn, tenant: Tenant, data: Any, *, lock: bool) -> dict[str, Any]:
     thread = await repo.get_annotation(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                                        document_id=data.documentId, id=data.annotationId, lock=lock)
@@ -67,20 +69,48 @@ async def _thread(conn: Conn, tenant: Tenant, data: Any, *, lock: bool) -> dict[
     return thread
 
 
-async def _shown(conn: Conn, tenant: Tenant, thread: dict[str, Any], ids: list[int] | None = None) -> list[dict]:
-    rows = await repo.thread_comments(conn, api_key_id=tenant.api_key_id, organization_id=thread["organization_id"],
-                                      annotation_ids=[thread["id"]], comment_ids=ids)
-    return [render.comment(r) for r in rows]
+async def _briefs(conn: Conn, thread: dict[str, Any], ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Named comments of a thread by id, without their blobs (comment_briefs)."""
+    rows = await repo.comment_briefs(conn, api_key_id=thread["api_key_id"], organization_id=thread["organization_id"],
+                                     annotation_id=thread["id"], ids=ids, preview=events.PREVIEW)
+    return {r["id"]: r for r in rows}
+
+
+async def _participants(conn: Conn, thread: dict[str, Any]) -> set[str]:
+    """The thread's creator, assignee, authors and tagged users (from their ids: no comment is read whole)."""
+    people = await repo.thread_participants(conn, api_key_id=thread["api_key_id"],
+                                            organization_id=thread["organization_id"], annotation_id=thread["id"])
+    return people | {thread["from_id"], *([thread["assigned_id"]] if thread["assigned_id"] else [])}
+
+
+def thread_issue(path: list[Any], cap: int) -> dict[str, Any]:
+    return issue(path, f"A comment thread holds at most {cap} bytes of JSON.", "too_big")
+
+
+async def room(conn: Conn, svc: Services, thread: dict[str, Any], *, path: str, count: int = 0,
+               adding: int = 0) -> None:
+    """INVALID_ARGUMENT on `path` when `count` more comments and `adding` more bytes would pass the thread's caps
+    (called after a change that grew it, with neither); what it holds is read from the stored sizes."""
+    load = await repo.thread_load(conn, api_key_id=thread["api_key_id"], organization_id=thread["organization_id"],
+                                  annotation_id=thread["id"])
+    most, most_bytes = svc.settings.comments_max_per_thread, svc.settings.comments_max_thread_bytes
+    if count and load["n"] + count > most:
+        problem = limit_issue([path], most)
+        raise invalid(f"{problem['message']} This one holds {load['n']}.", [problem])
+    total = thread["bytes"] + load["bytes"] + adding
+    if total > most_bytes:
+        problem = thread_issue([path], most_bytes)
+        raise invalid(f"{problem['message']} This one would hold {total}.", [problem])
 
 
 async def _editable(conn: Conn, tenant: Tenant, data: Any, *, now: int) -> tuple[dict[str, Any], dict[int, dict]]:
-    """The locked thread and its named comments by id, once the organization takes writes and (when asked)
+    """The locked thread and its named comments by id (briefly), once the organization takes writes and (when asked)
     the actor, else each comment's author, may edit the document."""
     await access.writable(conn, tenant=tenant, organization_id=data.organizationId)
     thread = await _thread(conn, tenant, data, lock=True)
-    before = {c["commentId"]: c for c in await _shown(conn, tenant, thread, data.commentIds)}
+    before = await _briefs(conn, thread, data.commentIds)
     if data.verifyUserPermissions:
-        writers = {data.actionUser.userId} if data.actionUser else {c["from"]["userId"] for c in before.values()}
+        writers = {data.actionUser.userId} if data.actionUser else {c["from_id"] for c in before.values()}
         access.require_visible(thread, writers)
         await access.verify(conn, tenant=tenant, organization_id=data.organizationId,
                             document_id=data.documentId, user_ids=writers or {"-"}, role="editor", now=now)
@@ -88,9 +118,8 @@ async def _editable(conn: Conn, tenant: Tenant, data: Any, *, now: int) -> tuple
 
 
 async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, Any]:
-    """Add comments to a thread (at most the per-thread cap in all); results keyed by the new commentIds."""
+    """Add comments to a thread (within the per-thread caps); results keyed by the new commentIds."""
     now = svc.now_ms()
-    cap = svc.settings.comments_max_per_thread
     async with transaction(svc.pool, svc.redis) as tx:
         await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
         thread = await _thread(tx.conn, tenant, data, lock=True)
@@ -99,68 +128,89 @@ async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, 
             access.require_visible(thread, writers)
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
                                 document_id=data.documentId, user_ids=writers, role="editor", now=now)
-        held = await repo.count_comments(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                                         annotation_id=data.annotationId)
-        if held + len(data.commentData) > cap:
-            problem = limit_issue(["commentData"], cap)
-            raise invalid(f"{problem['message']} This one holds {held}.", [problem])
+        await room(tx.conn, svc, thread, path="commentData", count=len(data.commentData),
+                   adding=sum(json_size(c.stored()) for c in data.commentData))
         config = await events.config_of(tx.conn, tenant=tenant)
         sent = await insert_comments(tx.conn, tenant=tenant, thread=thread, comments=data.commentData, now=now)
         batch = [events.Event(events.record(action_type="comment.add", actor=wire["from"], thread=thread, comment=wire,
                                             now=now),
                               log=source.triggerActivities, notify=source.triggerNotification, mentioned=mentioned)
                  for wire, source, mentioned in sent]
-        everyone = await _shown(tx.conn, tenant, thread)
         await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
-                          participants=_participants(thread, everyone), events=batch)
+                          participants=await _participants(tx.conn, thread), events=batch)
     return {str(w["commentId"]): {"success": True, "id": str(w["commentId"]), "message": "Comment added."}
             for w, _, _ in sent}
 
 
-async def get(svc: Services, *, tenant: Tenant, data: GetComments) -> list[dict[str, Any]]:
-    """The comments of a thread in order (only the given ids when named)."""
+async def get(svc: Services, *, tenant: Tenant, data: GetComments) -> tuple[list[Any], str | None]:
+    """A page of a thread's comments in order (only the given ids when named), within the response budget."""
     async with svc.pool.connection() as conn:
         thread = await _thread(conn, tenant, data, lock=False)
-        return await _shown(conn, tenant, thread, data.commentIds)
+        return await pages.comments(conn, svc, tenant=tenant, thread=thread, ids=data.commentIds,
+                                    size=data.pageSize, token=data.pageToken)
+
+
+FIELDS = {"commentText": "comment_text", "commentHtml": "comment_html", "taggedUserContacts": "tagged"}
+
+
+def _edited(brief: dict[str, Any], change: dict[str, Any], now: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the comment as its update event quotes it, the changes): the new values whole (the request carried them),
+    the old ones as stored, briefly."""
+    new = {wire: change[column] for wire, column in FIELDS.items() if column in change}
+    old = {"commentText": brief["text_preview"], "commentHtml": brief["html_preview"],
+           "taggedUserContacts": [{"userId": u} for u in brief["tagged_ids"] or []]}
+    changes = {wire: {"from": old[wire], "to": value} for wire, value in new.items()}
+    quoted = {k: v for k, v in (events.brief_comment(brief) | new).items() if v is not None}  # a text set to null goes
+    return quoted | {"lastUpdated": now, "isEdited": True}, changes
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateComments) -> dict[str, Any]:
     """Edit comments (text, html, tags): createdAt stays, lastUpdated moves, isEdited turns true."""
     now = svc.now_ms()
-    sent = data.updatedData.model_dump(exclude_unset=True)
-    change = {"comment_text": sent.get("commentText"), "comment_html": sent.get("commentHtml"),
-              "tagged": [t.model_dump(exclude_none=True) for t in data.updatedData.taggedUserContacts or []]}
-    fields = {"commentText": "comment_text", "commentHtml": "comment_html", "taggedUserContacts": "tagged"}
-    change = {column: change[column] for wire, column in fields.items() if wire in sent}
+    given = data.updatedData.model_dump(by_alias=True, exclude_unset=True, exclude_none=True)
+    named = data.updatedData.model_fields_set
+    change = {column: given.get(wire) for wire, column in FIELDS.items() if wire in named}
+    if "tagged" in change:
+        change["tagged"] = change["tagged"] or []
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
         thread, before = await _editable(tx.conn, tenant, data, now=now)
         config = await events.config_of(tx.conn, tenant=tenant)
-        batch = []
+        batch, grown = [], 0
         key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
         for comment_id in data.commentIds:
             if comment_id not in before:
                 results[str(comment_id)] = {"success": False, "id": str(comment_id), "message": "Comment does not exist."}
                 continue
-            await repo.update_comment(tx.conn, **key, annotation_id=thread["id"], id=comment_id, change=change, now=now)
+            size = await repo.update_comment(tx.conn, **key, annotation_id=thread["id"], id=comment_id, change=change,
+                                             now=now) or 0
+            _comment_room(before[comment_id]["bytes"], size)
+            grown += size - before[comment_id]["bytes"]
             mentioned = []
             if "tagged" in change:
                 mentioned = await repo.set_mentions(tx.conn, **key, document_id=thread["document_id"],
                                                     annotation_id=thread["id"], comment_id=comment_id,
                                                     user_ids=[t["userId"] for t in change["tagged"]])
-            (after,) = await _shown(tx.conn, tenant, thread, [comment_id])
+            after, changes = _edited(before[comment_id], change, now)
             actor = data.actionUser.model_dump(exclude_none=True) if data.actionUser else after["from"]
-            changes = {wire: {"from": before[comment_id].get(wire), "to": after.get(wire)} for wire in fields if wire in sent}
             batch.append(events.Event(events.record(action_type="comment.update", actor=actor, thread=thread,
                                                     comment=after, changes=changes, now=now),
                                       notify=data.triggerNotification, mentioned=mentioned))
             results[str(comment_id)] = {"success": True, "id": str(comment_id), "message": "Comment updated."}
         if batch:
+            if grown > 0:  # checked on the sizes Postgres now holds; refusing rolls every edit of the call back
+                await room(tx.conn, svc, thread, path="updatedData")
             await repo.take_comment_ids(tx.conn, **key, id=thread["id"], count=0, now=now)
-            everyone = await _shown(tx.conn, tenant, thread)
             await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
-                              participants=_participants(thread, everyone), events=batch)
+                              participants=await _participants(tx.conn, thread), events=batch)
     return results
+
+
+def _comment_room(old: int, new: int) -> None:
+    """INVALID_ARGUMENT when an edit makes a comment larger than MAX_COMMENT_BYTES (one over it may shrink)."""
+    if new > old and new > MAX_COMMENT_BYTES:
+        message = f"A comment holds at most {MAX_COMMENT_BYTES} bytes of JSON."
+        raise invalid(message, [issue(["updatedData"], message, "too_big")])
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict[str, Any]:
@@ -169,16 +219,17 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict
     key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     async with transaction(svc.pool, svc.redis) as tx:
         thread, before = await _editable(tx.conn, tenant, data, now=now)
+        participants = await _participants(tx.conn, thread)  # before the deleted comments' authors and tags go
         deleted = await repo.delete_comments(tx.conn, **key, annotation_id=thread["id"], ids=data.commentIds)
         if deleted:
             config = await events.config_of(tx.conn, tenant=tenant)
             await repo.take_comment_ids(tx.conn, **key, id=thread["id"], count=0, now=now)
             batch = [events.Event(events.record(
-                action_type="comment.delete", thread=thread, comment=before[i], now=now,
-                actor=data.actionUser.model_dump(exclude_none=True) if data.actionUser else before[i]["from"]))
+                action_type="comment.delete", thread=thread, comment=events.brief_comment(before[i]), now=now,
+                actor=data.actionUser.model_dump(exclude_none=True) if data.actionUser else before[i]["from_brief"]))
                 for i in sorted(deleted)]
-            await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
-                              participants=_participants(thread, list(before.values())), events=batch)
+            await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=participants,
+                              events=batch)
     return {str(i): {"success": i in deleted, "id": str(i),
                      "message": "Comment deleted." if i in deleted else "Comment does not exist."}
             for i in data.commentIds}
@@ -213,7 +264,8 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
             access.require_visible(thread, {data.userId})
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
                                 document_id=data.documentId, user_ids={data.userId}, role="viewer", now=now)
-        if not await repo.comment_exists(tx.conn, **key, annotation_id=thread["id"], id=data.commentId):
+        brief = (await _briefs(tx.conn, thread, [data.commentId])).get(data.commentId)
+        if brief is None:
             raise ApiError("NOT_FOUND", "Comment does not exist.")
         where = dict(annotation_id=thread["id"], comment_id=data.commentId, reaction=data.reaction,
                      user_id=data.userId)
@@ -224,13 +276,12 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
             changed = await repo.delete_reaction(tx.conn, **key, **where)
         if changed:
             await repo.take_comment_ids(tx.conn, **key, id=thread["id"], count=0, now=now)
-            (comment,) = await _shown(tx.conn, tenant, thread, [data.commentId])
             config = await events.config_of(tx.conn, tenant=tenant)
             kind = "comment.reaction_add" if add else "comment.reaction_delete"
             batch = [events.Event(events.record(action_type=kind, actor={"userId": data.userId}, thread=thread,
-                                                comment=comment, reaction=data.reaction, now=now))]
+                                                comment=events.brief_comment(brief), reaction=data.reaction, now=now))]
             await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
-                              participants={thread["from_id"], comment["from"]["userId"]}, events=batch)
+                              participants={thread["from_id"], brief["from_id"]}, events=batch)
     if add:
         message = "Reaction added." if changed else "Reaction already exists."
     else:

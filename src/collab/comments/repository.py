@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from collab.kit.db import Queries, execute, fetch_all, fetch_one
@@ -80,33 +81,73 @@ async def delete_annotations(conn: Conn, *, api_key_id: str, organization_id: st
     return {r["id"] for r in await fetch_all(conn, q.delete_annotations, params)}
 
 
-async def list_page(conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None,
-                    folder_id: str | None, annotation_ids: list[str] | None, location_ids: list[str] | None,
-                    user_ids: list[str] | None, assigned_ids: list[str] | None, status_ids: list[str] | None,
-                    resolved_by: str | None, mentioned_ids: list[str] | None, created_after: int | None,
-                    created_before: int | None, updated_after: int | None, updated_before: int | None,
-                    viewer: str | None, after_ts: int | None, after_id: str | None, desc: bool,
-                    limit: int) -> list[dict[str, Any]]:
-    """A page of threads by last update then id, after a (lastUpdated, id) key."""
-    params = dict(api_key_id=api_key_id, organization_id=organization_id, document_ids=document_ids,
-                  folder_id=folder_id, annotation_ids=annotation_ids, location_ids=location_ids, user_ids=user_ids,
-                  assigned_ids=assigned_ids, status_ids=status_ids, resolved_by=resolved_by,
-                  mentioned_ids=mentioned_ids, created_after=created_after, created_before=created_before,
-                  updated_after=updated_after, updated_before=updated_before, viewer=viewer, after_ts=after_ts,
-                  after_id=after_id, desc=desc, limit=limit)
-    return await fetch_all(conn, q.list_annotations, params)
+async def plan_page(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None,
+                    document_ids: list[str] | None, folder_id: str | None, annotation_ids: list[str] | None,
+                    location_ids: list[str] | None, user_ids: list[str] | None, assigned_ids: list[str] | None,
+                    status_ids: list[str] | None, resolved_by: str | None, mentioned_ids: list[str] | None,
+                    created_after: int | None, created_before: int | None, updated_after: int | None,
+                    updated_before: int | None, viewer: str | None, after_ts: int | None, after_id: str | None,
+                    desc: bool, limit: int, rows: int) -> list[dict[str, Any]]:
+    """A page of threads by last update then id after a (lastUpdated, id) key, as sizes: a row per thread and
+    comment (n, id, updated_at, bytes, fetched, comment_id, comment_bytes), at most `rows` rows."""
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
+                  document_ids=document_ids, folder_id=folder_id, annotation_ids=annotation_ids,
+                  location_ids=location_ids, user_ids=user_ids, assigned_ids=assigned_ids, status_ids=status_ids,
+                  resolved_by=resolved_by, mentioned_ids=mentioned_ids, created_after=created_after,
+                  created_before=created_before, updated_after=updated_after, updated_before=updated_before,
+                  viewer=viewer, after_ts=after_ts, after_id=after_id, limit=limit, rows=rows)
+    return await fetch_all(conn, plan_query(desc), params)
+
+
+def plan_query(desc: bool) -> sql.Composed:
+    """plan_annotations in one direction: spelled out (not a CASE on a parameter), so that an index on
+    (…, updated_at desc, id desc) gives the order either way, in generic plans too."""
+    return sql.SQL(q.plan_annotations).format(order=sql.SQL("desc" if desc else "asc"),
+                                              after=sql.SQL("<" if desc else ">"))
+
+
+async def annotations_by_id(conn: Conn, *, api_key_id: str, organization_id: str,
+                            ids: list[str]) -> list[dict[str, Any]]:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "ids": ids}
+    return await fetch_all(conn, q.annotations_by_id, params)
 
 
 async def thread_comments(conn: Conn, *, api_key_id: str, organization_id: str, annotation_ids: list[str],
-                          comment_ids: list[int] | None = None) -> list[dict[str, Any]]:
+                          upto: list[int | None]) -> list[dict[str, Any]]:
+    """The comments of threads with their reactions: all of each, or up to its `upto` id when that is not None."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_ids": annotation_ids,
-              "comment_ids": comment_ids}
+              "upto": upto}
     return await fetch_all(conn, q.thread_comments, params)
 
 
-async def count_comments(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str) -> int:
+async def comments_page(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str,
+                        comment_ids: list[int] | None, after_id: int | None, limit: int,
+                        budget: int) -> list[dict[str, Any]]:
+    """A page of a thread's comments after an id: at most `limit`, ending within `budget` bytes (at least one)."""
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, annotation_id=annotation_id,
+                  comment_ids=comment_ids, after_id=after_id, limit=limit, budget=budget)
+    return await fetch_all(conn, q.comments_page, params)
+
+
+async def comment_briefs(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, ids: list[int],
+                         preview: int) -> list[dict[str, Any]]:
+    """Named comments without their blobs (id, from_id, from_brief, text_preview, times, is_edited, bytes,
+    tagged_ids)."""
+    params = dict(api_key_id=api_key_id, organization_id=organization_id, annotation_id=annotation_id, ids=ids,
+                  preview=preview)
+    return await fetch_all(conn, q.comment_briefs, params)
+
+
+async def thread_load(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str) -> dict[str, int]:
+    """{n, bytes}: a thread's comments and their stored bytes."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_id": annotation_id}
-    return (await fetch_one(conn, q.count_comments, params))["n"]
+    return await fetch_one(conn, q.thread_load, params)
+
+
+async def thread_participants(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str) -> set[str]:
+    """The authors and tagged users of a thread's comments."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_id": annotation_id}
+    return {r["user_id"] for r in await fetch_all(conn, q.thread_participants, params)}
 
 
 async def insert_comments(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str,
@@ -127,13 +168,15 @@ async def insert_new_mentions(conn: Conn, *, api_key_id: str, organization_id: s
 
 
 async def update_comment(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, id: int,
-                         change: dict[str, Any], now: int) -> bool:
-    """Edit a comment (keys: comment_text, comment_html, tagged); False when it does not exist."""
+                         change: dict[str, Any], now: int) -> int | None:
+    """Edit a comment (keys: comment_text, comment_html, tagged); its stored bytes after, None when it does not
+    exist."""
     params = dict(api_key_id=api_key_id, organization_id=organization_id, annotation_id=annotation_id, id=id, now=now,
                   set_text="comment_text" in change, comment_text=change.get("comment_text"),
                   set_html="comment_html" in change, comment_html=change.get("comment_html"),
                   set_tagged="tagged" in change, tagged=_json(change.get("tagged")))
-    return await fetch_one(conn, q.update_comment, params) is not None
+    row = await fetch_one(conn, q.update_comment, params)
+    return row["bytes"] if row else None
 
 
 async def delete_comments(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str,
@@ -149,11 +192,6 @@ async def set_mentions(conn: Conn, *, api_key_id: str, organization_id: str, doc
               "annotation_id": annotation_id, "comment_id": comment_id, "user_ids": user_ids}
     await execute(conn, q.drop_mentions, params)
     return [r["user_id"] for r in await fetch_all(conn, q.insert_mentions, params)] if user_ids else []
-
-
-async def comment_exists(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, id: int) -> bool:
-    params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_id": annotation_id, "id": id}
-    return await fetch_one(conn, q.comment_exists, params) is not None
 
 
 async def reaction_counts(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, comment_id: int,
@@ -188,6 +226,13 @@ async def mark_read(conn: Conn, *, api_key_id: str, organization_id: str, docume
     return {r["annotation_id"] for r in await fetch_all(conn, q.mark_read, params)}
 
 
+async def count_scope(conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None,
+                      most: int) -> int:
+    """How many threads a count would read, counted up to `most` + 1."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_ids": document_ids, "most": most}
+    return (await fetch_one(conn, q.count_scope, params))["n"]
+
+
 async def count_threads(conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None,
                         user_id: str) -> list[dict[str, Any]]:
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_ids": document_ids,
@@ -203,6 +248,7 @@ async def rename_user(conn: Conn, *, api_key_id: str, organization_id: str, docu
               "old_id": old_id, "new_id": new_user["userId"], "new_user": Jsonb(new_user), "now": now}
     threads = {r["id"] for r in await fetch_all(conn, q.rename_annotation_users, params)}
     await execute(conn, q.rename_comment_users, params)
+    await execute(conn, q.rename_reaction_bytes, params)
     await execute(conn, q.rename_other_users, params)
     return threads
 
@@ -211,15 +257,18 @@ async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organ
     """Remove users' threads, comments, reactions, mentions and read marks, and their name on others' threads."""
     params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     await execute(conn, q.forget_user_threads, params)
+    await execute(conn, q.forget_reaction_bytes, params)
     await execute(conn, q.forget_user_parts, params)
 
 
 async def user_comments(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None,
-                        after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
-    """Export: the users' comments with their reactions after `after` ([organization, annotation, comment])."""
+                        after: list[Any] | None, limit: int, budget: int) -> list[dict[str, Any]]:
+    """Export: the users' comments with their reactions after `after` ([organization, annotation, comment]), at most
+    `limit` and ending within `budget` bytes by their stored sizes (at least one); each row's `fetched` says how
+    many there were by key."""
     org, annotation, id = after or (None, None, None)
     params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids,
-              "after_org": org, "after_annotation": annotation, "after_id": id, "limit": limit}
+              "after_org": org, "after_annotation": annotation, "after_id": id, "limit": limit, "budget": budget}
     return await fetch_all(conn, q.user_comments, params)
 
 

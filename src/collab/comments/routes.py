@@ -22,7 +22,7 @@ from collab.comments.schemas import (
 )
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
-from collab.kit.openapi import answer, plain
+from collab.kit.openapi import answer, page, plain
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["comments"], route_class=StrictJsonRoute)
@@ -71,10 +71,11 @@ async def add_comments(body: Envelope[AddComments], tenant: Tenant = Auth, svc: 
     return ok(await replies.add(svc, tenant=tenant, data=body.data), "Comments processed.")
 
 
-@router.post(f"{BASE}/comments/get", summary="Get the comments of a thread [API-key auth]",
-             responses=answer(list[Comment]))
+@router.post(f"{BASE}/comments/get", summary="Get the comments of a thread, in pages [API-key auth]",
+             responses=page(Comment))
 async def get_comments(body: Envelope[GetComments], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(await replies.get(svc, tenant=tenant, data=body.data), "Comments retrieved successfully.")
+    records, token = await replies.get(svc, tenant=tenant, data=body.data)
+    return listed(records, token, "Comments retrieved successfully.")
 
 
 @router.post(f"{BASE}/comments/update", summary="Edit comments of a thread [API-key auth]", responses=KEYED)

@@ -1,16 +1,22 @@
 """Request and response models of the comment endpoints (Velt's commentannotations shapes)."""
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from collab.activities.schemas import ActionUser
-from collab.kit.envelope import Model
+from collab.kit.envelope import Model, dumps
 from collab.kit.fields import Id, distinct, id_list
 from collab.kit.openapi import Doc
 
-# Size limits (docs/decisions.md, "Comments"); comments per thread is a setting (COLLAB_COMMENTS_MAX_PER_THREAD).
+# Size limits (docs/decisions.md, "Comments"); comments and bytes per thread are settings
+# (COLLAB_COMMENTS_MAX_PER_THREAD, COLLAB_COMMENTS_MAX_THREAD_BYTES).
 MAX_TEXT = 20_000  # characters of commentText, and of commentHtml
+# JSON bytes (compact, UTF-8) of each free-form value: agent, context, location, and the extra keys of a user or of
+# an attachment; and of one comment as stored (its text, users, tags, attachments and agent).
+MAX_FIELD_BYTES = 16 * 1024
+MAX_COMMENT_BYTES = 64 * 1024
 MAX_ATTACHMENTS = 20  # per comment
 MAX_TAGGED = 50  # tagged users per comment
 MAX_THREADS_PER_CALL = 100  # commentAnnotations in one add
@@ -20,6 +26,41 @@ StatusId = Literal["open", "in_progress", "resolved"]
 OptId = Field(None, min_length=1, max_length=200)
 
 
+def json_size(value: Any) -> int:
+    """Bytes of a value as compact UTF-8 JSON, as the service writes it."""
+    return len(dumps(value))
+
+
+def too_big(what: str, cap: int) -> PydanticCustomError:
+    """The validation error of a value past a byte cap (issue code too_big, on the field's path)."""
+    return PydanticCustomError("too_long", "{what} over {cap} bytes of JSON", {"what": what, "cap": cap})
+
+
+def _free_form(value: dict[str, Any]) -> dict[str, Any]:
+    if json_size(value) > MAX_FIELD_BYTES:
+        raise too_big("The value is", MAX_FIELD_BYTES)
+    return value
+
+
+FreeForm = Annotated[dict[str, Any], AfterValidator(_free_form)]  # an object of the client's own keys, capped
+
+
+def _location(value: dict[str, Any]) -> dict[str, Any]:
+    # Its id is what locationIds filters on and notifications carry: an id like any other (200 characters).
+    if isinstance(value.get("id"), str) and len(value["id"]) > 200:
+        raise PydanticCustomError("string_too_long", "location.id is over 200 characters")
+    return value
+
+
+Location = Annotated[FreeForm, AfterValidator(_location)]
+
+
+def _extra_capped(model: Model) -> None:
+    """Refuse extra keys (kept as sent) whose JSON together passes MAX_FIELD_BYTES."""
+    if model.model_extra and json_size(model.model_extra) > MAX_FIELD_BYTES:
+        raise too_big("The extra keys are", MAX_FIELD_BYTES)
+
+
 class User(Model):
     """A user as Velt sends one; further keys are kept as given."""
 
@@ -27,6 +68,11 @@ class User(Model):
     userId: str = Field(min_length=1, max_length=200)
     name: str = Field(None, max_length=500)
     email: str = Field(None, max_length=320)
+
+    @model_validator(mode="after")
+    def _capped(self):
+        _extra_capped(self)
+        return self
 
 
 class TargetElement(Model):
@@ -62,6 +108,11 @@ class Attachment(Model):
     mimeType: str = Field(None, max_length=200)
     size: int = Field(None, ge=0)
 
+    @model_validator(mode="after")
+    def _capped(self):
+        _extra_capped(self)
+        return self
+
 
 def _distinct_tags(tags: list[Tagged] | None) -> None:
     if tags:
@@ -76,24 +127,35 @@ class CommentIn(Model):
     attachments: list[Attachment] = Field(None, max_length=MAX_ATTACHMENTS)
     triggerNotification: bool = True
     triggerActivities: bool = True
-    agent: dict[str, Any] = None
+    agent: FreeForm = None
 
     @model_validator(mode="after")
     def _check(self):
         _distinct_tags(self.taggedUserContacts)
+        if json_size(self.stored()) > MAX_COMMENT_BYTES:
+            raise too_big("The comment is", MAX_COMMENT_BYTES)
         return self
+
+    def stored(self) -> dict[str, Any]:
+        """The comment's own fields as they are stored (what its byte cap measures)."""
+        return self.model_dump(by_alias=True, exclude_none=True, exclude={"triggerNotification", "triggerActivities"})
 
 
 class AnnotationIn(Model):
     annotationId: str = Field(None, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_\-:.]+$")
-    location: dict[str, Any] = None
+    location: Location = None
     targetElement: TargetElement = None
     status: Status = None
     priority: Priority = None
     assignedTo: User = None
-    context: dict[str, Any] = None
+    context: FreeForm = None
     visibility: Visibility = None
     commentData: list[CommentIn] = Field(min_length=1, max_length=MAX_COMMENTS_PER_CALL)
+
+    def size(self) -> int:
+        """JSON bytes of the thread as it would be stored, its comments included (the thread cap's measure)."""
+        own = self.model_dump(by_alias=True, exclude_none=True, exclude={"commentData"})
+        return json_size(own) + sum(json_size(c.stored()) for c in self.commentData)
 
 
 class Scope(Model):
@@ -146,8 +208,8 @@ class AnnotationChange(Model):
     status: Status = None
     priority: Priority = None
     assignedTo: User = None
-    location: dict[str, Any] = None
-    context: dict[str, Any] = None
+    location: Location = None
+    context: FreeForm = None
     visibility: Visibility = None
 
 
@@ -205,6 +267,9 @@ CommentIds = Field(min_length=1, max_length=1000)
 
 class GetComments(Thread):
     commentIds: list[int] = Field(None, min_length=1, max_length=1000)
+    # Beyond Velt: a thread's comments come in pages of at most pageSize comments and COLLAB_MAX_RESPONSE_BYTES.
+    pageSize: int = Field(1000, ge=1, le=1000)
+    pageToken: str = Field(None, max_length=1000)
 
 
 class CommentChange(Model):
@@ -310,6 +375,9 @@ class Annotation(Doc):
     createdAt: int = Field(description="Epoch milliseconds.")
     lastUpdated: int = Field(description="Epoch milliseconds.")
     resolvedByUserId: str | None = None
+    commentsPageToken: str | None = Field(None, description=(
+        "Present only when the thread's comments did not fit the page (COLLAB_MAX_RESPONSE_BYTES): pass it to "
+        "comments/get for this thread to read the rest."))
 
 
 class AnnotationsPageOf(Doc):

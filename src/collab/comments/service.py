@@ -2,9 +2,9 @@
 
 from typing import Any
 
-from collab.comments import access, events, render
+from collab.comments import access, events, pages, render
 from collab.comments import repository as repo
-from collab.comments.replies import insert_comments, limit_issue
+from collab.comments.replies import insert_comments, limit_issue, room, thread_issue
 from collab.comments.schemas import (
     AddAnnotations,
     AnnotationChange,
@@ -18,11 +18,13 @@ from collab.documents import repository as documents_repo
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
-from collab.kit.errors import ApiError, invalid
+from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 
 SYSTEM_USER = {"userId": "system"}  # the actor of a change made without actionUser
+# A thread's changes that may grow it by more than a few bytes (checked against its byte cap; a status is not).
+GROWS = frozenset({"location", "context", "assigned_to", "visible_user_ids"})
 
 
 def _outcome(id: str, success: bool, message: str) -> dict[str, Any]:
@@ -32,9 +34,11 @@ def _outcome(id: str, success: bool, message: str) -> dict[str, Any]:
 async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[str, Any]:
     """Create threads with their first comments; a supplied annotationId that exists answers as done, unchanged."""
     now = svc.now_ms()
-    cap = svc.settings.comments_max_per_thread
+    cap, cap_bytes = svc.settings.comments_max_per_thread, svc.settings.comments_max_thread_bytes
     over = [limit_issue(["commentAnnotations", i, "commentData"], cap)
             for i, a in enumerate(data.commentAnnotations) if len(a.commentData) > cap]
+    over += [thread_issue(["commentAnnotations", i], cap_bytes)
+             for i, a in enumerate(data.commentAnnotations) if a.size() > cap_bytes]
     if over:
         raise invalid(over[0]["message"], over)
     key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
@@ -80,7 +84,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
                 participants |= {comment["from"]["userId"], *mentioned}
                 batch.append(events.Event(
                     events.record(action_type="comment_annotation.add" if n == 0 else "comment.add",
-                                  actor=comment["from"], thread=thread, comment=comment, now=now),
+                                  actor=comment["from"], thread=thread, comment=comment, now=now, new_thread=n == 0),
                     log=source.triggerActivities, notify=source.triggerNotification, mentioned=mentioned))
             await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=participants,
                               events=batch)
@@ -89,8 +93,9 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
 
 
 def _filters(data: GetAnnotations) -> dict[str, Any]:
-    documents = [data.documentId] if data.documentId else data.documentIds
-    return dict(document_ids=documents, folder_id=data.folderId, annotation_ids=data.annotationIds,
+    # One document is an equality (its index gives the page in order); several are a list.
+    return dict(document_id=data.documentId, document_ids=data.documentIds, folder_id=data.folderId,
+                annotation_ids=data.annotationIds,
                 location_ids=data.locationIds, user_ids=data.userIds, assigned_ids=data.assignedToUserIds,
                 status_ids=data.statusIds, resolved_by=data.resolvedBy, mentioned_ids=data.mentionedUserIds,
                 created_after=data.createdAfter, created_before=data.createdBefore,
@@ -98,22 +103,15 @@ def _filters(data: GetAnnotations) -> dict[str, Any]:
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetAnnotations) -> tuple[Any, str | None]:
-    """A page of threads with their comments, by last update; grouped by document when asked."""
-    filters = _filters(data)
+    """A page of threads with their comments, by last update, within the response budget (a thread too large for
+    a page of its own comes with the comments that fit and a commentsPageToken); grouped by document when asked."""
     pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "commentannotations",
                                    data.model_dump(exclude={"pageSize", "pageToken", "groupByDocumentId"}))
-    after_ts, after_id = pager.after(data.pageToken, 2)
-    budget = svc.settings.max_response_bytes
-    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    after = pager.after(data.pageToken, 2)
     async with svc.pool.connection() as conn:
-        rows = await repo.list_page(conn, **key, **filters, after_ts=after_ts, after_id=after_id,
-                                    desc=data.order == "desc", limit=data.pageSize + 1)
-        comments = await repo.thread_comments(conn, **key, annotation_ids=[r["id"] for r in rows[:data.pageSize]])
-    by_thread: dict[str, list[dict[str, Any]]] = {}
-    for row in comments:
-        by_thread.setdefault(row["annotation_id"], []).append(render.comment(row))
-    records, token = pager.cut(rows, data.pageSize, "updated_at", "id", budget=budget,
-                               render=lambda r: render.annotation(r, by_thread.get(r["id"], [])))
+        records, rows, token = await pages.threads(conn, svc, tenant=tenant, organization_id=data.organizationId,
+                                                   filters=_filters(data), pager=pager, after=after,
+                                                   desc=data.order == "desc", size=data.pageSize)
     if not data.groupByDocumentId:
         return records, token
     grouped: dict[str, list[Any]] = {}
@@ -148,8 +146,8 @@ def _change_events(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[
     if before["status"] != after["status"]:
         moved.append(("comment_annotation.status_change", {"status": {"from": before["status"], "to": after["status"]}}))
     if before["assigned_id"] != after["assigned_id"]:
-        moved.append(("comment_annotation.assign", {"assignedTo": {"from": before["assigned_to"],
-                                                                   "to": after["assigned_to"]}}))
+        moved.append(("comment_annotation.assign", {"assignedTo": {"from": events.brief_user(before["assigned_to"]),
+                                                                   "to": events.brief_user(after["assigned_to"])}}))
     if before["priority"] != after["priority"]:
         moved.append(("comment_annotation.priority_change", {"priority": {"from": before["priority"],
                                                                          "to": after["priority"]}}))
@@ -176,6 +174,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
                 results[annotation_id] = _outcome(annotation_id, False, access.ANNOTATION_MISSING)
                 continue
             after = await repo.update_annotation(tx.conn, **key, id=annotation_id, change=change, now=now)
+            if GROWS.intersection(change) and after["bytes"] > before["bytes"]:
+                await room(tx.conn, svc, after, path="updatedData")  # refusing rolls the whole call back
             batch = [events.Event(events.record(action_type=kind, actor=actor, thread=after, changes=changes, now=now))
                      for kind, changes in _change_events(before, after)]
             if batch:
@@ -212,15 +212,27 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> d
 
 
 async def count(svc: Services, *, tenant: Tenant, data: CountAnnotations) -> dict[str, Any]:
-    """Per document, the threads a user may see and how many of them hold comments unread by that user."""
+    """Per document, the threads a user may see and how many of them hold comments unread by that user; at most
+    COLLAB_COMMENTS_COUNT_MAX_THREADS threads are counted in one call."""
+    most = svc.settings.comments_count_max_threads
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     async with svc.pool.connection() as conn:
-        rows = await repo.count_threads(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                                        document_ids=data.documentIds, user_id=data.userId)
+        if await repo.count_scope(conn, **key, document_ids=data.documentIds, most=most) > most:
+            raise _too_many(data, most)
+        rows = await repo.count_threads(conn, **key, document_ids=data.documentIds, user_id=data.userId)
     counts = {d: {"total": 0, "unread": 0, "unreadComments": 0} for d in data.documentIds or []}
     for row in rows:
         counts[row["document_id"]] = {"total": row["total"], "unread": row["unread"],
                                       "unreadComments": int(row["unread_comments"])}
     return counts
+
+
+def _too_many(data: CountAnnotations, most: int) -> ApiError:
+    # An error, not a partial count: a badge that silently leaves threads out would be wrong without saying so.
+    where = "These documents hold" if data.documentIds else "The organization holds"
+    message = (f"{where} more than {most} comment threads; count/get counts at most {most} in one call: "
+               f"{'name fewer documents' if data.documentIds else 'name its documents'} in documentIds.")
+    return invalid(message, [issue(["documentIds"], message, "too_big")])
 
 
 async def read(svc: Services, *, tenant: Tenant, data: ReadUpdate) -> dict[str, Any]:

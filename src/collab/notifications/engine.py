@@ -48,10 +48,12 @@ def _group(action_type: str) -> str | None:
 
 async def on_activities(conn: Conn, *, svc: Services, api_key_id: str, organization_id: str, document_id: str,
                         stored: dict[str, Any] | None, activities: list[dict[str, Any]],
-                        participants: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+                        participants: Iterable[str] = (), exclude: Iterable[str] = (),
+                        restricted_to: Iterable[str] | None = None) -> None:
     """Turn logged activities into pending notifications when the service and their trigger are on; `stored` is the
     API key's notification config as its caller read it; `participants` (a comment thread's) join the document's
-    audience, `exclude` (users notified otherwise) leave it."""
+    audience, `exclude` (users notified otherwise) leave it; `restricted_to` (a private thread's readers) limits
+    who they reach, in place of a visibility the records carry."""
     if not stored or not stored.get("useNotificationService"):
         return
     config = deep_merge(NOTIFICATION_DEFAULTS, stored)["notificationServiceConfig"]
@@ -66,7 +68,8 @@ async def on_activities(conn: Conn, *, svc: Services, api_key_id: str, organizat
                                            document_id=document_id, now_ms=now)
             audience = sorted((set(audience) | set(participants)) - set(exclude))
         actor = activity["action_user"].get("userId")
-        allowed = visible_to(activity["entity_data"], actor)
+        allowed = visible_to(activity["entity_data"], actor) if restricted_to is None \
+            else sorted({*restricted_to, *([actor] if actor else [])})
         recipients = [u for u in audience if u != actor and (allowed is None or u in allowed)]
         if recipients:
             await _enqueue_event(conn, now=now, config=config, api_key_id=api_key_id, organization_id=organization_id,

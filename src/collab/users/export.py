@@ -64,18 +64,25 @@ def _notification_owners(row: dict[str, Any]) -> set[str]:
     return {*([actor] if actor else []), *row["notify_users_by_user_id"], *row["read_by"]}
 
 
-# The order pages walk; a token names a kind by its place here, so new kinds go at the end.
+def _unsized(fetch: Callable[..., Awaitable[list[dict[str, Any]]]]) -> Callable[..., Awaitable[list[dict[str, Any]]]]:
+    """A kind's fetch that reads by count only (its records are small or bounded on their own)."""
+    return lambda conn, *, budget, **scope: fetch(conn, **scope)
+
+
+# The order pages walk; a token names a kind by its place here, so new kinds go at the end. Comments are read by
+# their stored sizes as well (up to 64 KiB each, and their reactions), so a page never loads a thousand whole.
 KINDS: tuple[Kind, ...] = (
     Kind("comment", comments_repo.user_comments, lambda r: [r["organization_id"], r["annotation_id"], r["id"]],
          lambda r: {r["from_id"]}, _comment),
-    Kind("reaction", comments_repo.user_reactions,
+    Kind("reaction", _unsized(comments_repo.user_reactions),
          lambda r: [r["organization_id"], r["annotation_id"], r["comment_id"], r["reaction"], r["user_id"]],
          lambda r: {r["user_id"]}, _reaction),
-    Kind("notification", repo.export_notifications, lambda r: [r["id"]], _notification_owners,
+    Kind("notification", _unsized(repo.export_notifications), lambda r: [r["id"]], _notification_owners,
          lambda r, api_key_id: notification_wire(r, api_key_id)),
-    Kind("activity", repo.export_activities, lambda r: [r["id"]], lambda r: {r["action_user"].get("userId")},
+    Kind("activity", _unsized(repo.export_activities), lambda r: [r["id"]], lambda r: {r["action_user"].get("userId")},
          lambda r, api_key_id: activity_wire(r)),
-    Kind("recording", repo.export_recordings, lambda r: [r["organization_id"], r["annotation_id"], r["version"]],
+    Kind("recording", _unsized(repo.export_recordings),
+         lambda r: [r["organization_id"], r["annotation_id"], r["version"]],
          lambda r: {(r["from_user"] or {}).get("userId")}, _recording),
 )
 
@@ -96,7 +103,7 @@ async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list
             kind = KINDS[index]
             # One row past what the page can take tells whether anything is left (here or in a later kind).
             rows = await kind.fetch(conn, **scope, after=after if index == start else None,
-                                    limit=data.pageSize - len(records) + 1)
+                                    limit=data.pageSize - len(records) + 1, budget=budget - used)
             for row in rows:
                 blob = dumps({"type": kind.type, "userIds": sorted(kind.owners(row) & wanted),
                               "record": kind.render(row, tenant.api_key_id)})
@@ -106,6 +113,8 @@ async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list
                 records.append(orjson.Fragment(blob))
                 used += len(blob) + 1
                 last = [index, kind.key(row)]
+            # A sized fetch that left rows out for the budget: the page is full, the next one goes on from here.
+            more = more or bool(rows and rows[0].get("fetched", len(rows)) > len(rows))
             if more:
                 break
     token = paging.encode(*last, keyring=pager.keyring, scope=pager.scope) if more else None
