@@ -81,8 +81,14 @@ bench: install
 bench-crud: install
 	$(BIN)/python -m bench.crud --workers 1,2 $(CRUD_ARGS)
 
-# Realtime: 200 clients in one room, 1,000 rooms x 2, connections held, REST write reach (REALTIME_ARGS for sizes).
-bench-realtime: install
+# Realtime: 200 clients in one room, 1,000 rooms x 2, connections held, REST write reach (REALTIME_ARGS for sizes),
+# beside the reference y-websocket server (bench/js: @y/websocket-server under Node, no install scripts run).
+BENCH_JS_STAMP := bench/js/node_modules/.installed
+$(BENCH_JS_STAMP): bench/js/package.json bench/js/package-lock.json
+	cd bench/js && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $(BENCH_JS_STAMP)
+
+bench-realtime: install $(BENCH_JS_STAMP)
 	$(BIN)/python -m bench.realtime --write $(REALTIME_ARGS)
 
 # The load mix against a fresh `collab run` for 10 minutes (LOAD_ARGS="--duration 60" for a quick look).

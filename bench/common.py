@@ -67,6 +67,7 @@ def stack(fake_model: str | None = None, **overrides: str) -> Iterator[tuple[str
     )
     for provider in ("openai", "anthropic", "gemini"):
         env[f"COLLAB_{provider.upper()}_BASE_URL"] = f"{fake_root}/{provider}"
+    _running.update(env=dict(env), root=root)  # for api_beside: the settings before this stack's overrides
     env.update(overrides)
     children = [subprocess.Popen([sys.executable, "-m", "collab.cli", role], env=env) for role in ("api", "worker")]
     base = f"http://127.0.0.1:{port}"
@@ -84,9 +85,39 @@ def stack(fake_model: str | None = None, **overrides: str) -> Iterator[tuple[str
                 child.wait(15)
             except subprocess.TimeoutExpired:
                 child.kill()
+        _running.clear()
         redis.stop()
         embedded.stop_postgres()
         shutil.rmtree(root, ignore_errors=True)
+
+
+_running: dict = {}  # the stack now running: its environment before overrides and its data directory
+
+
+@contextmanager
+def api_beside(unset_prefix: str | None = None, **overrides: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """One more API process on the running stack's Postgres and Redis, on a port of its own: the stack's settings
+    without the stack's own overrides (nor any variable named `unset_prefix`...), then `overrides`. Yields (its
+    base URL, its process)."""
+    port = _free_port()
+    env = {k: v for k, v in _running["env"].items() if not (unset_prefix and k.startswith(unset_prefix))}
+    env.update(overrides, COLLAB_PORT=str(port))
+    child = subprocess.Popen([sys.executable, "-m", "collab.cli", "api"], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(base)
+        yield base, child
+    finally:
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+
+def stack_root() -> Path:
+    """The running stack's data directory (embedded Postgres under pg*/, Redis's socket)."""
+    return _running["root"]
 
 
 async def _wait_worker(redis_url: str) -> None:
