@@ -20,8 +20,9 @@ log = logging.getLogger("collab.realtime")
 # A sync answers from a document built at most this long ago (an update announced while Redis was away is missed
 # here, and reaches new sockets within this time).
 SYNC_MAX_AGE_S = 5.0
-# Smaller updates without shared types are tried on the event loop (tens of microseconds); the rest in a thread.
-INLINE_BYTES = 16 * 1024
+# Smaller updates of text editors are tried on the event loop: at most ~500 structs, well under a millisecond even
+# when every struct is one byte of GC (a keystroke's update is under 100 bytes); the rest in a thread.
+INLINE_BYTES = 1024
 
 
 class TooLarge(Exception):
