@@ -29,6 +29,10 @@ class TooLarge(Exception):
     """An update would take the document past its byte cap."""
 
 
+class Missing(Exception):
+    """The editor does not exist (any more)."""
+
+
 class EditorDoc:
     """One editor's document in this process (DocumentRoom.docs), built on first use."""
 
@@ -40,14 +44,9 @@ class EditorDoc:
         self.lock = asyncio.Lock()
         self.inflight: list[bytes] = []  # updates tried here whose append has not committed yet
 
-    async def ready(self, read: Callable[[], Awaitable[dict[str, Any] | None]], *,
-                    max_age: float | None = None) -> bool:
-        """Build the document from `read()` (the editor's row with its pending updates) unless it is built and at
-        most `max_age` seconds old; False when the editor does not exist."""
-        async with self.lock:
-            return await self._ready(read, max_age)
-
     async def _ready(self, read: Callable[[], Awaitable[dict[str, Any] | None]], max_age: float | None) -> bool:
+        """Build the document from `read()` (the editor's row with its pending updates) unless it is built and at
+        most `max_age` seconds old; False when the editor does not exist. Under the lock."""
         if self.doc is not None and (max_age is None or time.monotonic() - self.built < max_age):
             return True
         row = await read()
@@ -68,10 +67,13 @@ class EditorDoc:
             doc.apply_update(update)
         return doc, len(state) + sum(len(u) for u in pending) + sum(len(u) for u in self.inflight)
 
-    async def run(self, fn: Callable[[Doc], Any]) -> Any:
-        """`fn(doc)` in a thread, alone with the document (which must be built)."""
+    async def run(self, fn: Callable[[Doc], Any], read: Callable[[], Awaitable[dict[str, Any] | None]], *,
+                  max_age: float | None) -> Any:
+        """`fn(doc)` in a thread, alone with the document, built first from `read()` where it is not or is older
+        than `max_age` seconds; Missing when the editor does not exist."""
         async with self.lock:
-            assert self.doc is not None, "EditorDoc.ready() first"
+            if not await self._ready(read, max_age):
+                raise Missing()
             return await asyncio.to_thread(fn, self.doc)
 
     async def attempt(self, update: bytes, read: Callable[[], Awaitable[dict[str, Any] | None]], *, cap: int,

@@ -18,7 +18,7 @@ from collab.realtime import access, livestate, protocol
 from collab.realtime import repository as repo
 from collab.realtime.access import Refused
 from collab.realtime.appender import Appender
-from collab.realtime.document import SYNC_MAX_AGE_S, EditorDoc, TooLarge
+from collab.realtime.document import SYNC_MAX_AGE_S, EditorDoc, Missing, TooLarge
 from collab.realtime.rooms import REMOTE, AwarenessFull, Connection, DocumentRoom, Hub
 from collab.realtime.upkeep import LEFT, Upkeep
 
@@ -156,22 +156,21 @@ class Realtime:
     async def _open(self, conn: Connection, room: DocumentRoom) -> None:
         """Start the sync (the server's state vector, so the client sends what the server lacks), share the
         awareness states known, and show the user online."""
-        document = await self._document(conn, room)
-        conn.send(protocol.step1(await document.run(lambda doc: doc.get_state())))
+        conn.send(protocol.step1(await self._on_document(conn, room, lambda doc: doc.get_state())))
         known = room.awareness.get(conn.editor_id)
         if known:
             conn.send(protocol.awareness([(c, clock, s) for c, (clock, s) in known.items()]))
         await self.upkeep.arrived(conn, room)
 
-    async def _document(self, conn: Connection, room: DocumentRoom,
-                        max_age: float | None = SYNC_MAX_AGE_S) -> EditorDoc:
-        """The room's copy of the editor's document: read and folded once, then kept current by every update this
-        process sees; built again for a sync when older than `max_age` (an update announced while Redis was away
-        is missed here) and whenever an update could not be applied to it."""
+    async def _on_document(self, conn: Connection, room: DocumentRoom, fn: Callable[[Any], Any]) -> Any:
+        """`fn` of the room's copy of the editor's document: read and folded once, then kept current by every
+        update this process sees; built again for a sync when older than SYNC_MAX_AGE_S (an update announced while
+        Redis was away is missed here) and whenever an update could not be applied to it."""
         document = room.docs.setdefault(conn.editor_id, EditorDoc())
-        if not await document.ready(self._reader(conn), max_age=max_age):
-            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
-        return document
+        try:
+            return await document.run(fn, self._reader(conn), max_age=SYNC_MAX_AGE_S)
+        except Missing:
+            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.") from None
 
     def _reader(self, conn: Connection) -> Callable[[], Awaitable[dict[str, Any] | None]]:
         """How to read the editor's stored state and pending updates (None when it does not exist)."""
@@ -211,9 +210,10 @@ class Realtime:
                       payload: Any) -> None:
         if kind == protocol.SYNC and step == protocol.STEP1:
             _charge(conn, "sync step 1")
-            document = await self._document(conn, room)
             try:
-                missing = await document.run(lambda doc: doc.get_update(payload))
+                missing = await self._on_document(conn, room, lambda doc: doc.get_update(payload))
+            except Refused:
+                raise
             except Exception:  # noqa: BLE001 - pycrdt raises several kinds on a bad state vector
                 raise protocol.Malformed("bad state vector") from None
             conn.send(protocol.step2(missing))
