@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from arq import cron, func
-from arq.constants import in_progress_key_prefix
+from arq.constants import abort_job_max_age, abort_jobs_ss, in_progress_key_prefix
 from arq.connections import RedisSettings
 from arq.utils import timestamp_ms
 from arq.worker import Worker
@@ -149,21 +149,58 @@ class LaneWorker(Worker):
         self._next_abort_check = 0.0
         self.clock = time.monotonic
 
-    def _release_sem_dec_counter_on_complete(self) -> None:
+    def _job_ended(self, _task: asyncio.Task) -> None:
+        """A job's task ended: its slot is free again."""
         full = self.job_counter >= self.max_jobs
-        super()._release_sem_dec_counter_on_complete()
+        self.job_counter -= 1
+        self.sem.release()
         # Only a full worker stopped taking wake-ups, so only then can announced jobs be waiting for this slot; a
         # poll after every job would cost a search two Redis round trips more. A burst run polls to see its end.
         if full or self.burst:
             self._freed.set()
 
-    async def _cancel_aborted_jobs(self) -> None:
+    def _started(self) -> int:
+        """Jobs this worker started (a burst run stops at `max_burst_jobs`)."""
+        return self.jobs_complete + self.jobs_retried + self.jobs_failed + len(self.tasks)
+
+    async def _poll(self) -> None:
+        """One poll, as arq's own but on its public attributes: start the jobs due, look for aborted ones, forget
+        the tasks that ended, beat."""
+        count = self.queue_read_limit
+        if self.burst and self.max_burst_jobs >= 0:
+            count = min(count, self.max_burst_jobs - self._started())
+            if count < 1:
+                return
+        if self.allow_pick_jobs and self.job_counter < self.max_jobs:
+            job_ids = await self.pool.zrangebyscore(self.queue_name, min=float("-inf"), max=timestamp_ms(), start=0,
+                                                    num=count)
+            await self.start_jobs(job_ids)
         # An abort comes from a caller that has already answered (past its deadline): a few looks a second are
         # enough, rather than a Redis round trip on every poll. The lane's fallback poll brings the next look.
-        now = self.clock()
-        if now >= self._next_abort_check:
-            self._next_abort_check = now + ABORT_CHECK_S
-            await super()._cancel_aborted_jobs()
+        if self.allow_abort_jobs and self.clock() >= self._next_abort_check:
+            self._next_abort_check = self.clock() + ABORT_CHECK_S
+            await self._abort()
+        for job_id, task in list(self.tasks.items()):
+            if task.done():
+                del self.tasks[job_id]
+                task.result()  # an error of run_job itself surfaces here, as in arq
+        await self.heart_beat()
+
+    async def _abort(self) -> None:
+        """Cancel the jobs running here that a caller aborted (arq's abort set; entries past their age dropped)."""
+        async with self.pool.pipeline(transaction=True) as pipe:
+            pipe.zrange(abort_jobs_ss, start=0, end=-1)
+            pipe.zremrangebyscore(abort_jobs_ss, min=timestamp_ms() + abort_job_max_age, max=float("inf"))
+            wanted, _ = await pipe.execute()
+        aborted = set()
+        for job_id in (j.decode() for j in wanted):
+            task = self.job_tasks.get(job_id)
+            if task is not None:
+                aborted.add(job_id)
+                task.cancel()
+        if aborted:
+            self.aborting_tasks.update(aborted)
+            await self.pool.zrem(abort_jobs_ss, *aborted)
 
     async def _done(self, job_id: str, result_data: bytes | None) -> None:
         """Tell a `run_sync` caller its job ended: the result itself where there is one (no further read)."""
@@ -206,7 +243,7 @@ class LaneWorker(Worker):
                 self.sem.release()
                 continue
             task = self.loop.create_task(self.run_job(job_id, int(float(score))))
-            task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
+            task.add_done_callback(self._job_ended)
             self.tasks[job_id] = task
 
     async def main(self) -> None:
@@ -225,9 +262,9 @@ class LaneWorker(Worker):
         if self.on_startup:
             await self.on_startup(self.ctx)
         while True:
-            await self._poll_iteration()
+            await self._poll()
             if self.burst:
-                if 0 <= self.max_burst_jobs <= self._jobs_started():
+                if 0 <= self.max_burst_jobs <= self._started():
                     await asyncio.gather(*self.tasks.values())
                     return None
                 if await self.pool.zcard(self.queue_name) == 0:

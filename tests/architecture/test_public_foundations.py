@@ -7,8 +7,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "collab"
 LIBRARIES = {"fastapi", "starlette", "pydantic", "psycopg", "psycopg_pool", "arq", "uvicorn", "redis"}
-# Still to replace (issue #35): FastAPI's steps the route lookup replays and its dependency solver's helpers, and
-# the arq worker's internals the lanes hook into.
+# Still to replace (issue #35): FastAPI's steps the route lookup replays and its dependency solver's helpers.
 NOT_YET = {
     ("kit/routing.py", "import fastapi.routing._FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY"),
     ("kit/routing.py", "import fastapi.routing._FASTAPI_FORM_LIMITS_KEY"),
@@ -19,12 +18,6 @@ NOT_YET = {
     ("kit/handler.py", "import fastapi.dependencies.models._is_async_gen_callable"),
     ("kit/handler.py", "import fastapi.dependencies.models._is_coroutine_callable"),
     ("kit/handler.py", "import fastapi.dependencies.models._is_gen_callable"),
-    ("worker.py", "LaneWorker overrides _release_sem_dec_counter_on_complete"),
-    ("worker.py", "LaneWorker overrides _cancel_aborted_jobs"),
-    ("worker.py", "LaneWorker calls self._cancel_aborted_jobs"),
-    ("worker.py", "LaneWorker calls self._release_sem_dec_counter_on_complete"),
-    ("worker.py", "LaneWorker calls self._poll_iteration"),
-    ("worker.py", "LaneWorker calls self._jobs_started"),
 }
 
 

@@ -228,39 +228,38 @@ def test_a_slot_that_frees_brings_a_poll_only_where_every_slot_was_taken(live):
                             max_jobs=2, poll_delay=3600, handle_signals=False)
         await worker.sem.acquire()  # one job runs
         worker.job_counter = 1
-        worker._release_sem_dec_counter_on_complete()
+        worker._job_ended(None)
         with_room = worker._freed.is_set()
         await worker.sem.acquire()  # two jobs run: every slot taken
         await worker.sem.acquire()
         worker.job_counter = 2
-        worker._release_sem_dec_counter_on_complete()
+        worker._job_ended(None)
         return with_room, worker._freed.is_set()
 
     assert live.run(go()) == (False, True)
 
 
-def test_aborted_jobs_are_looked_up_a_few_times_a_second_not_on_every_poll(live, monkeypatch):
-    from arq.worker import Worker
-
+def test_aborted_jobs_are_looked_up_a_few_times_a_second_not_on_every_poll(live):
     from collab.kit.jobs import Lane
     from collab.worker import ABORT_CHECK_S, LaneWorker, echo
 
     looks = []
 
-    async def look(self):
-        looks.append(self.clock())
-
-    monkeypatch.setattr(Worker, "_cancel_aborted_jobs", look)
     queue = f"collab:test:{uuid.uuid4().hex}"
 
     async def go():
         worker = LaneWorker(functions=[echo], queue_name=queue, redis_pool=live.svc.redis, lane=Lane("t", queue),
-                            max_jobs=2, poll_delay=3600, handle_signals=False)
+                            max_jobs=2, poll_delay=3600, handle_signals=False, allow_abort_jobs=True)
         now = [1000.0]
         worker.clock = lambda: now[0]
+
+        async def look():
+            looks.append(worker.clock())
+
+        worker._abort = look  # this worker's only: the session's own lanes poll in the same loop
         for step in (0.0, 0.01, 0.1, ABORT_CHECK_S, 0.01):
             now[0] += step
-            await worker._cancel_aborted_jobs()
+            await worker._poll()
 
     live.run(go())
     assert looks == [1000.0, 1000.0 + 0.01 + 0.1 + ABORT_CHECK_S]
