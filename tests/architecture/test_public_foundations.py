@@ -7,7 +7,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "collab"
 LIBRARIES = {"fastapi", "starlette", "pydantic", "psycopg", "psycopg_pool", "arq", "uvicorn", "redis"}
-# Still to replace (issue #35): FastAPI's steps the route lookup replays and its dependency solver's helpers.
+# Still to replace (issue #35): FastAPI's steps the route lookup replays (kit/routing.py).
 NOT_YET = {
     ("kit/routing.py", "import fastapi.routing._FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY"),
     ("kit/routing.py", "import fastapi.routing._FASTAPI_FORM_LIMITS_KEY"),
@@ -15,9 +15,6 @@ NOT_YET = {
     ("kit/routing.py", "import fastapi.routing._FASTAPI_SCOPE_KEY"),
     ("kit/routing.py", "import fastapi.routing._apply_router_form_limits"),
     ("kit/routing.py", "import fastapi.routing._update_scope"),
-    ("kit/handler.py", "import fastapi.dependencies.models._is_async_gen_callable"),
-    ("kit/handler.py", "import fastapi.dependencies.models._is_coroutine_callable"),
-    ("kit/handler.py", "import fastapi.dependencies.models._is_gen_callable"),
 }
 
 

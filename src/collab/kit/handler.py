@@ -9,12 +9,13 @@ function, so every answer and every error is the one FastAPI gives. Anything els
 that is not JSON, dependency overrides) goes to FastAPI's handler, and so does any route the plan cannot express.
 """
 
+import inspect
 import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import fastapi.routing
-from fastapi.dependencies.models import Dependant, _is_async_gen_callable, _is_coroutine_callable, _is_gen_callable
+from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import request_body_to_args
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.exceptions import RequestValidationError
@@ -38,12 +39,20 @@ def _plain(node: Dependant) -> bool:
                 or node.security_scopes_param_name)
 
 
+def _async(call: Any) -> bool:
+    """An `async def` function, or an object whose `__call__` is one (FastAPI's security schemes); anything else
+    (a plain or generator function, a class) takes FastAPI's own path."""
+    if inspect.isclass(call):
+        return False
+    return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(getattr(call, "__call__", None))
+
+
 def plan(route: Any) -> tuple[list[_Step], tuple[tuple[str, int], ...]] | None:
     """The steps of a route's dependencies and the endpoint's arguments; None when the route needs FastAPI's."""
     top = route.dependant
     if not _plain(top) or len(top.body_params) != 1 or route.body_field is None:
         return None
-    if not _is_coroutine_callable(top.call) or _is_gen_callable(top.call) or _is_async_gen_callable(top.call):
+    if not _async(top.call):
         return None
     steps: list[_Step] = []
     seen: dict[Any, int] = {}
@@ -56,7 +65,7 @@ def plan(route: Any) -> tuple[list[_Step], tuple[tuple[str, int], ...]] | None:
         for sub in node.dependencies:
             call = sub.call
             if (not _plain(sub) or sub.body_params or sub.concurrency is not None or not sub.use_cache
-                    or not _is_coroutine_callable(call) or _is_gen_callable(call) or _is_async_gen_callable(call)):
+                    or not _async(call)):
                 return None
             if call not in seen:
                 sub_args = add(sub)
