@@ -18,8 +18,8 @@ def _setup(client):
 
 
 def _thread(annotation_id, *comments, **fields):
-    return {"annotationId": annotation_id, "commentData": list(comments) or [{"commentText": "hi", "from": {"userId": "ed"}}],
-            **fields}
+    comments = list(comments) or [{"commentText": "hi", "from": {"userId": "ed"}}]
+    return {"annotationId": annotation_id, "commentData": comments, **fields}
 
 
 def _add(client, t, *threads):
@@ -28,7 +28,8 @@ def _add(client, t, *threads):
 
 def _held(db, t):
     return db.execute("select (select count(*) from comment_annotations where api_key_id = %(k)s) as threads,"
-                      " (select count(*) from comments where api_key_id = %(k)s) as comments", {"k": t.api_key}).fetchone()
+                      " (select count(*) from comments where api_key_id = %(k)s) as comments",
+                      {"k": t.api_key}).fetchone()
 
 
 def test_free_form_fields_comments_and_threads_have_byte_caps(client, db, tune):
@@ -38,7 +39,8 @@ def test_free_form_fields_comments_and_threads_have_byte_caps(client, db, tune):
         (_thread("a", context={"b": blob}), ["commentAnnotations", "0", "context"]),
         (_thread("a", location={"b": blob}), ["commentAnnotations", "0", "location"]),
         (_thread("a", assignedTo={"userId": "al", "bio": blob}), ["commentAnnotations", "0", "assignedTo"]),
-        (_thread("a", {"from": {"userId": "ed", "bio": blob}}), ["commentAnnotations", "0", "commentData", "0", "from"]),
+        (_thread("a", {"from": {"userId": "ed", "bio": blob}}),
+         ["commentAnnotations", "0", "commentData", "0", "from"]),
         (_thread("a", {"from": {"userId": "ed"}, "agent": {"b": blob}}),
          ["commentAnnotations", "0", "commentData", "0", "agent"]),
         (_thread("a", {"from": {"userId": "ed"}, "attachments": [{"url": "u", "extra": blob}]}),
@@ -114,8 +116,8 @@ def test_reads_stay_within_the_response_budget_and_page_inside_a_thread(client, 
     # comments/get from the start pages the same way; a page size still caps the count.
     pages = _pages(client, t, f"{BASE}/comments/get", {**DOC, "annotationId": "big"})
     assert [c["commentId"] for page in pages for c in page] == list(range(1, 21))
-    assert [len(p) for p in _pages(client, t, f"{BASE}/comments/get", {**DOC, "annotationId": "big",
-                                                                       "commentIds": [2, 5, 9], "pageSize": 2})] == [2, 1]
+    some = {**DOC, "annotationId": "big", "commentIds": [2, 5, 9], "pageSize": 2}
+    assert [len(p) for p in _pages(client, t, f"{BASE}/comments/get", some)] == [2, 1]
     # Threads that fit come whole, as many as the budget takes, the page token going on after the last.
     for n in range(4):
         result(_add(client, t, _thread(f"t{n}", *[comment(n) for n in range(2)])))
@@ -134,3 +136,36 @@ def test_user_data_export_pages_comments_by_bytes(client, tune):
     comments = [r for page in pages for r in page if r["type"] == "comment"]
     assert len(pages) > 2 and [r["record"]["comment"]["commentId"] for r in comments] == list(range(1, 13))
     assert json.dumps(pages).count('"type": "comment"') == 12
+
+
+def _reaction_sizes(db, t):
+    """Each comment's stored reaction share beside the one its reactions make now."""
+    return db.execute(
+        "select c.id, c.reaction_bytes as kept, coalesce((select sum(comment_reaction_bytes(r.reaction, r.user_id))"
+        " from comment_reactions r where r.api_key_id = c.api_key_id and r.organization_id = c.organization_id"
+        " and r.annotation_id = c.annotation_id and r.comment_id = c.id), 0) as made"
+        " from comments c where c.api_key_id = %(k)s order by c.id", {"k": t.api_key}).fetchall()
+
+
+def test_a_comments_size_follows_every_change_of_its_reactions(client, db, live):
+    """Reactions count in a comment's stored size whatever statement changes them: a reaction added or taken back,
+    a user renamed over a reaction the new id had made already, a user's data deleted."""
+    from helpers import settle_jobs
+
+    t = _setup(client)
+    result(_add(client, t, _thread("a1", {"commentText": "x", "from": {"userId": "ed"}},
+                                   {"commentText": "y", "from": {"userId": "ed"}})))
+    where = {**DOC, "annotationId": "a1"}
+    for comment, reaction, user in ((1, "👍", "old"), (1, "🎉", "old"), (1, "👍", "new"), (2, "👍", "old"),
+                                    (2, "x" * 60, "gone")):
+        result(post(client, f"{BASE}/comments/reactions/add",
+                    {**where, "commentId": comment, "reaction": reaction, "userId": user}, t.headers))
+    result(post(client, f"{BASE}/comments/reactions/delete",
+                {**where, "commentId": 1, "reaction": "🎉", "userId": "old"}, t.headers))
+    rename = {"updateUsers": [{"from": {"userId": "old"}, "to": {"userId": "new"}}]}
+    result(post(client, f"{BASE}/update", {**DOC, **rename}, t.headers))
+    assert post(client, "/v2/users/data/delete", {"userIds": ["gone"], "organizationIds": ["org"]},
+                t.headers).status_code == 202
+    settle_jobs(live, t)
+    sizes = _reaction_sizes(db, t)
+    assert [s["kept"] for s in sizes] == [s["made"] for s in sizes] and all(s["kept"] > 0 for s in sizes)

@@ -133,7 +133,8 @@ def test_a_stored_document_that_cannot_be_read_answers_a_defined_error(client, l
     async def spoil():  # what compacting an earlier release's deep-nesting update left behind
         async with transaction(live.svc.pool, None) as tx:
             await crdt_repo.save(tx.conn, api_key_id=t.api_key, organization_id="org", document_id="doc",
-                                 editor_id="m1", state=pathological_yjs.deep_map(), last_updated_by="mallory", session_id=None, now=0)
+                                 editor_id="m1", state=pathological_yjs.deep_map(), last_updated_by="mallory",
+                                 session_id=None, now=0)
 
     live.run(spoil())
     body = {"organizationId": "org", "documentId": "doc", "editorId": "m1"}

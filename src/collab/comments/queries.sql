@@ -246,36 +246,20 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
   and comment_id = %(comment_id)s
 
 -- name: insert_reaction
--- A user's reaction on a comment, counted in the comment's size; no row when they had made it already.
-with added as (
-    insert into comment_reactions (api_key_id, organization_id, document_id, annotation_id, comment_id, reaction,
-                                   user_id, created_at)
-    values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, %(comment_id)s, %(reaction)s,
-            %(user_id)s, %(now)s)
-    on conflict do nothing
-    returning reaction, user_id
-), sized as (
-    update comments c set reaction_bytes = c.reaction_bytes + comment_reaction_bytes(a.reaction, a.user_id)
-    from added a
-    where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
-      and c.annotation_id = %(annotation_id)s and c.id = %(comment_id)s
-)
-select user_id from added
+-- A user's reaction on a comment (its size follows: migration 0018's trigger); no row when they had made it already.
+insert into comment_reactions (api_key_id, organization_id, document_id, annotation_id, comment_id, reaction, user_id,
+                               created_at)
+values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, %(comment_id)s, %(reaction)s,
+        %(user_id)s, %(now)s)
+on conflict do nothing
+returning user_id
 
 -- name: delete_reaction
--- Take back a user's reaction (and its share of the comment's size); no row when there was none.
-with gone as (
-    delete from comment_reactions
-    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
-      and comment_id = %(comment_id)s and reaction = %(reaction)s and user_id = %(user_id)s
-    returning reaction, user_id
-), sized as (
-    update comments c set reaction_bytes = c.reaction_bytes - comment_reaction_bytes(g.reaction, g.user_id)
-    from gone g
-    where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
-      and c.annotation_id = %(annotation_id)s and c.id = %(comment_id)s
-)
-select user_id from gone
+-- Take back a user's reaction; no row when there was none.
+delete from comment_reactions
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+  and comment_id = %(comment_id)s and reaction = %(reaction)s and user_id = %(user_id)s
+returning user_id
 
 -- name: mark_read
 -- Move a user's read marks on some threads of a document (all when ids is null) to now, only on threads the user
@@ -349,23 +333,6 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
   and (%(ids)s::text[] is null or annotation_id = any(%(ids)s))
   and (from_id = %(old_id)s or tagged @> jsonb_build_array(jsonb_build_object('userId', %(old_id)s::text)))
 
--- name: rename_reaction_bytes
--- Before rename_other_users: the comments whose reactions it renames take the new id's size in place of the old
--- one's (same rows as there: a clash keeps the old row).
-update comments c set reaction_bytes = c.reaction_bytes + r.delta
-from (select x.annotation_id, x.comment_id,
-             sum(comment_reaction_bytes(x.reaction, %(new_id)s) - comment_reaction_bytes(x.reaction, x.user_id)) as delta
-      from comment_reactions x
-      where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s and x.user_id = %(old_id)s
-        and x.document_id = %(document_id)s and (%(ids)s::text[] is null or x.annotation_id = any(%(ids)s))
-        and not exists (select 1 from comment_reactions y
-                        where y.api_key_id = x.api_key_id and y.organization_id = x.organization_id
-                          and y.annotation_id = x.annotation_id and y.comment_id = x.comment_id
-                          and y.reaction = x.reaction and y.user_id = %(new_id)s)
-      group by 1, 2) r
-where c.api_key_id = %(api_key_id)s and c.organization_id = %(organization_id)s
-  and c.annotation_id = r.annotation_id and c.id = r.comment_id
-
 -- name: rename_other_users
 -- Rewrite one user's identity in reactions, mentions and read marks on a document's threads (some, when ids is set);
 -- a clash keeps one.
@@ -398,18 +365,6 @@ where x.api_key_id = %(api_key_id)s and x.organization_id = %(organization_id)s 
 delete from comment_annotations a
 where a.api_key_id = %(api_key_id)s and a.from_id = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or a.organization_id = any(%(organization_ids)s))
-
--- name: forget_reaction_bytes
--- User-data deletion, before forget_user_parts: comments that stay lose the size of the users' reactions on them.
-update comments c set reaction_bytes = c.reaction_bytes - r.bytes
-from (select x.organization_id, x.annotation_id, x.comment_id,
-             sum(comment_reaction_bytes(x.reaction, x.user_id)) as bytes
-      from comment_reactions x
-      where x.api_key_id = %(api_key_id)s and x.user_id = any(%(user_ids)s)
-        and (%(organization_ids)s::text[] is null or x.organization_id = any(%(organization_ids)s))
-      group by 1, 2, 3) r
-where c.api_key_id = %(api_key_id)s and c.organization_id = r.organization_id
-  and c.annotation_id = r.annotation_id and c.id = r.comment_id and not (c.from_id = any(%(user_ids)s))
 
 -- name: forget_user_parts
 -- User-data deletion: the users' comments, reactions, mentions and read marks in threads that stay; their name

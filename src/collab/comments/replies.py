@@ -246,7 +246,8 @@ def _room_for_reaction(held: dict[str, Any]) -> None:
     for over, message in (
         (not held["known_kind"] and held["kinds"] >= MAX_REACTION_KINDS,
          f"A comment holds at most {MAX_REACTION_KINDS} kinds of reaction."),
-        (held["mine"] >= MAX_REACTIONS_PER_USER, f"A user makes at most {MAX_REACTIONS_PER_USER} reactions on a comment."),
+        (held["mine"] >= MAX_REACTIONS_PER_USER,
+         f"A user makes at most {MAX_REACTIONS_PER_USER} reactions on a comment."),
         (held["total"] >= MAX_REACTIONS_PER_COMMENT, f"A comment holds at most {MAX_REACTIONS_PER_COMMENT} reactions."),
     ):
         if over:

@@ -248,7 +248,6 @@ async def rename_user(conn: Conn, *, api_key_id: str, organization_id: str, docu
               "old_id": old_id, "new_id": new_user["userId"], "new_user": Jsonb(new_user), "now": now}
     threads = {r["id"] for r in await fetch_all(conn, q.rename_annotation_users, params)}
     await execute(conn, q.rename_comment_users, params)
-    await execute(conn, q.rename_reaction_bytes, params)
     await execute(conn, q.rename_other_users, params)
     return threads
 
@@ -257,7 +256,6 @@ async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organ
     """Remove users' threads, comments, reactions, mentions and read marks, and their name on others' threads."""
     params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     await execute(conn, q.forget_user_threads, params)
-    await execute(conn, q.forget_reaction_bytes, params)
     await execute(conn, q.forget_user_parts, params)
 
 

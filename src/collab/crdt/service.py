@@ -134,7 +134,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
     filters = data.model_dump(exclude={"pageToken"})
     pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "crdt", filters)
     (after_id,) = pager.after(data.pageToken, 1)
-    budget = svc.settings.max_response_bytes
+    budget, yjs = svc.settings.max_response_bytes, data.format == "yjs"
     async with svc.pool.connection() as conn:
         rows = await repo.list_editors(
             conn,
@@ -143,19 +143,19 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
             document_id=data.documentId,
             editor_id=data.editorId,
             after_id=after_id,
-            yjs=data.format == "yjs",
+            yjs=yjs,
             limit=PAGE_EDITORS + 1,
             budget=budget,
         )
     # Updates that arrived over the WebSocket and are not compacted yet are part of the document.
     rows = [_with_pending(r) for r in rows]
     try:
-        contents = await asyncio.to_thread(lambda: [ydoc.read(r["type"], r["content_key"], _state(r)) for r in rows])
+        contents = await asyncio.to_thread(lambda: [_content(r, yjs=yjs) for r in rows])
     except ydoc.BadContent as exc:
         raise ApiError("FAILED_PRECONDITION", f"{UNREADABLE} ({exc})") from None
     records = {row["editor_id"]: content for row, content in zip(rows, contents)}
     return pager.cut(rows, PAGE_EDITORS, "editor_id", budget=budget,
-                     render=lambda row: to_wire(row, records[row["editor_id"]], yjs=data.format == "yjs"))
+                     render=lambda row: to_wire(row, records[row["editor_id"]], yjs=yjs))
 
 
 def _with_pending(row: dict[str, Any]) -> dict[str, Any]:
@@ -166,15 +166,18 @@ def _with_pending(row: dict[str, Any]) -> dict[str, Any]:
                   "session_id": None}
 
 
-def _state(row: dict[str, Any]) -> bytes:
-    """The row's state with its pending updates folded in (once; kept on the row for the yjs format). A read
-    writes nothing: an update that cannot be folded is left out here and quarantined by the next write."""
-    if row.get("pending"):
-        doc, bad = ydoc.fold(row["type"], row["content_key"], row["state"], row.pop("pending"))
-        for index, why in bad:
-            log.warning("crdt editor %s: pending update %d left out of a read: %s", row["editor_id"], index, why)
+def _content(row: dict[str, Any], *, yjs: bool) -> Any:
+    """The row's content, its pending realtime updates folded in (the folded state kept on the row for the yjs
+    format). A read writes nothing: an update that cannot be folded is left out here and quarantined by the next
+    write."""
+    if not row.get("pending"):
+        return ydoc.read(row["type"], row["content_key"], row["state"])
+    doc, bad = ydoc.fold(row["type"], row["content_key"], row["state"], row.pop("pending"))
+    for index, why in bad:
+        log.warning("crdt editor %s: pending update %d left out of a read: %s", row["editor_id"], index, why)
+    if yjs:
         row["state"] = doc.get_update()
-    return row["state"]
+    return ydoc.read(row["type"], row["content_key"], doc)
 
 
 async def _folded(conn: Any, key: dict[str, Any], row: dict[str, Any], now: int) -> tuple[bytes, int | None]:

@@ -63,9 +63,10 @@ def write(kind: str, key: str, state: bytes | None, data: Any) -> bytes:
     return doc.get_update()
 
 
-def read(kind: str, key: str, state: bytes) -> Any:
-    """The content as JSON: text → string, map → object, array → array, xml → XML string."""
-    return _read(load(state), kind, key)
+def read(kind: str, key: str, state: bytes | Doc) -> Any:
+    """The content as JSON: text → string, map → object, array → array, xml → XML string (of a stored state, or of
+    a document already loaded)."""
+    return _read(state if isinstance(state, Doc) else load(state), kind, key)
 
 
 def merge(kind: str, key: str, state: bytes, update: bytes) -> bytes:

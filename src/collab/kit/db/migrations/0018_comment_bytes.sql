@@ -22,7 +22,8 @@ create function comment_reaction_bytes(reaction text, user_id text) returns int
 language sql immutable parallel safe
 return comment_string_bytes(reaction) + comment_string_bytes(user_id) + 30;
 
--- The reactions' share, kept by the statements that add, remove or rename reactions (comments/queries.sql).
+-- The reactions' share, kept by the triggers below whatever statement adds, removes or renames reactions (a reaction,
+-- a user's rename or data deletion, a thread's delete).
 alter table comments add column reaction_bytes int not null default 0;
 update comments c set reaction_bytes = r.bytes
 from (select api_key_id, organization_id, annotation_id, comment_id,
@@ -30,6 +31,37 @@ from (select api_key_id, organization_id, annotation_id, comment_id,
       from comment_reactions group by 1, 2, 3, 4) r
 where c.api_key_id = r.api_key_id and c.organization_id = r.organization_id
   and c.annotation_id = r.annotation_id and c.id = r.comment_id;
+
+-- Once per statement, over the rows it changed (transition tables `gone` and `added`, as the trigger names them).
+create function comment_reactions_sized() returns trigger
+language plpgsql as $$
+begin
+    if tg_op in ('DELETE', 'UPDATE') then
+        update comments c set reaction_bytes = c.reaction_bytes - r.bytes
+        from (select api_key_id, organization_id, annotation_id, comment_id,
+                     sum(comment_reaction_bytes(reaction, user_id)) as bytes
+              from gone group by 1, 2, 3, 4) r
+        where c.api_key_id = r.api_key_id and c.organization_id = r.organization_id
+          and c.annotation_id = r.annotation_id and c.id = r.comment_id;
+    end if;
+    if tg_op in ('INSERT', 'UPDATE') then
+        update comments c set reaction_bytes = c.reaction_bytes + r.bytes
+        from (select api_key_id, organization_id, annotation_id, comment_id,
+                     sum(comment_reaction_bytes(reaction, user_id)) as bytes
+              from added group by 1, 2, 3, 4) r
+        where c.api_key_id = r.api_key_id and c.organization_id = r.organization_id
+          and c.annotation_id = r.annotation_id and c.id = r.comment_id;
+    end if;
+    return null;
+end
+$$;
+
+create trigger comment_reactions_added after insert on comment_reactions
+    referencing new table as added for each statement execute function comment_reactions_sized();
+create trigger comment_reactions_gone after delete on comment_reactions
+    referencing old table as gone for each statement execute function comment_reactions_sized();
+create trigger comment_reactions_changed after update on comment_reactions
+    referencing old table as gone new table as added for each statement execute function comment_reactions_sized();
 
 -- A comment as rendered (render.comment): 200 for its keys, id and times, then its text, users and blobs.
 alter table comments add column bytes int generated always as (
