@@ -1,12 +1,15 @@
 """CRUD benchmark: per-request overhead of small reads and writes against a bare FastAPI route, in one run.
 
 python -m bench.crud [--duration 8] [--rounds 2] [--connections 16] [--workers 1,2] [--routes bare,orgs_get,...]
+                    [--baseline REV]
 
 Starts embedded Postgres and Redis once, a bare FastAPI app (one POST route returning its body) and the API
 (`collab api --workers N`), both on uvicorn with uvloop and httptools, seeds one tenant (one organization,
 one document, one user with access to it), then measures each route with `wrk` (1 thread, N connections,
 keep-alive), rounds interleaved, and prints req/s, p50, p99 and the ratio to the bare route of the same
 round. With several --workers values the API is restarted for each and the ratio to one process is shown.
+With --baseline, the API as of that git revision (a temporary worktree) is served beside it and measured in the
+same rounds, so a change is judged before and after in one run.
 Needs `wrk` on the PATH (apt-get install wrk).
 """
 
@@ -110,13 +113,23 @@ def _stop(child: subprocess.Popen) -> None:
         child.wait()
 
 
-def start_api(env: dict[str, str], workers: int) -> tuple[subprocess.Popen, str]:
+def start_api(env: dict[str, str], workers: int, src: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """`collab api` on a free port (the code under `src` when given: a baseline's worktree)."""
     port = _free_port()
+    if src is not None:
+        env = {**env, "PYTHONPATH": str(src)}
     child = subprocess.Popen([sys.executable, "-m", "collab.cli", "api", "--port", str(port), "--workers", str(workers)],
                              env={**env, "COLLAB_PORT": str(port)}, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     _wait(base + "/readyz", child)
     return child, base
+
+
+def _worktree(rev: str, root: Path) -> Path:
+    """The `src` folder of a temporary git worktree at `rev` (removed when the run ends)."""
+    where = root / "baseline"
+    subprocess.run(["git", "worktree", "add", "--detach", str(where), rev], check=True, capture_output=True)
+    return where / "src"
 
 
 # --- seeding ---------------------------------------------------------------------------------------------
@@ -206,21 +219,23 @@ def _cpu_s(pid: int) -> float:
     return sum(load_service._ticks(p) for p in load_service._descendants(pid, tree)) / load_service.TICK
 
 
-def measure(args: argparse.Namespace, bare: tuple[str, int], api: tuple[str, int], headers: dict[str, str],
-            workers: int) -> dict:
+def measure(args: argparse.Namespace, bare: tuple[str, int], apis: dict[str, tuple[str, int]],
+            headers: dict[str, str], workers: int) -> dict:
+    """Each chosen route on each server (the API, and a baseline's beside it), rounds interleaved."""
     chosen = [r for r in routes() if args.routes is None or r.name.split(" ")[0] in args.routes or r.name == "bare"]
-    results: dict[str, list[dict]] = {r.name: [] for r in chosen}
+    runs = [(r.name, r, bare) if r.name == "bare" else (r.name + label, r, api)
+            for r in chosen for label, api in (apis.items() if r.name != "bare" else [("", bare)])]
+    results: dict[str, list[dict]] = {name: [] for name, _, _ in runs}
     for rnd in range(args.rounds):
-        for route in chosen:
-            base, pid = bare if route.name == "bare" else api
-            tag = f"w{workers}r{rnd}"
+        for name, route, (base, pid) in runs:
+            tag = f"w{workers}r{rnd}{'b' if name != route.name else ''}"
             cpu = _cpu_s(pid)
             result = wrk(base + route.path, _lua(route, {} if route.name == "bare" else headers, tag),
                          duration=args.duration, connections=args.connections)
             # Server CPU per request: what the noise of a shared machine moves least.
             result["cpu_us"] = (_cpu_s(pid) - cpu) / max(result["rps"] * args.duration, 1) * 1e6
-            results[route.name].append(result)
-            print(f"  workers={workers} round {rnd + 1} {route.name}: {result['rps']:.0f} req/s, p50 "
+            results[name].append(result)
+            print(f"  workers={workers} round {rnd + 1} {name}: {result['rps']:.0f} req/s, p50 "
                   f"{result['p50']:.2f} ms, p99 {result['p99']:.2f} ms, {result['cpu_us']:.0f} µs CPU/req"
                   + (f", {result['non2xx']} non-2xx" if result["non2xx"] else ""), file=sys.stderr, flush=True)
     return results
@@ -263,6 +278,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--routes", type=lambda s: s.split(","), help="only these routes (names before the first space)")
     p.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
     p.add_argument("--keep", action="store_true", help="leave the servers running after the first seed (profiling)")
+    p.add_argument("--baseline", help="also serve and measure the API as of this git revision, in the same rounds")
     return p.parse_args(argv)
 
 
@@ -289,20 +305,27 @@ def main(argv: list[str] | None = None) -> str:
     bare_url = f"http://127.0.0.1:{bare_port}"
     headers: dict[str, str] | None = None
     all_results: dict[int, dict] = {}
+    baseline = _worktree(args.baseline, root) if args.baseline else None
     try:
         _wait(bare_url + "/docs", bare)
         for workers in [int(w) for w in args.workers.split(",")]:
             api, base = start_api(env, workers)
+            old = start_api(env, workers, baseline) if baseline else None
             try:
                 headers = headers or seed(base)
                 if args.keep:
                     print(f"api {base} (pid {api.pid}), bare {bare_url}; headers {headers}; Ctrl-C ends", flush=True)
                     signal.pause()
-                all_results[workers] = measure(args, (bare_url, bare.pid), (base, api.pid), headers, workers)
+                apis = {"": (base, api.pid), **({f" @ {args.baseline}": (old[1], old[0].pid)} if old else {})}
+                all_results[workers] = measure(args, (bare_url, bare.pid), apis, headers, workers)
             finally:
                 _stop(api)
+                if old:
+                    _stop(old[0])
     finally:
         _stop(bare)
+        if baseline:
+            subprocess.run(["git", "worktree", "remove", "--force", str(baseline.parent)], capture_output=True)
         redis.stop()
         embedded.stop_postgres()
         shutil.rmtree(root, ignore_errors=True)

@@ -1,6 +1,8 @@
-"""Every domain router, mounted under both /v1 and /v2."""
+"""Every domain router's operations, added to the app under both /v1 and /v2."""
 
 from fastapi import FastAPI
+from fastapi.datastructures import DefaultPlaceholder
+from fastapi.routing import APIRoute, APIRouter, APIWebSocketRoute
 
 from collab.activities.routes import router as activities
 from collab.comments.routes import router as comments
@@ -27,7 +29,39 @@ ROUTERS = [
 
 
 def mount(app: FastAPI) -> None:
-    """Mount each domain router under /v2 (documented) and /v1 (same handlers; real clients call either)."""
+    """Add each domain's operations under /v2 (documented) and /v1 (same handlers; real clients call either)."""
     for router in ROUTERS:
-        app.include_router(router, prefix="/v2", responses=ERRORS)
-        app.include_router(router, prefix="/v1", include_in_schema=False)
+        add_routes(app, router, prefix="/v2", responses=ERRORS)
+        add_routes(app, router, prefix="/v1", include_in_schema=False)
+
+
+def add_routes(app: FastAPI, router: APIRouter, *, prefix: str = "", responses: dict | None = None,
+               include_in_schema: bool = True, dependencies: list | None = None) -> None:
+    """What include_router does, as routes of the app itself: each is found by one lookup (kit/routing.py).
+
+    The copy takes every public setting of the route (the router's tags, dependencies and route class are already
+    in it), after `dependencies`; a route without its own response class gets the app's."""
+    for route in router.routes:
+        if isinstance(route, APIWebSocketRoute):
+            app.router.add_api_websocket_route(prefix + route.path, route.endpoint, name=route.name,
+                                               dependencies=[*(dependencies or []), *route.dependencies])
+            continue
+        if not isinstance(route, APIRoute):
+            raise TypeError(f"{route!r}: only API and WebSocket routes are added")
+        own_class = not isinstance(route.response_class, DefaultPlaceholder)
+        app.router.add_api_route(
+            prefix + route.path, route.endpoint, response_model=route.response_model, status_code=route.status_code,
+            tags=route.tags, dependencies=[*(dependencies or []), *route.dependencies], summary=route.summary, description=route.description,
+            response_description=route.response_description, responses={**(responses or {}), **route.responses},
+            deprecated=route.deprecated, methods=route.methods, operation_id=route.operation_id,
+            response_model_include=route.response_model_include, response_model_exclude=route.response_model_exclude,
+            response_model_by_alias=route.response_model_by_alias,
+            response_model_exclude_unset=route.response_model_exclude_unset,
+            response_model_exclude_defaults=route.response_model_exclude_defaults,
+            response_model_exclude_none=route.response_model_exclude_none,
+            include_in_schema=route.include_in_schema and include_in_schema,
+            response_class=route.response_class if own_class else app.router.default_response_class,
+            name=route.name, route_class_override=type(route), callbacks=route.callbacks,
+            openapi_extra=route.openapi_extra, generate_unique_id_function=route.generate_unique_id_function,
+            strict_content_type=route.strict_content_type,
+        )

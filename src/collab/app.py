@@ -12,12 +12,12 @@ from fastapi.staticfiles import StaticFiles
 from collab import __version__, api, health
 from collab.console import routes as console
 from collab.config import Settings, get_settings
-from collab.kit import heap
+from collab.kit import heap, jobs
 from collab.kit.credentials import CHANGED_CHANNEL
 from collab.kit.envelope import OrjsonResponse
 from collab.kit.http import RequestContext, install_handlers
 from collab.kit.listener import Listener
-from collab.kit.routing import remember_routes
+from collab.kit.routing import dispatch_by_table
 from collab.kit.services import Services, build_services, close_services
 from collab.realtime.service import Realtime
 
@@ -60,12 +60,13 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     if svc is not None:
         app.state.services = svc
     install_handlers(app)
+    jobs.load()  # the declared jobs' lanes, for the enqueues of this process (light: no model client is imported)
     api.mount(app)
-    app.include_router(health.router)
+    api.add_routes(app, health.router)
     console.mount(app)  # /console: HTML pages, kept out of the OpenAPI document
     _offline_docs(app)
     _documented_errors_only(app)
-    remember_routes(app)  # after every route is added
+    dispatch_by_table(app)  # after every route is added
     # Outermost: every response, error or not, carries a request id and respects the body limit.
     app.add_middleware(RequestContext, max_body_bytes=settings.max_body_bytes)
     return app

@@ -178,12 +178,12 @@ def _parse(body: bytes) -> Any:
 
 class _StrictJsonRequest(Request):
     async def json(self) -> Any:
-        if not hasattr(self, "_json"):
+        if not hasattr(self, "_parsed_json"):
             body = await self.body()
             parsed = _parse(body)
             # Postgres text and jsonb cannot hold NUL: drop it from every string, once, here.
-            self._json = _strip_nul(parsed) if b"\\u0000" in body else parsed
-        return self._json
+            self._parsed_json = _strip_nul(parsed) if b"\\u0000" in body else parsed
+        return self._parsed_json
 
 
 class StrictJsonRoute(APIRoute):

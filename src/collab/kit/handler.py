@@ -7,6 +7,8 @@ the request and each other's results (our auth and services) gets a plan here: t
 (depth first, each call once per request, as FastAPI's cache does), then the body validated by FastAPI's own
 function, so every answer and every error is the one FastAPI gives. Anything else (another content type, a body
 that is not JSON, dependency overrides) goes to FastAPI's handler, and so does any route the plan cannot express.
+The plan is the route's own: its routes are added to the app as they are (api.add_routes), never through an
+include_router that would add dependencies of its own.
 """
 
 import inspect
@@ -14,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import fastapi.routing
+from fastapi import params
 from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import request_body_to_args
 from fastapi.datastructures import DefaultPlaceholder
@@ -52,6 +54,8 @@ def plan(route: Any) -> tuple[list[_Step], tuple[tuple[str, int], ...]] | None:
     top = route.dependant
     if not _plain(top) or len(top.body_params) != 1 or route.body_field is None:
         return None
+    if isinstance(top.body_params[0].field_info, params.Form):
+        return None  # form fields are read from a form, never from JSON
     if not _async(top.call):
         return None
     steps: list[_Step] = []
@@ -81,27 +85,15 @@ def plan(route: Any) -> tuple[list[_Step], tuple[tuple[str, int], ...]] | None:
     return None if endpoint_args is None else (steps, endpoint_args)
 
 
-def _effective(route: APIRoute) -> Any:
-    """What FastAPI builds a route's handler from: under include_router, the inclusion's context (the router's
-    and the app's dependencies, overrides and response class); None when this FastAPI does not say."""
-    var = getattr(fastapi.routing, "_effective_route_context_var", None)
-    if var is None:
-        return None
-    context = var.get()
-    return context if context is not None and context.original_route is route else route
-
-
 def fast_handler(route: APIRoute, fallback: Callable[[Request], Any]) -> Callable[[Request], Any] | None:
-    """A handler that runs the route's plan for JSON bodies (`fallback` for the rest); None without a plan.
-
-    Called from get_route_handler, where FastAPI says which inclusion of the route the handler is for."""
-    route = _effective(route)
-    found = plan(route) if route is not None else None
+    """A handler that runs the route's plan for JSON bodies (`fallback` for the rest); None without a plan."""
+    found = plan(route)
     if found is None:
         return None
     steps, endpoint_args = found
     endpoint, fields = route.dependant.call, [route.body_field]
-    embed = route._embed_body_fields
+    # One body parameter is the whole body unless it asks to be embedded under its name (Body(embed=True)).
+    embed = bool(getattr(route.dependant.body_params[0].field_info, "embed", False))
     overrides = route.dependency_overrides_provider
     response_class = route.response_class
     if isinstance(response_class, DefaultPlaceholder):

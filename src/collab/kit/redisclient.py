@@ -1,5 +1,6 @@
 """The Redis client of the API and the worker: lazy connections that stop waiting on a Redis that is gone."""
 
+import asyncio
 from time import monotonic
 
 from arq import ArqRedis
@@ -32,6 +33,7 @@ class FailFastPool(ConnectionPool):
         self.probe_s = float(timeout) + 1.0
         self.down_until = 0.0  # 0: healthy; else failing, and no call tries Redis before this time
         self.probe_until = 0.0  # one call is trying Redis again; the others fail until it knows
+        self.connecting = asyncio.Lock()  # one connection attempt at a time, as redis-py's own get_connection
         base = self.connection_class
         pool = self
 
@@ -68,13 +70,13 @@ class FailFastPool(ConnectionPool):
             raise RedisConnectionError("Redis did not answer a moment ago; not waiting on it again yet.")
 
     async def get_connection(self, command_name=None, *keys, **options):
-        # redis-py's own, plus the checks: before the lock, and after it (a caller queued behind a connection
-        # attempt that just failed fails too, instead of trying again).
+        # redis-py's own (under a lock of ours), plus the checks: before the lock, and after it (a caller queued
+        # behind a connection attempt that just failed fails too, instead of trying again).
         self._refuse_while_down()
         probe = bool(self.down_until)
         if probe:
             self.probe_until = monotonic() + self.probe_s  # this call tries Redis again, alone
-        async with self._lock:
+        async with self.connecting:
             if not probe:
                 self._refuse_while_down()
             connection = self.get_available_connection()
