@@ -3,7 +3,7 @@
 Each lane of `kit.jobs.LANES` (search, ai, extraction, bulk) is an arq worker on its own queue with its own slots,
 so no kind of work waits behind another kind's slots. Every lane waits for work on a Redis list that a job's
 enqueue pushes to (no poll delay); its poll only finds retries and fires the crons. A lane tells a `run_sync`
-caller that its job ended with a push on the job's own list (no result polling); see kit/jobs.py.
+caller that its job ended with a push on the job's own list (no result polling); see docs/jobs.md.
 """
 
 import asyncio
@@ -12,84 +12,43 @@ import signal
 import time
 from typing import Any
 
-from arq import cron, func
+from arq import ArqRedis, cron, func
 from arq.constants import abort_job_max_age, abort_jobs_ss, in_progress_key_prefix
 from arq.connections import RedisSettings
 from arq.utils import timestamp_ms
 from arq.worker import Worker
+from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
 from collab.config import Settings, get_settings
 from collab.kit import heap
 from collab.kit.crypto import new_id
 from collab.kit.jobs import (
-    AWAITED_RESULT_S, DONE_KEY, DONE_TOKEN, LANES, SYNC_PREFIX, WAKE_KEY, Heartbeat, JobFailure, Lane, lane, reap, sweep, tracked,
-    wake,
+    AWAITED_RESULT_S, DONE_KEY, DONE_TOKEN, LANES, SYNC_PREFIX, WAKE_KEY, Heartbeat, Lane, lane, load, reap, sweep, wake,
 )
 from collab.kit.services import Services, build_services, close_services
+from collab.llm.client import load_litellm
 
 log = logging.getLogger("collab.worker")
-
-
-async def echo(ctx: dict, **kwargs: Any) -> dict[str, Any]:
-    """Return the arguments: measures the queue round trip (bench) and proves a worker is serving."""
-    return kwargs
-
-
-async def ping(ctx: dict, **kwargs: Any) -> dict[str, Any]:
-    """`echo` on the search lane (bench/queue.py measures both a polled and a woken lane's hops)."""
-    return kwargs
-
-
-@tracked(max_tries=3)
-async def echo_tracked(ctx: dict, **kwargs: Any) -> dict[str, Any]:
-    """A tracked job that returns its stored arguments; fails permanently when asked to (tests, drills)."""
-    if kwargs.get("fail"):
-        raise JobFailure(str(kwargs["fail"]))
-    return kwargs
-
-
-def tracked_func(fn, *, timeout: float | None = None):
-    """A `tracked` job for arq, allowed one try more than the job's own `max_tries`.
-
-    Tries that end without an outcome (the worker died, see kit/jobs.py) count on both sides; the extra try
-    reaches our wrapper, which records the job `failed` at once, instead of arq dropping it unrecorded.
-    """
-    return func(fn, name=fn.__name__, timeout=timeout, max_tries=fn.max_tries + 1)
+# The model client's import (seconds) happens with this module's, in a worker process only: before any job waits on
+# it, and before a process is forked from one that imported this module (the tests' fault drills).
+load_litellm()
 
 
 def functions(settings: Settings) -> list:
-    """Every job the workers serve, with its own timeout and tries (each lane serves its own; see `make_worker`)."""
-    from collab.ask_ai.tasks import ask_ai
-    from collab.documents.tasks import migrate_document
-    from collab.extraction.tasks import extract_agents
-    from collab.judgments.tasks import derive_judgments, embed_query, search_judgments
-    from collab.users.tasks import delete_user_data
-    from collab.webhooks.tasks import deliver_webhook
+    """Every declared job (kit/jobs/registry.py) as arq runs it, with its timeout and tries; each lane serves its own.
 
-    # Awaited by the API: a timeout just past the API's own deadline; a second try only when the first ended
-    # without an outcome (its worker died or was stopped), while the caller still waits. Their results are read
-    # at once, so they stay in Redis only briefly (AWAITED_RESULT_S).
-    def awaited(fn, *, timeout: float | None = None, max_tries: int = 1):
-        return func(fn, name=fn.__name__, timeout=timeout, max_tries=max_tries, keep_result=AWAITED_RESULT_S)
-
+    A tracked job gets one try more than its own `max_tries`: tries that end without an outcome (the worker died,
+    see kit/jobs/leases.py) count on both sides, and the extra try reaches the job's wrapper, which records it
+    `failed` at once instead of arq dropping it unrecorded. An awaited job's result is read at once, so it stays
+    in Redis only briefly (AWAITED_RESULT_S).
+    """
     return [
-        awaited(echo),
-        awaited(ping),
-        tracked_func(echo_tracked),
-        awaited(ask_ai, timeout=settings.ask_ai_timeout_s + 5, max_tries=2),
-        awaited(extract_agents, timeout=settings.extraction_timeout_s + 5, max_tries=2),
-        tracked_func(derive_judgments, timeout=300),
-        awaited(embed_query, timeout=settings.search_timeout_s + 5),
-        awaited(search_judgments, timeout=settings.search_timeout_s + 5),
-        tracked_func(migrate_document, timeout=600),
-        tracked_func(delete_user_data, timeout=3600),
-        tracked_func(deliver_webhook, timeout=settings.webhooks_timeout_s + 30),
+        func(spec.run, name=spec.name, timeout=spec.timeout_s(settings),
+             max_tries=spec.max_tries if spec.awaited else spec.max_tries + 1,
+             **({"keep_result": AWAITED_RESULT_S} if spec.awaited else {}))
+        for spec in load().values()
     ]
-
-
-def _name(fn: Any) -> str:
-    return getattr(fn, "name", None) or fn.__name__
 
 
 def _cron_jobs() -> list:
@@ -102,7 +61,7 @@ def _cron_jobs() -> list:
 
     return [
         cron(sweep, second={0, 10, 20, 30, 40, 50}, run_at_startup=True, unique=True),
-        # Jobs of workers that died mid-job run again once their lease is over (see kit/jobs.py).
+        # Jobs of workers that died mid-job run again once their lease is over (see kit/jobs/leases.py).
         cron(reap, second=set(range(0, 60, 5)), run_at_startup=True, unique=True),
         # Delayed and batched notifications fall due at any second; a 5 s tick bounds their lateness.
         cron(flush_due, name="flush_notifications", second=set(range(0, 60, 5)), run_at_startup=True, unique=True),
@@ -137,13 +96,15 @@ class LaneWorker(Worker):
     """An arq worker that waits for work on its lane's wake list and tells `run_sync` callers when a job ends.
 
     arq sleeps `poll_delay` between polls; this one also ends that wait as soon as a job is announced (a push on
-    the lane's wake list, see kit/jobs.py `wake`) or one of its own jobs ends (a slot is free again).
+    the lane's wake list, see kit/jobs/lanes.py `wake`) or one of its own jobs ends (a slot is free again).
     `poll_delay` stays as the fallback for jobs nobody announced (retries, jobs unlocked by `reap`).
     """
 
     def __init__(self, *args: Any, lane: Lane, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.lane = lane
+        # arq keeps its settings only when it makes the client; their retries still pace the wait for Redis.
+        self.start_settings: RedisSettings = kwargs.get("redis_settings") or RedisSettings()
         self._freed = asyncio.Event()
         self._wake: asyncio.Task | None = None
         self._next_abort_check = 0.0
@@ -247,17 +208,17 @@ class LaneWorker(Worker):
             self.tasks[job_id] = task
 
     async def main(self) -> None:
-        # arq's `main`, with `_idle` in place of its fixed sleep between polls.
-        if self._pool is None:
-            from arq.connections import create_pool
-
-            self._pool = await create_pool(
-                self.redis_settings,
-                job_deserializer=self.job_deserializer,
-                job_serializer=self.job_serializer,
-                default_queue_name=self.queue_name,
-                expires_extra_ms=self.expires_extra_ms,
-            )
+        # arq's `main`, with `_idle` in place of its fixed sleep between polls; the Redis client is given (see
+        # make_worker), so none is made here. Redis is waited for as arq's own start-up does (its retries).
+        for attempt in range(self.start_settings.conn_retries, -1, -1):
+            try:
+                await self.pool.ping()
+                break
+            except (RedisError, OSError) as exc:
+                if not attempt:
+                    raise
+                log.warning("Redis not answering at start (%s); %d tries left", exc, attempt)
+                await asyncio.sleep(self.start_settings.conn_retry_delay)
         self.ctx["redis"] = self.pool
         if self.on_startup:
             await self.on_startup(self.ctx)
@@ -333,7 +294,7 @@ class Lanes:
         await asyncio.gather(*(w.main_task for w in self.workers))
 
     async def close(self) -> None:
-        """Stop every lane: arq cancels what it runs (those jobs run again elsewhere, see kit/jobs.py)."""
+        """Stop every lane: arq cancels what it runs (those jobs run again elsewhere, see kit/jobs/leases.py)."""
         await asyncio.gather(*(w.close() for w in self.workers))
 
     def _signal(self, signum: int) -> None:
@@ -390,6 +351,8 @@ def make_worker(
         shared["users"] += 1
         return svc or await shared["svc"]
 
+    redis_settings = RedisSettings.from_dsn(redis_url)
+
     def build(where: Lane, fns: list, *, crons: list, max_jobs: int, poll_delay: float) -> LaneWorker:
         async def startup(ctx: dict) -> None:
             # Heartbeat first: a job is only picked after startup, but its claim must be visible from the start.
@@ -407,7 +370,9 @@ def make_worker(
             ctx["active_model"] = shared["active_model"]
             # Load the embedding model now (imports take seconds), not on the first search; jobs that need no
             # model run meanwhile (one that does waits for the same process-wide load; every lane starts it, one
-            # loads and registers).
+            # loads and registers). COLLAB_EMBEDDING_PRELOAD=false leaves it to the first job that needs it.
+            if not settings.embedding_preload:
+                return
             from collab.judgments.tasks import active_embedder
 
             ctx["model_loading"] = asyncio.ensure_future(active_embedder(ctx))
@@ -432,7 +397,9 @@ def make_worker(
             functions=fns,
             cron_jobs=crons,
             queue_name=where.queue,
-            redis_settings=RedisSettings.from_dsn(redis_url),
+            redis_settings=redis_settings,
+            # arq's own client, made here (connections are opened on first use) rather than by arq's start-up.
+            redis_pool=ArqRedis(connection_pool=ConnectionPool.from_url(redis_url), default_queue_name=where.queue),
             on_startup=startup,
             on_shutdown=shutdown,
             # The fallback poll; a wake-up push ends the wait at once (LaneWorker).
@@ -458,7 +425,7 @@ def make_worker(
     # Every lane is built even when one runs here: the bulk lane's `reap` unlocks the other lanes' jobs too.
     built = {
         name: build(
-            where, [f for f in every if lane(_name(f)) is where], crons=crons if name == "bulk" else [],
+            where, [f for f in every if lane(f.name) is where], crons=crons if name == "bulk" else [],
             max_jobs=slots[name],
             poll_delay=settings.worker_poll_delay_s if name == "bulk" else settings.worker_lane_poll_delay_s,
         )

@@ -1,5 +1,7 @@
 """Jobs: enqueue after commit, dropped on rollback, swept when Redis was down, sync deadline and outage."""
 
+from dataclasses import replace
+
 import pytest
 
 from collab.kit.errors import ApiError
@@ -85,7 +87,7 @@ def test_failing_job_retries_then_records_failure(live, db):
         async with transaction(live.svc.pool, None) as tx:
             job_id = await tx.enqueue("echo_tracked", api_key_id=None, fail="broken input")
         # Run the job function directly, as the worker would on each delivery.
-        from collab.worker import echo_tracked
+        from collab.kit.jobs.probes import echo_tracked
 
         ctx = {"pool": live.svc.pool}
         from arq.worker import Retry
@@ -117,7 +119,7 @@ def test_run_sync_past_deadline(live, monkeypatch):
     from collab.kit import jobs
 
     # No worker serves this lane's queue, so the job cannot finish inside its budget.
-    monkeypatch.setitem(jobs.LANES, "bulk", jobs.Lane("bulk", "collab:nobody"))
+    monkeypatch.setitem(jobs.JOBS, "echo", replace(jobs.load()["echo"], lane=jobs.Lane("bulk", "collab:nobody")))
 
     async def go():
         return await run_sync(live.svc.redis, "echo", timeout_s=0.2)

@@ -20,9 +20,9 @@ from collab.kit.jobs import transaction
 from collab.testing import fake_models
 from collab.users.deletion import TASKS
 from collab.webhooks.delivery import LEASE_MARGIN_MS
-from faults_env import FaultEnv, Load, Silent, tail, wait_for
-from factories import ping, seed_document
-from helpers import add_organization, error, new_tenant, post, result
+from support.faults_env import FaultEnv, Load, Silent, tail, wait_for
+from support.factories import ping, seed_document
+from support.helpers import add_organization, error, new_tenant, post, result
 
 TASK_NAMES = list(TASKS)
 KILLED = -signal.SIGKILL

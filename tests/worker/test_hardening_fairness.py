@@ -10,12 +10,12 @@ import pytest
 
 from collab.extraction.tasks import drop_old_content
 from collab.kit.errors import ApiError
-from collab.kit.jobs import GENERIC_FAILURE, tracked, transaction
+from collab.kit.jobs import GENERIC_FAILURE, job, transaction
 from collab.kit.ratelimit import concurrency
 from collab.llm.quota import drop_past_days
 from collab.testing import fake_models
-from factories import release, wait_for, with_own_key
-from helpers import error, new_tenant, post, result
+from support.factories import release, wait_for, with_own_key
+from support.helpers import error, new_tenant, post, result
 
 EXTRACT = "/v2/agents/extract"
 CHECKS = b"Category,Check\nClaims,Every price claim states whether tax is included\nPrivacy,Forms link to the privacy policy\n"
@@ -174,7 +174,7 @@ def test_a_leaked_concurrency_slot_expires_under_steady_traffic(live):
 
 
 def test_job_failure_keeps_driver_detail_internal(live, db):
-    @tracked(max_tries=1)
+    @job(max_tries=1)
     async def breaks(ctx, **kwargs):
         raise psycopg.errors.UniqueViolation('duplicate key value\nDETAIL:  Key (email)=(someone@secret.example) exists.')
 

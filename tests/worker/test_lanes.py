@@ -6,12 +6,13 @@ import base64
 import math
 import threading
 import uuid
+from dataclasses import replace
 
 from collab.judgments.tasks import ActiveModel, active_embedder
 from collab.kit.jobs import AWAITED_RESULT_S, BULK_QUEUE, LANES, lane, run_sync
 from collab.testing import fake_models
-from helpers import enable_activities, new_tenant, post, result, settle_jobs
-from factories import batches, delayed_batch_and_failed_delivery, judged, release, wait_for, with_own_key
+from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
+from support.factories import batches, delayed_batch_and_failed_delivery, judged, release, wait_for, with_own_key
 
 CHECKS = b"Category,Check\nClaims,Every price claim states whether tax is included\n"
 ASK = {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}
@@ -197,7 +198,8 @@ def test_the_embedder_is_loaded_once_per_process_and_survives_job_context_copies
 
 def test_a_wake_token_that_came_when_every_slot_filled_is_handed_on(live):
     from collab.kit.jobs import WAKE_KEY, Lane
-    from collab.worker import LaneWorker, echo
+    from collab.kit.jobs.probes import echo
+    from collab.worker import LaneWorker
 
     redis = live.svc.redis
 
@@ -219,7 +221,8 @@ def test_a_wake_token_that_came_when_every_slot_filled_is_handed_on(live):
 def test_a_slot_that_frees_brings_a_poll_only_where_every_slot_was_taken(live):
     # A worker with room takes wake-ups, so announced jobs reach it; one that was full did not, so it must look.
     from collab.kit.jobs import Lane
-    from collab.worker import LaneWorker, echo
+    from collab.kit.jobs.probes import echo
+    from collab.worker import LaneWorker
 
     queue = f"collab:test:{uuid.uuid4().hex}"
 
@@ -241,7 +244,8 @@ def test_a_slot_that_frees_brings_a_poll_only_where_every_slot_was_taken(live):
 
 def test_aborted_jobs_are_looked_up_a_few_times_a_second_not_on_every_poll(live):
     from collab.kit.jobs import Lane
-    from collab.worker import ABORT_CHECK_S, LaneWorker, echo
+    from collab.kit.jobs.probes import echo
+    from collab.worker import ABORT_CHECK_S, LaneWorker
 
     looks = []
 
@@ -269,14 +273,16 @@ def test_a_background_job_wakes_its_lane_instead_of_waiting_for_a_poll(live, db,
     # An idle worker used to poll the bulk queue every 10 ms (~8% of a core); now the job's enqueue after commit
     # wakes it, and the poll (0.25 s by default) only finds retries and fires the crons.
     from collab.kit import jobs
-    from collab.worker import LaneWorker, echo
+    from collab.kit.jobs.probes import echo
+    from collab.worker import LaneWorker
 
     queue = f"collab:test:{uuid.uuid4().hex}"
-    monkeypatch.setitem(jobs.LANES, "bulk", jobs.Lane("bulk", queue))  # a bulk queue only this test serves
+    lane = jobs.Lane("bulk", queue)  # a bulk queue only this test serves
+    monkeypatch.setitem(jobs.JOBS, "echo_tracked", replace(jobs.load()["echo_tracked"], lane=lane))
     redis = live.svc.redis
 
     async def go():
-        idle = LaneWorker(functions=[echo], queue_name=queue, redis_pool=redis, lane=jobs.LANES["bulk"], max_jobs=1,
+        idle = LaneWorker(functions=[echo], queue_name=queue, redis_pool=redis, lane=lane, max_jobs=1,
                           poll_delay=3600, handle_signals=False)
         waiting = asyncio.ensure_future(idle._idle())
         async with jobs.transaction(live.svc.pool, redis) as tx:

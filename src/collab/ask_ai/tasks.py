@@ -5,7 +5,7 @@ from typing import Any
 from collab.kit import usage
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
-from collab.kit.jobs import reports_failures
+from collab.kit.jobs import job, past
 from collab.kit.services import Services
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import base_url, resolve
@@ -22,7 +22,9 @@ _FAILURES = {
 }
 
 
-@reports_failures
+# Awaited by the API: a timeout just past its own deadline; a second try only when the first ended without an
+# outcome (its worker died or was stopped) while the caller still waits.
+@job(lane="ai", awaited=True, timeout=past("ask_ai_timeout_s"), max_tries=2)
 async def ask_ai(ctx: dict, *, api_key_id: str, workspace_id: str, model: str, prompt: str, text: str) -> dict[str, Any]:
     """Rewrite `text` following `prompt` with the workspace's own key for the model's provider."""
     svc: Services = ctx["svc"]

@@ -5,12 +5,12 @@ from typing import Any
 from collab.documents import repository as repo
 from collab.kit.db import constraints
 from collab.kit.errors import ApiError
-from collab.kit.jobs import transaction, tracked
+from collab.kit.jobs import job, transaction
 from collab.kit.services import Services
 from collab.webhooks import events as webhook_events
 
 
-@tracked(max_tries=5)
+@job(timeout=600, max_tries=5)
 async def migrate_document(ctx: dict, *, api_key_id: str, migration_id: str) -> dict[str, Any] | None:
     """Move the document and its data to the new id in one transaction; a refusal is recorded as failed."""
     svc: Services = ctx["svc"]

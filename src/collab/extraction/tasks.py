@@ -20,7 +20,7 @@ from collab.files import Decoded, DecodeError, decode
 from collab.kit import usage as counters  # `usage` names the platform-key quota here
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
-from collab.kit.jobs import reports_failures
+from collab.kit.jobs import job, past
 from collab.kit.services import Services
 from collab.llm import quota
 from collab.llm.client import LlmError, complete, messages_for
@@ -260,7 +260,7 @@ async def run(
     return Outcome(result, decoded, route.model, call)
 
 
-@reports_failures
+@job(lane="extraction", awaited=True, timeout=past("extraction_timeout_s"), max_tries=2)
 async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[str, Any]:
     """Turn a stored upload into draft agents; idempotent (a finished source returns its result)."""
     svc: Services = ctx["svc"]

@@ -13,7 +13,7 @@ from collab.judgments import derive, search
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
 from collab.kit import usage
-from collab.kit.jobs import reports_failures, tracked
+from collab.kit.jobs import job, past
 from collab.kit.services import Services
 
 log = logging.getLogger("collab.judgments")
@@ -153,7 +153,7 @@ async def embed_judgments(
     return len(todo)
 
 
-@tracked(max_tries=5)
+@job(timeout=300, max_tries=5)
 async def derive_judgments(ctx: dict, *, api_key_id: str, activity_ids: list[str]) -> dict[str, Any]:
     """Turn activities into judgments (or remove them) and embed what changed; idempotent."""
     return await derive_batch(ctx["svc"], await active_embedder(ctx), api_key_id=api_key_id, activity_ids=activity_ids)
@@ -177,6 +177,7 @@ async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, ac
     return {"judgments": len(kept), "vectors": written}
 
 
+@job(lane="search", awaited=True, timeout=past("search_timeout_s"))
 async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
     """The query's vector under the active model (the worker holds the model)."""
     embedder = await active_embedder(ctx)
@@ -184,7 +185,7 @@ async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
     return {"model": embedder.name, "dimensions": embedder.dimensions, "vector": vector}
 
 
-@reports_failures
+@job(lane="search", awaited=True, timeout=past("search_timeout_s"))
 async def search_judgments(ctx: dict, *, api_key_id: str, data: dict) -> dict[str, Any]:
     """The whole search (search.run) under the active model; an ApiError comes back as its typed failure."""
     request = SearchJudgments.model_validate(data)

@@ -1,6 +1,7 @@
 """One call to a model through litellm, with retries inside a budget and errors classified."""
 
 import asyncio
+import functools
 import importlib.util
 import logging
 import os
@@ -27,13 +28,19 @@ def _prepare_litellm_environment() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-_prepare_litellm_environment()
-import litellm  # noqa: E402  (after the environment above)
+@functools.cache
+def load_litellm() -> Any:
+    """litellm, imported once, by the worker at start (make_worker): only workers call models, and the import costs
+    seconds and ~100 MiB that the API processes (which import the job declarations, kit/jobs/registry.py) skip."""
+    _prepare_litellm_environment()
+    import litellm
 
-litellm.telemetry = False
-litellm.suppress_debug_info = True
-litellm.drop_params = False
-warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    litellm.drop_params = False
+    warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
+    return litellm
+
 
 _SECRET = re.compile(r"""(api[_-]?key['"]?\s*[:=]\s*['"]?)[^'",\s)]+""", re.IGNORECASE)
 
@@ -78,6 +85,7 @@ class Completion:
 
 
 def _classify(exc: Exception) -> LlmError:
+    litellm = load_litellm()
     name = type(exc).__name__
     status = getattr(exc, "status_code", None)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
@@ -139,7 +147,7 @@ async def complete(
             break
         started = time.perf_counter()
         try:
-            response = await asyncio.wait_for(litellm.acompletion(timeout=left, **kwargs), timeout=left + 1)
+            response = await asyncio.wait_for(load_litellm().acompletion(timeout=left, **kwargs), timeout=left + 1)
         except Exception as exc:  # classified below; nothing unknown escapes as a 500
             last = _classify(exc)
             log.info("model call %s failed (attempt %d): %s", route.model, attempt, last.kind)

@@ -2,14 +2,14 @@
 
 from typing import Any
 
-from collab.kit.jobs import transaction, tracked
+from collab.kit.jobs import job, transaction
 from collab.kit.services import Services
 from collab.users import repository as repo
 from collab.users.deletion import TASKS
 from collab.webhooks import events as webhook_events
 
 
-@tracked(max_tries=8)
+@job(timeout=3600, max_tries=8)
 async def delete_user_data(ctx: dict, *, api_key_id: str, deletion_id: str) -> dict[str, Any] | None:
     """Run each deletion task not yet done, each in its own transaction with its progress mark."""
     svc: Services = ctx["svc"]

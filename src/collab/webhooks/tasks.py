@@ -6,7 +6,7 @@ import logging
 import time
 
 from collab.kit import usage
-from collab.kit.jobs import tracked, transaction
+from collab.kit.jobs import job, past, transaction
 from collab.kit.services import Services
 from collab.webhooks import delivery, events
 from collab.webhooks import repository as repo
@@ -15,7 +15,7 @@ from collab.webhooks import secret
 log = logging.getLogger("collab.webhooks")
 
 
-@tracked(max_tries=3)
+@job(timeout=past("webhooks_timeout_s", 30), max_tries=3)
 async def deliver_webhook(ctx: dict, *, api_key_id: str, message_id: str, endpoint_id: str, attempt: int) -> dict | None:
     """Make attempt `attempt` of a message to an endpoint, record it, and schedule the next one."""
     svc: Services = ctx["svc"]
