@@ -92,6 +92,27 @@ class DeleteActivities(Model):
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
 
+# An activity's columns by the spec's field names (Activity.wire).
+_ACTIVITY_FIELDS = {
+    "id": "id",
+    "organization_id": "organizationId",
+    "document_id": "documentId",
+    "feature_type": "featureType",
+    "action_type": "actionType",
+    "action_user": "actionUser",
+    "target_entity_id": "targetEntityId",
+    "target_sub_entity_id": "targetSubEntityId",
+    "changes": "changes",
+    "entity_data": "entityData",
+    "entity_target_data": "entityTargetData",
+    "display_message_template": "displayMessageTemplate",
+    "display_message_template_data": "displayMessageTemplateData",
+    "action_icon": "actionIcon",
+    "is_activity_resolver_used": "isActivityResolverUsed",
+    "timestamp": "timestamp",
+}
+
+
 class Activity(Doc):
     """An activity log record; fields never set are left out."""
 
@@ -111,6 +132,11 @@ class Activity(Doc):
     actionIcon: str | None = None
     isActivityResolverUsed: bool
     timestamp: int = Field(description="When the activity happened, epoch milliseconds.")
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """An activity log record as the spec names its fields (unset ones left out)."""
+        return {wire: row[column] for column, wire in _ACTIVITY_FIELDS.items() if row.get(column) is not None}
 
 
 class ActivitiesAdded(Doc):

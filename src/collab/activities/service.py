@@ -13,7 +13,7 @@ from collab.kit.services import Services
 from collab.activities import repository as repo
 from collab.notifications import engine as notification_engine
 from collab.webhooks import events as webhook_events
-from collab.activities.schemas import AddActivities, DeleteActivities, GetActivities, UpdateActivities
+from collab.activities.schemas import Activity, AddActivities, DeleteActivities, GetActivities, UpdateActivities
 from collab.events import JUDGED_EVENTS
 from collab.workspaces import repository as workspaces_repo
 
@@ -23,29 +23,6 @@ FUTURE_SKEW_MS = 5 * 60 * 1000
 # only costs a round trip either way; both paths give the same answer. Per process, bounded.
 FOLLOWS_S, _MAX_FOLLOWS = 30.0, 10_000
 _follows: dict[str, float] = {}
-_WIRE = {
-    "id": "id",
-    "organization_id": "organizationId",
-    "document_id": "documentId",
-    "feature_type": "featureType",
-    "action_type": "actionType",
-    "action_user": "actionUser",
-    "target_entity_id": "targetEntityId",
-    "target_sub_entity_id": "targetSubEntityId",
-    "changes": "changes",
-    "entity_data": "entityData",
-    "entity_target_data": "entityTargetData",
-    "display_message_template": "displayMessageTemplate",
-    "display_message_template_data": "displayMessageTemplateData",
-    "action_icon": "actionIcon",
-    "is_activity_resolver_used": "isActivityResolverUsed",
-    "timestamp": "timestamp",
-}
-
-
-def to_wire(row: dict[str, Any]) -> dict[str, Any]:
-    """An activity log record as the spec names its fields (unset ones left out)."""
-    return {wire: row[column] for column, wire in _WIRE.items() if row.get(column) is not None}
 
 
 def row(activity: Any, *, id: str, organization_id: str, document_id: str | None, now: int) -> dict[str, Any]:
@@ -108,7 +85,7 @@ async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str
     needs the transaction path: an id repeated, the notification service on, a webhook event with an endpoint."""
     if len({r["id"] for r in records}) < len(records) or _follows.get(api_key_id, 0.0) > time.monotonic():
         return None
-    events = any(webhook_events.emits(to_wire(r)) for r in records)
+    events = any(webhook_events.emits(Activity.wire(r)) for r in records)
     job_id = new_id("job_")
     async with svc.pool.connection() as conn:
         done = await repo.add_at_once(conn, api_key_id=api_key_id, records=records, events=events, job_id=job_id,
@@ -162,7 +139,7 @@ async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: st
         now = svc.now_ms()
         if webhooks:  # off: no endpoint takes an event, and asking would cost a round trip per event
             await webhook_events.on_activities(tx, now=now, api_key_id=api_key_id, organization_id=organization_id,
-                                               document_id=document_id, activities=[to_wire(r) for r in new])
+                                               document_id=document_id, activities=[Activity.wire(r) for r in new])
         if notify:
             await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=api_key_id,
                                                     organization_id=organization_id, document_id=document_id,
@@ -228,7 +205,7 @@ async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities)
             limit=data.pageSize + 1,
             budget=budget,
         )
-    return pager.cut(rows, data.pageSize, "timestamp", "id", render=to_wire, budget=budget)
+    return pager.cut(rows, data.pageSize, "timestamp", "id", render=Activity.wire, budget=budget)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteActivities) -> dict[str, Any]:

@@ -5,14 +5,11 @@ for those who may see it."""
 from collab.comments import render
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
-from collab.kit.errors import ApiError
+from collab.kit.errors import ApiError, not_found
 from collab.organizations import repository as organizations_repo
-from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.permissions import repository as permissions_repo
 from collab.permissions.service import effective
 
-DOCUMENT_MISSING = "Document does not exist."
-ANNOTATION_MISSING = "Annotation does not exist."
 DISABLED = "Organization access is disabled."
 
 
@@ -22,7 +19,7 @@ async def writable(conn: Conn, *, tenant: Tenant, organization_id: str, create: 
         await organizations_repo.insert(conn, api_key_id=tenant.api_key_id, id=organization_id, name=None, now=now)
     organization = await organizations_repo.get(conn, api_key_id=tenant.api_key_id, id=organization_id)
     if organization is None:
-        raise ApiError("NOT_FOUND", ORGANIZATION_MISSING)
+        raise not_found("organization")
     if organization["disabled"]:
         raise ApiError("PERMISSION_DENIED", DISABLED)
 
@@ -49,4 +46,4 @@ async def verify(conn: Conn, *, tenant: Tenant, organization_id: str, document_i
 def require_visible(thread: dict, user_ids: set[str]) -> None:
     """NOT_FOUND, as for a thread that never existed (reads hide it alike), unless every user may see the thread."""
     if not all(render.may_see(thread, user_id) for user_id in user_ids):
-        raise ApiError("NOT_FOUND", ANNOTATION_MISSING)
+        raise not_found("annotation")

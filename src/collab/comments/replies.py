@@ -16,7 +16,7 @@ from collab.comments.schemas import (
 )
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
-from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.errors import invalid, issue, not_found, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 
@@ -65,7 +65,7 @@ async def _thread(conn: Conn, tenant: Tenant, data: Any, *, lock: bool) -> dict[
     thread = await repo.get_annotation(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                                        document_id=data.documentId, id=data.annotationId, lock=lock)
     if thread is None:
-        raise ApiError("NOT_FOUND", access.ANNOTATION_MISSING)
+        raise not_found("annotation")
     return thread
 
 
@@ -180,7 +180,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateComments) -> dict
         key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
         for comment_id in data.commentIds:
             if comment_id not in before:
-                results[str(comment_id)] = {"success": False, "id": str(comment_id), "message": "Comment does not exist."}
+                results[str(comment_id)] = {"success": False, "id": str(comment_id),
+                                             "message": not_found_message("comment")}
                 continue
             size = await repo.update_comment(tx.conn, **key, annotation_id=thread["id"], id=comment_id, change=change,
                                              now=now) or 0
@@ -231,7 +232,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict
             await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=participants,
                               events=batch)
     return {str(i): {"success": i in deleted, "id": str(i),
-                     "message": "Comment deleted." if i in deleted else "Comment does not exist."}
+                     "message": "Comment deleted." if i in deleted else not_found_message("comment")}
             for i in data.commentIds}
 
 
@@ -267,7 +268,7 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
                                 document_id=data.documentId, user_ids={data.userId}, role="viewer", now=now)
         brief = (await _briefs(tx.conn, thread, [data.commentId])).get(data.commentId)
         if brief is None:
-            raise ApiError("NOT_FOUND", "Comment does not exist.")
+            raise not_found("comment")
         where = dict(annotation_id=thread["id"], comment_id=data.commentId, reaction=data.reaction,
                      user_id=data.userId)
         if add:
@@ -286,5 +287,5 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
     if add:
         message = "Reaction added." if changed else "Reaction already exists."
     else:
-        message = "Reaction deleted." if changed else "Reaction does not exist."
+        message = "Reaction deleted." if changed else not_found_message("reaction")
     return {"success": changed, "id": str(data.commentId), "message": message}

@@ -18,7 +18,7 @@ from collab.documents import repository as documents_repo
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
-from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.errors import ApiError, invalid, issue, not_found, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 
@@ -50,7 +50,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
             await documents_repo.insert(tx.conn, **key, id=data.documentId, name=None, folder_id=None, now=now)
         elif not await access.document_exists(tx.conn, tenant=tenant, organization_id=data.organizationId,
                                               document_id=data.documentId):
-            raise ApiError("NOT_FOUND", access.DOCUMENT_MISSING)
+            raise not_found("document")
         if data.verifyUserPermissions:
             writers = {c.from_.userId for a in data.commentAnnotations for c in a.commentData}
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
@@ -171,7 +171,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
             before = await repo.get_annotation(tx.conn, **key, document_id=data.documentId, id=annotation_id, lock=True)
             # With verifyUserPermissions a restricted thread exists only for who may see it (visibility included).
             if before is None or (data.verifyUserPermissions and not render.may_see(before, actor["userId"])):
-                results[annotation_id] = _outcome(annotation_id, False, access.ANNOTATION_MISSING)
+                results[annotation_id] = _outcome(annotation_id, False, not_found_message("annotation"))
                 continue
             after = await repo.update_annotation(tx.conn, **key, id=annotation_id, change=change, now=now)
             if GROWS.intersection(change) and after["bytes"] > before["bytes"]:
@@ -207,7 +207,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> d
         deleted = await repo.delete_annotations(tx.conn, **key, document_id=data.documentId,
                                                 ids=[t["id"] for t in threads])
     wanted = data.annotationIds if data.annotationIds is not None else sorted(deleted)
-    return {i: _outcome(i, i in deleted, "Annotation deleted." if i in deleted else access.ANNOTATION_MISSING)
+    return {i: _outcome(i, i in deleted, "Annotation deleted." if i in deleted else not_found_message("annotation"))
             for i in wanted}
 
 
@@ -244,7 +244,8 @@ async def read(svc: Services, *, tenant: Tenant, data: ReadUpdate) -> dict[str, 
                                       document_id=data.documentId, user_id=data.userId, ids=data.annotationIds,
                                       now=now)
     wanted = data.annotationIds if data.annotationIds is not None else sorted(marked)
-    return {i: _outcome(i, i in marked, "Marked read." if i in marked else access.ANNOTATION_MISSING) for i in wanted}
+    return {i: _outcome(i, i in marked, "Marked read." if i in marked else not_found_message("annotation"))
+            for i in wanted}
 
 
 async def forget_users(conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None) -> None:

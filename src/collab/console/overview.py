@@ -6,7 +6,7 @@ from collab.console.charts import bars
 from collab.console.render import render
 from collab.console.session import Console, Signed
 from collab.kit import usage
-from collab.kit.errors import ApiError
+from collab.kit.errors import not_found
 from collab.workspaces import repository as workspaces
 
 HOUR, DAY = 3600, 86400
@@ -43,7 +43,7 @@ async def overview_page(request: Request, console: Console = Signed):
     async with console.svc.pool.connection() as conn:
         workspace = await workspaces.get_workspace(conn, workspace_id=console.workspace_id)
     if workspace is None:
-        raise ApiError("NOT_FOUND", "Workspace not found.")
+        raise not_found("workspace")
     day = await _figures(console, bucket_s=HOUR, buckets=24)
     week = await _figures(console, bucket_s=DAY, buckets=7)
     charts = {

@@ -22,7 +22,7 @@ from starlette.datastructures import FormData
 from collab.kit.auth import Tenant, WorkspaceCaller, workspace_auth
 from collab.kit.crypto import DecryptError
 from collab.kit.db import Queries, fetch_one
-from collab.kit.errors import ApiError
+from collab.kit.errors import ApiError, not_found
 from collab.kit.services import Services, services
 from collab.workspaces import service as workspaces
 
@@ -61,12 +61,12 @@ class Console:
     async def tenant(self, api_key_id: str) -> Tenant:
         """The tenant of one API key of this workspace; NOT_FOUND for any other id."""
         if not api_key_id or len(api_key_id) > 200:
-            raise ApiError("NOT_FOUND", "API key not found.")
+            raise not_found("api_key")
         async with self.svc.pool.connection() as conn:
             params = {"api_key_id": api_key_id, "workspace_id": self.workspace_id}
             row = await fetch_one(conn, q.key_of_workspace, params)
         if row is None:
-            raise ApiError("NOT_FOUND", "API key not found.")
+            raise not_found("api_key")
         return Tenant(api_key_id=row["id"], workspace_id=row["workspace_id"],
                       token_key_version=row["token_key_version"])
 

@@ -1,9 +1,11 @@
 """Request models of the CRDT endpoints."""
 
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from collab.crdt import ydoc
 from collab.kit.envelope import Model
 from collab.kit.fields import Id, id_list
 from collab.kit.openapi import Doc
@@ -84,6 +86,11 @@ class DeleteCrdt(Editors):
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
 
+def _iso(ms: int) -> str:
+    """Epoch milliseconds as JavaScript's toISOString writes them (UTC, milliseconds, Z)."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 class CrdtEditor(Doc):
     """A CRDT editor record."""
 
@@ -98,3 +105,17 @@ class CrdtEditor(Doc):
     yjsUpdate: str | None = Field(
         None, description="With `format: yjs` only: the base64 Yjs update that encodes the whole document."
     )
+
+    @staticmethod
+    def wire(row: dict[str, Any], content: Any, *, yjs: bool) -> dict[str, Any]:
+        """A CRDT editor record as Get CRDT Data returns it."""
+        record = {
+            "data": content,
+            "id": row["editor_id"],
+            "lastUpdate": _iso(row["last_update"]),
+            "lastUpdatedBy": row["last_updated_by"],
+            "sessionId": row["session_id"],
+        }
+        if yjs:
+            record["yjsUpdate"] = ydoc.encode(row["state"])
+        return record

@@ -4,23 +4,21 @@ import asyncio
 import base64
 import binascii
 import logging
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 from collab.crdt import repository as repo
 from collab.crdt import ydoc
-from collab.crdt.schemas import AddCrdt, DeleteCrdt, GetCrdt, UpdateCrdt
+from collab.crdt.schemas import AddCrdt, CrdtEditor, DeleteCrdt, GetCrdt, UpdateCrdt
 from collab.kit import fanout, paging
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.errors import ApiError, invalid, issue, not_found, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.webhooks import events as webhook_events
 
 log = logging.getLogger("collab.crdt")
 ALREADY_EXISTS = "CRDT data already exists for this editor ID."
-NOT_FOUND = "CRDT data does not exist for this editor ID."
-DELETED, MISSING = "CRDT data deleted.", "CRDT data does not exist."
+DELETED = "CRDT data deleted."
 UNREADABLE = "This editor's stored document cannot be read; replace it with crdt/update data, or delete it"
 # A page holds at most this many editors (and about COLLAB_MAX_RESPONSE_BYTES of JSON).
 PAGE_EDITORS = 1000
@@ -42,25 +40,6 @@ def _check_data(data: Any, kind: str) -> None:
     message = "Data is required." if data is None else ydoc.shape_error(kind, data)
     if message:
         raise invalid(message, [issue(["data"], message, "invalid_type")])
-
-
-def _iso(ms: int) -> str:
-    """Epoch milliseconds as JavaScript's toISOString writes them (UTC, milliseconds, Z)."""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def to_wire(row: dict[str, Any], content: Any, *, yjs: bool) -> dict[str, Any]:
-    """A CRDT editor record as Get CRDT Data returns it."""
-    record = {
-        "data": content,
-        "id": row["editor_id"],
-        "lastUpdate": _iso(row["last_update"]),
-        "lastUpdatedBy": row["last_updated_by"],
-        "sessionId": row["session_id"],
-    }
-    if yjs:
-        record["yjsUpdate"] = ydoc.encode(row["state"])
-    return record
 
 
 def _size(limit: int) -> str:
@@ -155,7 +134,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
         raise ApiError("FAILED_PRECONDITION", f"{UNREADABLE} ({exc})") from None
     records = {row["editor_id"]: content for row, content in zip(rows, contents)}
     return pager.cut(rows, PAGE_EDITORS, "editor_id", budget=budget,
-                     render=lambda row: to_wire(row, records[row["editor_id"]], yjs=yjs))
+                     render=lambda row: CrdtEditor.wire(row, records[row["editor_id"]], yjs=yjs))
 
 
 def _with_pending(row: dict[str, Any]) -> dict[str, Any]:
@@ -235,7 +214,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
         # Locked from read to write: two concurrent updates apply one after the other, neither is lost.
         row = await repo.lock(tx.conn, **key)
         if row is None:
-            raise ApiError("NOT_FOUND", NOT_FOUND)
+            raise not_found("crdt", "editor")
         kind, content_key = row["type"], row["content_key"]
         # Realtime edits not compacted yet are part of the document: the diff and the update apply on top of them.
         before, folded = await _folded(tx.conn, key, row, svc.now_ms())
@@ -268,5 +247,6 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteCrdt) -> dict[str
         )
     ids = data.editorIds if data.editorIds is not None else sorted(deleted)
     return {
-        i: {"success": i in deleted, "id": i, "message": DELETED if i in deleted else MISSING} for i in ids
+        i: {"success": i in deleted, "id": i, "message": DELETED if i in deleted else not_found_message("crdt")}
+        for i in ids
     }

@@ -3,11 +3,11 @@
 from typing import Any
 
 from collab.documents import repository as repo
-from collab.documents.schemas import AddFolders, GetFolders
+from collab.documents.schemas import AddFolders, Folder, GetFolders
 from collab.kit.auth import Tenant
+from collab.kit.errors import not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
-from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.organizations.service import ensure as ensure_organization
 
 
@@ -20,10 +20,12 @@ async def add(svc: Services, *, tenant: Tenant, data: AddFolders) -> dict[str, A
         if not await ensure_organization(
             tx.conn, tenant=tenant, organization_id=data.organizationId, create=data.createOrganization, now=now
         ):
-            return {f.folderId: {"success": False, "id": f.folderId, "message": ORGANIZATION_MISSING} for f in data.folders}
+            missing = not_found_message("organization")
+            return {f.folderId: {"success": False, "id": f.folderId, "message": missing} for f in data.folders}
         for folder in data.folders:
             if folder.parentFolderId and not await repo.folder_exists(tx.conn, **key, id=folder.parentFolderId):
-                results[folder.folderId] = {"success": False, "id": folder.folderId, "message": "Parent folder does not exist."}
+                results[folder.folderId] = {"success": False, "id": folder.folderId,
+                                            "message": not_found_message("parent_folder")}
                 continue
             added = await repo.insert_folder(
                 tx.conn, **key, id=folder.folderId, name=folder.folderName, parent_id=folder.parentFolderId, now=now
@@ -31,14 +33,6 @@ async def add(svc: Services, *, tenant: Tenant, data: AddFolders) -> dict[str, A
             message = "Folder added." if added else "Folder already exists."
             results[folder.folderId] = {"success": added, "id": folder.folderId, "message": message}
     return results
-
-
-def to_wire(row: dict[str, Any]) -> dict[str, Any]:
-    """A folder with its parent and its ancestors, root first."""
-    record = {"folderId": row["id"], "parentFolderId": row["parent_id"], "ancestors": list(row["ancestors"])}
-    if row["name"] is not None:
-        record["folderName"] = row["name"]
-    return record | {"createdAt": row["created_at"]}
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetFolders) -> list[dict[str, Any]]:
@@ -55,4 +49,4 @@ async def get(svc: Services, *, tenant: Tenant, data: GetFolders) -> list[dict[s
         base = 0
     if data.maxDepth is not None:
         rows = [r for r in rows if len(r["ancestors"]) - base <= data.maxDepth]
-    return [to_wire(r) for r in rows]
+    return [Folder.wire(r) for r in rows]

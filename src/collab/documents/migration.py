@@ -6,7 +6,7 @@ from collab.documents import repository as repo
 from collab.documents.schemas import MigrateDocument, MigrationStatus
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
-from collab.kit.errors import ApiError
+from collab.kit.errors import not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 
@@ -36,7 +36,7 @@ async def status(svc: Services, *, tenant: Tenant, data: MigrationStatus) -> dic
             conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, id=data.migrationId
         )
     if row is None:
-        raise ApiError("NOT_FOUND", "Migration not found.")
+        raise not_found("migration")
     state, reason = row["status"], row["reason"]
     if state in ("pending", "in_progress") and row["job_status"] == "failed":
         state, reason = "failed", f"The migration job failed: {row['job_error']}"

@@ -1,6 +1,6 @@
 """Request models of documents, folders and document migration."""
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -104,6 +104,16 @@ class Document(Doc):
     createdAt: int = Field(description="Epoch milliseconds.")
     updatedAt: int = Field(description="Epoch milliseconds.")
 
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A document as clients see it (unset fields left out)."""
+        record = {"documentId": row["id"], "organizationId": row["organization_id"]}
+        if row["name"] is not None:
+            record["documentName"] = row["name"]
+        if row["folder_id"] is not None:
+            record["folderId"] = row["folder_id"]
+        return record | {"createdAt": row["created_at"], "updatedAt": row["updated_at"]}
+
 
 class Folder(Doc):
     folderId: str
@@ -111,6 +121,14 @@ class Folder(Doc):
     ancestors: list[str] = Field(description="Folder IDs from the top-level folder down to the parent.")
     folderName: str | None = Field(None, description="Absent when the folder was never named.")
     createdAt: int = Field(description="Epoch milliseconds.")
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A folder with its parent and its ancestors, root first."""
+        record = {"folderId": row["id"], "parentFolderId": row["parent_id"], "ancestors": list(row["ancestors"])}
+        if row["name"] is not None:
+            record["folderName"] = row["name"]
+        return record | {"createdAt": row["created_at"]}
 
 
 class MigrationStarted(Doc):

@@ -3,27 +3,13 @@
 from typing import Any
 
 from collab.documents import repository as repo
-from collab.documents.schemas import AddDocuments, DeleteDocuments, GetDocuments, UpdateDocuments
+from collab.documents.schemas import AddDocuments, DeleteDocuments, Document, GetDocuments, UpdateDocuments
 from collab.kit import paging
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError
+from collab.kit.errors import ApiError, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
-from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.organizations.service import ensure as ensure_organization
-
-DOCUMENT_MISSING = "Document does not exist."
-FOLDER_MISSING = "Folder does not exist."
-
-
-def to_wire(row: dict[str, Any]) -> dict[str, Any]:
-    """A document as clients see it (unset fields left out)."""
-    record = {"documentId": row["id"], "organizationId": row["organization_id"]}
-    if row["name"] is not None:
-        record["documentName"] = row["name"]
-    if row["folder_id"] is not None:
-        record["folderId"] = row["folder_id"]
-    return record | {"createdAt": row["created_at"], "updatedAt": row["updated_at"]}
 
 
 def _failed(doc_id: str, message: str, code: str) -> dict[str, Any]:
@@ -40,9 +26,9 @@ async def add(svc: Services, *, tenant: Tenant, data: AddDocuments) -> dict[str,
             if not await ensure_organization(
                 tx.conn, tenant=tenant, organization_id=data.organizationId, create=data.createOrganization, now=now
             ):
-                results = {i: _failed(i, ORGANIZATION_MISSING, "internal") for i in ids}
+                results = {i: _failed(i, not_found_message("organization"), "internal") for i in ids}
             elif data.folderId and not await _ensure_folder(tx.conn, key, data.folderId, data.createFolder, now):
-                results = {i: _failed(i, FOLDER_MISSING, "internal") for i in ids}
+                results = {i: _failed(i, not_found_message("folder"), "internal") for i in ids}
             else:
                 results = await _insert(tx.conn, key, data, now)
     else:
@@ -59,7 +45,7 @@ async def _insert(conn, key: dict[str, str], data: AddDocuments, now: int) -> di
     documents = [(d.documentId, d.documentName) for d in data.documents]
     found = await repo.insert_many(conn, **key, documents=documents, folder_id=data.folderId, now=now)
     if not found["organization"]:
-        return {i: _failed(i, ORGANIZATION_MISSING, "internal") for i, _ in documents}
+        return {i: _failed(i, not_found_message("organization"), "internal") for i, _ in documents}
     added = set(found["added"])
     return {i: {"success": True, "id": i, "message": "Document added successfully."} if i in added
             else _failed(i, "Document already exists.", "already-exists") for i, _ in documents}
@@ -86,7 +72,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetDocuments) -> tuple[lis
             limit=data.pageSize + 1,
         )
     rows, token = pager.page(rows, data.pageSize, "id")
-    return [to_wire(r) for r in rows], token
+    return [Document.wire(r) for r in rows], token
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateDocuments) -> dict[str, Any]:
@@ -97,12 +83,13 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateDocuments) -> dic
     async with transaction(svc.pool, svc.redis) as tx:
         for doc in data.documents:
             if doc.folderId and not await repo.folder_exists(tx.conn, **key, id=doc.folderId):
-                results[doc.documentId] = {"success": False, "id": doc.documentId, "message": FOLDER_MISSING}
+                results[doc.documentId] = {"success": False, "id": doc.documentId,
+                                           "message": not_found_message("folder")}
                 continue
             found = await repo.update(
                 tx.conn, **key, id=doc.documentId, name=doc.documentName, folder_id=doc.folderId, now=now
             )
-            message = "Document updated." if found else DOCUMENT_MISSING
+            message = "Document updated." if found else not_found_message("document")
             results[doc.documentId] = {"success": found, "id": doc.documentId, "message": message}
     return results
 
@@ -114,6 +101,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteDocuments) -> dic
             tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, ids=data.documentIds
         )
     return {
-        d: {"success": d in deleted, "id": d, "message": "Document deleted." if d in deleted else DOCUMENT_MISSING}
+        d: {"success": d in deleted, "id": d,
+            "message": "Document deleted." if d in deleted else not_found_message("document")}
         for d in data.documentIds
     }

@@ -14,7 +14,7 @@ from collab.kit import authlimit
 from collab.kit.credentials import CHANGED_CHANNEL
 from collab.kit.db import Queries, fetch_all, fetch_one
 from collab.kit.db.pool import Conn
-from collab.kit.errors import ApiError
+from collab.kit.errors import ApiError, not_found
 from collab.kit.services import Services, services
 
 log = logging.getLogger("collab.auth")
@@ -138,7 +138,7 @@ async def workspace_auth(
         raise ApiError("INVALID_ARGUMENT", "Missing x-service-workspace-auth-token header.")
     if len(workspace_id) > 200:
         svc.keyring.verify(token, _NO_HASH)  # the same work as an unknown id that was looked up
-        raise ApiError("NOT_FOUND", "Workspace not found.")
+        raise not_found("workspace")
     gate = await authlimit.admit(svc, kind="workspace", address=_address(request), subject=workspace_id, token=token)
     async with svc.pool.connection() as conn:
         row = await fetch_one(conn, q.workspace_token, {"workspace_id": workspace_id})
@@ -146,7 +146,7 @@ async def workspace_auth(
     if row is None or not valid:
         await authlimit.failed(svc, gate)
         if row is None:
-            raise ApiError("NOT_FOUND", "Workspace not found.")
+            raise not_found("workspace")
         raise ApiError("UNAUTHENTICATED", "Invalid auth token for the workspace.")
     await authlimit.succeeded(svc, gate)
     request.state.workspace_id = row["id"]  # the access middleware counts the call for this workspace (kit/usage.py)

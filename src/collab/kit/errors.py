@@ -66,6 +66,53 @@ def raise_failure(outcome: Any) -> Any:
     return outcome
 
 
+# Not-found texts, one per kind of record (DESIGN §7.13): every domain's answer and the constraint registry
+# (`kit/db/constraints.py`) read them here, so no domain borrows another's string. The texts are contract:
+# the spec's samples and the tests assert them byte for byte, punctuation included.
+NOT_FOUND_MESSAGES: dict[str, str] = {
+    "organization": "Organization does not exist",  # the spec's sample (organizations' answers): no full stop
+    "folder": "Folder does not exist.",
+    "parent_folder": "Parent folder does not exist.",
+    "document": "Document does not exist.",
+    "user": "User does not exist.",  # the spec's sample (users/update, users/remove)
+    "group": "Organization user group does not exist.",
+    "annotation": "Annotation does not exist.",
+    "comment": "Comment does not exist.",
+    "reaction": "Reaction does not exist.",
+    "notification": "Notification does not exist.",
+    "recording": "Recording does not exist.",
+    "crdt": "CRDT data does not exist.",
+    "workspace": "Workspace not found.",  # the spec's error table: "Workspace not found; API key not found."
+    "api_key": "API key not found.",
+    "endpoint": "Endpoint not found.",
+    "webhook_message": "Message not found for this endpoint.",
+    "migration": "Migration not found.",
+    "deletion_job": "Deletion job not found.",
+    "route": "Route not found.",
+    # A foreign-key violation of a constraint no domain registered (see kit/db/constraints.py).
+    "record": "A record this refers to does not exist (it may just have been deleted).",
+}
+# Where the contract answers one kind in two texts, the second lives here by (kind, variant), with the reason.
+NOT_FOUND_VARIANTS: dict[tuple[str, str], str] = {
+    # The permissions answers (permissions/get's entries, a refused grant's issues) are full sentences, the
+    # organization's included; the organizations domain answers with the spec's sample, without the full stop.
+    ("organization", "permissions"): "Organization does not exist.",
+    # A read of one editor's state (crdt/get, the realtime join) names the editor; a delete outcome does not.
+    ("crdt", "editor"): "CRDT data does not exist for this editor ID.",
+}
+
+
+def not_found_message(kind: str, variant: str | None = None) -> str:
+    """The one text that says a record of `kind` (a key of NOT_FOUND_MESSAGES) does not exist; a `variant` the
+    kind has no second text for answers with the kind's one text."""
+    return NOT_FOUND_VARIANTS.get((kind, variant or "")) or NOT_FOUND_MESSAGES[kind]
+
+
+def not_found(kind: str, variant: str | None = None, **kwargs: Any) -> ApiError:
+    """NOT_FOUND for a record of `kind`, in the table's words; `kwargs` go to ApiError (details, http_status)."""
+    return ApiError("NOT_FOUND", not_found_message(kind, variant), **kwargs)
+
+
 def invalid(message: str, issues: list[dict[str, Any]] | None = None) -> ApiError:
     """INVALID_ARGUMENT with details.issues, the shape every validation failure uses."""
     if issues is None:

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from collab.kit import usage
 from collab.kit.db import constraints
 from collab.kit.envelope import OrjsonResponse
-from collab.kit.errors import ApiError, invalid
+from collab.kit.errors import ApiError, invalid, not_found
 from collab.kit.validation import failure, summary
 from collab.logging import request_id
 
@@ -218,7 +218,7 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException):
         if exc.status_code == 404:
-            return error_response(ApiError("NOT_FOUND", "Route not found.", http_status=404))
+            return error_response(not_found("route"))
         if exc.status_code == 405:
             return error_response(ApiError("INVALID_ARGUMENT", "Method not allowed: use POST.", http_status=405))
         if exc.status_code < 500:

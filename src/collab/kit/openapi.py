@@ -3,6 +3,8 @@
 These models document and test the wire (the contract tests and schemathesis validate real responses
 against them); handlers still render their bodies with `ok`/`listed`/`raw`, so nothing is re-validated
 on the hot path. They forbid unknown keys, so a field the docs do not name fails the contract tests.
+A record's model also serialises it: its static `wire(row)` builds the plain dict a handler sends, and
+tests/architecture/test_wire_models.py validates what each `wire` builds against its model.
 """
 
 from typing import Any, Generic, Literal, TypeVar

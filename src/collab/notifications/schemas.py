@@ -132,6 +132,25 @@ class Notification(Doc):
     timestamp: int = Field(description="Epoch milliseconds.")
     readByUserIds: list[str]
 
+    @staticmethod
+    def wire(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
+        """A notification in the spec's record shape (plus `readByUserIds`)."""
+        return {
+            "id": row["id"],
+            "notificationSource": row["notification_source"],
+            "notificationSourceData": row["notification_source_data"] or {},
+            "actionUser": row["action_user"],
+            "displayBodyMessage": row["display_body_message"],
+            "displayHeadlineMessageTemplate": row["display_headline_message_template"],
+            "displayHeadlineMessageTemplateData": row["display_headline_message_template_data"] or {},
+            "metadata": {"apiKey": api_key_id, "documentId": row["document_id"],
+                         "organizationId": row["organization_id"]},
+            "notifyUsers": row["notify_users"],
+            "notifyUsersByUserId": row["notify_users_by_user_id"],
+            "timestamp": row["timestamp"],
+            "readByUserIds": list(row["read_by"]),
+        }
+
 
 class NotificationAdded(Doc):
     success: bool

@@ -7,34 +7,21 @@ from collab.kit import paging, usage
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
-from collab.kit.errors import ApiError
+from collab.kit.errors import not_found, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.notifications import repository as repo
-from collab.notifications.schemas import AddNotification, DeleteNotifications, GetNotifications, UpdateNotifications
+from collab.notifications.schemas import (
+    AddNotification,
+    DeleteNotifications,
+    GetNotifications,
+    Notification,
+    UpdateNotifications,
+)
 from collab.notifications.visibility import visible_to
-from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.organizations.service import ensure as ensure_organization
 from collab.webhooks import events as webhook_events
 from collab.workspaces.config import require_advanced_queries
-
-
-def to_wire(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
-    """A notification in the spec's record shape (plus `readByUserIds`)."""
-    return {
-        "id": row["id"],
-        "notificationSource": row["notification_source"],
-        "notificationSourceData": row["notification_source_data"] or {},
-        "actionUser": row["action_user"],
-        "displayBodyMessage": row["display_body_message"],
-        "displayHeadlineMessageTemplate": row["display_headline_message_template"],
-        "displayHeadlineMessageTemplateData": row["display_headline_message_template_data"] or {},
-        "metadata": {"apiKey": api_key_id, "documentId": row["document_id"], "organizationId": row["organization_id"]},
-        "notifyUsers": row["notify_users"],
-        "notifyUsersByUserId": row["notify_users_by_user_id"],
-        "timestamp": row["timestamp"],
-        "readByUserIds": list(row["read_by"]),
-    }
 
 
 def event_payload(*, id: str, source: str, source_data: Any, headline: str, headline_data: Any, body: str,
@@ -77,7 +64,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[s
         if not await ensure_organization(
             tx.conn, tenant=tenant, organization_id=data.organizationId, create=data.createOrganization, now=now
         ):
-            raise ApiError("NOT_FOUND", ORGANIZATION_MISSING)
+            raise not_found("organization")
         if data.createDocument:
             await documents_repo.insert(tx.conn, **key, id=data.documentId, name=None, folder_id=None, now=now)
         actor = data.actionUser.model_dump(exclude_none=True)
@@ -146,7 +133,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetNotifications) -> tuple
             budget=budget,
         )
     return pager.cut(rows, data.pageSize, "timestamp", "id", budget=budget,
-                     render=lambda row: to_wire(row, tenant.api_key_id))
+                     render=lambda row: Notification.wire(row, tenant.api_key_id))
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) -> dict[str, Any]:
@@ -168,7 +155,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) ->
                 read_by=change.readByUserIds,
                 now=now,
             )
-            message = "Notification updated." if found else "Notification does not exist."
+            message = "Notification updated." if found else not_found_message("notification")
             results[change.id] = {"success": found, "id": change.id, "message": message}
     return results
 
@@ -186,6 +173,6 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteNotifications) ->
     ids = data.notificationIds or sorted(deleted)
     return {
         i: {"success": i in deleted, "id": i,
-            "message": "Notification deleted." if i in deleted else "Notification does not exist."}
+            "message": "Notification deleted." if i in deleted else not_found_message("notification")}
         for i in ids
     }

@@ -1,5 +1,7 @@
 """Request models of the organization endpoints."""
 
+from typing import Any
+
 from pydantic import Field
 
 from collab.kit.envelope import Model
@@ -55,3 +57,11 @@ class Organization(Doc):
     disabled: bool
     createdAt: int = Field(description="Epoch milliseconds.")
     updatedAt: int = Field(description="Epoch milliseconds.")
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """An organization as clients see it."""
+        record = {"organizationId": row["id"], "disabled": row["disabled"]}
+        if row["name"] is not None:
+            record["organizationName"] = row["name"]
+        return record | {"createdAt": row["created_at"], "updatedAt": row["updated_at"]}

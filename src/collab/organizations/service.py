@@ -6,6 +6,7 @@ from collab.features import delete_feature_data
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
+from collab.kit.errors import not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.organizations import repository as repo
@@ -13,19 +14,10 @@ from collab.organizations.schemas import (
     AddOrganizations,
     DeleteOrganizations,
     GetOrganizations,
+    Organization,
     UpdateDisableState,
     UpdateOrganizations,
 )
-
-MISSING = "Organization does not exist"  # the spec's sample message, without a full stop
-
-
-def to_wire(row: dict[str, Any]) -> dict[str, Any]:
-    """An organization as clients see it."""
-    record = {"organizationId": row["id"], "disabled": row["disabled"]}
-    if row["name"] is not None:
-        record["organizationName"] = row["name"]
-    return record | {"createdAt": row["created_at"], "updatedAt": row["updated_at"]}
 
 
 async def ensure(conn: Conn, *, tenant: Tenant, organization_id: str, create: bool, now: int) -> bool:
@@ -58,7 +50,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetOrganizations) -> tuple
             conn, api_key_id=tenant.api_key_id, ids=data.organizationIds, after_id=after_id, limit=data.pageSize + 1
         )
     rows, token = pager.page(rows, data.pageSize, "id")
-    return [to_wire(r) for r in rows], token
+    return [Organization.wire(r) for r in rows], token
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateOrganizations) -> dict[str, Any]:
@@ -70,7 +62,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateOrganizations) ->
             found = await repo.rename(
                 tx.conn, api_key_id=tenant.api_key_id, id=org.organizationId, name=org.organizationName, now=now
             )
-            message = "Organization updated." if found else MISSING
+            message = "Organization updated." if found else not_found_message("organization")
             results[org.organizationId] = {"success": found, "id": org.organizationId, "message": message}
     return results
 
@@ -84,7 +76,8 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteOrganizations) ->
                 tx.conn, api_key_id=tenant.api_key_id, organization_id=organization_id, document_ids=None
             )
     return {
-        org: {"success": org in deleted, "id": org, "message": "Organization deleted." if org in deleted else MISSING}
+        org: {"success": org in deleted, "id": org,
+              "message": "Organization deleted." if org in deleted else not_found_message("organization")}
         for org in data.organizationIds
     }
 
@@ -97,6 +90,6 @@ async def update_disable_state(svc: Services, *, tenant: Tenant, data: UpdateDis
         )
     done = "Updated disable state for organization Successfully"  # the spec's sample message
     return {
-        org: {"success": org in found, "id": org, "message": done if org in found else MISSING}
+        org: {"success": org in found, "id": org, "message": done if org in found else not_found_message("organization")}
         for org in data.organizationIds
     }

@@ -7,12 +7,14 @@ folder and document below it. Where several grants apply, the higher role wins.
 
 from typing import Any, Iterable
 
+from collab.kit.errors import not_found_message
+
 RANK = {"viewer": 1, "editor": 2}
 DISABLED = {"error": "Organization access is disabled.", "errorCode": "permission_denied"}
 
 
 def _missing(what: str) -> dict[str, str]:
-    return {"error": f"{what} does not exist.", "errorCode": "does_not_exist"}
+    return {"error": not_found_message(what.lower(), "permissions"), "errorCode": "does_not_exist"}
 
 
 def _denied(what: str) -> dict[str, str]:

@@ -5,7 +5,7 @@ from typing import Any
 
 from collab.documents import repository as documents_repo
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError
+from collab.kit.errors import not_found
 from collab.kit.services import Services
 from collab.organizations import repository as organizations_repo
 from collab.permissions import access
@@ -46,7 +46,7 @@ async def explain_document(svc: Services, *, tenant: Tenant, organization_id: st
         organization = await organizations_repo.get(conn, api_key_id=tenant.api_key_id, id=organization_id)
         folders = await repo.document_folders(conn, **key, ids=[document_id]) if organization else {}
         if document_id not in folders:
-            raise ApiError("NOT_FOUND", "Document does not exist.")
+            raise not_found("document")
         folder_id = folders[document_id]
         path: list[str] = []
         if folder_id is not None:

@@ -6,15 +6,12 @@ from typing import Any
 from collab.kit import auth
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
-from collab.kit.errors import invalid, issue
+from collab.kit.errors import invalid, issue, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.permissions import access, profiles, tokens
 from collab.permissions import repository as repo
 from collab.permissions.schemas import AddPermissions, GenerateToken, GetPermissions, RemovePermissions, Resource
-
-_MISSING = {"organization": "Organization does not exist.", "folder": "Folder does not exist.",
-            "document": "Document does not exist."}
 
 
 async def _refuse_missing(
@@ -27,7 +24,7 @@ async def _refuse_missing(
         missing = await repo.missing_resources(
             conn, api_key_id=tenant.api_key_id, resources=[(r.type, r.id, r.organizationId) for r in resources]
         )
-        problems = [issue([*path, i, "id"], _MISSING[resources[i].type]) for i in missing]
+        problems = [issue([*path, i, "id"], not_found_message(resources[i].type, "permissions")) for i in missing]
     if problems:
         raise invalid(problems[0]["message"] if len(problems) == 1 else "Some resources do not exist.", problems)
 
@@ -60,7 +57,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddPermissions) -> None:
             if not await repo.group_exists(
                 tx.conn, api_key_id=tenant.api_key_id, organization_id=group.organizationId, id=group.organizationUserGroupId
             ):
-                message = "Organization user group does not exist."
+                message = not_found_message("group")
                 raise invalid(message, [issue(["group", "organizationUserGroupId"], message)])
             await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"],
                                   organization_id=group.organizationId)

@@ -1,5 +1,7 @@
 """Request models of the presence endpoints."""
 
+from typing import Any
+
 from pydantic import Field, field_validator
 
 from collab.kit.envelope import Model
@@ -60,3 +62,13 @@ class Presence(Doc):
         "stops sending heartbeats."
     )
     lastSeen: int = Field(description="Last update, epoch milliseconds.")
+
+    @staticmethod
+    def wire(row: dict[str, Any], status: str) -> dict[str, Any]:
+        """A user's presence as clients see it (unset name and e-mail left out)."""
+        record: dict[str, Any] = {"userId": row["user_id"]}
+        if row["name"] is not None:
+            record["name"] = row["name"]
+        if row["email"] is not None:
+            record["email"] = row["email"]
+        return record | {"status": status, "lastSeen": row["last_seen"]}

@@ -6,7 +6,7 @@ from collab.kit.auth import Tenant
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.presence import repository as repo
-from collab.presence.schemas import DeletePresence, GetPresence, UpdatePresence
+from collab.presence.schemas import DeletePresence, GetPresence, Presence, UpdatePresence
 
 ONLINE, AWAY, OFFLINE = "online", "away", "offline"
 
@@ -19,16 +19,6 @@ def effective_status(stored: str, last_seen: int, now: int, *, away_ms: float, o
     if age >= away_ms:
         return OFFLINE if stored == OFFLINE else AWAY
     return stored
-
-
-def to_wire(row: dict[str, Any], status: str) -> dict[str, Any]:
-    """A user's presence as clients see it (unset name and e-mail left out)."""
-    record: dict[str, Any] = {"userId": row["user_id"]}
-    if row["name"] is not None:
-        record["name"] = row["name"]
-    if row["email"] is not None:
-        record["email"] = row["email"]
-    return record | {"status": status, "lastSeen": row["last_seen"]}
 
 
 async def upsert(svc: Services, *, tenant: Tenant, data: UpdatePresence) -> dict[str, Any]:
@@ -74,7 +64,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetPresence) -> list[dict[
             conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, document_id=data.documentId
         )
     return [
-        to_wire(r, effective_status(r["status"], r["last_seen"], now, away_ms=away_ms, offline_ms=offline_ms))
+        Presence.wire(r, effective_status(r["status"], r["last_seen"], now, away_ms=away_ms, offline_ms=offline_ms))
         for r in rows
     ]
 

@@ -9,6 +9,7 @@ import jwt
 from collab.crdt import repository as crdt_repo
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
+from collab.kit.errors import not_found_message
 from collab.kit.services import Services
 from collab.permissions import service as permissions
 from collab.permissions import tokens
@@ -92,7 +93,7 @@ async def roles(svc: Services, conn: Conn, *, tenant: Tenant, organization_id: s
                 role: str | Refused = Refused(protocol.BAD_TOKEN,
                                               "This token does not open rooms of this organization.")
             elif document.get("errorCode") == "does_not_exist":
-                role = Refused(protocol.UNKNOWN, "Document does not exist.")
+                role = Refused(protocol.UNKNOWN, not_found_message("document"))
             elif "accessRole" not in document:
                 role = Refused(protocol.NO_ACCESS, document.get("error") or "No access to this document.")
             else:
@@ -107,5 +108,5 @@ async def editor_kind(conn: Conn, *, tenant: Tenant, organization_id: str, docum
     kind = await crdt_repo.kind(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
                                 document_id=document_id, editor_id=editor_id)
     if kind is None:
-        raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
+        raise Refused(protocol.UNKNOWN, not_found_message("crdt", "editor"))
     return kind

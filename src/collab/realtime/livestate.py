@@ -6,24 +6,18 @@ import orjson
 
 from collab.kit import fanout
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.errors import invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.permissions import repository as permissions_repo
 from collab.realtime import protocol
 from collab.realtime import repository as repo
-from collab.realtime.schemas import BroadcastLiveState, GetLiveState
-
-
-
-def to_wire(row: dict[str, Any]) -> dict[str, Any]:
-    """A kept value as livestate/get answers it."""
-    return {"liveStateDataId": row["live_state_data_id"], "data": row["data"], "updatedAt": row["updated_at"]}
+from collab.realtime.schemas import BroadcastLiveState, GetLiveState, LiveState
 
 
 def message(row: dict[str, Any]) -> bytes:
     """The type 100 message that delivers a value to a subscribed socket."""
-    return protocol.livestate({"op": "data", **to_wire(row)})
+    return protocol.livestate({"op": "data", **LiveState.wire(row)})
 
 
 async def broadcast(svc: Services, *, tenant: Tenant, data: BroadcastLiveState) -> dict[str, Any]:
@@ -39,7 +33,7 @@ async def broadcast(svc: Services, *, tenant: Tenant, data: BroadcastLiveState) 
         found = await permissions_repo.document_folders(tx.conn, api_key_id=tenant.api_key_id,
                                                         organization_id=data.organizationId, ids=[data.documentId])
         if data.documentId not in found:  # values follow their document (deleted and migrated with it)
-            raise ApiError("NOT_FOUND", "Document does not exist.")
+            raise not_found("document")
         await repo.lock_document_live_states(tx.conn, **key)
         row = await repo.upsert_live_state(tx.conn, **key, live_state_data_id=data.liveStateDataId, data=data.data,
                                            merge=data.merge, now=svc.now_ms())
@@ -66,4 +60,4 @@ async def get(svc: Services, *, tenant: Tenant, data: GetLiveState) -> list[dict
         rows = await repo.live_states(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                                       document_id=data.documentId, live_state_data_id=data.liveStateDataId,
                                       limit=svc.settings.realtime_live_states_per_document)
-    return [to_wire(r) for r in rows]
+    return [LiveState.wire(r) for r in rows]

@@ -39,3 +39,8 @@ class LiveState(Doc):
     liveStateDataId: str
     data: Any = Field(description="Any JSON value.")
     updatedAt: int = Field(description="Last broadcast, epoch milliseconds.")
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A kept value as livestate/get answers it."""
+        return {"liveStateDataId": row["live_state_data_id"], "data": row["data"], "updatedAt": row["updated_at"]}

@@ -12,7 +12,7 @@ from collab.crdt import repository as crdt_repo
 from collab.crdt import service as crdt_service
 from collab.crdt import ydoc
 from collab.kit import authlimit, fanout
-from collab.kit.errors import ApiError
+from collab.kit.errors import ApiError, not_found_message
 from collab.kit.services import Services
 from collab.realtime import access, livestate, protocol
 from collab.realtime import repository as repo
@@ -170,7 +170,7 @@ class Realtime:
         try:
             return await document.run(fn, self._reader(conn), max_age=SYNC_MAX_AGE_S)
         except Missing:
-            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.") from None
+            raise Refused(protocol.UNKNOWN, not_found_message("crdt", "editor")) from None
 
     def _reader(self, conn: Connection) -> Callable[[], Awaitable[dict[str, Any] | None]]:
         """How to read the editor's stored state and pending updates (None when it does not exist)."""
@@ -278,7 +278,7 @@ class Realtime:
             raise Refused(protocol.TOO_LARGE,
                           f"The document would exceed {cap} bytes (COLLAB_CRDT_MAX_STATE_BYTES).") from None
         if not known:
-            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.")
+            raise Refused(protocol.UNKNOWN, not_found_message("crdt", "editor"))
         key = {"api_key_id": tenant.api_key_id, "organization_id": conn.organization_id,
                "document_id": conn.document_id, "editor_id": conn.editor_id}
         now, committed = time.monotonic(), False
@@ -286,7 +286,7 @@ class Realtime:
             await self._append(conn, room, key, update, now)
             committed = True
         except ForeignKeyViolation:
-            raise Refused(protocol.UNKNOWN, "CRDT data does not exist for this editor ID.") from None
+            raise Refused(protocol.UNKNOWN, not_found_message("crdt", "editor")) from None
         finally:
             document.stored(update, committed=committed)
         conn.last_active = now

@@ -1,7 +1,7 @@
 """Request models of the recording endpoints."""
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
@@ -101,6 +101,12 @@ class RecordingAttachment(Doc):
     size: int = Field(description="Bytes, as the client sent it.")
 
 
+def display(duration_ms: int) -> str:
+    """HH:MM:SS of a duration in milliseconds: whole seconds (cut, like a timer), hours past 24 as they are."""
+    seconds = duration_ms // 1000
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
 class Recording(Doc):
     """A recording annotation at its latest version."""
 
@@ -113,3 +119,21 @@ class Recording(Doc):
     annotationId: str
     attachments: list[RecordingAttachment]
     latestVersion: int
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A recording annotation in the spec's shape, at its latest version."""
+        return {
+            "type": "recorder",
+            "recordingType": row["recording_type"],
+            "mode": row["mode"],
+            "metadata": {"apiKey": row["api_key_id"], "documentId": row["document_id"],
+                         "organizationId": row["organization_id"]},
+            "recordedTime": {"duration": row["duration_ms"], "display": display(row["duration_ms"])},
+            "displayName": row["display_name"],
+            "annotationId": row["annotation_id"],
+            "attachments": [
+                {k: a[k] for k in ("attachmentId", "url", "mimeType", "name", "type", "size")} for a in row["attachments"]
+            ],
+            "latestVersion": row["version"],
+        }

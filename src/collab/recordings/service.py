@@ -5,37 +5,13 @@ from typing import Any
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
+from collab.kit.errors import not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.recordings import repository as repo
-from collab.recordings.schemas import AddRecordings, DeleteRecordings, GetRecordings, RecordingIn
+from collab.recordings.schemas import AddRecordings, DeleteRecordings, GetRecordings, Recording, RecordingIn
 
 OTHER_DOCUMENT = "Recording belongs to another document."
-MISSING = "Recording does not exist."
-
-
-def display(duration_ms: int) -> str:
-    """HH:MM:SS of a duration in milliseconds: whole seconds (cut, like a timer), hours past 24 as they are."""
-    seconds = duration_ms // 1000
-    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def to_wire(row: dict[str, Any]) -> dict[str, Any]:
-    """A recording annotation in the spec's shape, at its latest version."""
-    return {
-        "type": "recorder",
-        "recordingType": row["recording_type"],
-        "mode": row["mode"],
-        "metadata": {"apiKey": row["api_key_id"], "documentId": row["document_id"],
-                     "organizationId": row["organization_id"]},
-        "recordedTime": {"duration": row["duration_ms"], "display": display(row["duration_ms"])},
-        "displayName": row["display_name"],
-        "annotationId": row["annotation_id"],
-        "attachments": [
-            {k: a[k] for k in ("attachmentId", "url", "mimeType", "name", "type", "size")} for a in row["attachments"]
-        ],
-        "latestVersion": row["version"],
-    }
 
 
 def _attachments(recording: RecordingIn) -> list[dict[str, Any]]:
@@ -92,7 +68,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetRecordings) -> tuple[li
             limit=data.pageSize + 1,
             budget=budget,
         )
-    return pager.cut(rows, data.pageSize, "annotation_id", render=to_wire, budget=budget)
+    return pager.cut(rows, data.pageSize, "annotation_id", render=Recording.wire, budget=budget)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteRecordings) -> dict[str, Any]:
@@ -105,6 +81,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteRecordings) -> di
             annotation_ids=data.annotationIds,
         )
     return {
-        a: {"success": a in deleted, "id": a, "message": "Recording deleted." if a in deleted else MISSING}
+        a: {"success": a in deleted, "id": a,
+            "message": "Recording deleted." if a in deleted else not_found_message("recording")}
         for a in data.annotationIds
     }

@@ -10,7 +10,7 @@ from collab.crdt import repository as crdt_repo
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
-from collab.kit.errors import ApiError
+from collab.kit.errors import not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.notifications import repository as notifications_repo
@@ -102,7 +102,7 @@ async def status(svc: Services, *, tenant: Tenant, data: UserDataDeleteStatus) -
     async with svc.pool.connection() as conn:
         row = await repo.get_deletion(conn, api_key_id=tenant.api_key_id, id=data.jobId)
     if row is None:
-        raise ApiError("NOT_FOUND", "Deletion job not found.")
+        raise not_found("deletion_job")
     left = len(set(row["tasks"]) - set(row["done"]))
     result = {"isDeleteCompleted": left == 0, "tasksLeft": left, "lastTaskCompletedTime": row["last_task_completed_at"]}
     if left and row["job_status"] == "failed":

@@ -10,15 +10,15 @@ from typing import Any, Awaitable, Callable
 
 import orjson
 
-from collab.activities.service import to_wire as activity_wire
+from collab.activities.schemas import Activity
 from collab.comments import render as comment_render
 from collab.comments import repository as comments_repo
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.envelope import dumps
 from collab.kit.services import Services
-from collab.notifications.service import to_wire as notification_wire
-from collab.recordings.service import display
+from collab.notifications.schemas import Notification
+from collab.recordings.schemas import display
 from collab.users import repository as repo
 from collab.users.schemas import UserDataGet
 
@@ -78,9 +78,9 @@ KINDS: tuple[Kind, ...] = (
          lambda r: [r["organization_id"], r["annotation_id"], r["comment_id"], r["reaction"], r["user_id"]],
          lambda r: {r["user_id"]}, _reaction),
     Kind("notification", _unsized(repo.export_notifications), lambda r: [r["id"]], _notification_owners,
-         lambda r, api_key_id: notification_wire(r, api_key_id)),
+         lambda r, api_key_id: Notification.wire(r, api_key_id)),
     Kind("activity", _unsized(repo.export_activities), lambda r: [r["id"]], lambda r: {r["action_user"].get("userId")},
-         lambda r, api_key_id: activity_wire(r)),
+         lambda r, api_key_id: Activity.wire(r)),
     Kind("recording", _unsized(repo.export_recordings),
          lambda r: [r["organization_id"], r["annotation_id"], r["version"]],
          lambda r: {(r["from_user"] or {}).get("userId")}, _recording),

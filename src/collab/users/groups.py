@@ -3,16 +3,14 @@
 from typing import Any
 
 from collab.kit.auth import Tenant
+from collab.kit.errors import not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
-from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.organizations.service import ensure as ensure_organization
 from collab.permissions import profiles
 from collab.permissions import repository as permissions_repo
 from collab.users import repository as repo
 from collab.users.schemas import AddGroups, GroupUsers
-
-GROUP_MISSING = "Organization user group does not exist."
 
 
 async def add(svc: Services, *, tenant: Tenant, data: AddGroups) -> dict[str, Any]:
@@ -23,7 +21,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddGroups) -> dict[str, An
         exists = await ensure_organization(tx.conn, tenant=tenant, organization_id=data.organizationId, create=False, now=now)
         for group in data.organizationUserGroups:
             if not exists:
-                results[group.groupId] = {"success": False, "id": group.groupId, "message": ORGANIZATION_MISSING}
+                results[group.groupId] = {"success": False, "id": group.groupId,
+                                          "message": not_found_message("organization")}
                 continue
             added = await repo.insert_group(
                 tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
@@ -53,7 +52,7 @@ async def _members(svc: Services, *, tenant: Tenant, data: GroupUsers, adding: b
         exists = await permissions_repo.group_exists(tx.conn, **key, id=group_id)
         for user_id in data.userIds:
             if not exists:
-                success, message = False, GROUP_MISSING
+                success, message = False, not_found_message("group")
             elif adding:
                 await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user_id, now=now)
                 new = await repo.insert_member(tx.conn, **key, group_id=group_id, user_id=user_id)

@@ -1,6 +1,6 @@
 """Request and response models of users, organization user groups, user-data deletion and export."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -116,6 +116,12 @@ class UserWithAccess(Doc):
     accessRole: Literal["viewer", "editor"] = Field(description="The user's effective role at the scope.")
     name: str | None = Field(None, description="Absent when unknown.")
     email: str | None = Field(None, description="Absent when unknown.")
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A user with access at the scope, from a grant row (unknown name and e-mail left out)."""
+        record = {"userId": row["user_id"], "accessRole": row["access_role"]}
+        return record | {k: row[k] for k in ("name", "email") if row[k] is not None}
 
 
 class UsersPageResult(Doc):

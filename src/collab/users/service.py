@@ -6,22 +6,19 @@ from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.db import constraints
 from collab.kit.db.pool import Conn
-from collab.kit.errors import ApiError
+from collab.kit.errors import ApiError, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.organizations import repository as organizations_repo
-from collab.organizations.service import MISSING as ORGANIZATION_MISSING
 from collab.permissions import profiles
 from collab.permissions import repository as permissions_repo
 from collab.permissions.service import grant_row
 from collab.users import repository as repo
-from collab.users.schemas import AddUsers, DeleteUsers, GetUsers, UpdateUsers
+from collab.users.schemas import AddUsers, DeleteUsers, GetUsers, UpdateUsers, UserWithAccess
 from collab.workspaces.config import require_advanced_queries
 
-USER_MISSING = "User does not exist."
-_SCOPE_MISSING = {"document": "Document does not exist.", "folder": "Folder does not exist."}
 # An organization deleted between the check and the write (users/add) answers as one that was never there.
-constraints.register("grants_api_key_id_organization_id_fkey", message=ORGANIZATION_MISSING)
+constraints.register_missing("grants_api_key_id_organization_id_fkey", "organization")
 
 
 def scope_of(data: Any) -> dict[str, str]:
@@ -36,12 +33,12 @@ def scope_of(data: Any) -> dict[str, str]:
 async def _missing_scope(conn: Conn, *, tenant: Tenant, data: Any) -> str | None:
     """Why every item of the call fails (no such organization, document or folder), or None."""
     if await organizations_repo.get(conn, api_key_id=tenant.api_key_id, id=data.organizationId) is None:
-        return ORGANIZATION_MISSING
+        return not_found_message("organization")
     scope = scope_of(data)
     if scope["resource_type"] != "organization" and not await permissions_repo.resource_exists(
         conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, **scope
     ):
-        return _SCOPE_MISSING[scope["resource_type"]]
+        return not_found_message(scope["resource_type"])
     return None
 
 
@@ -80,12 +77,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateUsers) -> dict[st
                                           now=svc.now_ms(), **scope)
     # A user without a grant of their own there, or in a scope that does not exist, is a missing user.
     return {u.userId: {"success": True, "id": u.userId, "message": "User updated."} if u.userId in updated
-            else {"success": False, "id": u.userId, "message": USER_MISSING} for u in data.users}
-
-
-def _user(row: dict[str, Any]) -> dict[str, Any]:
-    record = {"userId": row["user_id"], "accessRole": row["access_role"]}
-    return record | {k: row[k] for k in ("name", "email") if row[k] is not None}
+            else {"success": False, "id": u.userId, "message": not_found_message("user")} for u in data.users}
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetUsers) -> tuple[Any, str | None]:
@@ -111,9 +103,9 @@ async def get(svc: Services, *, tenant: Tenant, data: GetUsers) -> tuple[Any, st
     if data.groupByDocumentId:
         grouped: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
-            grouped.setdefault(row["resource_id"], []).append(_user(row))
+            grouped.setdefault(row["resource_id"], []).append(UserWithAccess.wire(row))
         return grouped, token
-    return [_user(r) for r in rows], token
+    return [UserWithAccess.wire(r) for r in rows], token
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteUsers) -> dict[str, Any]:
@@ -132,5 +124,6 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteUsers) -> dict[st
                 ):
                     removed.add(user_id)
     return {
-        u: {"success": u in removed, "message": "User removed." if u in removed else USER_MISSING} for u in data.userIds
+        u: {"success": u in removed, "message": "User removed." if u in removed else not_found_message("user")}
+        for u in data.userIds
     }

@@ -5,14 +5,14 @@ from typing import Any
 
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
-from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.errors import ApiError, invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.webhooks import payload as payloads
 from collab.webhooks import repository as repo
 from collab.webhooks.events import MAX_ATTEMPTS
 from collab.webhooks.schemas import EVENT_TYPES
-from collab.webhooks.service import NOT_FOUND, require_enabled
+from collab.webhooks.service import require_enabled
 from collab.workspaces.config import get_webhook_config
 
 EXAMPLE = {"test": True, "message": "A test event: no data changed."}
@@ -35,7 +35,7 @@ async def send_test(svc: Services, *, tenant: Tenant, endpoint_id: str, event_ty
     async with transaction(svc.pool, svc.redis) as tx:
         endpoint = await repo.get_endpoint(tx.conn, api_key_id=tenant.api_key_id, ref=endpoint_id)
         if endpoint is None:
-            raise ApiError("NOT_FOUND", NOT_FOUND)
+            raise not_found("endpoint")
         if endpoint["disabled"]:
             raise ApiError("FAILED_PRECONDITION", "The endpoint is disabled: enable it first.")
         key = {"api_key_id": tenant.api_key_id, "message_id": message_id, "endpoint_id": endpoint["id"]}

@@ -4,14 +4,14 @@ from typing import Any
 
 from collab.kit import paging
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError
+from collab.kit.errors import ApiError, not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.webhooks import delivery
 from collab.webhooks import repository as repo
 from collab.webhooks.payload import iso
 from collab.webhooks.schemas import ListMessages, RetryMessage
-from collab.webhooks.service import NOT_FOUND, require_enabled
+from collab.webhooks.service import require_enabled
 
 _IN_FLIGHT = ("pending", "queued", "sending")
 
@@ -40,7 +40,7 @@ async def list_messages(svc: Services, *, tenant: Tenant, data: ListMessages) ->
         if data.endpointId is not None:
             endpoint = await repo.get_endpoint(conn, api_key_id=tenant.api_key_id, ref=data.endpointId)
             if endpoint is None:
-                raise ApiError("NOT_FOUND", NOT_FOUND)
+                raise not_found("endpoint")
             endpoint_id = endpoint["id"]
         rows = await repo.list_messages(conn, api_key_id=tenant.api_key_id, endpoint_id=endpoint_id,
                                         after_ts=after_ts, after_id=after_id, limit=data.limit + 1)
@@ -77,7 +77,7 @@ async def retry(svc: Services, *, tenant: Tenant, data: RetryMessage) -> dict[st
         row = endpoint and await repo.lock_delivery(tx.conn, api_key_id=tenant.api_key_id, message_id=data.messageId,
                                                     endpoint_id=endpoint["id"])
         if not row:
-            raise ApiError("NOT_FOUND", "Message not found for this endpoint.")
+            raise not_found("webhook_message")
         if row["status"] == "sending":
             raise ApiError("FAILED_PRECONDITION",
                            "The message is being sent to this endpoint right now; retry once that attempt has ended.")

@@ -1,6 +1,6 @@
 """Request models of advanced webhooks (Svix-shaped endpoints, plus messages)."""
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field
 
@@ -9,6 +9,7 @@ from collab.kit.envelope import Model
 from collab.kit.fields import Id
 from collab.kit.openapi import Doc
 from collab.webhooks import safety
+from collab.webhooks.payload import iso
 
 EventType = Literal[get_args(CommentEvent) + get_args(HuddleEvent) + get_args(OtherEvent)]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
@@ -96,6 +97,25 @@ class WebhookEndpoint(Doc):
     version: Literal[1]
     createdAt: str = Field(description="ISO 8601, UTC.")
     updatedAt: str = Field(description="ISO 8601, UTC.")
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """An endpoint as Svix shapes it (plus disabledReason); the secret is never part of it."""
+        return {
+            "id": row["id"],
+            "url": row["url"],
+            "description": row["description"],
+            "filterTypes": row["filter_types"],
+            "channels": row["channels"],
+            "disabled": row["disabled"],
+            "disabledReason": row["disabled_reason"],
+            "rateLimit": row["rate_limit"],
+            "uid": row["uid"],
+            "metadata": row["metadata"],
+            "version": 1,
+            "createdAt": iso(row["created_at"]),
+            "updatedAt": iso(row["updated_at"]),
+        }
 
 
 class WebhookEndpointPage(Doc):

@@ -6,16 +6,14 @@ from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db import constraints
-from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.errors import ApiError, invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.webhooks import repository as repo
 from collab.webhooks import safety, secret
-from collab.webhooks.payload import iso
-from collab.webhooks.schemas import CreateEndpoint, EndpointRef, ListEndpoints, UpdateEndpoint
+from collab.webhooks.schemas import CreateEndpoint, EndpointRef, ListEndpoints, UpdateEndpoint, WebhookEndpoint
 from collab.workspaces.config import get_webhook_config
 
-NOT_FOUND = "Endpoint not found."
 UID_TAKEN = "Another endpoint of this API key has this uid."
 constraints.register("webhook_endpoints_uid", message=UID_TAKEN)
 _COLUMNS = {"url": "url", "description": "description", "filterTypes": "filter_types", "channels": "channels",
@@ -28,25 +26,6 @@ async def require_enabled(svc: Services, *, tenant: Tenant) -> None:
     if not config.get("isEnabled"):
         raise ApiError("FAILED_PRECONDITION",
                        "Advanced webhooks are disabled: enable them with workspace/advancedwebhookconfig/update.")
-
-
-def to_wire(row: dict[str, Any]) -> dict[str, Any]:
-    """An endpoint as Svix shapes it (plus disabledReason); the secret is never part of it."""
-    return {
-        "id": row["id"],
-        "url": row["url"],
-        "description": row["description"],
-        "filterTypes": row["filter_types"],
-        "channels": row["channels"],
-        "disabled": row["disabled"],
-        "disabledReason": row["disabled_reason"],
-        "rateLimit": row["rate_limit"],
-        "uid": row["uid"],
-        "metadata": row["metadata"],
-        "version": 1,
-        "createdAt": iso(row["created_at"]),
-        "updatedAt": iso(row["updated_at"]),
-    }
 
 
 async def _check_url(svc: Services, url: str) -> None:
@@ -77,7 +56,7 @@ async def create(svc: Services, *, tenant: Tenant, data: CreateEndpoint) -> dict
                 filter_types=_distinct(data.filterTypes), channels=_distinct(data.channels), disabled=data.disabled,
                 rate_limit=data.rateLimit, uid=data.uid, metadata=data.metadata, secret_enc=sealed, now=svc.now_ms(),
             )
-    return to_wire(row)
+    return WebhookEndpoint.wire(row)
 
 
 async def list_endpoints(svc: Services, *, tenant: Tenant, data: ListEndpoints) -> dict[str, Any]:
@@ -104,7 +83,7 @@ async def list_endpoints(svc: Services, *, tenant: Tenant, data: ListEndpoints) 
         return paging.encode(kind, row["created_at"], row["id"], keyring=svc.keyring, scope=scope)
 
     return {
-        "data": [to_wire(r) for r in rows],
+        "data": [WebhookEndpoint.wire(r) for r in rows],
         "iterator": token("after", rows[-1]) if rows and has_next else None,
         "prevIterator": token("before", rows[0]) if rows and has_prev else None,
         "done": not has_next,
@@ -114,7 +93,7 @@ async def list_endpoints(svc: Services, *, tenant: Tenant, data: ListEndpoints) 
 async def _endpoint(conn, *, tenant: Tenant, ref: str) -> dict[str, Any]:
     row = await repo.get_endpoint(conn, api_key_id=tenant.api_key_id, ref=ref)
     if row is None:
-        raise ApiError("NOT_FOUND", NOT_FOUND)
+        raise not_found("endpoint")
     return row
 
 
@@ -133,7 +112,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateEndpoint) -> dict
             row = await _endpoint(tx.conn, tenant=tenant, ref=data.endpointId)
             row = await repo.update_endpoint(tx.conn, api_key_id=tenant.api_key_id, id=row["id"], changes=changes,
                                              now=svc.now_ms())
-    return to_wire(row)
+    return WebhookEndpoint.wire(row)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: EndpointRef) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from collab.kit import auth
 from collab.kit.auth import WorkspaceCaller
 from collab.kit.crypto import new_id, new_token
 from collab.kit.db.pool import Conn
-from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.errors import ApiError, invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.ratelimit import check
 from collab.kit.services import Services
@@ -120,7 +120,7 @@ async def create_workspace(svc: Services, *, data: CreateWorkspace, client_ip: s
 async def _workspace_object(svc: Services, conn: Conn, *, workspace_id: str) -> dict[str, Any]:
     row = await repo.get_workspace(conn, workspace_id=workspace_id)
     if row is None:
-        raise ApiError("NOT_FOUND", "Workspace not found.")
+        raise not_found("workspace")
     keys = await repo.api_keys_of_workspace(conn, workspace_id=workspace_id)
     return {
         "id": row["id"],
@@ -151,7 +151,7 @@ async def get_workspace(svc: Services, *, caller: WorkspaceCaller) -> dict[str, 
 
 async def _own_key(conn: Conn, *, caller: WorkspaceCaller, api_key_id: str) -> None:
     if not await repo.api_key_belongs(conn, api_key_id=api_key_id, workspace_id=caller.workspace_id):
-        raise ApiError("NOT_FOUND", "API key not found.")
+        raise not_found("api_key")
 
 
 async def reset_auth_token(svc: Services, *, caller: WorkspaceCaller, api_key_id: str) -> dict[str, Any]:
@@ -209,7 +209,7 @@ async def set_plan(svc: Services, *, workspace_id: str, plan: str) -> None:
     """Set a workspace's plan (operators, through the CLI)."""
     async with transaction(svc.pool, svc.redis) as tx:
         if not await repo.set_plan(tx.conn, workspace_id=workspace_id, plan=plan):
-            raise ApiError("NOT_FOUND", "Workspace not found.")
+            raise not_found("workspace")
 
 
 async def reset_workspace_token(svc: Services, *, caller: WorkspaceCaller) -> dict[str, Any]:
@@ -223,5 +223,5 @@ async def reset_workspace_token(svc: Services, *, caller: WorkspaceCaller) -> di
             auth_token_enc=svc.keyring.encrypt(token, _ws_token_aad(caller.workspace_id)),
         )
         if not changed:
-            raise ApiError("NOT_FOUND", "Workspace not found.")
+            raise not_found("workspace")
     return {"authToken": token}
