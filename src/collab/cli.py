@@ -286,6 +286,13 @@ def _run(args: argparse.Namespace) -> int:
     return code
 
 
+def _config_doc(args: argparse.Namespace) -> int:
+    from collab.kit.settings_doc import render
+
+    sys.stdout.write(render())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="collab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -347,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     search.add_argument("--judgments", type=int, help="only this many judgments (the queries' relevant ones first)")
     search.add_argument("--bf16", action="store_true", help="run a candidate model in bfloat16")
     search.set_defaults(fn=_eval_search)
+    sub.add_parser("config-doc", help="print docs/configuration.md, rendered from the settings' descriptions"
+                   ).set_defaults(fn=_config_doc)
     args = parser.parse_args(argv)
     settings = get_settings()
     collab_logging.setup(settings.log_level, settings.log_json)
