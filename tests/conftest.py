@@ -5,9 +5,11 @@ and may run coroutines in it with `live.run(...)`. Each test isolates itself by 
 workspace (a fresh tenant), so no state is shared between tests.
 """
 
+import asyncio
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import httpx
@@ -15,12 +17,12 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from collab.config import Settings
 from collab.kit import embedded
 from collab.testing.contract import Contract
 from collab.testing.fakes import FakeProviders
 from collab.testing.receiver import Receiver
 from collab.testing.live import Live
+from support.settings import make_settings
 
 # One export of the embedding model for every run of the suite on this machine: the session's worker, the fault
 # drills' worker processes and tests that load the model directly all read it from here (Settings takes COLLAB_*
@@ -62,41 +64,40 @@ def llm(fake_providers, live):
     fake_providers.reset()
 
 
-def make_settings(servers, fake=None, **overrides) -> Settings:
-    values = dict(
-        database_url=servers["database_url"],
-        redis_url=servers["redis_url"],
-        data_dir=servers["root"],
-        secret_key="test-secret-key-0123456789-abcdefghij",
-        log_json=False,
-        rate_limit_workspace_create="10/hour",
-        rate_limit_workspace_get="60/minute",
-        llm_retry_backoff_s=0.01,
-        llm_call_timeout_s=1.5,
-        ask_ai_timeout_s=10,
-        embedding_refresh_s=0,
-        # The webhook receiver of the tests listens on 127.0.0.1; SSRF tests switch this off themselves.
-        webhooks_allow_private_targets=True,
-    )
-    if fake is not None:
-        for provider in ("openai", "anthropic", "gemini"):
-            values[f"{provider}_base_url"] = fake.base_url(provider)
-    values.update(overrides)
-    return Settings(**values)
-
-
 @pytest.fixture(scope="session")
 def live(servers, fake_providers):
     """The app and a worker, served on 127.0.0.1 for the whole session."""
-    settings = make_settings(servers, fake_providers)
-    # The worker loads (first: exports) the embedding model in the background; do it before the tests start, so
-    # that CPU-bound export does not race the first tests' short provider timeouts in this same process.
-    from collab.embeddings.model import load
-
-    load(settings.embedding_model, cache_dir=settings.models_dir)
-    service = Live(settings).start()
+    service = Live(make_settings(servers, fake_providers)).start()
+    # A worker that loads the embedding model at start-up (in the background) has it loaded before the tests
+    # start, so that CPU-bound load (first: export) does not race the first tests' short provider timeouts in this
+    # same process. The session's worker is told not to (`embedding_preload`): the tests that need the model ask
+    # for `embedding_model`.
+    loading = _started(service).ctx.get("model_loading")
+    if loading is not None:
+        service.run(asyncio.wait([loading]), timeout=600)
     yield service
     service.stop()
+
+
+def _started(service: Live):
+    """The search lane of the service's worker, once its start-up has run."""
+    lane = service.worker["search"]  # every lane of the process shares one holder of the model
+    deadline = time.monotonic() + 60
+    while "active_model" not in lane.ctx:
+        assert time.monotonic() < deadline, "the session's worker did not start"
+        time.sleep(0.05)
+    return lane
+
+
+@pytest.fixture(scope="session")
+def embedding_model(live):
+    """The embedding model, loaded in the session's worker (and registered as the active model) before the first
+    test that asks for it: tests that derive judgments, embed or search use it (`pytestmark =
+    pytest.mark.usefixtures("embedding_model")`), and runs without them never load it. Loaded here, before the
+    test starts, the load (first: the export) does not race that test's or the next tests' short deadlines."""
+    from collab.judgments.tasks import active_embedder
+
+    return live.run(active_embedder(_started(live).ctx), timeout=600)
 
 
 @pytest.fixture(scope="session")

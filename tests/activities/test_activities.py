@@ -8,9 +8,11 @@ from collab.activities import service
 from collab.activities.schemas import AddActivities
 from collab.kit.auth import Tenant as Caller
 from collab.kit.redisclient import redis_client
-from factories import ANA as USER, activity, page_of
-from factories import add_activities as add
-from helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
+from support.factories import ANA as USER, activity, page_of
+from support.factories import add_activities as add
+from support.helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 ADD, UPDATE, GET, DELETE = (f"/v2/activities/{op}" for op in ("add", "update", "get", "delete"))
 

@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from helpers import fresh_email, fresh_ip, new_tenant, post, result
+from support.helpers import fresh_email, fresh_ip, new_tenant, post, result
 
 
 def test_concurrent_creates_for_one_email_make_one_workspace(live, db):

@@ -22,7 +22,9 @@ from schemathesis.specs.openapi.checks import (
 
 from collab.app import create_app
 from collab.config import Settings
-from helpers import enable_activities, enable_advanced_queries, new_tenant, post, result
+from support.helpers import enable_activities, enable_advanced_queries, new_tenant, post, result
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 EXAMPLES = int(os.environ.get("COLLAB_FUZZ_EXAMPLES", "10"))
 SEED = int(os.environ.get("COLLAB_FUZZ_SEED", "20261121"))

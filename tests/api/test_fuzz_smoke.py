@@ -7,11 +7,12 @@ crashed the webhook guard, lines that made the decoders backtrack), so those inp
 import json
 import random
 
-import pathological
-import pathological_json
-import pathological_webhooks
-import pathological_yjs
-from helpers import enable_activities, enable_advanced_queries, new_tenant
+import pytest
+
+from support import pathological, pathological_json, pathological_webhooks, pathological_yjs
+from support.helpers import enable_activities, enable_advanced_queries, new_tenant
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 VALUES = [None, True, 0, -1, 10**20, 1.5, "", " ", "x"*300, "\u0000", "💥", [], [1], {}, {"a": 1}, [None], "2026-01-01", -10**20]
 # Strings and values from the hardening corpus (uploads stay small here: their lines, not the 5 MB files).

@@ -28,9 +28,11 @@ from psycopg.rows import dict_row
 from collab.kit.auth import api_key_auth, workspace_auth
 from collab.testing import fake_models
 from collab.testing.receiver import Receiver, settle_webhooks
-from helpers import Tenant, post, result, settle_jobs
-from isolation_cases import (CASES, HOOKS, NOTHING_TO_ISOLATE, SKELETON_KINDS, Alpha, Ids, Seed, build_alpha, leaves,
-                             prepare)
+from support.helpers import Tenant, post, result, settle_jobs
+from support.isolation_cases import (CASES, HOOKS, NOTHING_TO_ISOLATE, SKELETON_KINDS, Alpha, Ids, Seed, build_alpha, leaves,
+                                     prepare)
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 # Tables without a tenant column, and why their rows are nobody's (a new one must be named here).
 GLOBAL_TABLES = {

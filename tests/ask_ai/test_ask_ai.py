@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from helpers import error, issue_paths, new_tenant, post, result
+from support.helpers import error, issue_paths, new_tenant, post, result
 
 ASK = "/v2/rewriter/ask-ai"
 KEYS = {"openai": "sk-openai-test-1111", "anthropic": "sk-ant-test-2222", "gemini": "AIza-test-3333"}

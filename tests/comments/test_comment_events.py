@@ -4,7 +4,11 @@ wrote 95 MiB of activities)."""
 
 import json
 
-from helpers import add_organization, enable_activities, new_tenant, post, result
+import pytest
+
+from support.helpers import add_organization, enable_activities, new_tenant, post, result
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 BASE = "/v2/commentannotations"
 DOC = {"organizationId": "org", "documentId": "doc"}

@@ -4,7 +4,7 @@ pages are read in index order, for one document and for a whole organization, bo
 
 import json
 
-from helpers import add_organization, error, issue_paths, new_tenant, post, result
+from support.helpers import add_organization, error, issue_paths, new_tenant, post, result
 
 BASE = "/v2/commentannotations"
 

@@ -4,7 +4,7 @@ large for a page of its own is paged inside (the review's 14.5 MiB answers under
 
 import json
 
-from helpers import add_organization, error, issue_paths, new_tenant, post, result
+from support.helpers import add_organization, error, issue_paths, new_tenant, post, result
 
 BASE = "/v2/commentannotations"
 DOC = {"organizationId": "org", "documentId": "doc"}
@@ -150,7 +150,7 @@ def _reaction_sizes(db, t):
 def test_a_comments_size_follows_every_change_of_its_reactions(client, db, live):
     """Reactions count in a comment's stored size whatever statement changes them: a reaction added or taken back,
     a user renamed over a reaction the new id had made already, a user's data deleted."""
-    from helpers import settle_jobs
+    from support.helpers import settle_jobs
 
     t = _setup(client)
     result(_add(client, t, _thread("a1", {"commentText": "x", "from": {"userId": "ed"}},

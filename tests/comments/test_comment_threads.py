@@ -3,7 +3,7 @@ reactions, read marks and unread counts, limits, bad input, and another tenant's
 
 from concurrent.futures import ThreadPoolExecutor
 
-from helpers import add_organization, error, issue_paths, new_tenant, post, result
+from support.helpers import add_organization, error, issue_paths, new_tenant, post, result
 
 BASE = "/v2/commentannotations"
 

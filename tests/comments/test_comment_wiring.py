@@ -4,8 +4,12 @@ private threads, triggerNotification), document migration and user-data deletion
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-from helpers import add_organization, enable_activities, enable_advanced_queries, new_tenant, post, result, settle_jobs
-from factories import WEBHOOKS as HOOKS, create_endpoint, enable_webhooks, settle
+import pytest
+
+from support.helpers import add_organization, enable_activities, enable_advanced_queries, new_tenant, post, result, settle_jobs
+from support.factories import WEBHOOKS as HOOKS, create_endpoint, enable_webhooks, settle
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 BASE = "/v2/commentannotations"
 WHERE = {"organizationId": "org", "documentId": "doc"}

@@ -1,7 +1,7 @@
 """Reactions are capped per comment: kinds, per user and in all (the review's 883 distinct reactions of one user)."""
 
 from collab.comments import replies
-from helpers import add_organization, error, new_tenant, post, result
+from support.helpers import add_organization, error, new_tenant, post, result
 
 BASE = "/v2/commentannotations"
 DOC = {"organizationId": "org", "documentId": "doc"}

@@ -1,7 +1,7 @@
 """Restricted threads with verifyUserPermissions: who cannot see a thread cannot write to it, react on it, mark it
 read, change its visibility or delete it (delete-all included); it answers as a thread that does not exist."""
 
-from helpers import add_organization, error, new_tenant, post, result
+from support.helpers import add_organization, error, new_tenant, post, result
 
 BASE = "/v2/commentannotations"
 DOC = {"organizationId": "org", "documentId": "doc"}

@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-from console_browser import browser, check_a11y, console_page, page, screenshot  # noqa: F401 (fixtures)
-from console_http import signed_in
-from factories import add_activities, notify
-from helpers import add_organization, enable_activities, enable_advanced_queries, new_tenant, post, result
+from support.console_browser import browser, check_a11y, console_page, page, screenshot  # noqa: F401 (fixtures)
+from support.console_http import signed_in
+from support.factories import add_activities, notify
+from support.helpers import add_organization, enable_activities, enable_advanced_queries, new_tenant, post, result
 
-pytestmark = pytest.mark.usefixtures("live")
+pytestmark = pytest.mark.usefixtures("live", "embedding_model")  # the model: conftest.py
 
 
 def _grant(client, t, principal, resource):

@@ -5,8 +5,8 @@ import re
 
 from playwright.sync_api import expect
 
-from console_browser import browser, check_a11y, console_page, page, screenshot  # noqa: F401 (fixtures)
-from helpers import new_tenant, post, result
+from support.console_browser import browser, check_a11y, console_page, page, screenshot  # noqa: F401 (fixtures)
+from support.helpers import new_tenant, post, result
 
 SIGN_IN = re.compile(r"/console/sign-in$")
 

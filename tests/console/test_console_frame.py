@@ -7,7 +7,7 @@ import re
 import httpx
 import pytest
 
-from helpers import error, fresh_ip, new_tenant, post, result
+from support.helpers import error, fresh_ip, new_tenant, post, result
 
 SIGN_IN = "/console/sign-in"
 SESSION = "collab:console:session:"

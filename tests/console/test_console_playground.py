@@ -9,12 +9,12 @@ import pytest
 
 from collab.extraction.schemas import MAX_FILE_BYTES
 from collab.testing import fake_models
-from console_browser import browser, check_a11y, console_page, page, screenshot  # noqa: F401 (fixtures)
-from console_http import csrf, field_error, signed_in
-from factories import add_activities, judged
-from helpers import enable_activities, new_tenant, post, result, settle_jobs
+from support.console_browser import browser, check_a11y, console_page, page, screenshot  # noqa: F401 (fixtures)
+from support.console_http import csrf, field_error, signed_in
+from support.factories import add_activities, judged
+from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
 
-pytestmark = pytest.mark.usefixtures("live")
+pytestmark = pytest.mark.usefixtures("live", "embedding_model")  # the model: conftest.py
 CHECKLIST = [("Claims", "Every price claim states whether tax is included"),
              ("Claims", "Comparative claims name the compared product"),
              ("Privacy", "Forms link to the privacy policy"),

@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-from console_browser import browser, check_a11y, console_page, page, screenshot  # noqa: F401 (fixtures)
-from console_http import csrf, field_error, signed_in
-from factories import add_activities, enable_webhooks, messages, secret_of, settle
-from helpers import enable_activities, new_tenant, result
+from support.console_browser import browser, check_a11y, console_page, page, screenshot  # noqa: F401 (fixtures)
+from support.console_http import csrf, field_error, signed_in
+from support.factories import add_activities, enable_webhooks, messages, secret_of, settle
+from support.helpers import enable_activities, new_tenant, result
 
-pytestmark = pytest.mark.usefixtures("live")
+pytestmark = pytest.mark.usefixtures("live", "embedding_model")  # the model: conftest.py
 
 
 def _webhook_tenant(client):

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from pycrdt import Array, Doc, Map, Text, XmlElement, XmlFragment, XmlText, write_var_uint
 
-from helpers import error, issue_paths, new_tenant, post, result
+from support.helpers import error, issue_paths, new_tenant, post, result
 
 ADD, GET, UPDATE, DELETE = (f"/v2/crdt/{op}" for op in ("add", "get", "update", "delete"))
 DOC = {"organizationId": "org1", "documentId": "doc1"}

@@ -1,10 +1,14 @@
 """Document migration and user-data deletion: jobs that move or remove every feature's data, exactly once."""
 
+import pytest
+
 from collab.documents.tasks import migrate_document
 from collab.users.deletion import TASKS
 from collab.users.tasks import delete_user_data
-from factories import judged, seed_document
-from helpers import add_organization, enable_activities, error, new_tenant, post, result, settle_jobs
+from support.factories import judged, seed_document
+from support.helpers import add_organization, enable_activities, error, new_tenant, post, result, settle_jobs
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 PRICE = "The price claim needs the original price beside it."
 MIGRATE, STATUS = "/v2/organizations/documents/migrate", "/v2/organizations/documents/migrate/status"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from collab.testing import fake_models
-from helpers import error, issue_paths, new_tenant, post, result
+from support.helpers import error, issue_paths, new_tenant, post, result
 
 EXTRACT = "/v2/agents/extract"
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "extraction"

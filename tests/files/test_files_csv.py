@@ -4,7 +4,7 @@
 import pytest
 
 from collab.files import DecodeError, Limits, Task, decode
-from factories import triples
+from support.factories import triples
 
 
 def test_csv_with_header_and_category_column():

@@ -9,7 +9,7 @@ from pypdf import PdfReader, PdfWriter
 
 from collab.files import DecodeError, Limits, decode
 from collab.files.pdf import extract_pages
-from factories import triples
+from support.factories import triples
 
 PDF = "application/pdf"
 

@@ -3,7 +3,7 @@
 import pytest
 
 from collab.files import DecodeError, decode
-from factories import triples
+from support.factories import triples
 
 MARKDOWN = """\
 # Launch review

@@ -8,7 +8,7 @@ import pytest
 from collab.testing.samples import XLSX, make_xlsx, zip_bomb_xlsx
 
 from collab.files import DecodeError, Limits, decode
-from factories import triples
+from support.factories import triples
 
 
 def kind_of(data: bytes, mime: str = XLSX, **limits) -> str:

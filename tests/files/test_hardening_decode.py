@@ -10,10 +10,12 @@ import threading
 import httpx
 import pytest
 
-import pathological
+from support import pathological
 from collab.files import DecodeError, Limits, decode
 from collab.testing import fake_models
-from helpers import enable_activities, error, new_tenant, post, result, settle_jobs
+from support.helpers import enable_activities, error, new_tenant, post, result, settle_jobs
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 EXTRACT = "/v2/agents/extract"
 SEARCH = "/v2/memory/search"

@@ -8,6 +8,8 @@ import pytest
 from collab import cli
 from collab.judgments import evaluate
 
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
+
 KINDS = {"paraphrase", "question", "keyword"}
 
 
@@ -106,7 +108,7 @@ def test_a_query_finds_the_judgment_it_quotes_under_both_rankings(live, db, tmp_
 
 
 def test_leftover_cleanup_never_reaches_a_tenant_that_signed_up_with_the_scratch_address(client, live, db):
-    from helpers import new_tenant
+    from support.helpers import new_tenant
 
     real = new_tenant(client, ownerEmail=evaluate.SCRATCH_EMAIL, name="Real").workspace["id"]
     db.execute("update workspaces set created_at = now() - interval '2 days' where id = %s", (real,))

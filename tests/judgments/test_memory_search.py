@@ -2,8 +2,10 @@
 
 import pytest
 
-from factories import add_activities, judged
-from helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
+from support.factories import add_activities, judged
+from support.helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 SEARCH = "/v2/memory/search"
 DAY = 86_400_000

@@ -2,9 +2,13 @@
 
 import uuid
 
+import pytest
+
 from collab.embeddings.model import Embedder, load
 from collab.judgments.reembed import backfill, reembed
-from helpers import enable_activities, new_tenant, post, result, settle_jobs
+from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 TEXTS = ["The price claim lacks a source", "Alt text missing on hero image", "Tone is too casual",
          "Legal footer absent", "Consent checkbox missing", "Typo in heading", "Wrong launch date"]

@@ -1,7 +1,11 @@
 """Hybrid search (identifiers, a repeated text first), full pages in a tiny organization past the exact threshold, bound page tokens."""
 
-from factories import add_activities, judged
-from helpers import enable_activities, error, new_tenant, post, result, settle_jobs
+import pytest
+
+from support.factories import add_activities, judged
+from support.helpers import enable_activities, error, new_tenant, post, result, settle_jobs
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 SEARCH = "/v2/memory/search"
 

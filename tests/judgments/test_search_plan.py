@@ -2,10 +2,14 @@
 
 import asyncio
 
+import pytest
+
 from collab.embeddings import registry
 from collab.judgments import repository as repo
 from collab.judgments.search import fuse, lexical_text, plan, query_vector
 from collab.kit import embedded
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 ARGS = dict(k=30, exact_threshold=20_000, ef_max=1000)
 

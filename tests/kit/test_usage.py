@@ -11,8 +11,10 @@ from collab.kit import usage
 from collab.kit.errors import ApiError
 from collab.kit.http import _template
 from collab.testing import fake_models
-from factories import add_activities, create_endpoint, enable_webhooks, judged, notify, settle
-from helpers import enable_activities, error, new_tenant, post, result, settle_jobs
+from support.factories import add_activities, create_endpoint, enable_webhooks, judged, notify, settle
+from support.helpers import enable_activities, error, new_tenant, post, result, settle_jobs
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 MINUTE = 60_000
 KEY = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-usage-key"}]}

@@ -2,9 +2,13 @@
 
 import concurrent.futures
 
-from factories import batches, comment, flush, service_tenant, tenant_with_users
-from factories import notifications as listed
-from helpers import add_organization, enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result
+import pytest
+
+from support.factories import batches, comment, flush, service_tenant, tenant_with_users
+from support.factories import notifications as listed
+from support.helpers import add_organization, enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 ADD, GET = "/v1/notifications/add", "/v2/notifications/get"
 ACTOR = {"userId": "u0", "name": "Ana", "email": "ana@example.com"}
@@ -244,7 +248,7 @@ def test_private_comment_activity_notifies_only_who_may_see_it(client):
 
 
 def test_user_data_deletion_removes_their_notifications_and_mentions(client, live):
-    from helpers import settle_jobs
+    from support.helpers import settle_jobs
 
     t = service_tenant(client, doc_users=("u0", "u1", "u2"))
     comment(client, t, "by-u1", user="u1")

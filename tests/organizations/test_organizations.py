@@ -2,7 +2,7 @@
 
 import json
 
-from helpers import add_organization, error, issue_paths, new_tenant, post, result
+from support.helpers import add_organization, error, issue_paths, new_tenant, post, result
 
 ADD_DOCS = "/v2/organizations/documents/add"
 

@@ -5,7 +5,7 @@ import pytest
 
 from collab.kit.crypto import Keyring
 from collab.permissions import tokens
-from helpers import add_organization, error, issue_paths, new_tenant, post, result
+from support.helpers import add_organization, error, issue_paths, new_tenant, post, result
 
 ADD, GET, REMOVE = "/v2/auth/permissions/add", "/v2/auth/permissions/get", "/v2/auth/permissions/remove"
 

@@ -6,7 +6,7 @@ import pytest
 from collab.kit.auth import Tenant as KitTenant
 from collab.kit.errors import ApiError
 from collab.permissions import explain
-from helpers import add_organization, new_tenant, post, result
+from support.helpers import add_organization, new_tenant, post, result
 
 ADD = "/v2/auth/permissions/add"
 

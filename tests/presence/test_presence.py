@@ -7,7 +7,7 @@ import pytest
 
 from collab.kit.jobs import transaction
 from collab.presence import repository as presence_repo
-from helpers import error, issue_paths, new_tenant, post, result
+from support.helpers import error, issue_paths, new_tenant, post, result
 
 UPDATE, ADD, GET, DELETE = (f"/v2/presence/{op}" for op in ("update", "add", "get", "delete"))
 WHERE = {"organizationId": "o1", "documentId": "d1"}

@@ -1,7 +1,7 @@
 """Live state under abuse: values need a document, are capped per document in count and bytes (so livestate/get's
 answer stays within the response budget), and follow their document when it is migrated or deleted."""
 
-from helpers import add_organization, error, new_tenant, post, result, settle_jobs
+from support.helpers import add_organization, error, new_tenant, post, result, settle_jobs
 
 KEY = {"organizationId": "org", "documentId": "doc"}
 

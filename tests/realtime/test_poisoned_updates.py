@@ -7,13 +7,13 @@ import base64
 import psycopg
 from pycrdt import Doc, Text
 
-import pathological_yjs
+from support import pathological_yjs
 
 from collab.crdt import repository as crdt_repo
 from collab.kit.jobs import transaction
 from collab.realtime.tasks import compact_sweep
-from helpers import add_organization, error, new_tenant, post, result
-from realtime_support import SYNC, UPDATE, YClient, crdt_text, frame, room, token_for, url
+from support.helpers import add_organization, error, new_tenant, post, result
+from support.realtime_support import SYNC, UPDATE, YClient, crdt_text, frame, room, token_for, url
 
 MALFORMED = 4400
 POISON = pathological_yjs.NOT_UTF8

@@ -3,8 +3,8 @@
 import json
 
 from collab.kit.lib0 import buf, uint
-from helpers import new_tenant
-from realtime_support import AWARENESS, QUERY_AWARENESS, YClient, frame, room, token_for, url
+from support.helpers import new_tenant
+from support.realtime_support import AWARENESS, QUERY_AWARENESS, YClient, frame, room, token_for, url
 
 LIMITED, TOO_LARGE, MALFORMED = 4429, 4413, 4400
 

@@ -6,8 +6,8 @@ import asyncio
 
 from collab.presence import service as presence
 from collab.realtime import access
-from helpers import add_organization, new_tenant, post, result
-from realtime_support import YClient, refused, room, token_for, url
+from support.helpers import add_organization, new_tenant, post, result
+from support.realtime_support import YClient, refused, room, token_for, url
 
 LIMITED, NO_ACCESS = 4429, 4403
 

@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from api_process import ApiProcess
-from clients import node
-from helpers import add_organization, new_tenant, post, result
-from js_clients import ClientError, Clients, YjsClient
+from support.api_process import ApiProcess
+from support.clients import node
+from support.helpers import add_organization, new_tenant, post, result
+from support.js_clients import ClientError, Clients, YjsClient
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import logging
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from helpers import fresh_ip, new_tenant
-from realtime_support import YClient, refused, room, token_for, url
+from support.helpers import fresh_ip, new_tenant
+from support.realtime_support import YClient, refused, room, token_for, url
 
 
 def _forged(claims: dict) -> str:

@@ -5,8 +5,8 @@ import base64
 
 from pycrdt import Doc, Text
 
-from helpers import new_tenant, post, result
-from realtime_support import (
+from support.helpers import new_tenant, post, result
+from support.realtime_support import (
     SYNC, UPDATE, YClient, crdt_text, frame, refused, room, settle, token_for, url,
 )
 

@@ -3,9 +3,9 @@
 import asyncio
 import json
 
-from factories import settle as settle_webhooks, webhook_tenant
-from helpers import add_organization, new_tenant, post, result
-from realtime_support import YClient, crdt_text, refused, room, settle, token_for, url
+from support.factories import settle as settle_webhooks, webhook_tenant
+from support.helpers import add_organization, new_tenant, post, result
+from support.realtime_support import YClient, crdt_text, refused, room, settle, token_for, url
 
 
 def presence(client, t, org="org", doc="doc"):

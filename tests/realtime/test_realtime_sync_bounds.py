@@ -5,8 +5,8 @@ import json
 
 from collab.crdt import ydoc
 from collab.kit.lib0 import uint
-from helpers import new_tenant, post, result
-from realtime_support import LIVESTATE, STEP1, SYNC, YClient, frame, room, token_for, url
+from support.helpers import new_tenant, post, result
+from support.realtime_support import LIVESTATE, STEP1, SYNC, YClient, frame, room, token_for, url
 
 LIMITED, SLOW = 4429, 1013
 STEP1_EMPTY = frame(SYNC, uint(0), step=STEP1)  # "send me everything": the review's 5-byte message

@@ -7,8 +7,8 @@ import pytest
 
 from collab.kit.jobs import transaction
 from collab.recordings import repository as recordings_repo
-from factories import page_of
-from helpers import error, issue_paths, new_tenant, post, result
+from support.factories import page_of
+from support.helpers import error, issue_paths, new_tenant, post, result
 
 ADD, GET, DELETE = (f"/v2/recordings/{op}" for op in ("add", "get", "delete"))
 VIDEO = {"url": "https://cdn.example.com/r1.webm", "mimeType": "video/webm", "name": "r1.webm", "type": "video",

@@ -6,7 +6,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from helpers import add_organization, enable_activities, error, issue_paths, new_tenant, post, result
+from support.helpers import add_organization, enable_activities, error, issue_paths, new_tenant, post, result
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 EXPORT = "/v2/users/data/get"
 COMMENTS = "/v2/commentannotations"

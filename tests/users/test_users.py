@@ -1,6 +1,6 @@
 """Users: add, update, get (advanced queries, paging, grouping), delete (v1 and v2), groups."""
 
-from helpers import add_organization, enable_advanced_queries, error, issue_paths, new_tenant, post, result
+from support.helpers import add_organization, enable_advanced_queries, error, issue_paths, new_tenant, post, result
 
 GET = "/v2/users/get"
 

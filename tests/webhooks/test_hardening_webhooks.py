@@ -15,10 +15,10 @@ from collab.notifications.engine import FLUSH_FAILED
 from collab.webhooks import repository as webhooks_repo
 from collab.webhooks.delivery import LOST, MAX_LOST_LEASES
 from collab.webhooks.tasks import sweep
-from factories import (DELAYED, WEBHOOKS as BASE, batches, comment, create_endpoint, delayed_batch_and_failed_delivery,
-                       enable_webhooks, flush, messages, notifications, notify, service_tenant, settle, webhook_tenant)
-from helpers import error, issue_paths, new_tenant, post, result
-from pathological_webhooks import BIG_INTEGERS, PUBLIC_KEYS, URLS, short_rsa_key
+from support.factories import (DELAYED, WEBHOOKS as BASE, batches, comment, create_endpoint, delayed_batch_and_failed_delivery,
+                               enable_webhooks, flush, messages, notifications, notify, service_tenant, settle, webhook_tenant)
+from support.helpers import error, issue_paths, new_tenant, post, result
+from support.pathological_webhooks import BIG_INTEGERS, PUBLIC_KEYS, URLS, short_rsa_key
 
 CONFIG = "/v2/workspace/advancedwebhookconfig/update"
 

@@ -9,9 +9,9 @@ from standardwebhooks.webhooks import Webhook
 
 from collab.webhooks import safety
 from collab.webhooks.secret import sign
-from factories import (WEBHOOKS as BASE, create_endpoint, enable_webhooks, messages, notify, secret_of, settle,
-                       webhook_tenant)
-from helpers import error, issue_paths, new_tenant, post, result
+from support.factories import (WEBHOOKS as BASE, create_endpoint, enable_webhooks, messages, notify, secret_of, settle,
+                               webhook_tenant)
+from support.helpers import error, issue_paths, new_tenant, post, result
 
 ENDPOINT_KEYS = {"id", "url", "description", "filterTypes", "channels", "disabled", "disabledReason", "rateLimit",
                  "uid", "metadata", "version", "createdAt", "updatedAt"}

@@ -8,8 +8,8 @@ import pytest
 from collab.kit.auth import Tenant as KitTenant
 from collab.kit.errors import ApiError
 from collab.webhooks import examples
-from factories import create_endpoint, messages, secret_of, settle, webhook_tenant
-from helpers import new_tenant
+from support.factories import create_endpoint, messages, secret_of, settle, webhook_tenant
+from support.helpers import new_tenant
 from standardwebhooks.webhooks import Webhook
 
 

@@ -12,8 +12,8 @@ from standardwebhooks.webhooks import Webhook
 
 from collab.webhooks.delivery import SCHEDULE_S
 from collab.webhooks.tasks import deliver_webhook, sweep
-from factories import WEBHOOKS as BASE, messages, notify, secret_of, settle, webhook_tenant
-from helpers import error, post, result
+from support.factories import WEBHOOKS as BASE, messages, notify, secret_of, settle, webhook_tenant
+from support.helpers import error, post, result
 
 
 def delivery(db, t):

@@ -2,8 +2,12 @@
 
 import json
 
-from factories import WEBHOOKS as BASE, create_endpoint, enable_webhooks, messages, notify, settle, webhook_tenant
-from helpers import add_organization, enable_activities, new_tenant, post, result, settle_jobs
+import pytest
+
+from support.factories import WEBHOOKS as BASE, create_endpoint, enable_webhooks, messages, notify, settle, webhook_tenant
+from support.helpers import add_organization, enable_activities, new_tenant, post, result, settle_jobs
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 
 def received(receiver, path="/hook"):

@@ -6,8 +6,8 @@ from collab.kit.auth import Tenant as Caller
 from collab.webhooks import messages as webhook_messages
 from collab.webhooks.schemas import RetryMessage
 from collab.webhooks.tasks import deliver_webhook
-from factories import WEBHOOKS as BASE, messages, notify, settle, webhook_tenant
-from helpers import error, post, result
+from support.factories import WEBHOOKS as BASE, messages, notify, settle, webhook_tenant
+from support.helpers import error, post, result
 
 HOURS_2 = "7200"
 

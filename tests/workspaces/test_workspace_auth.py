@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers import error, new_tenant, post, result
+from support.helpers import error, new_tenant, post, result
 
 
 def test_get_returns_the_created_workspace(client):

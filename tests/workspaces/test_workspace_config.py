@@ -7,7 +7,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
-from helpers import error, issue_paths, new_tenant, post, result
+from support.helpers import error, issue_paths, new_tenant, post, result
 
 WEBHOOK = "/v2/workspace/advancedwebhookconfig"
 RSA_PUBLIC_KEY = base64.b64encode(rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_bytes(

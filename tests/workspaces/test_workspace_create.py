@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers import create_workspace, error, fresh_email, fresh_ip, issue_paths, new_tenant, post, result
+from support.helpers import create_workspace, error, fresh_email, fresh_ip, issue_paths, new_tenant, post, result
 
 
 def test_create_returns_workspace_with_one_testing_key(client):

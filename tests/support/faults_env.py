@@ -43,7 +43,7 @@ class Workers:
     """Worker processes forked from a server that has the worker's modules imported already."""
 
     def __init__(self, root: Path):
-        from faults_worker import PRELOAD
+        from support.faults_worker import PRELOAD
 
         self.root = root
         self.context = multiprocessing.get_context("forkserver")
@@ -58,7 +58,7 @@ class Workers:
         forkserver.ensure_running()
 
     def start(self, settings: dict[str, Any], *, label: str, **config: Any) -> multiprocessing.Process:
-        from faults_worker import main
+        from support.faults_worker import main
 
         self.count += 1
         config = {"settings": settings, "lease_s": LEASE_S, "log": str(self.root / f"{self.count:02d}-{label}.log"),

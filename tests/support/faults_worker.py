@@ -29,7 +29,7 @@ PRELOAD = [
     "collab.notifications.engine",
     "collab.users.deletion",
     "collab.webhooks.delivery",
-    "faults_worker",
+    "support.faults_worker",
 ]
 
 
@@ -98,15 +98,16 @@ def _arm(kill_at: str | None, trace: Path | None) -> None:
     extraction.run = run
 
     if kill_at == "echo_tracked":
-        from collab import worker
-        from collab.kit.jobs import tracked
+        from dataclasses import replace
 
-        @tracked(max_tries=3)
+        from collab.kit.jobs import JOBS, load, tracked
+
         async def echo_tracked(ctx, **kwargs):
             _trace(trace, "echo_tracked")
             _die()
 
-        worker.echo_tracked = echo_tracked
+        load()  # the declared jobs, this one then swapped for the poison
+        JOBS["echo_tracked"] = replace(JOBS["echo_tracked"], run=tracked(max_tries=3)(echo_tracked))
 
 
 def main(config: dict[str, Any]) -> None:

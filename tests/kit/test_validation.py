@@ -1,4 +1,5 @@
-"""Validation answers list every failing field, and a conditional rule names the field it is about."""
+"""Validation answers list every failing field, and a conditional rule names the field it is about. Paths are relative to
+`data`."""
 
 from typing import Any
 
@@ -9,10 +10,23 @@ from pydantic import BaseModel, ValidationError
 from collab.kit.auth import api_key_auth, workspace_auth
 from collab.kit.envelope import Model
 from collab.kit.validation import Broken, failure, rule, rules
-from helpers import error, issue_paths, new_tenant, post
+from support.helpers import error, issue_paths, new_tenant, post
 
 # A value of each JSON type, in the order tried when one a field refuses is wanted.
 _SAMPLES = [(True, "boolean"), (12.5, "number"), ("x", "string"), ([], "array"), ({}, "object")]
+
+
+def test_nested_paths_are_relative_to_data(client):
+    tenant = new_tenant(client)
+    body = {"notificationServiceConfig": {"batchConfig": {"user": {"maxActivities": "many"}}}}
+    err = error(post(client, "/v2/workspace/notificationconfig/update", body, tenant.headers), "INVALID_ARGUMENT")
+    assert err["details"]["issues"] == [
+        {
+            "code": "invalid_type",
+            "path": ["notificationServiceConfig", "batchConfig", "user", "maxActivities"],
+            "message": err["details"]["issues"][0]["message"],
+        }
+    ]
 
 
 def _resolve(openapi: dict, schema: dict) -> dict:

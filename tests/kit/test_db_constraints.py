@@ -6,7 +6,7 @@ from psycopg.errors import ForeignKeyViolation, IntegrityError
 
 from collab.kit.db import constraints
 from collab.users import service as users_service
-from helpers import add_organization, error, new_tenant, post, result
+from support.helpers import add_organization, error, new_tenant, post, result
 
 BASE = "/v2/workspace/advancedwebhook"
 

@@ -2,7 +2,7 @@
 
 Playwright's sync API runs in the test thread; the `live` app serves from its own loop thread, so they never share
 an asyncio loop. Import the fixtures `browser` (one Chromium per test module) and `page` (a fresh context per test)
-into the test module: `from console_browser import browser, page  # noqa: F401 (fixtures)`.
+into the test module: `from support.console_browser import browser, page  # noqa: F401 (fixtures)`.
 """
 
 import os
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import clients
+from support import clients
 
 ARTIFACTS = Path(os.environ.get("COLLAB_ARTIFACTS_DIR") or Path(tempfile.gettempdir()) / "console-screenshots")
 # axe impacts that fail a page (minor and moderate ones are reported in the failure message only when serious

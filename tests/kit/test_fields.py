@@ -1,10 +1,10 @@
-"""Limits: every request string and array is bounded in the document, and the bounds hold on the wire."""
+"""Field bounds (kit/fields.py): every request string and array is bounded in the document, and the bounds
+hold on the wire."""
 
 import pytest
 
-from collab.kit.envelope import MAX_JSON_DEPTH
 from collab.kit.fields import MAX_BATCH
-from helpers import enable_advanced_queries, error, issue_paths, new_tenant, post, result
+from support.helpers import enable_advanced_queries, error, issue_paths, new_tenant, post, result
 
 
 def _unbounded(openapi: dict) -> list[str]:
@@ -92,52 +92,3 @@ def test_search_bounds_from_the_spec(client, field, over):
         data[field] = over
     err = error(post(client, "/v2/memory/search", data, t.headers), "INVALID_ARGUMENT")
     assert field in issue_paths(err)[0]
-
-
-def _nested(levels: int):
-    value: list = []
-    for _ in range(levels - 1):
-        value = [value]
-    return value
-
-
-def test_json_nesting_depth(client):
-    t = new_tenant(client)
-    # {"data": {"x": ...}} is two levels; an unknown key is ignored, so only the depth decides.
-    at_limit = {"data": {"x": _nested(MAX_JSON_DEPTH - 2)}}
-    assert client.post("/v2/organizations/get", json=at_limit, headers=t.headers).status_code == 200
-    over = {"data": {"x": _nested(MAX_JSON_DEPTH - 1)}}
-    err = error(client.post("/v2/organizations/get", json=over, headers=t.headers), "INVALID_ARGUMENT")
-    assert "nested deeper" in err["details"]["issues"][0]["message"]
-    # Far deeper than Python's own parser allows: still a clean 400.
-    deep = b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    response = client.post("/v2/organizations/get", content=deep, headers={**t.headers, "content-type": "application/json"})
-    error(response, "INVALID_ARGUMENT")
-
-
-def test_body_size_limit_is_413_in_the_envelope(client, live):
-    t = new_tenant(client)
-    limit = live.settings.max_body_bytes
-    padding = "x" * (limit - 100)
-    err = error(client.post("/v2/organizations/get", json={"data": {}, "p": padding + "x" * 200}, headers=t.headers),
-                "INVALID_ARGUMENT", 413)
-    assert err["details"]["issues"][0]["code"] == "too_big"
-
-
-def test_per_api_key_rate_limit(client, live, clock):
-    a, b = new_tenant(client), new_tenant(client)
-    original = live.svc.settings.rate_limit_api_key
-    live.svc.settings.rate_limit_api_key = "5/minute"
-    try:
-        clock["now"] = 1_800_000_040.0  # 20 s before a window boundary (windows start at multiples of 60 s)
-        for _ in range(5):
-            result(post(client, "/v2/organizations/get", {}, a.headers))
-        refused = post(client, "/v2/organizations/get", {}, a.headers)
-        assert error(refused, "RESOURCE_EXHAUSTED")["details"]["retryAfterSeconds"] == 20
-        assert refused.headers["retry-after"] == "20"
-        # Another key has its own budget; the next window starts afresh.
-        result(post(client, "/v2/organizations/get", {}, b.headers))
-        clock["now"] += 20
-        result(post(client, "/v2/organizations/get", {}, a.headers))
-    finally:
-        live.svc.settings.rate_limit_api_key = original

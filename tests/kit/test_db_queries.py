@@ -1,4 +1,5 @@
-"""Every named SQL block says what it does, and the loader refuses one that does not."""
+"""Named SQL blocks (kit/db/queries.py): the loader's parsing, every block says what it does, and
+the loader refuses one that does not."""
 
 from pathlib import Path
 
@@ -8,6 +9,19 @@ import collab
 from collab.kit.db import Queries
 
 SRC = Path(collab.__file__).parent
+
+
+def test_queries_file_parsing(tmp_path):
+    path = tmp_path / "queries.sql"
+    path.write_text("-- name: one\n-- The first.\nselect 1;\n\n-- name: two\n-- The second.\nselect %(x)s\n")
+    q = Queries(path)
+    assert q.one == "select 1" and q.two == "select %(x)s"
+    assert q.descriptions == {"one": "The first.", "two": "The second."}
+    with pytest.raises(AttributeError):
+        q.three
+    path.write_text("-- name: one\n-- A.\nselect 1\n-- name: one\n-- B.\nselect 2\n")
+    with pytest.raises(ValueError):
+        Queries(path)
 
 
 def _query_files() -> list[Path]:

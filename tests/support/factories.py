@@ -7,7 +7,7 @@ import threading
 
 from collab.notifications.tasks import flush_due
 from collab.testing.receiver import settle_webhooks
-from helpers import add_organization, enable_activities, enable_advanced_queries, new_tenant, post, result
+from support.helpers import add_organization, enable_activities, enable_advanced_queries, new_tenant, post, result
 
 WEBHOOKS = "/v2/workspace/advancedwebhook"
 ANA = {"userId": "u1", "name": "Ana", "email": "ana@example.com"}

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 from urllib.parse import quote
 
-from clients import JS_DIR, node
+from support.clients import JS_DIR, node
 
 # A command answers when its event happened; this only bounds a broken run.
 TIMEOUT_MS = 15_000

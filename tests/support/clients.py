@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-JS_DIR = Path(__file__).parent / "js"
+JS_DIR = Path(__file__).parents[1] / "js"
 CHROMIUM = os.environ.get("COLLAB_CHROMIUM", "/usr/bin/chromium")
 # CI sets this so a missing client fails the run instead of skipping its tests.
 REQUIRED = os.environ.get("COLLAB_REQUIRE_CLIENTS") == "1"

@@ -1,0 +1,29 @@
+"""The settings of the session's service, on its servers: what `live` runs with, and a base for tests' own."""
+
+from collab.config import Settings
+
+
+def make_settings(servers, fake=None, **overrides) -> Settings:
+    values = dict(
+        database_url=servers["database_url"],
+        redis_url=servers["redis_url"],
+        data_dir=servers["root"],
+        secret_key="test-secret-key-0123456789-abcdefghij",
+        log_json=False,
+        rate_limit_workspace_create="10/hour",
+        rate_limit_workspace_get="60/minute",
+        llm_retry_backoff_s=0.01,
+        llm_call_timeout_s=1.5,
+        ask_ai_timeout_s=10,
+        embedding_refresh_s=0,
+        # The worker loads the embedding model when a job first needs it, not at start-up: tests that never embed
+        # (most) never load it; those that do ask for the `embedding_model` fixture.
+        embedding_preload=False,
+        # The webhook receiver of the tests listens on 127.0.0.1; SSRF tests switch this off themselves.
+        webhooks_allow_private_targets=True,
+    )
+    if fake is not None:
+        for provider in ("openai", "anthropic", "gemini"):
+            values[f"{provider}_base_url"] = fake.base_url(provider)
+    values.update(overrides)
+    return Settings(**values)
