@@ -44,7 +44,9 @@ def stack(fake_model: str | None = None, **overrides: str) -> Iterator[tuple[str
     redis = embedded.EmbeddedRedis(root)
     redis_url = redis.start()
     fake_args = ["--model", fake_model] if fake_model else []
-    fake = subprocess.Popen([sys.executable, "-m", "collab.testing.fakes", *fake_args], stdout=subprocess.PIPE, text=True)
+    fake = subprocess.Popen(
+        [sys.executable, "-m", "collab.testing.fakes", *fake_args], stdout=subprocess.PIPE, text=True
+    )
     fake_root = fake.stdout.readline().strip()
     port = _free_port()
     env = dict(
@@ -167,7 +169,11 @@ def machine() -> str:
 
 def write_section(name: str, body: str) -> None:
     """Replace (or append) the section `name` of docs/benchmarks.md."""
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n\nWritten by `make bench` (`python -m bench`); numbers from one run on one machine.\n"
+    text = (
+        RESULTS.read_text()
+        if RESULTS.exists()
+        else "# Benchmarks\n\nWritten by `make bench` (`python -m bench`); numbers from one run on one machine.\n"
+    )
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     block = f"{begin}\n{body.rstrip()}\n{end}"
     if begin in text:

@@ -52,22 +52,38 @@ class Route:
 
 def routes() -> list[Route]:
     """The bare route, the reads, then the writes (each write makes or changes one thing)."""
-    activity = {"featureType": "custom", "actionType": "document.viewed", "targetEntityId": "t-1",
-                "actionUser": {"userId": USER}}
+    activity = {
+        "featureType": "custom",
+        "actionType": "document.viewed",
+        "targetEntityId": "t-1",
+        "actionUser": {"userId": USER},
+    }
     return [
         Route("bare", "/bare", {"data": {"organizationId": ORG}}),
         Route("organizations/get", "/v2/organizations/get", {"data": {"organizationIds": [ORG]}}),
         Route("workspace/apikeyconfig/get", "/v2/workspace/apikeyconfig/get", {"data": {}}),
-        Route("auth/permissions/get", "/v2/auth/permissions/get",
-              {"data": {"organizationId": ORG, "userIds": [USER], "documentIds": [DOC]}}),
-        Route("activities/add (1 record)", "/v2/activities/add",
-              {"data": {"organizationId": ORG, "documentId": DOC, "activities": [activity]}}),
-        Route("organizations/documents/add", "/v2/organizations/documents/add",
-              template='{"data":{"organizationId":"' + ORG + '","documents":[{"documentId":"d-%s-%d",'
-                       '"documentName":"D %d"}]}}'),
-        Route("users/update", "/v2/users/update",
-              template='{"data":{"organizationId":"' + ORG + '","users":[{"userId":"' + USER + '",'
-                       '"name":"User %s %d"}]}}'),
+        Route(
+            "auth/permissions/get",
+            "/v2/auth/permissions/get",
+            {"data": {"organizationId": ORG, "userIds": [USER], "documentIds": [DOC]}},
+        ),
+        Route(
+            "activities/add (1 record)",
+            "/v2/activities/add",
+            {"data": {"organizationId": ORG, "documentId": DOC, "activities": [activity]}},
+        ),
+        Route(
+            "organizations/documents/add",
+            "/v2/organizations/documents/add",
+            template='{"data":{"organizationId":"' + ORG + '","documents":[{"documentId":"d-%s-%d",'
+            '"documentName":"D %d"}]}}',
+        ),
+        Route(
+            "users/update",
+            "/v2/users/update",
+            template='{"data":{"organizationId":"' + ORG + '","users":[{"userId":"' + USER + '",'
+            '"name":"User %s %d"}]}}',
+        ),
     ]
 
 
@@ -85,8 +101,7 @@ def serve_bare(port: int) -> None:
     async def bare(body: dict) -> dict:
         return body
 
-    uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", log_config=None,
-                access_log=False)
+    uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", log_config=None, access_log=False)
 
 
 def _wait(url: str, child: subprocess.Popen, timeout: float = 120) -> None:
@@ -118,8 +133,11 @@ def start_api(env: dict[str, str], workers: int, src: Path | None = None) -> tup
     port = _free_port()
     if src is not None:
         env = {**env, "PYTHONPATH": str(src)}
-    child = subprocess.Popen([sys.executable, "-m", "collab.cli", "api", "--port", str(port), "--workers", str(workers)],
-                             env={**env, "COLLAB_PORT": str(port)}, start_new_session=True)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "collab.cli", "api", "--port", str(port), "--workers", str(workers)],
+        env={**env, "COLLAB_PORT": str(port)},
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     _wait(base + "/readyz", child)
     return child, base
@@ -148,13 +166,30 @@ def seed(base: str) -> dict[str, str]:
         ws = _post(client, "/v2/workspace/create", {"ownerEmail": "crud@example.com"}, {})["result"]["data"]
         key = next(iter(ws["apiKeyList"]))
         wh = {"x-service-workspace-id": ws["id"], "x-service-workspace-auth-token": ws["authToken"]}
-        token = _post(client, "/v2/workspace/authtokens/get", {"apiKey": key}, wh)["result"]["data"]["authTokens"][0]["token"]
+        token = _post(client, "/v2/workspace/authtokens/get", {"apiKey": key}, wh)["result"]["data"]["authTokens"][0][
+            "token"
+        ]
         h = {"x-service-api-key": key, "x-service-auth-token": token}
         _post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}}, h)
-        _post(client, "/v2/organizations/documents/add", {
-            "organizationId": ORG, "createOrganization": True, "documents": [{"documentId": DOC, "documentName": "D"}]}, h)
-        _post(client, "/v2/users/add", {"organizationId": ORG, "users": [
-            {"userId": USER, "name": "User", "email": "user@example.com", "accessRole": "editor"}]}, h)
+        _post(
+            client,
+            "/v2/organizations/documents/add",
+            {
+                "organizationId": ORG,
+                "createOrganization": True,
+                "documents": [{"documentId": DOC, "documentName": "D"}],
+            },
+            h,
+        )
+        _post(
+            client,
+            "/v2/users/add",
+            {
+                "organizationId": ORG,
+                "users": [{"userId": USER, "name": "User", "email": "user@example.com", "accessRole": "editor"}],
+            },
+            h,
+        )
         for route in routes()[1:]:  # every route answers 200 before it is measured
             body = route.body or orjson.loads(route.template.replace("%s", "seed").replace("%d", "0"))
             response = client.post(route.path, json=body, headers=h)
@@ -176,8 +211,13 @@ def _lua(route: Route, headers: dict[str, str], tag: str) -> str:
         template = route.template.replace("%s", tag).replace("%d", "%d", 1).replace('"', '\\"')
         count = route.template.count("%d")
         args = ", ".join(["n"] * count)
-        lines += ["local n = 0", "request = function()", "  n = n + 1",
-                  f'  return wrk.format(nil, nil, nil, string.format("{template}", {args}))', "end"]
+        lines += [
+            "local n = 0",
+            "request = function()",
+            "  n = n + 1",
+            f'  return wrk.format(nil, nil, nil, string.format("{template}", {args}))',
+            "end",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -194,8 +234,11 @@ def wrk(url: str, script: str, *, duration: float, connections: int) -> dict[str
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(script)
     try:
-        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--latency", "-s", f.name, url],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            ["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--latency", "-s", f.name, url],
+            capture_output=True,
+            text=True,
+        )
         if out.returncode != 0:
             raise RuntimeError(f"wrk failed: {out.stderr or out.stdout}")
         out = out.stdout
@@ -206,8 +249,13 @@ def wrk(url: str, script: str, *, duration: float, connections: int) -> dict[str
     p99 = _ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))
     bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     errors = re.search(r"Socket errors:.*", out)
-    return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(bad.group(1)) if bad else 0,
-            "socket_errors": errors.group(0) if errors else ""}
+    return {
+        "rps": rps,
+        "p50": p50,
+        "p99": p99,
+        "non2xx": int(bad.group(1)) if bad else 0,
+        "socket_errors": errors.group(0) if errors else "",
+    }
 
 
 # --- the run ---------------------------------------------------------------------------------------------
@@ -219,35 +267,53 @@ def _cpu_s(pid: int) -> float:
     return sum(load_service._ticks(p) for p in load_service._descendants(pid, tree)) / load_service.TICK
 
 
-def measure(args: argparse.Namespace, bare: tuple[str, int], apis: dict[str, tuple[str, int]],
-            headers: dict[str, str], workers: int) -> dict:
+def measure(
+    args: argparse.Namespace,
+    bare: tuple[str, int],
+    apis: dict[str, tuple[str, int]],
+    headers: dict[str, str],
+    workers: int,
+) -> dict:
     """Each chosen route on each server (the API, and a baseline's beside it), rounds interleaved."""
     chosen = [r for r in routes() if args.routes is None or r.name.split(" ")[0] in args.routes or r.name == "bare"]
-    runs = [(r.name, r, bare) if r.name == "bare" else (r.name + label, r, api)
-            for r in chosen for label, api in (apis.items() if r.name != "bare" else [("", bare)])]
+    runs = [
+        (r.name, r, bare) if r.name == "bare" else (r.name + label, r, api)
+        for r in chosen
+        for label, api in (apis.items() if r.name != "bare" else [("", bare)])
+    ]
     results: dict[str, list[dict]] = {name: [] for name, _, _ in runs}
     for rnd in range(args.rounds):
         for name, route, (base, pid) in runs:
             tag = f"w{workers}r{rnd}{'b' if name != route.name else ''}"
             cpu = _cpu_s(pid)
-            result = wrk(base + route.path, _lua(route, {} if route.name == "bare" else headers, tag),
-                         duration=args.duration, connections=args.connections)
+            result = wrk(
+                base + route.path,
+                _lua(route, {} if route.name == "bare" else headers, tag),
+                duration=args.duration,
+                connections=args.connections,
+            )
             # Server CPU per request: what the noise of a shared machine moves least.
             result["cpu_us"] = (_cpu_s(pid) - cpu) / max(result["rps"] * args.duration, 1) * 1e6
             results[name].append(result)
-            print(f"  workers={workers} round {rnd + 1} {name}: {result['rps']:.0f} req/s, p50 "
-                  f"{result['p50']:.2f} ms, p99 {result['p99']:.2f} ms, {result['cpu_us']:.0f} µs CPU/req"
-                  + (f", {result['non2xx']} non-2xx" if result["non2xx"] else ""), file=sys.stderr, flush=True)
+            print(
+                f"  workers={workers} round {rnd + 1} {name}: {result['rps']:.0f} req/s, p50 "
+                f"{result['p50']:.2f} ms, p99 {result['p99']:.2f} ms, {result['cpu_us']:.0f} µs CPU/req"
+                + (f", {result['non2xx']} non-2xx" if result["non2xx"] else ""),
+                file=sys.stderr,
+                flush=True,
+            )
     return results
 
 
 def table(all_results: dict[int, dict], args: argparse.Namespace) -> str:
     """The markdown table: per route and worker count, each round's req/s, p50, p99 and ratio to bare."""
     one = min(all_results)
-    lines = [f"{args.rounds} rounds interleaved, wrk -t1 -c{args.connections} -d{args.duration:g}s; {machine()}.",
-             "",
-             "| route | API processes | req/s (rounds) | p50 ms | p99 ms | server CPU µs/req | vs bare | vs 1 process |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"{args.rounds} rounds interleaved, wrk -t1 -c{args.connections} -d{args.duration:g}s; {machine()}.",
+        "",
+        "| route | API processes | req/s (rounds) | p50 ms | p99 ms | server CPU µs/req | vs bare | vs 1 process |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for workers, results in all_results.items():
         bare = results["bare"]
         for name, rounds in results.items():
@@ -261,11 +327,17 @@ def table(all_results: dict[int, dict], args: argparse.Namespace) -> str:
             bad = sum(r["non2xx"] for r in rounds)
             lines.append(
                 f"| {name}{' (' + str(bad) + ' non-2xx)' if bad else ''} | {'-' if name == 'bare' else workers} | "
-                + " / ".join(f"{r['rps']:,.0f}" for r in rounds) + " | "
-                + " / ".join(f"{r['p50']:.1f}" for r in rounds) + " | "
-                + " / ".join(f"{r['p99']:.1f}" for r in rounds) + " | "
-                + " / ".join(f"{r['cpu_us']:.0f}" for r in rounds) + " | "
-                + " / ".join(f"{x:.2f}" for x in ratios) + f" | {scale} |")
+                + " / ".join(f"{r['rps']:,.0f}" for r in rounds)
+                + " | "
+                + " / ".join(f"{r['p50']:.1f}" for r in rounds)
+                + " | "
+                + " / ".join(f"{r['p99']:.1f}" for r in rounds)
+                + " | "
+                + " / ".join(f"{r['cpu_us']:.0f}" for r in rounds)
+                + " | "
+                + " / ".join(f"{x:.2f}" for x in ratios)
+                + f" | {scale} |"
+            )
     return "\n".join(lines)
 
 
@@ -296,12 +368,20 @@ def main(argv: list[str] | None = None) -> str:
     redis = embedded.EmbeddedRedis(root)
     redis_url = redis.start()
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAB_")}
-    env = {**base_env, **LIMITS, "COLLAB_DATABASE_URL": database_url, "COLLAB_REDIS_URL": redis_url,
-           "COLLAB_DATA_DIR": str(root), "COLLAB_SECRET_KEY": "crud-bench-secret-key-0123456789abcdef",
-           "COLLAB_HOST": "127.0.0.1", "COLLAB_LOG_LEVEL": "WARNING"}
+    env = {
+        **base_env,
+        **LIMITS,
+        "COLLAB_DATABASE_URL": database_url,
+        "COLLAB_REDIS_URL": redis_url,
+        "COLLAB_DATA_DIR": str(root),
+        "COLLAB_SECRET_KEY": "crud-bench-secret-key-0123456789abcdef",
+        "COLLAB_HOST": "127.0.0.1",
+        "COLLAB_LOG_LEVEL": "WARNING",
+    }
     bare_port = _free_port()
-    bare = subprocess.Popen([sys.executable, "-m", "bench.crud", "--serve-bare", str(bare_port)], env=env,
-                            start_new_session=True)
+    bare = subprocess.Popen(
+        [sys.executable, "-m", "bench.crud", "--serve-bare", str(bare_port)], env=env, start_new_session=True
+    )
     bare_url = f"http://127.0.0.1:{bare_port}"
     headers: dict[str, str] | None = None
     all_results: dict[int, dict] = {}

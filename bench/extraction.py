@@ -22,16 +22,30 @@ from collab.testing.samples import make_pdf
 TARGET = 5 * 1024 * 1024 - 64 * 1024  # just under the 5 MB upload limit
 LIMITS = Limits(max_tasks=10**6)
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-_SUBJECTS = ["price claims", "testimonials", "image alt text", "cookie banners", "pricing tables", "disclaimers",
-             "product names", "contrast ratios", "consent forms", "data retention notes", "legal footers"]
+_SUBJECTS = [
+    "price claims",
+    "testimonials",
+    "image alt text",
+    "cookie banners",
+    "pricing tables",
+    "disclaimers",
+    "product names",
+    "contrast ratios",
+    "consent forms",
+    "data retention notes",
+    "legal footers",
+]
 _VERBS = ["state", "disclose", "include", "link to", "avoid", "name", "show", "keep", "match", "explain"]
 
 
 def _rows(n: int) -> list[tuple[str, str, str]]:
     rng = random.Random(7)
     return [
-        (f"C-{i:06d}", rng.choice(_SUBJECTS).title(),
-         f"Check that {rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} the {rng.choice(_SUBJECTS)} required by policy {i}")
+        (
+            f"C-{i:06d}",
+            rng.choice(_SUBJECTS).title(),
+            f"Check that {rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} the {rng.choice(_SUBJECTS)} required by policy {i}",
+        )
         for i in range(n)
     ]
 
@@ -125,7 +139,11 @@ def pipeline_overhead(n: int = 100) -> tuple[float, float, float, float]:
     writer.writerow(["Category", "Check"])
     for row in _rows(40):
         writer.writerow(row[1:])
-    body = {"fileBase64": base64.b64encode(out.getvalue().encode()).decode(), "mimeType": "text/csv", "fileName": "bench.csv"}
+    body = {
+        "fileBase64": base64.b64encode(out.getvalue().encode()).decode(),
+        "mimeType": "text/csv",
+        "fileName": "bench.csv",
+    }
     with stack(fake_model="extraction", COLLAB_OPENAI_API_KEY="bench-platform-key") as (base, fake_root):
         with httpx.Client(base_url=base, timeout=30) as client:
             headers = new_tenant(client)
@@ -136,15 +154,27 @@ def pipeline_overhead(n: int = 100) -> tuple[float, float, float, float]:
 
 
 def main() -> str:
-    lines = ["## Extraction", "", f"Machine: {machine()}.", "", "Decode throughput (best of 3, one process):", "",
-             "| format | input MB | tasks | seconds | MB/s |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "## Extraction",
+        "",
+        f"Machine: {machine()}.",
+        "",
+        "Decode throughput (best of 3, one process):",
+        "",
+        "| format | input MB | tasks | seconds | MB/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, mb, tasks, seconds, rate in decode_throughput():
         lines.append(f"| {name} | {mb:.2f} | {tasks} | {seconds:.2f} | {rate:.1f} |")
     e50, e99, p50, p99 = pipeline_overhead()
-    lines += ["", "Pipeline overhead per call (40-task CSV, 100 sequential calls, fake provider in its own process):", "",
-              "| e2e p50 ms | e2e p99 ms | provider p50 ms | provider p99 ms | overhead p50 ms | overhead p99 ms |",
-              "|---:|---:|---:|---:|---:|---:|",
-              f"| {e50:.1f} | {e99:.1f} | {p50:.2f} | {p99:.2f} | {e50 - p50:.1f} | {e99 - p99:.1f} |"]
+    lines += [
+        "",
+        "Pipeline overhead per call (40-task CSV, 100 sequential calls, fake provider in its own process):",
+        "",
+        "| e2e p50 ms | e2e p99 ms | provider p50 ms | provider p99 ms | overhead p50 ms | overhead p99 ms |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| {e50:.1f} | {e99:.1f} | {p50:.2f} | {p99:.2f} | {e50 - p50:.1f} | {e99 - p99:.1f} |",
+    ]
     table = "\n".join(lines)
     write_section("extraction", table)
     return table

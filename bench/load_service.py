@@ -46,14 +46,25 @@ def start(extra_env: dict[str, str] | None = None, timeout: float = 300) -> Serv
     """`collab run` in a fresh data dir on a free port, as `make run` starts it; returns once /readyz answers."""
     data_dir = Path(tempfile.mkdtemp(prefix="collab-load-"))
     port = _free_port()
-    env = {"COLLAB_DATA_DIR": str(data_dir), "COLLAB_HOST": "127.0.0.1", "COLLAB_PORT": str(port),
-           "COLLAB_LOG_LEVEL": "WARNING", **LIMITS, **(extra_env or {})}
+    env = {
+        "COLLAB_DATA_DIR": str(data_dir),
+        "COLLAB_HOST": "127.0.0.1",
+        "COLLAB_PORT": str(port),
+        "COLLAB_LOG_LEVEL": "WARNING",
+        **LIMITS,
+        **(extra_env or {}),
+    }
     # Settings of the caller's environment (a database URL, say) must not leak into the child.
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAB_")}
     log = data_dir / "collab-run.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "collab.cli", "run"], env={**base_env, **env},
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "collab.cli", "run"],
+            env={**base_env, **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     service = Service(f"http://127.0.0.1:{port}", process, data_dir, process.pid, log, env)
     _wait_ready(service, timeout)
     return service
@@ -217,8 +228,9 @@ def rss_sample(root_pid: int | None, postmaster: int | None) -> dict[str, float]
         for pid, role in _roles(root_pid, tree).items():
             sample[role] = sample.get(role, 0.0) + _kib(_status(pid), "VmRSS") / 1024
     if postmaster is not None:
-        sample["postgres (RssAnon, all backends)"] = sum(
-            _kib(_status(pid), "RssAnon") for pid in _descendants(postmaster, tree)) / 1024
+        sample["postgres (RssAnon, all backends)"] = (
+            sum(_kib(_status(pid), "RssAnon") for pid in _descendants(postmaster, tree)) / 1024
+        )
     return sample
 
 

@@ -6,7 +6,6 @@ Hops: enqueue→start (the job function's first line) and done→answered (its r
 result). The API side and the worker run in one process here (one clock for both ends of a hop).
 """
 
-import asyncio
 import shutil
 import tempfile
 import time
@@ -53,28 +52,37 @@ def main() -> str:
     redis = embedded.EmbeddedRedis(root)
     try:
         settings = Settings(
-            database_url=embedded.start_postgres(root, database="collab_bench"), redis_url=redis.start(),
-            data_dir=root, secret_key="bench-secret-key-0123456789-abcdefghij", log_json=False,
+            database_url=embedded.start_postgres(root, database="collab_bench"),
+            redis_url=redis.start(),
+            data_dir=root,
+            secret_key="bench-secret-key-0123456789-abcdefghij",
+            log_json=False,
             worker_poll_delay_s=0.01,  # "before" enqueues without the wake push: the bulk lane's old 10 ms poll finds it
         )
 
         live = Live(settings).start()
         try:
             rows = []
-            for name, after in (("before: a queue polled every 10 ms, result polled every 2 ms", False),
-                                ("after: search lane, wake push, done push", True)):
+            for name, after in (
+                ("before: a queue polled every 10 ms, result polled every 2 ms", False),
+                ("after: search lane, wake push, done push", True),
+            ):
                 live.run(_measure(live.svc.redis, after=after), timeout=300)  # warm-up
                 starts, answers = live.run(_measure(live.svc.redis, after=after), timeout=300)
-                rows.append(f"| {name} | {pct(starts, 50):.2f} | {pct(starts, 99):.2f} | "
-                            f"{pct(answers, 50):.2f} | {pct(answers, 99):.2f} |")
+                rows.append(
+                    f"| {name} | {pct(starts, 50):.2f} | {pct(starts, 99):.2f} | "
+                    f"{pct(answers, 50):.2f} | {pct(answers, 99):.2f} |"
+                )
         finally:
             live.stop()
     finally:
         redis.stop()
         embedded.stop_postgres()
         shutil.rmtree(root, ignore_errors=True)
-    head = (f"Queue hops, {N} sequential jobs each, ms\n\n| path | enqueue→start p50 | p99 | done→answered p50 | p99 |\n"
-            "|---|---:|---:|---:|---:|")
+    head = (
+        f"Queue hops, {N} sequential jobs each, ms\n\n| path | enqueue→start p50 | p99 | done→answered p50 | p99 |\n"
+        "|---|---:|---:|---:|---:|"
+    )
     return "\n".join([head, *rows])
 
 

@@ -150,16 +150,19 @@ class Client:
         await self.send(_awareness(self.client_id, self.clock))
 
     async def connect(self) -> None:
-        self.ws = await websockets.connect(self.url, max_size=None, compression=COMPRESSION, open_timeout=60,
-                                           ping_interval=None, max_queue=None)
+        self.ws = await websockets.connect(
+            self.url, max_size=None, compression=COMPRESSION, open_timeout=60, ping_interval=None, max_queue=None
+        )
         LIVE.add(self)
         asyncio.ensure_future(self._read())
         await self.send(_sync(0, self.doc.get_state() if self.doc else b"\x00"))
         try:
             await asyncio.wait_for(self.synced.wait(), 60)
         except asyncio.TimeoutError:
-            raise TimeoutError(f"{self.url.split('?')[0]}: no sync step 2 in 60 s (closed with"
-                               f" {self.closed_with} {self.close_reason!r})") from None
+            raise TimeoutError(
+                f"{self.url.split('?')[0]}: no sync step 2 in 60 s (closed with"
+                f" {self.closed_with} {self.close_reason!r})"
+            ) from None
 
     async def _read(self) -> None:
         try:
@@ -200,8 +203,9 @@ class Client:
         deadline = time.monotonic() + timeout
         while len(self.arrivals) < count:
             if self.closed_with is not None:
-                raise RuntimeError(f"a client of {self.url.split('?')[0]} was closed with {self.closed_with}"
-                                   f" {self.close_reason!r}")
+                raise RuntimeError(
+                    f"a client of {self.url.split('?')[0]} was closed with {self.closed_with} {self.close_reason!r}"
+                )
             self.changed.clear()
             left = deadline - time.monotonic()
             if left <= 0:
@@ -228,6 +232,7 @@ async def _renewing() -> None:
 
 def _run(phase: Awaitable):
     """asyncio.run(phase) with the clients' awareness renewals going on beside it."""
+
     async def main():
         renewals = asyncio.ensure_future(_renewing())
         try:
@@ -296,15 +301,18 @@ def _serve_bare() -> tuple[subprocess.Popen, str]:
 def _reference_versions() -> str:
     """What the reference runs on (and a clear stop where bench/js is not installed)."""
     if not (JS / "node_modules" / "@y" / "websocket-server").is_dir():
-        raise SystemExit("bench/js is not installed: (cd bench/js && npm ci --ignore-scripts), as make bench-realtime"
-                         " does")
+        raise SystemExit(
+            "bench/js is not installed: (cd bench/js && npm ci --ignore-scripts), as make bench-realtime does"
+        )
 
     def version(package: str) -> str:
         return json.loads((JS / "node_modules" / package / "package.json").read_text())["version"]
 
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
-    return (f"`@y/websocket-server` {version('@y/websocket-server')} (yjs {version('yjs')}, ws {version('ws')},"
-            f" Node {node})")
+    return (
+        f"`@y/websocket-server` {version('@y/websocket-server')} (yjs {version('yjs')}, ws {version('ws')},"
+        f" Node {node})"
+    )
 
 
 def _serve_reference() -> tuple[subprocess.Popen, str]:
@@ -327,10 +335,22 @@ def _post(client: httpx.Client, path: str, data: dict, headers: dict) -> dict:
 async def _crdt_add(base: str, h: dict, documents: list[str], concurrency: int = 8) -> None:
     gate = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+
         async def one(document: str) -> None:
             async with gate:
-                response = await client.post("/v2/crdt/add", headers=h, json={"data": {
-                    "organizationId": ORG, "documentId": document, "editorId": EDITOR, "type": "text", "data": ""}})
+                response = await client.post(
+                    "/v2/crdt/add",
+                    headers=h,
+                    json={
+                        "data": {
+                            "organizationId": ORG,
+                            "documentId": document,
+                            "editorId": EDITOR,
+                            "type": "text",
+                            "data": "",
+                        }
+                    },
+                )
                 response.raise_for_status()
 
         await asyncio.gather(*(one(d) for d in documents))
@@ -341,10 +361,14 @@ async def _tokens(base: str, h: dict, users: int, concurrency: int = 8) -> list[
     gate = asyncio.Semaphore(concurrency)
     grant = {"type": "organization", "id": ORG, "accessRole": "editor"}
     async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+
         async def one(user: int) -> str:
             async with gate:
-                response = await client.post("/v2/auth/generate_token", headers=h, json={"data": {
-                    "userId": f"user-{user}", "permissions": {"resources": [grant]}}})
+                response = await client.post(
+                    "/v2/auth/generate_token",
+                    headers=h,
+                    json={"data": {"userId": f"user-{user}", "permissions": {"resources": [grant]}}},
+                )
                 response.raise_for_status()
                 return response.json()["result"]["data"]["token"]
 
@@ -365,8 +389,12 @@ def _seed(base: str, documents: list[str], users: int) -> Tenant:
         h = new_tenant(client)
         _post(client, "/v2/organizations/add", {"organizations": [{"organizationId": ORG}]}, h)
         for start in range(0, len(documents), 1000):
-            _post(client, "/v2/organizations/documents/add",
-                  {"organizationId": ORG, "documents": [{"documentId": d} for d in documents[start:start + 1000]]}, h)
+            _post(
+                client,
+                "/v2/organizations/documents/add",
+                {"organizationId": ORG, "documents": [{"documentId": d} for d in documents[start : start + 1000]]},
+                h,
+            )
     asyncio.run(_crdt_add(base, h, documents))
     return Tenant(h, asyncio.run(_tokens(base, h, users)))
 
@@ -526,9 +554,13 @@ async def _one_room(targets: list[Target], n: int, rounds: int, burst: int, chun
     rates = {k: messages / seconds for k, (messages, seconds) in delivered.items()}
     for t in targets:
         await t.close(runs[t.key].clients)
-    return {"runs": runs, "rate": rates, "cpu": {k: m.cpu / rounds for k, m in meters.items()},
-            "store": {k: m.store / rounds for k, m in meters.items()},
-            "burst_cpu": {k: m.cpu / burst for k, m in bursts.items()}}
+    return {
+        "runs": runs,
+        "rate": rates,
+        "cpu": {k: m.cpu / rounds for k, m in meters.items()},
+        "store": {k: m.store / rounds for k, m in meters.items()},
+        "burst_cpu": {k: m.cpu / burst for k, m in bursts.items()},
+    }
 
 
 class Rooms:
@@ -599,8 +631,11 @@ async def _rest_writes(base: str, url: str, h: dict, document: str, samples: int
         for i in range(samples):
             text += "x"
             began = time.perf_counter()
-            response = await http.post("/v2/crdt/update", headers=h, json={"data": {
-                "organizationId": ORG, "documentId": document, "editorId": EDITOR, "data": text}})
+            response = await http.post(
+                "/v2/crdt/update",
+                headers=h,
+                json={"data": {"organizationId": ORG, "documentId": document, "editorId": EDITOR, "data": text}},
+            )
             calls.append(time.perf_counter() - began)
             response.raise_for_status()
             await asyncio.gather(*(c.wait_arrivals(i + 1) for c in clients))
@@ -624,6 +659,7 @@ def _ms(values: list[float]) -> str:
 
 def _row(name: str, values: dict[str, float | None], fmt: str = "{:.1f}", ratios: bool = True) -> str:
     """A table row: each target's value, then collab (default limits) ÷ the reference and defaults ÷ raised."""
+
     def cell(v: float | None) -> str:
         return "—" if v is None else fmt.format(v)
 
@@ -684,10 +720,15 @@ def main(argv: list[str] | None = None) -> str:
     children: list[subprocess.Popen] = []
     with stack(**LIMITS) as (base, _), api_beside(unset_prefix="COLLAB_REALTIME_", **DEFAULTS) as (base_d, api_d):
         try:
-            tenants = [_seed(base, (["rest"] if t == 0 else []) + [f"{side}-{room}" for side in ("a", "d")
-                                                                   for room in rooms if home(room) == t],
-                             max(users, args.room_clients) if t == 0 else users)
-                       for t in range(spread)]
+            tenants = [
+                _seed(
+                    base,
+                    (["rest"] if t == 0 else [])
+                    + [f"{side}-{room}" for side in ("a", "d") for room in rooms if home(room) == t],
+                    max(users, args.room_clients) if t == 0 else users,
+                )
+                for t in range(spread)
+            ]
 
             def collab(ws_base: str, side: str) -> Callable[[str], str]:
                 """URLs of a collab process's rooms, each for the next user of the room's workspace in turn."""
@@ -725,8 +766,15 @@ def main(argv: list[str] | None = None) -> str:
             took["rooms of two"] = time.monotonic() - began
             waits.append(_quiesce(servers))
             began = time.monotonic()
-            rest = _run(_rest_writes(base, f"{ws}/v2/realtime/{ORG}/rest/{EDITOR}?token={tenants[0].tokens[0]}",
-                                     tenants[0].headers, "rest", args.rest))
+            rest = _run(
+                _rest_writes(
+                    base,
+                    f"{ws}/v2/realtime/{ORG}/rest/{EDITOR}?token={tenants[0].tokens[0]}",
+                    tenants[0].headers,
+                    "rest",
+                    args.rest,
+                )
+            )
             took["REST"], began = time.monotonic() - began, time.monotonic()
             # Not the collab process with limits raised: the same code as the other, it doubled the slowest part
             # of the run (4,000 handshakes) for a ratio the rooms of two show already.
@@ -794,44 +842,73 @@ def main(argv: list[str] | None = None) -> str:
     collab = ("defaults", "raised")
     receipts = len(runs["defaults"].latencies)
     lines += [
-        _row(f"one room of {n}, one edit at a time: fan-out p50 ms ({receipts} receipts each)",
-             ms(lambda k: runs[k].latencies, 50)),
+        _row(
+            f"one room of {n}, one edit at a time: fan-out p50 ms ({receipts} receipts each)",
+            ms(lambda k: runs[k].latencies, 50),
+        ),
         _row("... fan-out p99 ms", ms(lambda k: runs[k].latencies, 99)),
         _row(f"... until the last of the {others} others has it: p50 ms", ms(lambda k: runs[k].last, 50)),
         _row("... until the last has it: p99 ms", ms(lambda k: runs[k].last, 99)),
         _row("... server CPU per edit, ms", of(lambda k: one["cpu"][k] * 1000)),
         _row("... Postgres + Redis CPU per edit, ms", of(lambda k: one["store"][k] * 1000, collab), ratios=False),
-        _row(f"one room of {n}, {burst} edits back to back (4 parts): messages/s", of(lambda k: one["rate"][k]),
-             "{:,.0f}"),
+        _row(
+            f"one room of {n}, {burst} edits back to back (4 parts): messages/s",
+            of(lambda k: one["rate"][k]),
+            "{:,.0f}",
+        ),
         _row("... server CPU per edit, ms", of(lambda k: one["burst_cpu"][k] * 1000)),
-        _row(f"{args.rooms} rooms × 2, every room edits at once: p50 ms ({len(many['defaults'].burst)} receipts each)",
-             ms(lambda k: many[k].burst, 50)),
+        _row(
+            f"{args.rooms} rooms × 2, every room edits at once: p50 ms ({len(many['defaults'].burst)} receipts each)",
+            ms(lambda k: many[k].burst, 50),
+        ),
         _row("... p99 ms", ms(lambda k: many[k].burst, 99)),
         _row("... messages/s", of(lambda k: len(many[k].burst) / many[k].seconds), "{:,.0f}"),
         _row("... server CPU per edit, ms", of(lambda k: many[k].meter.cpu * 1000 / len(many[k].burst)), "{:.2f}"),
-        _row("... Postgres + Redis CPU per edit, ms",
-             of(lambda k: many[k].meter.store * 1000 / len(many[k].burst), collab), "{:.2f}", False),
+        _row(
+            "... Postgres + Redis CPU per edit, ms",
+            of(lambda k: many[k].meter.store * 1000 / len(many[k].burst), collab),
+            "{:.2f}",
+            False,
+        ),
         _row(f"{args.rooms} rooms × 2 open, one room edits at a time: p50 ms", ms(lambda k: many[k].light, 50)),
         _row("... p99 ms", ms(lambda k: many[k].light, 99)),
-        _row(f"connections held of the {2 * args.rooms} (opened 50 handshakes at a time)", of(lambda k: many[k].held),
-             "{:,.0f}", False),
+        _row(
+            f"connections held of the {2 * args.rooms} (opened 50 handshakes at a time)",
+            of(lambda k: many[k].held),
+            "{:,.0f}",
+            False,
+        ),
         _row("server RSS at the start, MiB", of(lambda k: idle[k]), "{:.0f}"),
         _row("... just before the rooms opened, MiB", of(lambda k: many[k].rss[0]), "{:.0f}"),
         _row("... with the rooms open, MiB", of(lambda k: many[k].rss[1]), "{:.0f}"),
-        _row("... KiB per connection (the RSS they added)",
-             of(lambda k: _per_connection(many[k].rss, len(many[k].pairs))[0]), "{:.0f}"),
-        _row("... connections per GiB of server memory, at that rate",
-             of(lambda k: _per_connection(many[k].rss, len(many[k].pairs))[1]), "{:,.0f}"),
+        _row(
+            "... KiB per connection (the RSS they added)",
+            of(lambda k: _per_connection(many[k].rss, len(many[k].pairs))[0]),
+            "{:.0f}",
+        ),
+        _row(
+            "... connections per GiB of server memory, at that rate",
+            of(lambda k: _per_connection(many[k].rss, len(many[k].pairs))[1]),
+            "{:,.0f}",
+        ),
     ]
     if hold:
         lines += [
-            _row(f"{args.hold} connections held at once (over the {args.rooms} rooms)",
-                 of(lambda k: hold[k]["held"], tuple(hold)), "{:,.0f}", False),
-            _row("... opened per second (50 handshakes at a time)", of(lambda k: hold[k]["rate"], tuple(hold)),
-                 "{:,.0f}"),
+            _row(
+                f"{args.hold} connections held at once (over the {args.rooms} rooms)",
+                of(lambda k: hold[k]["held"], tuple(hold)),
+                "{:,.0f}",
+                False,
+            ),
+            _row(
+                "... opened per second (50 handshakes at a time)", of(lambda k: hold[k]["rate"], tuple(hold)), "{:,.0f}"
+            ),
             _row("... server RSS with them open, MiB", of(lambda k: hold[k]["rss"][1], tuple(hold)), "{:.0f}"),
-            _row("... connections per GiB of that RSS (the whole process)",
-                 of(lambda k: args.hold * 1024 / hold[k]["rss"][1], tuple(hold)), "{:,.0f}"),
+            _row(
+                "... connections per GiB of that RSS (the whole process)",
+                of(lambda k: args.hold * 1024 / hold[k]["rss"][1], tuple(hold)),
+                "{:,.0f}",
+            ),
         ]
     lines += [
         _row("sockets closed by the server over the run", of(lambda k: by[k].closed), "{:.0f}", False),

@@ -37,14 +37,21 @@ def main() -> None:
         for label in range(40):
             usage.count(svc, "api_calls", workspace_id=f"ws_{w}", label=f"/v2/op{label} 200")
     app = SimpleNamespace(state=SimpleNamespace(services=svc))
-    scope = {"type": "http", "path": "/v2/organizations/get", "root_path": "", "app": app,
-             "route": SimpleNamespace(path="/organizations/get"),
-             "state": {"tenant": Tenant(api_key_id="key_1", workspace_id="ws_7")}}
+    scope = {
+        "type": "http",
+        "path": "/v2/organizations/get",
+        "root_path": "",
+        "app": app,
+        "route": SimpleNamespace(path="/organizations/get"),
+        "state": {"tenant": Tenant(api_key_id="key_1", workspace_id="ws_7")},
+    }
     rows = [
         ("middleware: count one API call", _per_call_us(lambda: _count_call(scope, 200), args.calls)),
         ("usage.count", _per_call_us(lambda: usage.count(svc, "judgments_added", workspace_id="ws_7"), args.calls)),
-        ("usage.observe (histogram)", _per_call_us(lambda: usage.observe(svc, "searches", 42.0, workspace_id="ws_7"),
-                                                   args.calls)),
+        (
+            "usage.observe (histogram)",
+            _per_call_us(lambda: usage.observe(svc, "searches", 42.0, workspace_id="ws_7"), args.calls),
+        ),
     ]
     lines = [
         "## Usage counters (`python -m bench.usage`, issue #20)",

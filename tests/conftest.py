@@ -20,8 +20,8 @@ from psycopg.rows import dict_row
 from collab.kit import embedded
 from collab.testing.contract import Contract
 from collab.testing.fakes import FakeProviders
-from collab.testing.receiver import Receiver
 from collab.testing.live import Live
+from collab.testing.receiver import Receiver
 from support.settings import make_settings
 
 # One export of the embedding model for every run of the suite on this machine: the session's worker, the fault

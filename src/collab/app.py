@@ -10,8 +10,8 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
 
 from collab import __version__, api, health
-from collab.console import routes as console
 from collab.config import Settings, get_settings
+from collab.console import routes as console
 from collab.kit import heap, jobs
 from collab.kit.credentials import CHANGED_CHANNEL
 from collab.kit.envelope import OrjsonResponse

@@ -166,8 +166,7 @@ class Settings(BaseSettings):
     )
     rate_limit_extraction: str = Field(
         default="30/hour",
-        description="Extractions started per workspace per window; past it 429 `RESOURCE_EXHAUSTED` with "
-        "`Retry-After`",
+        description="Extractions started per workspace per window; past it 429 `RESOURCE_EXHAUSTED` with `Retry-After`",
     )
     platform_key_daily_calls: int = Field(
         default=0,
@@ -240,8 +239,7 @@ class Settings(BaseSettings):
     )
     llm_attempts: int = Field(
         default=3,
-        description="Tries of a model call (Ask AI and extraction) on transient failures, while the time budget "
-        "lasts",
+        description="Tries of a model call (Ask AI and extraction) on transient failures, while the time budget lasts",
     )
     llm_retry_backoff_s: float = Field(
         default=1.0, description="Seconds before the first retry of a model call, doubling with each further one"

@@ -43,13 +43,27 @@ HUDDLE_EVENTS: tuple[str, ...] = get_args(HuddleEvent)
 
 # Activity actionTypes that record a review decision (judgments/derive.py turns them into judgments): an activity of
 # any other type never becomes one, so logging it needs no judgment job unless it overwrites an earlier activity.
-APPROVED_EVENTS = frozenset({"comment_annotation.approve", "comment_annotation.accept", "comment.accept",
-                             "comment_annotation.suggestion_accept"})
+APPROVED_EVENTS = frozenset(
+    {
+        "comment_annotation.approve",
+        "comment_annotation.accept",
+        "comment.accept",
+        "comment_annotation.suggestion_accept",
+    }
+)
 REJECTED_EVENTS = frozenset({"comment_annotation.reject", "comment.reject", "comment_annotation.suggestion_reject"})
-JUDGED_EVENTS = APPROVED_EVENTS | REJECTED_EVENTS | {
-    "comment.add", "comment_annotation.add", "comment_annotation.status_change", "comment.reaction_add",
-    "document.approve", "document.reject",
-}
+JUDGED_EVENTS = (
+    APPROVED_EVENTS
+    | REJECTED_EVENTS
+    | {
+        "comment.add",
+        "comment_annotation.add",
+        "comment_annotation.status_change",
+        "comment.reaction_add",
+        "document.approve",
+        "document.reject",
+    }
+)
 
 
 class ActionUser(Doc):

@@ -14,11 +14,22 @@ from collab.kit.db import Queries, execute
 from collab.kit.db.pool import Conn
 
 DOCUMENT_TABLES = (
-    "activities", "judgments", "judgment_embeddings",
-    "notifications", "notification_batches", "notification_batch_items",
-    "presence", "recordings", "crdt_editors", "webhook_crdt_pending",
+    "activities",
+    "judgments",
+    "judgment_embeddings",
+    "notifications",
+    "notification_batches",
+    "notification_batch_items",
+    "presence",
+    "recordings",
+    "crdt_editors",
+    "webhook_crdt_pending",
     # Comments: threads key on (organization, annotation id), so a move never clashes; children carry document_id.
-    "comment_annotations", "comments", "comment_reactions", "comment_mentions", "comment_reads",
+    "comment_annotations",
+    "comments",
+    "comment_reactions",
+    "comment_mentions",
+    "comment_reads",
     "live_states",
 )
 q = Queries.beside(__file__, "features.sql")

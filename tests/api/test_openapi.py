@@ -2,10 +2,18 @@
 
 # Objects whose keys the client chooses (stored and returned as sent): the only free-form objects allowed.
 CLIENT_JSON = {
-    "entityData", "entityTargetData", "changes", "displayMessageTemplateData",  # activities
-    "notificationSourceData", "displayHeadlineMessageTemplateData", "ActionUser",  # notifications
+    "entityData",
+    "entityTargetData",
+    "changes",
+    "displayMessageTemplateData",  # activities
+    "notificationSourceData",
+    "displayHeadlineMessageTemplateData",
+    "ActionUser",  # notifications
     "CrdtEditor.data",  # the editor content
-    "location", "context", "agent", "attachments",  # comment threads (commentannotations/*)
+    "location",
+    "context",
+    "agent",
+    "attachments",  # comment threads (commentannotations/*)
 }
 
 
@@ -49,7 +57,9 @@ def test_every_operation_documents_one_success_body(live):
     missing = []
     for path, operation in _operations(openapi):
         success = [code for code in operation["responses"] if code.startswith("2")]
-        schemas = [operation["responses"][c].get("content", {}).get("application/json", {}).get("schema") for c in success]
+        schemas = [
+            operation["responses"][c].get("content", {}).get("application/json", {}).get("schema") for c in success
+        ]
         if len(success) != 1 or not schemas[0] or "$ref" not in schemas[0]:
             missing.append(f"{path}: {success}")
     assert missing == []
@@ -72,4 +82,6 @@ def test_every_error_status_uses_the_envelope(live):
     for path, operation in _operations(openapi):
         for code, response in operation["responses"].items():
             if code.startswith(("4", "5")):
-                assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}, path
+                assert response["content"]["application/json"]["schema"] == {
+                    "$ref": "#/components/schemas/ErrorBody"
+                }, path

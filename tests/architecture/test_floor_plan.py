@@ -32,8 +32,11 @@ FLOOR = {part: n for n, floor in enumerate(FLOORS) for part in floor}
 
 
 def _parts(root: Path) -> set[str]:
-    return {p.stem if p.suffix == ".py" else p.name for p in root.iterdir()
-            if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
+    return {
+        p.stem if p.suffix == ".py" else p.name
+        for p in root.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
+    }
 
 
 def _imported(path: Path, root: Path) -> list[tuple[int, str]]:

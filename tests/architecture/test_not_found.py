@@ -35,14 +35,21 @@ def _strings(path: Path) -> list[tuple[int, str]]:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 docstrings.add(id(first.value))
-    return [(n.lineno, n.value) for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
+    return [
+        (n.lineno, n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+    ]
 
 
 def test_no_domain_writes_its_own_not_found_text():
-    copies = [f"{path.relative_to(SRC)}:{line}: {text!r}"
-              for path in sorted(SRC.rglob("*.py")) if str(path.relative_to(SRC)) not in ELSEWHERE
-              for line, text in _strings(path) if WORDS.search(text)]
+    copies = [
+        f"{path.relative_to(SRC)}:{line}: {text!r}"
+        for path in sorted(SRC.rglob("*.py"))
+        if str(path.relative_to(SRC)) not in ELSEWHERE
+        for line, text in _strings(path)
+        if WORDS.search(text)
+    ]
     assert not copies, "use kit.errors.not_found(kind) / not_found_message(kind) instead:\n" + "\n".join(copies)
 
 
@@ -54,7 +61,10 @@ def test_the_contract_texts_stay_byte_for_byte():
     assert not_found_message("api_key") == "API key not found."
     # The permissions answers are full sentences, the organization's included.
     assert [not_found_message(k, "permissions") for k in ("organization", "folder", "document")] == [
-        "Organization does not exist.", "Folder does not exist.", "Document does not exist."]
+        "Organization does not exist.",
+        "Folder does not exist.",
+        "Document does not exist.",
+    ]
     assert not_found_message("crdt") == "CRDT data does not exist."
     assert not_found_message("crdt", "editor") == "CRDT data does not exist for this editor ID."
 
@@ -76,4 +86,6 @@ def test_the_constraint_registry_answers_in_the_table_words():
     import collab.users.service  # noqa: F401  (registers the grants' organization foreign key)
 
     assert constraints._MEANINGS["grants_api_key_id_organization_id_fkey"] == (
-        "NOT_FOUND", not_found_message("organization"))
+        "NOT_FOUND",
+        not_found_message("organization"),
+    )

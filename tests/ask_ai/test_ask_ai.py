@@ -36,8 +36,12 @@ def test_routes_by_prefix_and_sends_the_right_messages(client, llm, model, provi
     t = tenant_with_keys(client, provider)
     response = ask(client, t, model)
     assert response.status_code == 200, response.text
-    assert response.json() == {"result": {"success": True, "text": "rewritten: " + (
-        "Make it formal.\n\nhey, ship it" if o_series else "hey, ship it")}}
+    assert response.json() == {
+        "result": {
+            "success": True,
+            "text": "rewritten: " + ("Make it formal.\n\nhey, ship it" if o_series else "hey, ship it"),
+        }
+    }
     [call] = llm.requests
     assert call["provider"] == provider and call["model"] == model
     body = call["json"]

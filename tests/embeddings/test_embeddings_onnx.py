@@ -16,7 +16,9 @@ from collab.embeddings import export
 from collab.embeddings.model import Embedder, resolve
 from collab.embeddings.runtime import native_bf16
 
-SAMPLE = [line for line in (Path(__file__).parents[1] / "fixtures_embedding_sample.txt").read_text().splitlines() if line]
+SAMPLE = [
+    line for line in (Path(__file__).parents[1] / "fixtures_embedding_sample.txt").read_text().splitlines() if line
+]
 # What a default load runs here: OpenVINO bf16 where the CPU computes bf16 natively, else ONNX Runtime fp32.
 DEFAULT_LABEL = "openvino-bf16" if native_bf16() else "onnx-fp32"
 
@@ -148,6 +150,7 @@ def test_bf16_that_drifts_is_refused_for_fp32(cache, onnx_fp32, monkeypatch, cap
     tokens = onnx_fp32.model.tokens
     with pytest.raises(export.NotExportable, match="bf16 drifts"):
         export.check_bf16(Drifting(), plain, tokens)
+
     def refuse(*_args):
         raise export.NotExportable("drifts")
 

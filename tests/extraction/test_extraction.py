@@ -65,7 +65,9 @@ def source_row(db, source_id):
 # --- the full path ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("provider, key_provider", [("openai", "openai"), ("claude", "anthropic"), ("gemini", "gemini")])
+@pytest.mark.parametrize(
+    "provider, key_provider", [("openai", "openai"), ("claude", "anthropic"), ("gemini", "gemini")]
+)
 def test_extracts_agents_through_each_provider(client, model, db, provider, key_provider):
     t = tenant_with_key(client, key_provider)
     data = result(extract(client, t, provider=provider, fileName="marketing.csv"))
@@ -80,7 +82,9 @@ def test_extracts_agents_through_each_provider(client, model, db, provider, key_
     ]
     assert set(claims) == {"name", "description", "prompt", "sourceTasks", "userContextFields"}
     assert "{{brand_name}}" in claims["prompt"]
-    assert claims["userContextFields"] == [{"id": "brand_name", "title": "Brand name", "type": "text", "example": "Acme"}]
+    assert claims["userContextFields"] == [
+        {"id": "brand_name", "title": "Brand name", "type": "text", "example": "Acme"}
+    ]
     assert out["skipped"] == [{"originalText": "N/A", "reason": "Not a check."}]
     assert out["totalTasksParsed"] == 5
     assert isinstance(out["summary"], str) and "2 agents" in out["summary"]

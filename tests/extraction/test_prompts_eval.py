@@ -32,11 +32,26 @@ def test_render_refuses_missing_and_extra_variables():
 @pytest.mark.parametrize(
     "text, problem",
     [
-        ('name = "p"\nversion = 1\nvariables = ["a"]\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n[messages]\nsystem = "$a $b"\nuser = "u"\n', "undeclared"),
-        ('name = "p"\nversion = 1\nvariables = ["a", "z"]\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n[messages]\nsystem = "$a"\nuser = "u"\n', "unused"),
-        ('name = "other"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n[messages]\nsystem = "s"\nuser = "u"\n', "does not match"),
-        ('name = "p"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\n[messages]\nsystem = "s"\nuser = "u"\n', "no model"),
-        ('name = "p"\nversion = 1\nvariables = []\noutput_schema = "missing.json"\n[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n[messages]\nsystem = "s"\nuser = "u"\n', "missing.json"),
+        (
+            'name = "p"\nversion = 1\nvariables = ["a"]\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n[messages]\nsystem = "$a $b"\nuser = "u"\n',
+            "undeclared",
+        ),
+        (
+            'name = "p"\nversion = 1\nvariables = ["a", "z"]\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n[messages]\nsystem = "$a"\nuser = "u"\n',
+            "unused",
+        ),
+        (
+            'name = "other"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n[messages]\nsystem = "s"\nuser = "u"\n',
+            "does not match",
+        ),
+        (
+            'name = "p"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\n[messages]\nsystem = "s"\nuser = "u"\n',
+            "no model",
+        ),
+        (
+            'name = "p"\nversion = 1\nvariables = []\noutput_schema = "missing.json"\n[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n[messages]\nsystem = "s"\nuser = "u"\n',
+            "missing.json",
+        ),
     ],
 )
 def test_invalid_prompt_files_are_refused(tmp_path, text, problem):
@@ -90,7 +105,7 @@ def _version_b(tmp_path, marker: str):
     shutil.copytree(prompts.DEFAULT_DIR, b)
     toml = b / "extract_agents.toml"
     text = toml.read_text()
-    toml.write_text(text.replace("[messages]\nsystem = \"\"\"", f"[messages]\nsystem = \"\"\"{marker} ", 1))
+    toml.write_text(text.replace('[messages]\nsystem = """', f'[messages]\nsystem = """{marker} ', 1))
     assert marker in toml.read_text()
     return b
 
@@ -126,4 +141,9 @@ def test_compare_from_the_command_entry(live, tmp_path, monkeypatch, capsys):
     assert code == 0, out  # the stand-in model answers both versions alike: nothing got worse
     assert "| fixtures ok | 2/2 | 2/2 | +0 |" in out
     with pytest.raises(SystemExit, match="not a directory"):
-        evaluate.main(provider="fake", mode="live", fixtures=_small_fixtures(tmp_path / "x"), compare=("current", str(tmp_path / "none")))
+        evaluate.main(
+            provider="fake",
+            mode="live",
+            fixtures=_small_fixtures(tmp_path / "x"),
+            compare=("current", str(tmp_path / "none")),
+        )

@@ -1,6 +1,5 @@
 """CSV and TSV checklists decode into the expected tasks, categories and sources."""
 
-
 import pytest
 
 from collab.files import DecodeError, Limits, Task, decode
@@ -13,7 +12,7 @@ def test_csv_with_header_and_category_column():
         "1,Access,Enable MFA for all administrator accounts,alice\n"
         "2,Access,Remove accounts unused for 90 days,bob\n"
         "3,Logging,Retain audit logs for one year,carol\n"
-        "4,Logging,\"Alert on repeated failed logins, including API keys\",carol\n"
+        '4,Logging,"Alert on repeated failed logins, including API keys",carol\n'
     ).encode()
     decoded = decode(data, "text/csv")
     assert triples(decoded) == [

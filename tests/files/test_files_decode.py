@@ -3,7 +3,6 @@
 import random
 
 import pytest
-from collab.testing.samples import XLSX
 
 from collab.files import (
     SUPPORTED_MIME_TYPES,
@@ -15,6 +14,7 @@ from collab.files import (
     decode,
     normalise_mime_type,
 )
+from collab.testing.samples import XLSX
 
 
 def error_of(data: bytes, mime: str, **limits) -> DecodeError:
@@ -25,7 +25,12 @@ def error_of(data: bytes, mime: str, **limits) -> DecodeError:
 
 def test_supported_mime_types():
     assert SUPPORTED_MIME_TYPES == {
-        "text/csv", "text/tab-separated-values", XLSX, "application/pdf", "text/plain", "text/markdown",
+        "text/csv",
+        "text/tab-separated-values",
+        XLSX,
+        "application/pdf",
+        "text/plain",
+        "text/markdown",
     }
 
 

@@ -4,11 +4,11 @@ import io
 import random
 
 import pytest
-from collab.testing.samples import build_pdf, flate_bomb_pdf, make_pdf
 from pypdf import PdfReader, PdfWriter
 
 from collab.files import DecodeError, Limits, decode
 from collab.files.pdf import extract_pages
+from collab.testing.samples import build_pdf, flate_bomb_pdf, make_pdf
 from support.factories import triples
 
 PDF = "application/pdf"
@@ -74,13 +74,15 @@ def test_numbered_rules_across_two_pages():
 
 
 def test_numbered_section_titles_become_categories():
-    pages = [[
-        "1. Network",
-        "1.1 Inbound traffic is denied by default.",
-        "1.2 Firewall changes are peer reviewed.",
-        "2. Endpoints",
-        "2.1 Disks are encrypted.",
-    ]]
+    pages = [
+        [
+            "1. Network",
+            "1.1 Inbound traffic is denied by default.",
+            "1.2 Firewall changes are peer reviewed.",
+            "2. Endpoints",
+            "2.1 Disks are encrypted.",
+        ]
+    ]
     decoded = decode(make_pdf(pages), PDF)
     assert triples(decoded) == [
         ("Inbound traffic is denied by default.", "Network", "page 1"),
@@ -143,20 +145,24 @@ def test_timeout_kills_the_child_and_is_a_limit():
 
 
 def test_cyclic_and_self_referencing_structures_fail_fast():
-    kids_cycle = build_pdf([
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>",
-        b"<< /Type /Pages /Parent 2 0 R /Kids [2 0 R] /Count 1 >>",
-    ])
+    kids_cycle = build_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>",
+            b"<< /Type /Pages /Parent 2 0 R /Kids [2 0 R] /Count 1 >>",
+        ]
+    )
     reference_loop = build_pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"3 0 R", b"2 0 R"])
-    length_loop = build_pdf([
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-        b"<< /Length 5 0 R >>\nstream\nBT ET\nendstream",
-        b"6 0 R",
-        b"5 0 R",
-    ])
+    length_loop = build_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+            b"<< /Length 5 0 R >>\nstream\nBT ET\nendstream",
+            b"6 0 R",
+            b"5 0 R",
+        ]
+    )
     for data in (kids_cycle, reference_loop, length_loop):
         assert kind_of(data, pdf_timeout_s=5) in {"unreadable", "limits"}
 

@@ -5,9 +5,9 @@ import io
 import zipfile
 
 import pytest
-from collab.testing.samples import XLSX, make_xlsx, zip_bomb_xlsx
 
 from collab.files import DecodeError, Limits, decode
+from collab.testing.samples import XLSX, make_xlsx, zip_bomb_xlsx
 from support.factories import triples
 
 
@@ -18,23 +18,25 @@ def kind_of(data: bytes, mime: str = XLSX, **limits) -> str:
 
 
 def test_multi_sheet_workbook():
-    data = make_xlsx({
-        "Access": [
-            ["Access control review"],
-            [],
-            ["#", "Check", "Done?"],
-            [1, "Admin accounts use MFA", False],
-            [2, "Leavers are removed within a day", True],
-            [3.0, "Access is recertified every quarter", None],
-        ],
-        "Vendors": [
-            ["Domain", "Question", "Answer", "Due"],
-            ["Privacy", "Is customer data processed in the EU?", "Yes", dt.datetime(2024, 3, 1)],
-            [None, "Is there a signed DPA?", "", dt.datetime(2024, 3, 1)],
-            ["Security", "Do you hold an ISO 27001 certificate?", "No", dt.datetime(2024, 4, 1)],
-        ],
-        "Empty": [],
-    })
+    data = make_xlsx(
+        {
+            "Access": [
+                ["Access control review"],
+                [],
+                ["#", "Check", "Done?"],
+                [1, "Admin accounts use MFA", False],
+                [2, "Leavers are removed within a day", True],
+                [3.0, "Access is recertified every quarter", None],
+            ],
+            "Vendors": [
+                ["Domain", "Question", "Answer", "Due"],
+                ["Privacy", "Is customer data processed in the EU?", "Yes", dt.datetime(2024, 3, 1)],
+                [None, "Is there a signed DPA?", "", dt.datetime(2024, 3, 1)],
+                ["Security", "Do you hold an ISO 27001 certificate?", "No", dt.datetime(2024, 4, 1)],
+            ],
+            "Empty": [],
+        }
+    )
     decoded = decode(data, XLSX, file_name="review.xlsx")
     assert triples(decoded) == [
         ("Admin accounts use MFA", "Access", "Access!row 4"),

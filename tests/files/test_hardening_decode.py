@@ -10,9 +10,9 @@ import threading
 import httpx
 import pytest
 
-from support import pathological
 from collab.files import DecodeError, Limits, decode
 from collab.testing import fake_models
+from support import pathological
 from support.helpers import enable_activities, error, new_tenant, post, result, settle_jobs
 
 pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
@@ -110,8 +110,11 @@ def test_pathological_upload_with_another_tenant_searching_during_it(client, liv
         result(post(client, "/v2/workspace/apikeyconfig/update", key, t.headers))
     enable_activities(client, other)
     activity = {
-        "id": "a1", "featureType": "comment", "actionType": "comment_annotation.reject",
-        "actionUser": {"userId": "u1"}, "targetEntityId": "ann1",
+        "id": "a1",
+        "featureType": "comment",
+        "actionType": "comment_annotation.reject",
+        "actionUser": {"userId": "u1"},
+        "targetEntityId": "ann1",
         "entityData": {"reasoning": "The discount claim needs the original price shown next to the sale price."},
     }
     body = {"organizationId": "org1", "documentId": "doc1", "activities": [activity]}

@@ -37,7 +37,12 @@ def test_sample_keeps_every_kind_and_the_relevant_judgments():
 
 
 def test_score_caps_recall_at_what_fits_in_the_top_k():
-    assert evaluate.score(["a", "b", "x"], ["a", "b"]) == {"recall@1": 1.0, "recall@3": 1.0, "recall@10": 1.0, "rr": 1.0}
+    assert evaluate.score(["a", "b", "x"], ["a", "b"]) == {
+        "recall@1": 1.0,
+        "recall@3": 1.0,
+        "recall@10": 1.0,
+        "rr": 1.0,
+    }
     assert evaluate.score(["x", "a"], ["a", "b"]) == {"recall@1": 0.0, "recall@3": 0.5, "recall@10": 0.5, "rr": 0.5}
     assert evaluate.score(["x"], ["a"])["rr"] == 0.0
 
@@ -45,9 +50,16 @@ def test_score_caps_recall_at_what_fits_in_the_top_k():
 @pytest.mark.parametrize(
     "judgments, queries, problem",
     [
-        ('{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment"}}\n', "", "not an activities/add record"),
-        ('{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment", "actionType": "comment.add", "actionUser": {"userId": "u"}}}\n',
-         '{"id": "q1", "kind": "keyword", "query": "x", "relevant": ["nope"]}\n', "not in judgments.jsonl"),
+        (
+            '{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment"}}\n',
+            "",
+            "not an activities/add record",
+        ),
+        (
+            '{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment", "actionType": "comment.add", "actionUser": {"userId": "u"}}}\n',
+            '{"id": "q1", "kind": "keyword", "query": "x", "relevant": ["nope"]}\n',
+            "not in judgments.jsonl",
+        ),
         ("not json\n", "", "line 1"),
     ],
 )
@@ -86,14 +98,24 @@ def test_cli_runs_on_a_slice_of_the_fixture_set(live, db, monkeypatch, capsys):
         _check(ranking, KINDS, 4)
     assert len(report["perQuery"]) == 12 and all(len(d["configured"]["top"]) <= 3 for d in report["perQuery"])
     # The scratch tenant is gone, and with it the 40 activities, judgments and vectors.
-    assert db.execute("select count(*) as n from workspaces where owner_email = %s", (evaluate.SCRATCH_EMAIL,)).fetchone()["n"] == 0
+    assert (
+        db.execute("select count(*) as n from workspaces where owner_email = %s", (evaluate.SCRATCH_EMAIL,)).fetchone()[
+            "n"
+        ]
+        == 0
+    )
 
 
 def test_a_query_finds_the_judgment_it_quotes_under_both_rankings(live, db, tmp_path):
     labelled = evaluate.sample(evaluate.load_set(), queries=3, judgments=30)
     # Self-retrieval: each query is a judgment's own reasoning, so it must come back in the top 10.
     quoted = [
-        {"id": f"self-{r['activity']['id']}", "kind": "self", "query": r["activity"]["entityData"]["reasoning"], "relevant": [r["activity"]["id"]]}
+        {
+            "id": f"self-{r['activity']['id']}",
+            "kind": "self",
+            "query": r["activity"]["entityData"]["reasoning"],
+            "relevant": [r["activity"]["id"]],
+        }
         for r in labelled.records[::10]
     ]
     report = asyncio.run(
@@ -104,7 +126,12 @@ def test_a_query_finds_the_judgment_it_quotes_under_both_rankings(live, db, tmp_
         _check(ranking, {"self"}, 3)
         assert ranking["overall"]["recall@10"] == 1.0 and ranking["overall"]["mrr"] > 0
     assert "vector only" in evaluate.table(report) and "| self |" in evaluate.table(report)
-    assert db.execute("select count(*) as n from workspaces where owner_email = %s", (evaluate.SCRATCH_EMAIL,)).fetchone()["n"] == 0
+    assert (
+        db.execute("select count(*) as n from workspaces where owner_email = %s", (evaluate.SCRATCH_EMAIL,)).fetchone()[
+            "n"
+        ]
+        == 0
+    )
 
 
 def test_leftover_cleanup_never_reaches_a_tenant_that_signed_up_with_the_scratch_address(client, live, db):

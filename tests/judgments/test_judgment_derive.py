@@ -62,7 +62,12 @@ def test_fields_from_entity_data_and_target():
     judgment = derive(
         row(
             "comment_annotation.reject",
-            entity_data={"reasoning": "Claim lacks a source", "commentText": "ignored", "confidence": 0.7, "agent": agent},
+            entity_data={
+                "reasoning": "Claim lacks a source",
+                "commentText": "ignored",
+                "confidence": 0.7,
+                "agent": agent,
+            },
             entity_target_data={"content": "Best price in town", "text": "ignored", "contentType": "marketing"},
         )
     )
@@ -102,8 +107,9 @@ def test_confidence_that_is_not_a_finite_number_defaults_to_one(confidence, stor
 
 
 def test_the_judged_event_types_are_exactly_those_that_can_become_a_judgment():
-    from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS, JUDGED_EVENTS, OtherEvent
     from typing import get_args
+
+    from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS, JUDGED_EVENTS, OtherEvent
 
     every = {*COMMENT_EVENTS, *HUDDLE_EVENTS, *get_args(OtherEvent), "document.viewed", "build.finished"}
     changes = [None, {"status": {"to": "resolved"}}, {"status": {"to": "in_progress"}}]

@@ -27,15 +27,21 @@ def test_pgvector_0_8_scans_iteratively():
     assert int(how.settings["hnsw.ef_search"]) >= 30
     # The tuple budget covers the scope's selectivity (about 1 in 50 rows): far more than k * 50 tuples.
     assert int(how.settings["hnsw.max_scan_tuples"]) >= 30 * 50
-    assert plan(pgvector=(1, 0), in_scope=50_000, total=60_000, **ARGS).settings["hnsw.iterative_scan"] == "relaxed_order"
+    assert (
+        plan(pgvector=(1, 0), in_scope=50_000, total=60_000, **ARGS).settings["hnsw.iterative_scan"] == "relaxed_order"
+    )
 
 
 def test_the_first_beam_widens_over_a_graph_of_a_million_rows():
     # Measured: 100 keeps recall@10 at 0.99 over 100k rows; over 1M the half-precision graph needs 300 for 0.98.
     assert plan(pgvector=(0, 8, 2), in_scope=80_000, total=100_000, **ARGS).settings["hnsw.ef_search"] == "100"
     assert plan(pgvector=(0, 8, 2), in_scope=800_000, total=1_000_000, **ARGS).settings["hnsw.ef_search"] == "300"
-    assert plan(pgvector=(0, 8, 2), in_scope=800_000, total=1_000_000, k=30, exact_threshold=20_000,
-                ef_max=150).settings["hnsw.ef_search"] == "150"  # never past the operator's cap
+    assert (
+        plan(pgvector=(0, 8, 2), in_scope=800_000, total=1_000_000, k=30, exact_threshold=20_000, ef_max=150).settings[
+            "hnsw.ef_search"
+        ]
+        == "150"
+    )  # never past the operator's cap
 
 
 def test_pgvector_0_6_widens_the_beam_without_iterative_scans():
@@ -62,14 +68,18 @@ LEGACY = "legacy-model"  # a model whose indexes a release before half precision
 
 def _legacy_indexes(db):
     for name, kind in zip([registry.index_name(LEGACY, kind, half=False) for kind in registry.KINDS], registry.KINDS):
-        db.execute(f"create index {name} on judgment_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops)"
-                   f" where model = '{LEGACY}' and kind = '{kind}'")
+        db.execute(
+            f"create index {name} on judgment_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops)"
+            f" where model = '{LEGACY}' and kind = '{kind}'"
+        )
 
 
 def _indexes(db):
-    rows = db.execute("select c.relname, i.indisvalid, pg_get_indexdef(c.oid) as def from pg_index i"
-                      " join pg_class c on c.oid = i.indexrelid where pg_get_indexdef(c.oid) like %s",
-                      (f"%'{LEGACY}'%",))
+    rows = db.execute(
+        "select c.relname, i.indisvalid, pg_get_indexdef(c.oid) as def from pg_index i"
+        " join pg_class c on c.oid = i.indexrelid where pg_get_indexdef(c.oid) like %s",
+        (f"%'{LEGACY}'%",),
+    )
     return {r["relname"]: (r["indisvalid"], r["def"]) for r in rows.fetchall()}
 
 
@@ -99,9 +109,14 @@ def test_an_upgraded_database_gets_half_precision_indexes_beside_the_old_ones_th
         with db.transaction():
             db.execute("set local enable_seqscan = off")
             db.execute("set local enable_sort = off")
-            plan_text = "\n".join(r["QUERY PLAN"] for r in db.execute(
-                "explain select judgment_id from judgment_embeddings where model = %s and kind = 'review'"
-                " order by embedding::vector(3) <=> '[1,0,0]'::vector(3) limit 5", (LEGACY,)).fetchall())
+            plan_text = "\n".join(
+                r["QUERY PLAN"]
+                for r in db.execute(
+                    "explain select judgment_id from judgment_embeddings where model = %s and kind = 'review'"
+                    " order by embedding::vector(3) <=> '[1,0,0]'::vector(3) limit 5",
+                    (LEGACY,),
+                ).fetchall()
+            )
         assert f"Index Scan using {registry.index_name(LEGACY, 'review', half=False)}" in plan_text
         assert _upgrade(live) is True
         found = _indexes(db)
@@ -116,9 +131,11 @@ def test_an_upgraded_database_gets_half_precision_indexes_beside_the_old_ones_th
 def _sparser_indexes(db, kinds=registry.KINDS):
     """The half-precision indexes an earlier release built (ef_construction 64)."""
     for kind in kinds:
-        db.execute(f"create index {registry.sparser_name(LEGACY, kind)} on judgment_embeddings"
-                   " using hnsw ((embedding::halfvec(3)) halfvec_cosine_ops) with (m = 16, ef_construction = 64)"
-                   f" where model = '{LEGACY}' and kind = '{kind}'")
+        db.execute(
+            f"create index {registry.sparser_name(LEGACY, kind)} on judgment_embeddings"
+            " using hnsw ((embedding::halfvec(3)) halfvec_cosine_ops) with (m = 16, ef_construction = 64)"
+            f" where model = '{LEGACY}' and kind = '{kind}'"
+        )
 
 
 def _serving(live, kinds=registry.KINDS):
@@ -190,8 +207,10 @@ def test_registration_builds_what_is_missing_or_invalid_in_its_transaction(live,
         live.run(ensure())
         found = _indexes(db)
         assert set(found) == {registry.index_name(LEGACY, kind) for kind in registry.KINDS}
-        db.execute("update pg_index set indisvalid = false where indexrelid = %s::regclass",
-                   (registry.index_name(LEGACY, "content"),))
+        db.execute(
+            "update pg_index set indisvalid = false where indexrelid = %s::regclass",
+            (registry.index_name(LEGACY, "content"),),
+        )
         live.run(ensure())
         assert all(valid for valid, _ in _indexes(db).values()) and _indexed(live)
     finally:
@@ -210,11 +229,22 @@ def test_the_active_models_hnsw_search_is_served_by_its_half_precision_index(liv
                 await conn.execute("set local enable_seqscan = off")
                 await conn.execute("set local enable_sort = off")
                 candidates = repo.sql.SQL(repo.q.candidates_indexed).format(
-                    distance=repo._distance(dims), order=repo._distance(dims, half=True),
-                    where=repo._scope_where(None, None))
-                cur = await conn.execute(repo.sql.SQL("explain ") + candidates, {
-                    "k": 30, "vector": repo.vector_literal([1.0] + [0.0] * (dims - 1)), "model": active["name"],
-                    "kind": "review", "api_key_id": "nobody", "organization_id": None, "document_id": None})
+                    distance=repo._distance(dims),
+                    order=repo._distance(dims, half=True),
+                    where=repo._scope_where(None, None),
+                )
+                cur = await conn.execute(
+                    repo.sql.SQL("explain ") + candidates,
+                    {
+                        "k": 30,
+                        "vector": repo.vector_literal([1.0] + [0.0] * (dims - 1)),
+                        "model": active["name"],
+                        "kind": "review",
+                        "api_key_id": "nobody",
+                        "organization_id": None,
+                        "document_id": None,
+                    },
+                )
                 return active["name"], "\n".join(row["QUERY PLAN"] for row in await cur.fetchall())
 
     model, plan_text = live.run(go())
@@ -279,7 +309,10 @@ def test_fusion_ranks_agreement_first_and_keeps_the_vector_order_without_lexical
     assert [r["id"] for r in fused][:1] == ["c"] and {r["id"] for r in fused} == {"a", "b", "c", "z"}
     assert [r["id"] for r in fuse(vector, lexical, vector_weight=1, lexical_weight=0, rrf_k=60)] == ["a", "b", "c"]
     # The two top hits tie: the exact-term match goes first.
-    assert [r["id"] for r in fuse(vector, [row("z", 0.1)], vector_weight=1, lexical_weight=1, rrf_k=60)][:2] == ["z", "a"]
+    assert [r["id"] for r in fuse(vector, [row("z", 0.1)], vector_weight=1, lexical_weight=1, rrf_k=60)][:2] == [
+        "z",
+        "a",
+    ]
 
 
 def test_a_text_the_query_repeats_comes_first_whatever_the_lexical_ranking():

@@ -12,8 +12,12 @@ PROBE = "/v2/workspace/activityconfig/get"  # a cheap [API-key auth] read
 
 
 def bad_api_key_call(client, t, ip):
-    return post(client, PROBE, {}, {"x-service-api-key": t.api_key, "x-service-auth-token": "wrong-token",
-                                    "x-forwarded-for": ip})
+    return post(
+        client,
+        PROBE,
+        {},
+        {"x-service-api-key": t.api_key, "x-service-auth-token": "wrong-token", "x-forwarded-for": ip},
+    )
 
 
 def test_failed_api_key_auth_is_limited_per_address(client, live, clock, monkeypatch):
@@ -27,8 +31,12 @@ def test_failed_api_key_auth_is_limited_per_address(client, live, clock, monkeyp
     assert refused.headers["retry-after"] == "60" and err["details"] == {"retryAfterSeconds": 60}
     # That address is refused even with credentials it never proved, and unknown keys alike...
     error(post(client, PROBE, {}, {**bystander.headers, "x-forwarded-for": ip}), "RESOURCE_EXHAUSTED")
-    error(post(client, PROBE, {}, {"x-service-api-key": "key_unknown", "x-service-auth-token": "x",
-                                   "x-forwarded-for": ip}), "RESOURCE_EXHAUSTED")
+    error(
+        post(
+            client, PROBE, {}, {"x-service-api-key": "key_unknown", "x-service-auth-token": "x", "x-forwarded-for": ip}
+        ),
+        "RESOURCE_EXHAUSTED",
+    )
     # ...while other addresses are not, and credentials that authenticated before still pass from it.
     result(post(client, PROBE, {}, {**bystander.headers, "x-forwarded-for": fresh_ip()}))
     result(post(client, PROBE, {}, {**victim.headers, "x-forwarded-for": ip}))
@@ -56,7 +64,11 @@ def test_failed_api_key_auth_is_limited_per_key_without_locking_out_its_clients(
 def test_failed_workspace_auth_is_limited(client, live, clock, monkeypatch):
     t, ip = new_tenant(client), fresh_ip()
     monkeypatch.setattr(live.svc.settings, "auth_failures_per_address", "3/minute")
-    bad = {"x-service-workspace-id": t.workspace["id"], "x-service-workspace-auth-token": "wrong", "x-forwarded-for": ip}
+    bad = {
+        "x-service-workspace-id": t.workspace["id"],
+        "x-service-workspace-auth-token": "wrong",
+        "x-forwarded-for": ip,
+    }
     error(post(client, "/v2/workspace/get", {}, bad), "UNAUTHENTICATED")
     error(post(client, "/v2/workspace/get", {}, {**bad, "x-service-workspace-id": "ws_nope"}), "NOT_FOUND")
     error(post(client, "/v2/workspace/authtokens/get", {"apiKey": t.api_key}, bad), "UNAUTHENTICATED")

@@ -38,11 +38,14 @@ def test_every_block_has_a_one_line_description():
             assert description and "\n" not in description, f"{path.name}: {name}"
 
 
-@pytest.mark.parametrize("text", [
-    "-- name: one\nselect 1\n",  # no description
-    "-- name: one\n--\nselect 1\n",  # an empty one
-    "-- name: one\n-- Only words.\n",  # no statement
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-- name: one\nselect 1\n",  # no description
+        "-- name: one\n--\nselect 1\n",  # an empty one
+        "-- name: one\n-- Only words.\n",  # no statement
+    ],
+)
 def test_a_block_without_description_or_statement_is_refused(tmp_path, text):
     path = tmp_path / "queries.sql"
     path.write_text(text)

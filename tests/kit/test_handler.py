@@ -84,7 +84,7 @@ BODIES = [
     (b'{"data": {"name": "a", "count": "2"}}', "application/json"),
     (b'{"data": {"count": 1}}', "application/json"),
     (b'{"nodata": {}}', "application/json"),
-    (b'[]', "application/json"),
+    (b"[]", "application/json"),
     (b'"text"', "application/json"),
     (b'{"data": {"name": "a", "count": 9007199254740993}}', "application/json"),
     (b'{"data": {"name": "a", "count": NaN}}', "application/json"),
@@ -135,8 +135,11 @@ def test_dependency_overrides_are_honoured():
 
 def _planned(app: FastAPI) -> dict[str, bool]:
     """Each API route's path (under /v1 and /v2), and whether it has a plan."""
-    return {route.path: plan(route) is not None for route in app.routes
-            if isinstance(route, APIRoute) and route.path.startswith(("/v1/", "/v2/"))}
+    return {
+        route.path: plan(route) is not None
+        for route in app.routes
+        if isinstance(route, APIRoute) and route.path.startswith(("/v1/", "/v2/"))
+    }
 
 
 def test_what_the_plan_covers():

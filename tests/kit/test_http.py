@@ -111,6 +111,9 @@ def test_body_size_limit_is_413_in_the_envelope(client, live):
     t = new_tenant(client)
     limit = live.settings.max_body_bytes
     padding = "x" * (limit - 100)
-    err = error(client.post("/v2/organizations/get", json={"data": {}, "p": padding + "x" * 200}, headers=t.headers),
-                "INVALID_ARGUMENT", 413)
+    err = error(
+        client.post("/v2/organizations/get", json={"data": {}, "p": padding + "x" * 200}, headers=t.headers),
+        "INVALID_ARGUMENT",
+        413,
+    )
     assert err["details"]["issues"][0]["code"] == "too_big"

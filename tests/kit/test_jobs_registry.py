@@ -25,8 +25,11 @@ def test_declared_options_reach_arq(live):
     ask = served["ask_ai"]  # awaited: a deadline just past the API's, a second try, a short-lived result
     assert (ask.timeout_s, ask.max_tries, ask.keep_result_s) == (live.settings.ask_ai_timeout_s + 5, 2, 30)
     deliver = served["deliver_webhook"]  # tracked: one try more than its own, for tries that end with no outcome
-    assert (deliver.timeout_s, deliver.max_tries, deliver.keep_result_s) == (live.settings.webhooks_timeout_s + 30, 4,
-                                                                           None)
+    assert (deliver.timeout_s, deliver.max_tries, deliver.keep_result_s) == (
+        live.settings.webhooks_timeout_s + 30,
+        4,
+        None,
+    )
     assert lane("search_judgments").name == "search" and lane("migrate_document").name == "bulk"
 
 
@@ -60,8 +63,9 @@ def test_two_jobs_of_one_name_are_refused():
 def test_declaring_the_jobs_imports_no_model_library():
     # The API processes import every job's declaration (for its lane); the libraries only jobs use stay out of them.
     heavy = ["litellm", "onnxruntime", "torch", "pandas", "openpyxl", "pypdf"]
-    script = ("import sys\nfrom collab.kit.jobs import load\nload()\n"
-              f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    script = (
+        f"import sys\nfrom collab.kit.jobs import load\nload()\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -20,8 +20,10 @@ def test_a_found_route_answers_every_kind_of_request_as_fastapis_loop_does(clien
     t = new_tenant(client)
     body = {"organizations": [{"organizationId": "o1", "organizationName": "One"}]}
     assert post(client, "/v2/organizations/add", body, t.headers).status_code == 200
-    answers = [post(client, path, {"organizationIds": ["o1"]}, t.headers)
-               for path in ("/v2/organizations/get", "/v1/organizations/get")]
+    answers = [
+        post(client, path, {"organizationIds": ["o1"]}, t.headers)
+        for path in ("/v2/organizations/get", "/v1/organizations/get")
+    ]
     assert [a.status_code for a in answers] == [200, 200] and answers[0].json() == answers[1].json()
     [org] = result(answers[0])
     assert org["organizationId"] == "o1" and org["organizationName"] == "One"
@@ -31,8 +33,9 @@ def test_a_found_route_answers_every_kind_of_request_as_fastapis_loop_does(clien
     broken = client.post(path, content=b'{"data": ', headers={**t.headers, "content-type": "application/json"})
     assert broken.status_code == 400 and broken.json()["error"]["details"]["issues"][0]["code"] == "invalid_json"
     # Another label goes to FastAPI's own handler of the route, read as JSON all the same.
-    labelled = client.post(path, content=b'{"data": {"organizationIds": ["o1"]}}',
-                           headers={**t.headers, "content-type": "text/plain"})
+    labelled = client.post(
+        path, content=b'{"data": {"organizationIds": ["o1"]}}', headers={**t.headers, "content-type": "text/plain"}
+    )
     assert labelled.status_code == 200 and labelled.json()["result"]["data"] == [org]
 
 

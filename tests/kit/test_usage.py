@@ -27,8 +27,11 @@ def flush(live):
 
 
 def overview(live, t, *, since_ms, until_ms, bucket_s=300):
-    return live.run(usage.overview(live.svc, workspace_id=t.workspace["id"], since_ms=since_ms, until_ms=until_ms,
-                                   bucket_s=bucket_s))
+    return live.run(
+        usage.overview(
+            live.svc, workspace_id=t.workspace["id"], since_ms=since_ms, until_ms=until_ms, bucket_s=bucket_s
+        )
+    )
 
 
 def usage_template(path, root, own):
@@ -55,8 +58,14 @@ def test_a_workspaces_activity_shows_in_its_overview_only(client, live, llm, rec
     assert found.status_code == 200 and found.json()["result"]["results"], found.text
     asked = post(client, "/v2/rewriter/ask-ai", {"model": "gpt-4o", "prompt": "Formal.", "text": "hey"}, t.headers)
     assert asked.status_code == 200 and asked.json()["result"]["success"] is True, asked.text
-    result(post(client, "/v2/agents/extract", {"fileBase64": base64.b64encode(CSV).decode(), "mimeType": "text/csv",
-                                               "provider": "openai"}, t.headers))
+    result(
+        post(
+            client,
+            "/v2/agents/extract",
+            {"fileBase64": base64.b64encode(CSV).decode(), "mimeType": "text/csv", "provider": "openai"},
+            t.headers,
+        )
+    )
     notify(client, t, "n1")
     settle(live, t)
     receiver.reply(410)  # a failed attempt that is not retried (Gone), so the counts hold still
@@ -73,8 +82,13 @@ def test_a_workspaces_activity_shows_in_its_overview_only(client, live, llm, rec
     view = overview(live, t, since_ms=since, until_ms=until)
     totals = view["totals"]
     assert {k: totals[k] for k in totals if k != "api_calls"} == {
-        "judgments_added": 2, "searches": 1, "extractions": 1, "ask_ai": 1,
-        "webhooks_succeeded": 1, "webhooks_failed": 1, "notifications_sent": 2,
+        "judgments_added": 2,
+        "searches": 1,
+        "extractions": 1,
+        "ask_ai": 1,
+        "webhooks_succeeded": 1,
+        "webhooks_failed": 1,
+        "notifications_sent": 2,
     }
     by_call = calls(view)
     assert by_call[("/v2/memory/search", 200)] == 1
@@ -110,8 +124,9 @@ def test_workspace_auth_calls_count_for_their_workspace(client, live):
 
 def process(live, clock):
     """Another process's view of the service: the same database, a buffer of its own, a clock the test sets."""
-    return SimpleNamespace(pool=live.svc.pool, settings=live.svc.settings, clock=lambda: clock["now"],
-                           usage=usage.Usage())
+    return SimpleNamespace(
+        pool=live.svc.pool, settings=live.svc.settings, clock=lambda: clock["now"], usage=usage.Usage()
+    )
 
 
 def test_two_processes_flushes_add_up(client, live):
@@ -167,8 +182,10 @@ def test_series_buckets_follow_the_clock_with_zeros(client, live):
     live.run(usage.flush(svc))
     view = overview(live, t, since_ms=start, until_ms=start + 3600_000, bucket_s=900)
     assert view["series"]["extractions"] == [
-        {"t": start, "count": 3}, {"t": start + 900_000, "count": 0},
-        {"t": start + 1800_000, "count": 0}, {"t": start + 2700_000, "count": 3},
+        {"t": start, "count": 3},
+        {"t": start + 900_000, "count": 0},
+        {"t": start + 1800_000, "count": 0},
+        {"t": start + 2700_000, "count": 3},
     ]
     assert view["totals"]["extractions"] == 6 and view["series"]["api_calls"][1] == {"t": start + 900_000, "count": 0}
 
@@ -200,11 +217,14 @@ def test_counts_stay_buffered_when_postgres_is_unreachable():
     assert [n for n, _ in svc.usage.entries.values()] == [2]  # the next flush adds them
 
 
-@pytest.mark.parametrize("since, until, bucket_s, path", [
-    (0, 3600_000, 30, "bucketSeconds"),
-    (3600_000, 0, 60, "until"),
-    (0, 7 * 86_400_000, 60, "bucketSeconds"),  # 10,080 buckets
-])
+@pytest.mark.parametrize(
+    "since, until, bucket_s, path",
+    [
+        (0, 3600_000, 30, "bucketSeconds"),
+        (3600_000, 0, 60, "until"),
+        (0, 7 * 86_400_000, 60, "bucketSeconds"),  # 10,080 buckets
+    ],
+)
 def test_bad_windows_are_invalid_argument(live, since, until, bucket_s, path):
     with pytest.raises(ApiError) as caught:
         live.run(usage.overview(live.svc, workspace_id="w", since_ms=since, until_ms=until, bucket_s=bucket_s))
@@ -213,12 +233,12 @@ def test_bad_windows_are_invalid_argument(live, since, until, bucket_s, path):
 
 
 def test_percentiles_stay_within_a_bucket_of_the_truth():
-    samples = [1.5 * 1.07 ** i for i in range(120)]  # 1.5 ms ... ~5.5 s
+    samples = [1.5 * 1.07**i for i in range(120)]  # 1.5 ms ... ~5.5 s
     counts = [0] * usage.BUCKETS
     for ms in samples:
         counts[usage.bucket_of(ms)] += 1
     for p in (0.5, 0.95):
         true = sorted(samples)[int(p * len(samples)) - 1]
-        assert abs(usage.percentile(counts, p) / true - 1) < 2 ** 0.25 - 1 + 0.01
+        assert abs(usage.percentile(counts, p) / true - 1) < 2**0.25 - 1 + 0.01
     assert usage.percentile([0] * usage.BUCKETS, 0.5) is None
-    assert usage.bucket_of(0.2) == 0 and usage.bucket_of(10 ** 6) == usage.BUCKETS - 1
+    assert usage.bucket_of(0.2) == 0 and usage.bucket_of(10**6) == usage.BUCKETS - 1

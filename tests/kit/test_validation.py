@@ -48,8 +48,9 @@ def _types(openapi: dict, schema: dict) -> set[str] | None:
         return found
     if "enum" in schema or "const" in schema:
         values = schema.get("enum", [schema.get("const")])
-        return {"boolean" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) else "string"
-                for v in values}
+        return {
+            "boolean" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) else "string" for v in values
+        }
     kind = schema.get("type")
     if kind is None:
         return {"object"} if "properties" in schema else None
@@ -90,8 +91,9 @@ def _auth(route: APIRoute) -> str:
 def _operations(live) -> list[tuple[str, str, dict]]:
     """(path, auth, data schema) of every authenticated /v2 operation that takes a JSON body."""
     openapi = live.app.openapi()
-    routes = {c.path: c.original_route for c in iter_route_contexts(live.app.routes)
-              if isinstance(c.original_route, APIRoute)}
+    routes = {
+        c.path: c.original_route for c in iter_route_contexts(live.app.routes) if isinstance(c.original_route, APIRoute)
+    }
     found = []
     for path, item in openapi["paths"].items():
         if not path.startswith("/v2/") or "post" not in item or path not in routes:
@@ -174,37 +176,64 @@ def test_a_resource_without_its_organization_names_organization_id(client):
     t = new_tenant(client)
     data = {"user": {"userId": "u1"}, "permissions": {"resources": [{"type": "document", "id": "d1"}]}}
     err = error(post(client, GRANT, data, t.headers), "INVALID_ARGUMENT")
-    assert err["details"]["issues"] == [{
-        "code": "custom", "path": ["permissions", "resources", "0", "organizationId"],
-        "message": "organizationId is required when type is document",
-    }]
+    assert err["details"]["issues"] == [
+        {
+            "code": "custom",
+            "path": ["permissions", "resources", "0", "organizationId"],
+            "message": "organizationId is required when type is document",
+        }
+    ]
 
 
 def test_a_grant_lists_the_principal_rule_and_every_bad_resource(client):
     t = new_tenant(client)
-    data = {"permissions": {"resources": [
-        {"type": "document", "id": "d1"},
-        {"type": "folder", "id": "f1", "organizationId": "o1", "accessRole": "owner"},
-        {"type": "organization", "id": "o1", "organizationId": "o2"},
-    ]}}
+    data = {
+        "permissions": {
+            "resources": [
+                {"type": "document", "id": "d1"},
+                {"type": "folder", "id": "f1", "organizationId": "o1", "accessRole": "owner"},
+                {"type": "organization", "id": "o1", "organizationId": "o2"},
+            ]
+        }
+    }
     err = error(post(client, GRANT, data, t.headers), "INVALID_ARGUMENT")
     assert sorted(issue_paths(err)) == [
-        [], ["permissions", "resources", "0", "organizationId"], ["permissions", "resources", "1", "accessRole"],
+        [],
+        ["permissions", "resources", "0", "organizationId"],
+        ["permissions", "resources", "1", "accessRole"],
         ["permissions", "resources", "2", "organizationId"],
     ]
 
 
-@pytest.mark.parametrize("path,data,wanted", [
-    ("/v2/activities/add", {"organizationId": "o1", "documentId": 5,
-                            "activities": [{"featureType": "custom", "actionType": "x", "actionUser": {"userId": "u"}}]},
-     [["activities", "0", "targetEntityId"], ["documentId"]]),
-    ("/v2/organizations/documents/migrate", {"organizationId": 5, "documentId": "d1", "newDocumentId": "d1"},
-     [["newDocumentId"], ["organizationId"]]),
-    ("/v2/users/get", {"organizationId": "o1", "groupByDocumentId": True, "pageSize": 0},
-     [["groupByDocumentId"], ["pageSize"]]),
-    ("/v2/memory/search", {"query": "q", "filters": {"dateRange": {"start": 5, "end": 1}}, "limit": "x"},
-     [["filters", "dateRange", "start"], ["limit"]]),
-])
+@pytest.mark.parametrize(
+    "path,data,wanted",
+    [
+        (
+            "/v2/activities/add",
+            {
+                "organizationId": "o1",
+                "documentId": 5,
+                "activities": [{"featureType": "custom", "actionType": "x", "actionUser": {"userId": "u"}}],
+            },
+            [["activities", "0", "targetEntityId"], ["documentId"]],
+        ),
+        (
+            "/v2/organizations/documents/migrate",
+            {"organizationId": 5, "documentId": "d1", "newDocumentId": "d1"},
+            [["newDocumentId"], ["organizationId"]],
+        ),
+        (
+            "/v2/users/get",
+            {"organizationId": "o1", "groupByDocumentId": True, "pageSize": 0},
+            [["groupByDocumentId"], ["pageSize"]],
+        ),
+        (
+            "/v2/memory/search",
+            {"query": "q", "filters": {"dateRange": {"start": 5, "end": 1}}, "limit": "x"},
+            [["filters", "dateRange", "start"], ["limit"]],
+        ),
+    ],
+)
 def test_single_field_rules_name_their_field_beside_other_failures(client, path, data, wanted):
     t = new_tenant(client)
     err = error(post(client, path, data, t.headers), "INVALID_ARGUMENT")
@@ -217,8 +246,13 @@ class _Pair(Model):
     note: str = None
 
     _rules = rules(
-        rule("kind", "size")(lambda v: Broken("size", "size is required for boxes")
-                             if v.get("kind") == "box" and v.get("size") is None else None),
+        rule("kind", "size")(
+            lambda v: (
+                Broken("size", "size is required for boxes")
+                if v.get("kind") == "box" and v.get("size") is None
+                else None
+            )
+        ),
         rule("size", "note")(lambda v: Broken(None, "Provide size or note") if not v else None),
     )
 

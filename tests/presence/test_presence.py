@@ -49,7 +49,8 @@ def test_update_keeps_name_and_email_and_defaults_status_to_online(client, clock
     clock["now"] += 30
     result(update(client, t, {"userId": "u1"}))
     assert present(client, t) == [
-        {"userId": "u1", "name": "Ana", "email": "ana@example.com", "status": "online", "lastSeen": ms(clock)}]
+        {"userId": "u1", "name": "Ana", "email": "ana@example.com", "status": "online", "lastSeen": ms(clock)}
+    ]
     result(update(client, t, {"userId": "u1", "name": "Ana B."}))
     [user] = present(client, t)
     assert user["name"] == "Ana B." and user["email"] == "ana@example.com"
@@ -58,8 +59,15 @@ def test_update_keeps_name_and_email_and_defaults_status_to_online(client, clock
 def test_away_and_offline_at_exact_boundaries(client, clock):
     t = new_tenant(client)
     start = clock["now"]
-    result(update(client, t, {"userId": "online"}, {"userId": "busy", "status": "busy"},
-                  {"userId": "gone", "status": "offline"}))
+    result(
+        update(
+            client,
+            t,
+            {"userId": "online"},
+            {"userId": "busy", "status": "busy"},
+            {"userId": "gone", "status": "offline"},
+        )
+    )
     expected = [
         (299.999, {"online": "online", "busy": "busy", "gone": "offline"}),
         (300, {"online": "away", "busy": "away", "gone": "offline"}),
@@ -176,7 +184,9 @@ def test_forget_user_scoped_and_unscoped(client, live):
         async def run():
             async with transaction(live.svc.pool, None) as tx:
                 return await presence_repo.forget_user(
-                    tx.conn, api_key_id=t.api_key, user_ids=["u1"], organization_ids=organization_ids)
+                    tx.conn, api_key_id=t.api_key, user_ids=["u1"], organization_ids=organization_ids
+                )
+
         return live.run(run())
 
     assert forget(["o1"]) == 1

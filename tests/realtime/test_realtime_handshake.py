@@ -46,8 +46,9 @@ def test_ids_and_audiences_with_control_characters_are_refused_with_a_close_code
         await c.close()
 
     asyncio.run(scenario())
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [r.getMessage() for r in caplog.records
-                                                                          if r.levelno >= logging.ERROR]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], [
+        r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR
+    ]
 
 
 def test_bad_socket_tokens_count_against_the_address(client, live, clock, tune):

@@ -3,7 +3,8 @@
 import asyncio
 import json
 
-from support.factories import settle as settle_webhooks, webhook_tenant
+from support.factories import settle as settle_webhooks
+from support.factories import webhook_tenant
 from support.helpers import add_organization, new_tenant, post, result
 from support.realtime_support import YClient, crdt_text, refused, room, settle, token_for, url
 
@@ -18,8 +19,14 @@ def test_awareness_relays_between_clients_and_presence_follows_connections(clien
     room(client, t)
     alice = token_for(client, t, "alice", "org", "doc")
     bob = token_for(client, t, "bob", "org", "doc", role="viewer")
-    result(post(client, "/v2/presence/update", {"organizationId": "org", "documentId": "doc",
-                                                "users": [{"userId": "carol"}]}, t.headers))
+    result(
+        post(
+            client,
+            "/v2/presence/update",
+            {"organizationId": "org", "documentId": "doc", "users": [{"userId": "carol"}]},
+            t.headers,
+        )
+    )
 
     async def scenario():
         a = await YClient.open(url(live, "org", "doc", "e1", alice))
@@ -104,14 +111,27 @@ def test_livestate_broadcast_get_merge_and_subscribe(client, live):
     async def scenario():
         a = await YClient.open(url(live, "org", "doc", "e1", token))
         await a.livestate_op("subscribe", "cursor-mode")
-        result(post(client, "/v2/livestate/broadcast",
-                    {**key, "liveStateDataId": "other", "data": 1}, t.headers))  # not subscribed: not sent
-        result(post(client, "/v2/livestate/broadcast",
-                    {**key, "liveStateDataId": "cursor-mode", "data": {"mode": "draw", "size": 2}}, t.headers))
+        result(
+            post(client, "/v2/livestate/broadcast", {**key, "liveStateDataId": "other", "data": 1}, t.headers)
+        )  # not subscribed: not sent
+        result(
+            post(
+                client,
+                "/v2/livestate/broadcast",
+                {**key, "liveStateDataId": "cursor-mode", "data": {"mode": "draw", "size": 2}},
+                t.headers,
+            )
+        )
         await a.until(lambda: len(a.livestate) == 1)
         assert a.livestate[0]["op"] == "data" and a.livestate[0]["data"] == {"mode": "draw", "size": 2}
-        result(post(client, "/v2/livestate/broadcast",
-                    {**key, "liveStateDataId": "cursor-mode", "data": {"size": 3}, "merge": True}, t.headers))
+        result(
+            post(
+                client,
+                "/v2/livestate/broadcast",
+                {**key, "liveStateDataId": "cursor-mode", "data": {"size": 3}, "merge": True},
+                t.headers,
+            )
+        )
         await a.until(lambda: len(a.livestate) == 2)
         assert a.livestate[1]["data"] == {"mode": "draw", "size": 3}
         assert all(m["liveStateDataId"] == "cursor-mode" for m in a.livestate)
@@ -126,13 +146,21 @@ def test_livestate_broadcast_get_merge_and_subscribe(client, live):
 
     asyncio.run(scenario())
     kept = result(post(client, "/v2/livestate/get", key, t.headers))
-    assert [(v["liveStateDataId"], v["data"]) for v in kept] == [("cursor-mode", {"mode": "draw", "size": 3}),
-                                                                ("other", 1)]
+    assert [(v["liveStateDataId"], v["data"]) for v in kept] == [
+        ("cursor-mode", {"mode": "draw", "size": 3}),
+        ("other", 1),
+    ]
     one = result(post(client, "/v2/livestate/get", {**key, "liveStateDataId": "other"}, t.headers))
     assert [v["data"] for v in one] == [1]
     # merge over a value that is not an object replaces it.
-    result(post(client, "/v2/livestate/broadcast", {**key, "liveStateDataId": "other", "data": {"a": 1},
-                                                    "merge": True}, t.headers))
+    result(
+        post(
+            client,
+            "/v2/livestate/broadcast",
+            {**key, "liveStateDataId": "other", "data": {"a": 1}, "merge": True},
+            t.headers,
+        )
+    )
     kept = result(post(client, "/v2/livestate/get", {**key, "liveStateDataId": "other"}, t.headers))
     assert kept[0]["data"] == {"a": 1}
     # Another tenant sees none of it.
@@ -141,8 +169,12 @@ def test_livestate_broadcast_get_merge_and_subscribe(client, live):
 
 def test_livestate_validation(client):
     t = new_tenant(client)
-    bad = post(client, "/v2/livestate/broadcast", {"organizationId": "org", "documentId": "doc",
-                                                   "liveStateDataId": "x"}, t.headers)
+    bad = post(
+        client,
+        "/v2/livestate/broadcast",
+        {"organizationId": "org", "documentId": "doc", "liveStateDataId": "x"},
+        t.headers,
+    )
     assert bad.status_code == 400 and bad.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert bad.json()["error"]["details"]["issues"][0]["path"] == ["data"]
     wrong = post(client, "/v2/livestate/get", {"organizationId": 5, "documentId": "doc"}, t.headers)
@@ -176,6 +208,7 @@ def test_compaction_folds_updates_and_keeps_content(client, live, db, tune):
     live.run(_append(live, t, "!"))
     assert pending() == 1 and crdt_text(client, t) == "0123456!"
     from collab.realtime.tasks import compact_sweep
+
     tune(realtime_compact_after_s=0)
     live.run(compact_sweep({"svc": live.svc}))
     assert pending() == 0 and crdt_text(client, t) == "0123456!"
@@ -194,8 +227,17 @@ async def _append(live, t, suffix):
     from collab.kit.jobs import transaction
 
     async with live.svc.pool.connection() as conn:
-        rows = await crdt_repo.list_editors(conn, api_key_id=t.api_key, organization_id="org", document_id="doc",
-                                            editor_id="e1", after_id=None, limit=1, yjs=False, budget=2**62)
+        rows = await crdt_repo.list_editors(
+            conn,
+            api_key_id=t.api_key,
+            organization_id="org",
+            document_id="doc",
+            editor_id="e1",
+            after_id=None,
+            limit=1,
+            yjs=False,
+            budget=2**62,
+        )
     doc = Doc()
     doc.apply_update(rows[0]["state"])
     for update in rows[0]["pending"] or []:
@@ -204,8 +246,16 @@ async def _append(live, t, suffix):
     before = doc.get_state()
     text.insert(len(str(text)), suffix)
     async with transaction(live.svc.pool, None) as tx:
-        await crdt_repo.append_update(tx.conn, api_key_id=t.api_key, organization_id="org", document_id="doc",
-                                      editor_id="e1", update=doc.get_update(before), user_id="alice", now=0)
+        await crdt_repo.append_update(
+            tx.conn,
+            api_key_id=t.api_key,
+            organization_id="org",
+            document_id="doc",
+            editor_id="e1",
+            update=doc.get_update(before),
+            user_id="alice",
+            now=0,
+        )
 
 
 def test_rate_and_connection_limits_close_with_4429(client, live, tune):
@@ -250,8 +300,9 @@ def test_socket_edits_stop_at_the_document_size_cap(client, live, tune):
 def test_a_slow_consumer_is_closed_not_buffered():
     from collab.realtime.rooms import Connection
 
-    conn = Connection(None, user=None, role="editor", organization_id="o", document_id="d", editor_id="e",
-                      queue=3, rate=10)
+    conn = Connection(
+        None, user=None, role="editor", organization_id="o", document_id="d", editor_id="e", queue=3, rate=10
+    )
     for i in range(3):
         conn.send(b"x")
     assert conn.close_code is None and len(conn.pending) == 3
@@ -262,8 +313,14 @@ def test_a_slow_consumer_is_closed_not_buffered():
 def test_socket_edits_fire_crdt_webhooks(client, live, receiver, clock):
     t, _ = webhook_tenant(client, receiver)
     add_organization(client, t, "o1", "d1")
-    result(post(client, "/v2/crdt/add", {"organizationId": "o1", "documentId": "d1", "editorId": "e1",
-                                         "type": "text", "data": "hi"}, t.headers))
+    result(
+        post(
+            client,
+            "/v2/crdt/add",
+            {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text", "data": "hi"},
+            t.headers,
+        )
+    )
     settle_webhooks(live, t)
     clock["now"] += 10
     settle_webhooks(live, t)
@@ -297,6 +354,7 @@ def test_rooms_span_api_processes(client, live):
     token = token_for(client, t, "alice", "org", "doc")
     other = Live(live.settings, worker=False).start()
     try:
+
         async def scenario():
             a = await YClient.open(url(live, "org", "doc", "e1", token))
             b = await YClient.open(url(other, "org", "doc", "e1", token))
@@ -306,8 +364,14 @@ def test_rooms_span_api_processes(client, live):
             await a.until(lambda: str(a.text) == "A Hello B")
             await b.set_awareness(7, 1, {"user": "b"})
             await a.until(lambda: 7 in a.awareness)
-            result(post(client, "/v2/crdt/update", {"organizationId": "org", "documentId": "doc", "editorId": "e1",
-                                                    "data": "A Hello B C"}, t.headers))
+            result(
+                post(
+                    client,
+                    "/v2/crdt/update",
+                    {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": "A Hello B C"},
+                    t.headers,
+                )
+            )
             await a.until(lambda: str(a.text) == "A Hello B C")
             await b.until(lambda: str(b.text) == "A Hello B C")
             await b.close()
@@ -336,8 +400,14 @@ def test_a_user_still_connected_elsewhere_stays_online(client, live):
     async def scenario():
         a = await YClient.open(url(live, "org", "doc", "e1", token))
         # What the other process does: write offline, then publish LEFT (delivered here by the hub).
-        result(post(client, "/v2/presence/update", {"organizationId": "org", "documentId": "doc",
-                                                    "users": [{"userId": "alice", "status": "offline"}]}, t.headers))
+        result(
+            post(
+                client,
+                "/v2/presence/update",
+                {"organizationId": "org", "documentId": "doc", "users": [{"userId": "alice", "status": "offline"}]},
+                t.headers,
+            )
+        )
         assert presence(client, t)["alice"]["status"] == "offline"
         live.run(elsewhere_left())
         assert presence(client, t)["alice"]["status"] == "online"

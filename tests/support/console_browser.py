@@ -30,7 +30,8 @@ def browser():
     # loop, and every later test that calls asyncio.run() would fail.
     with sync_playwright() as driver:
         chromium = driver.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-dev-shm-usage"])
+            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
         yield chromium
         chromium.close()
 
@@ -84,6 +85,9 @@ def check_a11y(page) -> None:
     """Fail on any serious or critical axe-core violation of the page as it is now."""
     violations = axe_violations(page)
     failing = [v for v in violations if v["impact"] in FAILING]
-    assert not failing, "accessibility violations on " + page.url + ":\n" + "\n".join(
-        f"- {v['impact']} {v['id']}: {v['help']} at {v['nodes'][:5]}" for v in failing
+    assert not failing, (
+        "accessibility violations on "
+        + page.url
+        + ":\n"
+        + "\n".join(f"- {v['impact']} {v['id']}: {v['help']} at {v['nodes'][:5]}" for v in failing)
     )

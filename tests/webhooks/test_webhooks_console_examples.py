@@ -4,13 +4,13 @@ logged with its attempt like any other message; refused for a disabled, unknown 
 import json
 
 import pytest
+from standardwebhooks.webhooks import Webhook
 
 from collab.kit.auth import Tenant as KitTenant
 from collab.kit.errors import ApiError
 from collab.webhooks import examples
 from support.factories import create_endpoint, messages, secret_of, settle, webhook_tenant
 from support.helpers import new_tenant
-from standardwebhooks.webhooks import Webhook
 
 
 def send(live, t, endpoint_id, event_type="comment.add"):

@@ -6,7 +6,8 @@ from collab.kit.auth import Tenant as Caller
 from collab.webhooks import messages as webhook_messages
 from collab.webhooks.schemas import RetryMessage
 from collab.webhooks.tasks import deliver_webhook
-from support.factories import WEBHOOKS as BASE, messages, notify, settle, webhook_tenant
+from support.factories import WEBHOOKS as BASE
+from support.factories import messages, notify, settle, webhook_tenant
 from support.helpers import error, post, result
 
 HOURS_2 = "7200"
@@ -26,8 +27,9 @@ def _waiting(client, live, receiver, db):
 
 
 def _delivery_jobs(db, t):
-    return db.execute("select id, status from jobs where api_key_id = %s and function = 'deliver_webhook' order by id",
-                      (t.api_key,)).fetchall()
+    return db.execute(
+        "select id, status from jobs where api_key_id = %s and function = 'deliver_webhook' order by id", (t.api_key,)
+    ).fetchall()
 
 
 def test_a_retry_sends_a_waiting_message_now(client, live, receiver, clock, db):
@@ -46,13 +48,16 @@ def test_a_retry_never_makes_two_deliveries_at_once(client, live, receiver, cloc
     retry = {"messageId": message["id"], "endpointId": endpoint["id"]}
     jobs_before = _delivery_jobs(db, t)
     # Being sent right now (a worker holds the attempt): refused, nothing more is queued.
-    db.execute("update webhook_deliveries set status = 'sending', lease_until = %s where api_key_id = %s",
-               (live.svc.now_ms() + 60_000, t.api_key))
+    db.execute(
+        "update webhook_deliveries set status = 'sending', lease_until = %s where api_key_id = %s",
+        (live.svc.now_ms() + 60_000, t.api_key),
+    )
     refused = error(post(client, f"{BASE}/messages/retry", retry, t.headers), "FAILED_PRECONDITION")
     assert "being sent" in refused["message"]
     assert _delivery_jobs(db, t) == jobs_before
-    db.execute("update webhook_deliveries set status = 'pending', lease_until = null where api_key_id = %s",
-               (t.api_key,))
+    db.execute(
+        "update webhook_deliveries set status = 'pending', lease_until = null where api_key_id = %s", (t.api_key,)
+    )
     # Two retries before the attempt is made (the queue is held back, so neither job runs in between): one job.
     held = dataclasses.replace(live.svc, redis=None)
     caller = Caller(api_key_id=t.api_key, workspace_id=t.workspace["id"])

@@ -81,8 +81,12 @@ def test_platform_key_quota_per_workspace(client, model, clock, tune, db):
     own = with_own_key(client)
     for _ in range(2):
         result(extract(client, own))
-    assert db.execute("select count(*) as n from platform_key_usage where workspace_id = %s",
-                      (own.workspace["id"],)).fetchone()["n"] == 0
+    assert (
+        db.execute(
+            "select count(*) as n from platform_key_usage where workspace_id = %s", (own.workspace["id"],)
+        ).fetchone()["n"]
+        == 0
+    )
     # The next UTC day has a fresh quota; 0 turns it off.
     clock["now"] += 86_400
     result(extract(client, t))
@@ -100,8 +104,12 @@ def test_platform_key_token_quota(client, model, tune):
 
 def test_platform_key_quota_stops_a_job_midway(client, model, tune, db):
     """A large file would make many model calls: once the day's quota is spent the job stops before its next call."""
-    tune(openai_api_key="platform-openai-key", platform_key_daily_calls=2, extraction_chunk_tasks=1,
-         extraction_concurrency=1)
+    tune(
+        openai_api_key="platform-openai-key",
+        platform_key_daily_calls=2,
+        extraction_chunk_tasks=1,
+        extraction_concurrency=1,
+    )
     t = new_tenant(client)
     rows = "".join(f"Claims,Check number {i} states whether tax is included\n" for i in range(6))
     response = extract(client, t, ("Category,Check\n" + rows).encode())
@@ -119,8 +127,9 @@ def test_failed_platform_key_calls_count_as_calls(client, model, tune, db):
     t = new_tenant(client)
     model.script("openai", {"status": 400})  # the provider refused it, but the call was made
     assert extract(client, t).status_code != 200
-    row = db.execute("select calls, tokens from platform_key_usage where workspace_id = %s",
-                     (t.workspace["id"],)).fetchone()
+    row = db.execute(
+        "select calls, tokens from platform_key_usage where workspace_id = %s", (t.workspace["id"],)
+    ).fetchone()
     assert row["calls"] == 1 and row["tokens"] == 0
     error(extract(client, t), "RESOURCE_EXHAUSTED")
 
@@ -129,11 +138,15 @@ def test_platform_key_counters_of_past_days_are_deleted(live, clock, db):
     workspace = f"ws_{uuid.uuid4().hex[:12]}"
     today = db.execute("select (to_timestamp(%s) at time zone 'utc')::date as d", (clock["now"],)).fetchone()["d"]
     for days_ago in (0, 1, 2, 40):
-        db.execute("insert into platform_key_usage (workspace_id, day, calls, tokens) values (%s, %s::date - %s, 1, 1)",
-                   (workspace, today, days_ago))
+        db.execute(
+            "insert into platform_key_usage (workspace_id, day, calls, tokens) values (%s, %s::date - %s, 1, 1)",
+            (workspace, today, days_ago),
+        )
     assert live.run(drop_past_days({"svc": live.svc})) >= 2
-    kept = db.execute("select %s::date - day as days_ago from platform_key_usage where workspace_id = %s order by day",
-                      (today, workspace)).fetchall()
+    kept = db.execute(
+        "select %s::date - day as days_ago from platform_key_usage where workspace_id = %s order by day",
+        (today, workspace),
+    ).fetchall()
     assert [r["days_ago"] for r in kept] == [1, 0]  # today's count, and yesterday's for a clock a little behind
 
 
@@ -148,7 +161,10 @@ def test_retention_drops_old_bytes_and_keeps_the_source(client, model, live, tun
     old = db.execute("select * from knowledge_sources where id = %s", (old_id,)).fetchone()
     assert old["content"] is None and old["content_dropped_at"] is not None
     assert old["status"] == "ready" and old["result"]["memory"]["sourceId"] == old_id and old["size_bytes"] > 0
-    assert bytes(db.execute("select content from knowledge_sources where id = %s", (new_id,)).fetchone()["content"]) == CHECKS
+    assert (
+        bytes(db.execute("select content from knowledge_sources where id = %s", (new_id,)).fetchone()["content"])
+        == CHECKS
+    )
 
 
 def test_a_leaked_concurrency_slot_expires_under_steady_traffic(live):
@@ -176,7 +192,9 @@ def test_a_leaked_concurrency_slot_expires_under_steady_traffic(live):
 def test_job_failure_keeps_driver_detail_internal(live, db):
     @job(max_tries=1)
     async def breaks(ctx, **kwargs):
-        raise psycopg.errors.UniqueViolation('duplicate key value\nDETAIL:  Key (email)=(someone@secret.example) exists.')
+        raise psycopg.errors.UniqueViolation(
+            "duplicate key value\nDETAIL:  Key (email)=(someone@secret.example) exists."
+        )
 
     async def go():
         async with transaction(live.svc.pool, None) as tx:
@@ -194,7 +212,8 @@ def test_provider_messages_are_not_shown_to_tenants(client, llm):
     body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-own-key"}]}
     result(post(client, "/v2/workspace/apikeyconfig/update", body, t.headers))
     llm.script("openai", {"status": 400})
-    response = client.post("/v2/rewriter/ask-ai", json={"data": {"model": "gpt-4o", "prompt": "p", "text": "x"}},
-                           headers=t.headers)
+    response = client.post(
+        "/v2/rewriter/ask-ai", json={"data": {"model": "gpt-4o", "prompt": "p", "text": "x"}}, headers=t.headers
+    )
     err = error(response, "INVALID_ARGUMENT")
     assert "fake" not in err["message"] and "refused" in err["message"]

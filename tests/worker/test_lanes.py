@@ -11,8 +11,8 @@ from dataclasses import replace
 from collab.judgments.tasks import ActiveModel, active_embedder
 from collab.kit.jobs import AWAITED_RESULT_S, BULK_QUEUE, LANES, lane, run_sync
 from collab.testing import fake_models
-from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
 from support.factories import batches, delayed_batch_and_failed_delivery, judged, release, wait_for, with_own_key
+from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
 
 CHECKS = b"Category,Check\nClaims,Every price claim states whether tax is included\n"
 ASK = {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}
@@ -21,16 +21,29 @@ ASK = {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}
 def searcher_with_judgments(client, live):
     t = new_tenant(client)
     enable_activities(client, t)
-    result(post(client, "/v2/activities/add", {"organizationId": "org1", "documentId": "doc1", "activities": [
-        judged("price", "The discount claim needs the original price shown next to the sale price."),
-        judged("alt", "Images are missing alternative text for screen readers."),
-    ]}, t.headers))
+    result(
+        post(
+            client,
+            "/v2/activities/add",
+            {
+                "organizationId": "org1",
+                "documentId": "doc1",
+                "activities": [
+                    judged("price", "The discount claim needs the original price shown next to the sale price."),
+                    judged("alt", "Images are missing alternative text for screen readers."),
+                ],
+            },
+            t.headers,
+        )
+    )
     settle_jobs(live, t)
     return t
 
 
 def search_finds_price(client, t) -> None:
-    response = post(client, "/v2/memory/search", {"query": "show the previous cost beside the reduced price"}, t.headers)
+    response = post(
+        client, "/v2/memory/search", {"query": "show the previous cost beside the reduced price"}, t.headers
+    )
     assert response.status_code == 200, response.text
     assert "price" in [r["recordId"] for r in response.json()["result"]["results"]]
 
@@ -101,8 +114,11 @@ def test_a_lane_claims_only_due_jobs_that_run_nowhere_else(live):
         await redis.zadd(queue, {ids["running"]: now, ids["later"]: now + 60_000})
         counter = worker.job_counter
         await worker.start_jobs([ids[name].encode() for name in ("running", "later", "gone")])
-        untouched = (worker.job_counter == counter, [ids[n] in worker.tasks for n in ("running", "later", "gone")],
-                     await redis.exists(in_progress_key_prefix + ids["later"]))
+        untouched = (
+            worker.job_counter == counter,
+            [ids[n] in worker.tasks for n in ("running", "later", "gone")],
+            await redis.exists(in_progress_key_prefix + ids["later"]),
+        )
         await redis.zrem(queue, ids["running"], ids["later"])
         await redis.delete(in_progress_key_prefix + ids["running"])
         # A due job: queued without waking the lane, then claimed here, so this call is the one that starts it.
@@ -131,7 +147,9 @@ def test_search_answers_while_every_ai_slot_is_held_by_other_workspaces(client, 
     for w in range(math.ceil(slots / per_workspace)):
         t = with_own_key(client)
         for _ in range(min(per_workspace, slots - w * per_workspace)):
-            asker = threading.Thread(target=lambda t=t: answers.append(post(client, "/v2/rewriter/ask-ai", ASK, t.headers)))
+            asker = threading.Thread(
+                target=lambda t=t: answers.append(post(client, "/v2/rewriter/ask-ai", ASK, t.headers))
+            )
             asker.start()
             askers.append(asker)
     try:
@@ -170,10 +188,17 @@ def test_search_answers_while_the_bulk_and_extraction_lanes_are_full(client, liv
         bulk = new_tenant(client)
         enable_activities(client, bulk)
         for batch in range(2):  # 500 activities a request at most
-            activities = [judged(f"bulk{batch}-{i}", f"Bulk reasoning {batch}-{i} about claims and prices.")
-                          for i in range(500)]
-            result(post(client, "/v2/activities/add", {"organizationId": "org1", "documentId": "doc1",
-                                                        "activities": activities}, bulk.headers))
+            activities = [
+                judged(f"bulk{batch}-{i}", f"Bulk reasoning {batch}-{i} about claims and prices.") for i in range(500)
+            ]
+            result(
+                post(
+                    client,
+                    "/v2/activities/add",
+                    {"organizationId": "org1", "documentId": "doc1", "activities": activities},
+                    bulk.headers,
+                )
+            )
         search_finds_price(client, searcher)
     finally:
         release(llm)
@@ -205,8 +230,15 @@ def test_a_wake_token_that_came_when_every_slot_filled_is_handed_on(live):
 
     async def go():
         queue = f"collab:test:{uuid.uuid4().hex}"
-        full = LaneWorker(functions=[echo], queue_name=queue, redis_pool=redis, lane=Lane("t", queue), max_jobs=1,
-                          poll_delay=0.01, handle_signals=False)
+        full = LaneWorker(
+            functions=[echo],
+            queue_name=queue,
+            redis_pool=redis,
+            lane=Lane("t", queue),
+            max_jobs=1,
+            poll_delay=0.01,
+            handle_signals=False,
+        )
         popped = asyncio.get_running_loop().create_future()
         popped.set_result((WAKE_KEY + queue, b"1"))
         full._wake, full.job_counter = popped, 1  # the token arrived, but the only slot filled meanwhile
@@ -227,8 +259,15 @@ def test_a_slot_that_frees_brings_a_poll_only_where_every_slot_was_taken(live):
     queue = f"collab:test:{uuid.uuid4().hex}"
 
     async def go():
-        worker = LaneWorker(functions=[echo], queue_name=queue, redis_pool=live.svc.redis, lane=Lane("t", queue),
-                            max_jobs=2, poll_delay=3600, handle_signals=False)
+        worker = LaneWorker(
+            functions=[echo],
+            queue_name=queue,
+            redis_pool=live.svc.redis,
+            lane=Lane("t", queue),
+            max_jobs=2,
+            poll_delay=3600,
+            handle_signals=False,
+        )
         await worker.sem.acquire()  # one job runs
         worker.job_counter = 1
         worker._job_ended(None)
@@ -252,8 +291,16 @@ def test_aborted_jobs_are_looked_up_a_few_times_a_second_not_on_every_poll(live)
     queue = f"collab:test:{uuid.uuid4().hex}"
 
     async def go():
-        worker = LaneWorker(functions=[echo], queue_name=queue, redis_pool=live.svc.redis, lane=Lane("t", queue),
-                            max_jobs=2, poll_delay=3600, handle_signals=False, allow_abort_jobs=True)
+        worker = LaneWorker(
+            functions=[echo],
+            queue_name=queue,
+            redis_pool=live.svc.redis,
+            lane=Lane("t", queue),
+            max_jobs=2,
+            poll_delay=3600,
+            handle_signals=False,
+            allow_abort_jobs=True,
+        )
         now = [1000.0]
         worker.clock = lambda: now[0]
 
@@ -282,8 +329,15 @@ def test_a_background_job_wakes_its_lane_instead_of_waiting_for_a_poll(live, db,
     redis = live.svc.redis
 
     async def go():
-        idle = LaneWorker(functions=[echo], queue_name=queue, redis_pool=redis, lane=lane, max_jobs=1,
-                          poll_delay=3600, handle_signals=False)
+        idle = LaneWorker(
+            functions=[echo],
+            queue_name=queue,
+            redis_pool=redis,
+            lane=lane,
+            max_jobs=1,
+            poll_delay=3600,
+            handle_signals=False,
+        )
         waiting = asyncio.ensure_future(idle._idle())
         async with jobs.transaction(live.svc.pool, redis) as tx:
             job_id = await tx.enqueue("echo_tracked", api_key_id=None, value=1)

@@ -58,9 +58,15 @@ def test_api_key_auth_errors(client):
     error(post(client, path, {}, {}), "UNAUTHENTICATED")
     error(post(client, path, {}, {"x-service-api-key": tenant.api_key}), "UNAUTHENTICATED")
     error(post(client, path, {}, {"x-service-api-key": tenant.api_key, "x-service-auth-token": ""}), "UNAUTHENTICATED")
-    err = error(post(client, path, {}, {"x-service-api-key": tenant.api_key, "x-service-auth-token": "nope"}), "PERMISSION_DENIED")
+    err = error(
+        post(client, path, {}, {"x-service-api-key": tenant.api_key, "x-service-auth-token": "nope"}),
+        "PERMISSION_DENIED",
+    )
     assert err["message"] == "Invalid API key."
-    err = error(post(client, path, {}, {"x-service-api-key": "key_unknown", "x-service-auth-token": tenant.auth_token}), "PERMISSION_DENIED")
+    err = error(
+        post(client, path, {}, {"x-service-api-key": "key_unknown", "x-service-auth-token": tenant.auth_token}),
+        "PERMISSION_DENIED",
+    )
     assert err["message"] == "Invalid API key."
     result(post(client, path, {}, tenant.headers))
 
@@ -159,14 +165,19 @@ def test_secret_rotation_keeps_old_tokens_and_keys_working(client, live):
     try:
         # Tokens and ciphertexts made under the previous secret still verify and open.
         result(post(client, "/v2/workspace/activityconfig/get", {}, tenant.headers))
-        assert result(post(client, "/v2/workspace/get", {}, tenant.workspace_headers))["authToken"] == tenant.workspace["authToken"]
+        assert (
+            result(post(client, "/v2/workspace/get", {}, tenant.workspace_headers))["authToken"]
+            == tenant.workspace["authToken"]
+        )
         from collab.kit.auth import Tenant
         from collab.workspaces.config import provider_api_key
 
         owner = Tenant(api_key_id=tenant.api_key, workspace_id=tenant.workspace["id"])
         assert live.run(provider_api_key(live.svc, tenant=owner, provider="openai")) == "sk-before-rotation-1234"
         # A token reset now is made under the new secret, and works.
-        new = result(post(client, "/v2/workspace/authtoken/reset", {"apiKey": tenant.api_key}, tenant.workspace_headers))
+        new = result(
+            post(client, "/v2/workspace/authtoken/reset", {"apiKey": tenant.api_key}, tenant.workspace_headers)
+        )
         headers = {"x-service-api-key": tenant.api_key, "x-service-auth-token": new["newAuthToken"]["token"]}
         result(post(client, "/v2/workspace/activityconfig/get", {}, headers))
     finally:

@@ -10,8 +10,11 @@ from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
 from support.helpers import error, issue_paths, new_tenant, post, result
 
 WEBHOOK = "/v2/workspace/advancedwebhookconfig"
-RSA_PUBLIC_KEY = base64.b64encode(rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_bytes(
-    serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)).decode()
+RSA_PUBLIC_KEY = base64.b64encode(
+    rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    .public_key()
+    .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+).decode()
 ACTIVITY = "/v2/workspace/activityconfig"
 NOTIFY = "/v2/workspace/notificationconfig"
 KEYCFG = "/v2/workspace/apikeyconfig"
@@ -273,14 +276,20 @@ def test_api_key_config_stores_provider_keys_encrypted(client, db):
     secret = "sk-test-SECRET-value-9876"
     body = {"enableAdvancedQueries": True, "aiModelApiKey": [{"provider": "openai", "customerApiKey": secret}]}
     data = result(post(client, f"{KEYCFG}/update", body, t.headers))
-    assert data == {"enableAdvancedQueries": True, "aiModelApiKey": [{"provider": "openai", "isSet": True, "last4": "9876"}]}
+    assert data == {
+        "enableAdvancedQueries": True,
+        "aiModelApiKey": [{"provider": "openai", "isSet": True, "last4": "9876"}],
+    }
     assert secret not in str(data)
     rows = db.execute("select * from ai_provider_keys where api_key_id = %s", (t.api_key,)).fetchall()
     assert len(rows) == 1 and secret.encode() not in bytes(rows[0]["key_enc"])
     assert result(post(client, f"{KEYCFG}/get", {}, t.headers)) == data
     # null removes a key; other settings are untouched.
     body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": None}]}
-    assert result(post(client, f"{KEYCFG}/update", body, t.headers)) == {"enableAdvancedQueries": True, "aiModelApiKey": []}
+    assert result(post(client, f"{KEYCFG}/update", body, t.headers)) == {
+        "enableAdvancedQueries": True,
+        "aiModelApiKey": [],
+    }
 
 
 def test_provider_key_ciphertext_is_bound_to_its_tenant(client, db, live):

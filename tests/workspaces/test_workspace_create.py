@@ -120,4 +120,6 @@ def test_tokens_are_not_stored_in_clear(client, db):
     dumped = repr(ws_row) + repr(token_rows)
     for secret in (tenant.workspace["authToken"], tenant.auth_token):
         assert secret not in dumped
-        assert secret.encode() not in b"".join(bytes(v) for r in [ws_row, *token_rows] for v in r.values() if isinstance(v, (bytes, memoryview)))
+        assert secret.encode() not in b"".join(
+            bytes(v) for r in [ws_row, *token_rows] for v in r.values() if isinstance(v, (bytes, memoryview))
+        )

@@ -14,7 +14,7 @@ from collab.activities.schemas import (
     UpdateActivities,
 )
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import StrictJsonRoute, Envelope, listed, ok
+from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
 from collab.kit.openapi import answer, page
 from collab.kit.services import Services, services
 

@@ -5,8 +5,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from collab.events import ActionUser
-from collab.kit.envelope import Model
 from collab.kit import fields
+from collab.kit.envelope import Model
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 
@@ -40,9 +40,15 @@ class ActivityIn(Model):
     # Beyond the spec: when the activity happened (epoch ms), for importing history; never in the future.
     timestamp: int = Field(None, ge=0, le=10**14)
 
-    _rules = rules(rule("featureType", "targetEntityId")(
-        lambda v: Broken("targetEntityId", "targetEntityId is required when featureType is custom")
-        if v.get("featureType") == "custom" and not v.get("targetEntityId") else None))
+    _rules = rules(
+        rule("featureType", "targetEntityId")(
+            lambda v: (
+                Broken("targetEntityId", "targetEntityId is required when featureType is custom")
+                if v.get("featureType") == "custom" and not v.get("targetEntityId")
+                else None
+            )
+        )
+    )
 
 
 class AddActivities(Model):
@@ -84,9 +90,15 @@ class DeleteActivities(Model):
     documentId: str = Field(None, min_length=1, max_length=200)
     activityIds: list[fields.Id] = Field(None, min_length=1, max_length=500)
 
-    _rules = rules(rule("documentId", "activityIds")(
-        lambda v: Broken(None, "Provide activityIds or documentId")
-        if not v.get("documentId") and not v.get("activityIds") else None))
+    _rules = rules(
+        rule("documentId", "activityIds")(
+            lambda v: (
+                Broken(None, "Provide activityIds or documentId")
+                if not v.get("documentId") and not v.get("activityIds")
+                else None
+            )
+        )
+    )
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).

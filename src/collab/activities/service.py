@@ -3,18 +3,17 @@
 import time
 from typing import Any, Iterable
 
-from collab.kit import paging
+from collab.activities import repository as repo
+from collab.activities.schemas import Activity, AddActivities, DeleteActivities, GetActivities, UpdateActivities
+from collab.events import JUDGED_EVENTS
+from collab.kit import jobs, paging
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.errors import ApiError, invalid, issue
-from collab.kit import jobs
 from collab.kit.jobs import Tx, transaction
 from collab.kit.services import Services
-from collab.activities import repository as repo
 from collab.notifications import engine as notification_engine
 from collab.webhooks import events as webhook_events
-from collab.activities.schemas import Activity, AddActivities, DeleteActivities, GetActivities, UpdateActivities
-from collab.events import JUDGED_EVENTS
 from collab.workspaces import repository as workspaces_repo
 
 FUTURE_SKEW_MS = 5 * 60 * 1000
@@ -50,12 +49,16 @@ def row(activity: Any, *, id: str, organization_id: str, document_id: str | None
 async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str, Any]:
     """Log activities (an id overwrites); event types switched off in the triggers are not logged."""
     now = svc.now_ms()
-    future = [i for i, a in enumerate(data.activities) if a.timestamp is not None and a.timestamp > now + FUTURE_SKEW_MS]
+    future = [
+        i for i, a in enumerate(data.activities) if a.timestamp is not None and a.timestamp > now + FUTURE_SKEW_MS
+    ]
     if future:
         message = "timestamp must not be in the future"
         raise invalid(message, [issue(["activities", i, "timestamp"], message, "too_big") for i in future])
-    records = [row(a, id=a.id or new_id("act_"), organization_id=data.organizationId, document_id=data.documentId,
-                   now=now) for a in data.activities]
+    records = [
+        row(a, id=a.id or new_id("act_"), organization_id=data.organizationId, document_id=data.documentId, now=now)
+        for a in data.activities
+    ]
     fresh = frozenset(r["id"] for a, r in zip(data.activities, records) if not a.id)
     logged = await _add_at_once(svc, api_key_id=tenant.api_key_id, records=records, fresh_ids=fresh)
     if logged is None:
@@ -68,8 +71,9 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
 
 
 def _not_enabled() -> ApiError:
-    return ApiError("FAILED_PRECONDITION",
-                    "The activity service is not enabled: enable it with workspace/activityconfig/update.")
+    return ApiError(
+        "FAILED_PRECONDITION", "The activity service is not enabled: enable it with workspace/activityconfig/update."
+    )
 
 
 def to_derive(records: list[dict[str, Any]], fresh_ids: frozenset[str] = frozenset()) -> list[str]:
@@ -79,8 +83,9 @@ def to_derive(records: list[dict[str, Any]], fresh_ids: frozenset[str] = frozens
     return [r["id"] for r in records if r["action_type"] in JUDGED_EVENTS or r["id"] not in fresh_ids]
 
 
-async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str, Any]],
-                       fresh_ids: frozenset[str]) -> int | None:
+async def _add_at_once(
+    svc: Services, *, api_key_id: str, records: list[dict[str, Any]], fresh_ids: frozenset[str]
+) -> int | None:
     """The usual add in one statement (a round trip instead of five); how many were logged, or None when the write
     needs the transaction path: an id repeated, the notification service on, a webhook event with an endpoint."""
     if len({r["id"] for r in records}) < len(records) or _follows.get(api_key_id, 0.0) > time.monotonic():
@@ -88,8 +93,14 @@ async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str
     events = any(webhook_events.emits(Activity.wire(r)) for r in records)
     job_id = new_id("job_")
     async with svc.pool.connection() as conn:
-        done = await repo.add_at_once(conn, api_key_id=api_key_id, records=records, events=events, job_id=job_id,
-                                      derive_ids=to_derive(records, fresh_ids))
+        done = await repo.add_at_once(
+            conn,
+            api_key_id=api_key_id,
+            records=records,
+            events=events,
+            job_id=job_id,
+            derive_ids=to_derive(records, fresh_ids),
+        )
         if not done["enabled"]:
             raise _not_enabled()
         if done["follows"]:  # nothing was written
@@ -102,8 +113,9 @@ async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str
     return done["logged"]
 
 
-async def _add_in_transaction(svc: Services, *, tenant: Tenant, data: AddActivities,
-                              records: list[dict[str, Any]], fresh_ids: frozenset[str]) -> int:
+async def _add_in_transaction(
+    svc: Services, *, tenant: Tenant, data: AddActivities, records: list[dict[str, Any]], fresh_ids: frozenset[str]
+) -> int:
     """The add with notifications and webhook events, in order, in one transaction; how many were logged."""
     async with transaction(svc.pool, svc.redis) as tx:
         # Read in the write's transaction: one connection and round trip serve the check and the notifications.
@@ -113,18 +125,38 @@ async def _add_in_transaction(svc: Services, *, tenant: Tenant, data: AddActivit
             raise _not_enabled()
         triggers = (config.get("triggers") or {}).get("comment") or {}
         records = [r for r in records if triggers.get(r["action_type"]) is not False]  # off in the triggers: skipped
-        await publish(tx, svc, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                      document_id=data.documentId, records=records, store=True,
-                      notification_config=settings["notification_config"],
-                      webhooks=webhook_events.enabled(settings["webhook_config"]), fresh_ids=fresh_ids)
+        await publish(
+            tx,
+            svc,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            document_id=data.documentId,
+            records=records,
+            store=True,
+            notification_config=settings["notification_config"],
+            webhooks=webhook_events.enabled(settings["webhook_config"]),
+            fresh_ids=fresh_ids,
+        )
     return len(records)
 
 
-async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
-                  records: list[dict[str, Any]], store: bool, notification_config: dict[str, Any] | None,
-                  webhooks: bool, notify: bool = True, participants: Iterable[str] = (),
-                  exclude: Iterable[str] = (), fresh_ids: frozenset[str] = frozenset(),
-                  restricted_to: Iterable[str] | None = None) -> None:
+async def publish(
+    tx: Tx,
+    svc: Services,
+    *,
+    api_key_id: str,
+    organization_id: str,
+    document_id: str,
+    records: list[dict[str, Any]],
+    store: bool,
+    notification_config: dict[str, Any] | None,
+    webhooks: bool,
+    notify: bool = True,
+    participants: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    fresh_ids: frozenset[str] = frozenset(),
+    restricted_to: Iterable[str] | None = None,
+) -> None:
     """The one path of activity records (activities/add and every comment write): stored when `store` (judgments
     follow in the worker, see `to_derive`), then, for records new to the log, webhook events (when the key's
     `webhooks` are on) and notifications (when `notify`, by the key's stored `notification_config`; `participants`
@@ -138,14 +170,27 @@ async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: st
     if new:
         now = svc.now_ms()
         if webhooks:  # off: no endpoint takes an event, and asking would cost a round trip per event
-            await webhook_events.on_activities(tx, now=now, api_key_id=api_key_id, organization_id=organization_id,
-                                               document_id=document_id, activities=[Activity.wire(r) for r in new])
+            await webhook_events.on_activities(
+                tx,
+                now=now,
+                api_key_id=api_key_id,
+                organization_id=organization_id,
+                document_id=document_id,
+                activities=[Activity.wire(r) for r in new],
+            )
         if notify:
-            await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=api_key_id,
-                                                    organization_id=organization_id, document_id=document_id,
-                                                    stored=notification_config, activities=new,
-                                                    participants=participants, exclude=exclude,
-                                                    restricted_to=restricted_to)
+            await notification_engine.on_activities(
+                tx.conn,
+                svc=svc,
+                api_key_id=api_key_id,
+                organization_id=organization_id,
+                document_id=document_id,
+                stored=notification_config,
+                activities=new,
+                participants=participants,
+                exclude=exclude,
+                restricted_to=restricted_to,
+            )
     derive = to_derive(records, fresh_ids) if store else []
     if derive:
         await tx.enqueue("derive_judgments", api_key_id=api_key_id, activity_ids=derive)
@@ -172,7 +217,10 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateActivities) -> di
             found = await repo.update(
                 tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, id=entry.id, fields=fields
             )
-            results[entry.id] = {"success": found, "message": "Activity updated." if found else "Failed to update activity."}
+            results[entry.id] = {
+                "success": found,
+                "message": "Activity updated." if found else "Failed to update activity.",
+            }
             if found:
                 changed.append(entry.id)
         if changed:
@@ -180,7 +228,9 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateActivities) -> di
     return results
 
 
-async def list_activities(svc: Services, *, tenant: Tenant, data: GetActivities) -> tuple[list[dict[str, Any]], str | None]:
+async def list_activities(
+    svc: Services, *, tenant: Tenant, data: GetActivities
+) -> tuple[list[dict[str, Any]], str | None]:
     """A page of activities, newest first by default, at most `pageSize` records and about
     `max_response_bytes` of JSON (at least one record), and the token of the next page."""
     # The token is bound to the filters and order: used with others it would skip or repeat rows.

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Depends
 from collab.ask_ai import service
 from collab.ask_ai.schemas import AskAi, AskAiAnswer
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import StrictJsonRoute, Envelope, raw
+from collab.kit.envelope import Envelope, StrictJsonRoute, raw
 from collab.kit.openapi import plain
 from collab.kit.services import Services, services
 

@@ -25,7 +25,9 @@ _FAILURES = {
 # Awaited by the API: a timeout just past its own deadline; a second try only when the first ended without an
 # outcome (its worker died or was stopped) while the caller still waits.
 @job(lane="ai", awaited=True, timeout=past("ask_ai_timeout_s"), max_tries=2)
-async def ask_ai(ctx: dict, *, api_key_id: str, workspace_id: str, model: str, prompt: str, text: str) -> dict[str, Any]:
+async def ask_ai(
+    ctx: dict, *, api_key_id: str, workspace_id: str, model: str, prompt: str, text: str
+) -> dict[str, Any]:
     """Rewrite `text` following `prompt` with the workspace's own key for the model's provider."""
     svc: Services = ctx["svc"]
     settings = svc.settings

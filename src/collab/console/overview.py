@@ -32,8 +32,9 @@ def _window(now_ms: int, bucket_s: int, buckets: int) -> tuple[int, int]:
 
 async def _figures(console: Console, *, bucket_s: int, buckets: int) -> dict:
     since, until = _window(console.svc.now_ms(), bucket_s, buckets)
-    figures = await usage.overview(console.svc, workspace_id=console.workspace_id, since_ms=since, until_ms=until,
-                                   bucket_s=bucket_s)
+    figures = await usage.overview(
+        console.svc, workspace_id=console.workspace_id, since_ms=since, until_ms=until, bucket_s=bucket_s
+    )
     # The console's own pages are not API calls of the workspace.
     figures["apiCalls"] = [c for c in figures["apiCalls"] if not c["operation"].startswith("/console")]
     return figures
@@ -53,5 +54,15 @@ async def overview_page(request: Request, console: Console = Signed):
         }
         for metric, label in FIGURES
     }
-    return render(request, console, "overview.html", title="Overview", workspace=workspace, day=day, week=week,
-                  figures=FIGURES, charts=charts, keys=await console.api_keys())
+    return render(
+        request,
+        console,
+        "overview.html",
+        title="Overview",
+        workspace=workspace,
+        day=day,
+        week=week,
+        figures=FIGURES,
+        charts=charts,
+        keys=await console.api_keys(),
+    )

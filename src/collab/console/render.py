@@ -57,8 +57,9 @@ def _current(path: str) -> str:
     return best
 
 
-def render(request: Request, console: Console | None, template: str, *, title: str, status: int = 200,
-           **context: Any) -> HTMLResponse:
+def render(
+    request: Request, console: Console | None, template: str, *, title: str, status: int = 200, **context: Any
+) -> HTMLResponse:
     """A page of the console: `template` (extending base.html) with the nav, flash messages and CSRF token."""
     reset = _csrf.set(console.csrf if console is not None else "")
     try:

@@ -11,14 +11,25 @@ from collab.console.outcomes import Outcome
 from collab.console.render import render, see_other
 from collab.console.session import Console, Signed, checked_form, flash
 from collab.webhooks import examples, messages, service
-from collab.webhooks.schemas import EVENT_TYPES, CreateEndpoint, EndpointRef, ListEndpoints, ListMessages, RetryMessage
-from collab.webhooks.schemas import UpdateEndpoint
+from collab.webhooks.schemas import (
+    EVENT_TYPES,
+    CreateEndpoint,
+    EndpointRef,
+    ListEndpoints,
+    ListMessages,
+    RetryMessage,
+    UpdateEndpoint,
+)
 
 router = APIRouter()
 LOG_PAGE = 20
 NOTICES = {
-    "created": "Endpoint created.", "updated": "Endpoint saved.", "enabled": "Endpoint enabled.",
-    "disabled": "Endpoint disabled.", "deleted": "Endpoint deleted.", "tested": "Test event queued.",
+    "created": "Endpoint created.",
+    "updated": "Endpoint saved.",
+    "enabled": "Endpoint enabled.",
+    "disabled": "Endpoint disabled.",
+    "deleted": "Endpoint deleted.",
+    "tested": "Test event queued.",
     "retried": "Message queued for redelivery.",
 }
 
@@ -29,9 +40,19 @@ async def _back(console: Console, key: str, notice: str, endpoint: str | None = 
     return see_other("/console/webhooks?" + urlencode({"key": key, **({"endpoint": endpoint} if endpoint else {})}))
 
 
-async def _show(request: Request, console: Console, *, key: str | None, endpoint: str | None = None,
-                after: str | None = None, notice: str | None = None, outcome: Outcome | None = None,
-                form: str | None = None, values: dict[str, Any] | None = None, secret: str | None = None):
+async def _show(
+    request: Request,
+    console: Console,
+    *,
+    key: str | None,
+    endpoint: str | None = None,
+    after: str | None = None,
+    notice: str | None = None,
+    outcome: Outcome | None = None,
+    form: str | None = None,
+    values: dict[str, Any] | None = None,
+    secret: str | None = None,
+):
     tenant, keys, key = await outcomes.selected_key(console, key)
     svc = console.svc
     outcome = outcome or Outcome()
@@ -39,8 +60,9 @@ async def _show(request: Request, console: Console, *, key: str | None, endpoint
     endpoints = listing.value["data"] if listing.value else []
     selected = next((e for e in endpoints if e["id"] == endpoint), None) if endpoint else None
     if endpoint and listing.value and selected is None:
-        return render(request, console, "webhooks_missing.html", title="Endpoint not found", status=404,
-                      keys=keys, key=key)
+        return render(
+            request, console, "webhooks_missing.html", title="Endpoint not found", status=404, keys=keys, key=key
+        )
     if notice:
         console.flash.append(notice)
     log = None
@@ -48,16 +70,35 @@ async def _show(request: Request, console: Console, *, key: str | None, endpoint
         query = outcomes.given(endpointId=selected["id"], limit=LOG_PAGE, iterator=after)
         log = await outcomes.run(lambda: messages.list_messages(svc, tenant=tenant, data=ListMessages(**query)))
     return render(
-        request, console, "webhooks.html", title="Webhooks", status=outcome.status, keys=keys, key=key,
+        request,
+        console,
+        "webhooks.html",
+        title="Webhooks",
+        status=outcome.status,
+        keys=keys,
+        key=key,
         errors=outcome.page_errors,
-        off=listing.message, endpoints=endpoints, selected=selected, log=log, after=after,
-        outcome=outcome, form=form, values=values or {}, secret=secret, event_types=EVENT_TYPES,
+        off=listing.message,
+        endpoints=endpoints,
+        selected=selected,
+        log=log,
+        after=after,
+        outcome=outcome,
+        form=form,
+        values=values or {},
+        secret=secret,
+        event_types=EVENT_TYPES,
     )
 
 
 @router.get("/webhooks")
-async def webhooks(request: Request, key: str | None = None, endpoint: str | None = None, after: str | None = None,
-                   console: Console = Signed):
+async def webhooks(
+    request: Request,
+    key: str | None = None,
+    endpoint: str | None = None,
+    after: str | None = None,
+    console: Console = Signed,
+):
     return await _show(request, console, key=key, endpoint=endpoint, after=after)
 
 
@@ -127,15 +168,25 @@ async def toggle(request: Request, console: Console = Signed):
 
 @router.post("/webhooks/delete")
 async def delete(request: Request, console: Console = Signed):
-    key, endpoint, outcome = await _act(request, console, lambda tenant, endpoint, form: service.delete(
-        console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint)))
+    key, endpoint, outcome = await _act(
+        request,
+        console,
+        lambda tenant, endpoint, form: service.delete(
+            console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint)
+        ),
+    )
     return await _done(request, console, key, endpoint, outcome, "deleted", form="delete", after_delete=True)
 
 
 @router.post("/webhooks/secret")
 async def reveal(request: Request, console: Console = Signed):
-    key, endpoint, outcome = await _act(request, console, lambda tenant, endpoint, form: service.get_secret(
-        console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint)))
+    key, endpoint, outcome = await _act(
+        request,
+        console,
+        lambda tenant, endpoint, form: service.get_secret(
+            console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint)
+        ),
+    )
     if not outcome.ok:
         return await _done(request, console, key, endpoint, outcome, "", form="secret")
     # Shown in this answer only (never in a URL, never stored in the page's address or a redirect).
@@ -144,18 +195,34 @@ async def reveal(request: Request, console: Console = Signed):
 
 @router.post("/webhooks/rotate")
 async def rotate(request: Request, console: Console = Signed):
-    key, endpoint, outcome = await _act(request, console, lambda tenant, endpoint, form: service.rotate_secret(
-        console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint)))
+    key, endpoint, outcome = await _act(
+        request,
+        console,
+        lambda tenant, endpoint, form: service.rotate_secret(
+            console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint)
+        ),
+    )
     if not outcome.ok:
         return await _done(request, console, key, endpoint, outcome, "", form="secret")
-    return await _show(request, console, key=key, endpoint=endpoint, secret=outcome.value["key"],
-                       notice="Secret rotated: the previous one keeps signing beside it for 24 hours.")
+    return await _show(
+        request,
+        console,
+        key=key,
+        endpoint=endpoint,
+        secret=outcome.value["key"],
+        notice="Secret rotated: the previous one keeps signing beside it for 24 hours.",
+    )
 
 
 @router.post("/webhooks/test")
 async def send_test(request: Request, console: Console = Signed):
-    key, endpoint, outcome = await _act(request, console, lambda tenant, endpoint, form: examples.send_test(
-        console.svc, tenant=tenant, endpoint_id=endpoint, event_type=form.get("eventType") or ""))
+    key, endpoint, outcome = await _act(
+        request,
+        console,
+        lambda tenant, endpoint, form: examples.send_test(
+            console.svc, tenant=tenant, endpoint_id=endpoint, event_type=form.get("eventType") or ""
+        ),
+    )
     return await _done(request, console, key, endpoint, outcome, "tested", form="test")
 
 
@@ -167,4 +234,3 @@ async def retry(request: Request, console: Console = Signed):
 
     key, endpoint, outcome = await _act(request, console, action)
     return await _done(request, console, key, endpoint, outcome, "retried", form="retry")
-

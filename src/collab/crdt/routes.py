@@ -36,8 +36,6 @@ async def update(body: Envelope[UpdateCrdt], tenant: Tenant = Auth, svc: Service
     return ok(None, "CRDT data updated successfully.")
 
 
-@router.post(
-    "/crdt/delete", summary="Delete editors' CRDT data [API-key auth]", responses=BY_ID
-)
+@router.post("/crdt/delete", summary="Delete editors' CRDT data [API-key auth]", responses=BY_ID)
 async def delete(body: Envelope[DeleteCrdt], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.delete(svc, tenant=tenant, data=body.data), "CRDT data processed.")

@@ -27,8 +27,9 @@ _ID_REQUIRED = {
 def _ids(*fields: str) -> list:
     """Rules refusing a missing or null id with its own message, beside every other failing field (one rule per id:
     a rule whose fields include one that failed its type does not run, and the others must still be named)."""
-    return [rule(f)(lambda v, f=f: Broken(f, _ID_REQUIRED[f], "invalid_type") if v.get(f) is None else None)
-            for f in fields]
+    return [
+        rule(f)(lambda v, f=f: Broken(f, _ID_REQUIRED[f], "invalid_type") if v.get(f) is None else None) for f in fields
+    ]
 
 
 class Editors(Model):
@@ -49,7 +50,9 @@ class AddCrdt(Editors):
 
     _rules = rules(
         *_ids("organizationId", "documentId", "editorId"),
-        rule("data")(lambda v: None if v.get("data") is not None else Broken("data", "Data is required.", "invalid_type")),
+        rule("data")(
+            lambda v: None if v.get("data") is not None else Broken("data", "Data is required.", "invalid_type")
+        ),
     )
 
 

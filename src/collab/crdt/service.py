@@ -76,12 +76,17 @@ async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
     state = await _off_loop(svc, "data", ydoc.write, data.type, data.contentKey, None, data.data)
     async with transaction(svc.pool, svc.redis) as tx:
         cap = svc.settings.crdt_max_editors_per_document
-        editors = await repo.count_editors_locked(tx.conn, api_key_id=tenant.api_key_id,
-                                                  organization_id=data.organizationId, document_id=data.documentId)
+        editors = await repo.count_editors_locked(
+            tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, document_id=data.documentId
+        )
         # An editor that exists is ALREADY_EXISTS at the cap too (under the lock, no add can slip in between).
-        if editors >= cap and not await repo.exists(tx.conn, api_key_id=tenant.api_key_id,
-                                                    organization_id=data.organizationId,
-                                                    document_id=data.documentId, editor_id=data.editorId):
+        if editors >= cap and not await repo.exists(
+            tx.conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            document_id=data.documentId,
+            editor_id=data.editorId,
+        ):
             raise ApiError("RESOURCE_EXHAUSTED", f"A document holds at most {cap} CRDT editors; delete one first.")
         added = await repo.insert(
             tx.conn,
@@ -97,13 +102,25 @@ async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
             now=svc.now_ms(),
         )
         if added:
-            await webhook_events.crdt_changed(tx.conn, now=svc.now_ms(), api_key_id=tenant.api_key_id,
-                                              organization_id=data.organizationId, document_id=data.documentId,
-                                              editor_id=data.editorId, user_id=data.userId)
+            await webhook_events.crdt_changed(
+                tx.conn,
+                now=svc.now_ms(),
+                api_key_id=tenant.api_key_id,
+                organization_id=data.organizationId,
+                document_id=data.documentId,
+                editor_id=data.editorId,
+                user_id=data.userId,
+            )
     if not added:
         raise ApiError("ALREADY_EXISTS", ALREADY_EXISTS)
-    await fanout.publish(svc.redis, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                         document_id=data.documentId, editor_id=data.editorId, message=fanout.sync_update(state))
+    await fanout.publish(
+        svc.redis,
+        api_key_id=tenant.api_key_id,
+        organization_id=data.organizationId,
+        document_id=data.documentId,
+        editor_id=data.editorId,
+        message=fanout.sync_update(state),
+    )
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dict[str, Any]], str | None]:
@@ -133,16 +150,24 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
     except ydoc.BadContent as exc:
         raise ApiError("FAILED_PRECONDITION", f"{UNREADABLE} ({exc})") from None
     records = {row["editor_id"]: content for row, content in zip(rows, contents)}
-    return pager.cut(rows, PAGE_EDITORS, "editor_id", budget=budget,
-                     render=lambda row: CrdtEditor.wire(row, records[row["editor_id"]], yjs=yjs))
+    return pager.cut(
+        rows,
+        PAGE_EDITORS,
+        "editor_id",
+        budget=budget,
+        render=lambda row: CrdtEditor.wire(row, records[row["editor_id"]], yjs=yjs),
+    )
 
 
 def _with_pending(row: dict[str, Any]) -> dict[str, Any]:
     """An editor row whose realtime updates (not yet compacted) make its last change."""
     if not row.get("pending"):
         return row
-    return row | {"last_update": max(row["last_update"], row["pending_at"]), "last_updated_by": row["pending_by"],
-                  "session_id": None}
+    return row | {
+        "last_update": max(row["last_update"], row["pending_at"]),
+        "last_updated_by": row["pending_by"],
+        "session_id": None,
+    }
 
 
 def _content(row: dict[str, Any], *, yjs: bool) -> Any:
@@ -162,16 +187,29 @@ def _content(row: dict[str, Any], *, yjs: bool) -> Any:
 async def _folded(conn: Any, key: dict[str, Any], row: dict[str, Any], now: int) -> tuple[bytes, int | None]:
     """The locked editor's state with its pending realtime updates folded in (those that cannot be are quarantined),
     and the last seq folded."""
-    pending = (await repo.pending(conn, api_key_id=key["api_key_id"], organization_id=key["organization_id"],
-                                  document_id=key["document_id"], editor_ids=[key["editor_id"]])).get(key["editor_id"])
+    pending = (
+        await repo.pending(
+            conn,
+            api_key_id=key["api_key_id"],
+            organization_id=key["organization_id"],
+            document_id=key["document_id"],
+            editor_ids=[key["editor_id"]],
+        )
+    ).get(key["editor_id"])
     if not pending:
         return row["state"], None
-    doc, bad = await asyncio.to_thread(ydoc.fold, row["type"], row["content_key"], row["state"],
-                                       [p["yjs_update"] for p in pending])
+    doc, bad = await asyncio.to_thread(
+        ydoc.fold, row["type"], row["content_key"], row["state"], [p["yjs_update"] for p in pending]
+    )
     if bad:
         reasons = {pending[i]["seq"]: why for i, why in bad}
-        log.warning("crdt editor %s/%s (key %s): quarantined pending updates %s", key["document_id"],
-                    key["editor_id"], key["api_key_id"], reasons)
+        log.warning(
+            "crdt editor %s/%s (key %s): quarantined pending updates %s",
+            key["document_id"],
+            key["editor_id"],
+            key["api_key_id"],
+            reasons,
+        )
         await repo.quarantine(conn, **key, reasons=reasons, now=now)
     return await asyncio.to_thread(doc.get_update), pending[-1]["seq"]
 
@@ -179,20 +217,32 @@ async def _folded(conn: Any, key: dict[str, Any], row: dict[str, Any], now: int)
 async def compact(svc: Services, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str) -> bool:
     """Fold an editor's pending realtime updates into its stored state (quarantining those that cannot be); False
     when there was nothing to fold."""
-    key = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
-           "editor_id": editor_id}
+    key = {
+        "api_key_id": api_key_id,
+        "organization_id": organization_id,
+        "document_id": document_id,
+        "editor_id": editor_id,
+    }
     async with transaction(svc.pool, svc.redis) as tx:
         row = await repo.lock(tx.conn, **key)
         if row is None:
             return False
-        pending = (await repo.pending(tx.conn, api_key_id=api_key_id, organization_id=organization_id,
-                                      document_id=document_id, editor_ids=[editor_id])).get(editor_id)
+        pending = (
+            await repo.pending(
+                tx.conn,
+                api_key_id=api_key_id,
+                organization_id=organization_id,
+                document_id=document_id,
+                editor_ids=[editor_id],
+            )
+        ).get(editor_id)
         if not pending:
             return False
         state, _ = await _folded(tx.conn, key, row, svc.now_ms())
         last = pending[-1]
-        await repo.save(tx.conn, **key, state=state, last_updated_by=last["user_id"], session_id=None,
-                        now=last["created_at"])
+        await repo.save(
+            tx.conn, **key, state=state, last_updated_by=last["user_id"], session_id=None, now=last["created_at"]
+        )
         await repo.clear_updates(tx.conn, **key, upto=last["seq"])
     return True
 

@@ -218,7 +218,7 @@ def _set_text(text: Text, new: str) -> None:
         byte, cp = byte + removed, end
     for at, removed, replacement in reversed(spans):
         if removed:
-            del text[at:at + removed]
+            del text[at : at + removed]
         if replacement:
             text.insert(at, replacement)
 
@@ -226,8 +226,8 @@ def _set_text(text: Text, new: str) -> None:
 def _text_edits(old: str, new: str, base: int, *, by_lines: bool) -> list[tuple[int, int, str]]:
     """(start, end, replacement) spans of `old` in code points, ascending, that turn it into `new`."""
     head = _common(old, new, lambda n: old[:n] == new[:n])
-    tail = _common(old[head:], new[head:], lambda n: old[len(old) - n:] == new[len(new) - n:])
-    a, b, base = old[head:len(old) - tail], new[head:len(new) - tail], base + head
+    tail = _common(old[head:], new[head:], lambda n: old[len(old) - n :] == new[len(new) - n :])
+    a, b, base = old[head : len(old) - tail], new[head : len(new) - tail], base + head
     if not a and not b:
         return []
     if len(a) <= CHAR_DIFF_MAX and len(b) <= CHAR_DIFF_MAX:
@@ -238,7 +238,7 @@ def _text_edits(old: str, new: str, base: int, *, by_lines: bool) -> list[tuple[
     at_a, at_b = _offsets(lines_a), _offsets(lines_b)
     edits = []
     for i1, i2, j1, j2 in _changes(lines_a, lines_b):
-        piece_a, piece_b = a[at_a[i1]:at_a[i2]], b[at_b[j1]:at_b[j2]]
+        piece_a, piece_b = a[at_a[i1] : at_a[i2]], b[at_b[j1] : at_b[j2]]
         edits += _text_edits(piece_a, piece_b, base + at_a[i1], by_lines=False)
     return edits
 
@@ -265,7 +265,7 @@ def _offsets(lines: list[str]) -> list[int]:
 def _changes(a: Sequence, b: Sequence) -> list[tuple[int, int, int, int]]:
     """Spans (i1, i2, j1, j2) where a[i1:i2] becomes b[j1:j2]; bounded work on long sequences."""
     head = _common(a, b, lambda n: a[:n] == b[:n])
-    tail = _common(a[head:], b[head:], lambda n: a[len(a) - n:] == b[len(b) - n:])
+    tail = _common(a[head:], b[head:], lambda n: a[len(a) - n :] == b[len(b) - n :])
     end_a, end_b = len(a) - tail, len(b) - tail
     if head == end_a and head == end_b:
         return []
@@ -273,9 +273,7 @@ def _changes(a: Sequence, b: Sequence) -> list[tuple[int, int, int, int]]:
         return [(head, end_a, head, end_b)]
     matcher = difflib.SequenceMatcher(None, a[head:end_a], b[head:end_b], autojunk=False)
     return [
-        (head + i1, head + i2, head + j1, head + j2)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
+        (head + i1, head + i2, head + j1, head + j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
     ]
 
 

@@ -24,8 +24,11 @@ async def add(svc: Services, *, tenant: Tenant, data: AddFolders) -> dict[str, A
             return {f.folderId: {"success": False, "id": f.folderId, "message": missing} for f in data.folders}
         for folder in data.folders:
             if folder.parentFolderId and not await repo.folder_exists(tx.conn, **key, id=folder.parentFolderId):
-                results[folder.folderId] = {"success": False, "id": folder.folderId,
-                                            "message": not_found_message("parent_folder")}
+                results[folder.folderId] = {
+                    "success": False,
+                    "id": folder.folderId,
+                    "message": not_found_message("parent_folder"),
+                }
                 continue
             added = await repo.insert_folder(
                 tx.conn, **key, id=folder.folderId, name=folder.folderName, parent_id=folder.parentFolderId, now=now

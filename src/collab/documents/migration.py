@@ -40,6 +40,10 @@ async def status(svc: Services, *, tenant: Tenant, data: MigrationStatus) -> dic
     state, reason = row["status"], row["reason"]
     if state in ("pending", "in_progress") and row["job_status"] == "failed":
         state, reason = "failed", f"The migration job failed: {row['job_error']}"
-    result = {"migrationId": row["id"], "status": state, "documentId": row["document_id"],
-              "newDocumentId": row["new_document_id"]}
+    result = {
+        "migrationId": row["id"],
+        "status": state,
+        "documentId": row["document_id"],
+        "newDocumentId": row["new_document_id"],
+    }
     return result | ({"reason": reason} if reason else {})

@@ -33,7 +33,8 @@ async def add(body: Envelope[AddDocuments], tenant: Tenant = Auth, svc: Services
 
 
 @router.post(
-    "/organizations/documents/get", summary="List an organization's documents [API-key auth]",
+    "/organizations/documents/get",
+    summary="List an organization's documents [API-key auth]",
     responses=page(Document),
 )
 async def get(body: Envelope[GetDocuments], tenant: Tenant = Auth, svc: Services = Svc):
@@ -42,7 +43,8 @@ async def get(body: Envelope[GetDocuments], tenant: Tenant = Auth, svc: Services
 
 
 @router.post(
-    "/organizations/documents/update", summary="Rename documents or move them to a folder [API-key auth]",
+    "/organizations/documents/update",
+    summary="Rename documents or move them to a folder [API-key auth]",
     responses=BY_ID,
 )
 async def update(body: Envelope[UpdateDocuments], tenant: Tenant = Auth, svc: Services = Svc):
@@ -50,7 +52,8 @@ async def update(body: Envelope[UpdateDocuments], tenant: Tenant = Auth, svc: Se
 
 
 @router.post(
-    "/organizations/documents/delete", summary="Delete documents and their data [API-key auth]",
+    "/organizations/documents/delete",
+    summary="Delete documents and their data [API-key auth]",
     responses=BY_ID,
 )
 async def delete(body: Envelope[DeleteDocuments], tenant: Tenant = Auth, svc: Services = Svc):
@@ -58,7 +61,8 @@ async def delete(body: Envelope[DeleteDocuments], tenant: Tenant = Auth, svc: Se
 
 
 @router.post(
-    "/organizations/documents/migrate", summary="Move a document to a new document ID [API-key auth]",
+    "/organizations/documents/migrate",
+    summary="Move a document to a new document ID [API-key auth]",
     responses=answer(MigrationStarted),
 )
 async def migrate(body: Envelope[MigrateDocument], tenant: Tenant = Auth, svc: Services = Svc):
@@ -66,7 +70,8 @@ async def migrate(body: Envelope[MigrateDocument], tenant: Tenant = Auth, svc: S
 
 
 @router.post(
-    "/organizations/documents/migrate/status", summary="Status of a document migration [API-key auth]",
+    "/organizations/documents/migrate/status",
+    summary="Status of a document migration [API-key auth]",
     responses=answer(Migration),
 )
 async def migrate_status(body: Envelope[MigrationStatus], tenant: Tenant = Auth, svc: Services = Svc):
@@ -74,7 +79,8 @@ async def migrate_status(body: Envelope[MigrationStatus], tenant: Tenant = Auth,
 
 
 @router.post(
-    "/organizations/folders/add", summary="Add (nested) folders to an organization [API-key auth]",
+    "/organizations/folders/add",
+    summary="Add (nested) folders to an organization [API-key auth]",
     responses=BY_ID,
 )
 async def add_folders(body: Envelope[AddFolders], tenant: Tenant = Auth, svc: Services = Svc):
@@ -82,7 +88,8 @@ async def add_folders(body: Envelope[AddFolders], tenant: Tenant = Auth, svc: Se
 
 
 @router.post(
-    "/organizations/folders/get", summary="List folders with their ancestors [API-key auth]",
+    "/organizations/folders/get",
+    summary="List folders with their ancestors [API-key auth]",
     responses=answer(list[Folder]),
 )
 async def get_folders(body: Envelope[GetFolders], tenant: Tenant = Auth, svc: Services = Svc):

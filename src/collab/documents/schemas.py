@@ -39,9 +39,15 @@ class DocumentChange(Model):
     documentName: Name = None
     folderId: Id = None
 
-    _rules = rules(rule("documentName", "folderId")(
-        lambda v: Broken(None, "Provide documentName or folderId")
-        if v.get("documentName") is None and v.get("folderId") is None else None))
+    _rules = rules(
+        rule("documentName", "folderId")(
+            lambda v: (
+                Broken(None, "Provide documentName or folderId")
+                if v.get("documentName") is None and v.get("folderId") is None
+                else None
+            )
+        )
+    )
 
 
 DocumentChanges = batch(DocumentChange, "documentId")
@@ -62,9 +68,15 @@ class MigrateDocument(Model):
     documentId: Id
     newDocumentId: Id
 
-    _rules = rules(rule("documentId", "newDocumentId")(
-        lambda v: Broken("newDocumentId", "newDocumentId must differ from documentId")
-        if v.get("newDocumentId") == v.get("documentId") else None))
+    _rules = rules(
+        rule("documentId", "newDocumentId")(
+            lambda v: (
+                Broken("newDocumentId", "newDocumentId must differ from documentId")
+                if v.get("newDocumentId") == v.get("documentId")
+                else None
+            )
+        )
+    )
 
 
 class MigrationStatus(Model):

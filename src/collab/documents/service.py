@@ -47,8 +47,12 @@ async def _insert(conn, key: dict[str, str], data: AddDocuments, now: int) -> di
     if not found["organization"]:
         return {i: _failed(i, not_found_message("organization"), "internal") for i, _ in documents}
     added = set(found["added"])
-    return {i: {"success": True, "id": i, "message": "Document added successfully."} if i in added
-            else _failed(i, "Document already exists.", "already-exists") for i, _ in documents}
+    return {
+        i: {"success": True, "id": i, "message": "Document added successfully."}
+        if i in added
+        else _failed(i, "Document already exists.", "already-exists")
+        for i, _ in documents
+    }
 
 
 async def _ensure_folder(conn, key: dict[str, str], folder_id: str, create: bool, now: int) -> bool:
@@ -83,8 +87,11 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateDocuments) -> dic
     async with transaction(svc.pool, svc.redis) as tx:
         for doc in data.documents:
             if doc.folderId and not await repo.folder_exists(tx.conn, **key, id=doc.folderId):
-                results[doc.documentId] = {"success": False, "id": doc.documentId,
-                                           "message": not_found_message("folder")}
+                results[doc.documentId] = {
+                    "success": False,
+                    "id": doc.documentId,
+                    "message": not_found_message("folder"),
+                }
                 continue
             found = await repo.update(
                 tx.conn, **key, id=doc.documentId, name=doc.documentName, folder_id=doc.folderId, now=now
@@ -101,7 +108,10 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteDocuments) -> dic
             tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, ids=data.documentIds
         )
     return {
-        d: {"success": d in deleted, "id": d,
-            "message": "Document deleted." if d in deleted else not_found_message("document")}
+        d: {
+            "success": d in deleted,
+            "id": d,
+            "message": "Document deleted." if d in deleted else not_found_message("document"),
+        }
         for d in data.documentIds
     }

@@ -48,7 +48,9 @@ class QueryBatches:
         self.waiting = [w for w in self.waiting if w[2] not in taken]
         self.running = True
         try:
-            job = asyncio.get_running_loop().run_in_executor(self.executor, embedder.encode_queries, [w[1] for w in batch])
+            job = asyncio.get_running_loop().run_in_executor(
+                self.executor, embedder.encode_queries, [w[1] for w in batch]
+            )
         except Exception as exc:  # the executor is shut down: these callers fail, the next ones try again
             self._settle(batch, None, exc)
             self.running = False

@@ -94,8 +94,9 @@ class OpenVinoSession:
             except BaseException as exc:  # raised in the caller below
                 failed.append(exc)
 
-        helpers = [threading.Thread(target=work, args=(i,), daemon=True)
-                   for i in range(1, min(self.streams, len(batches)))]
+        helpers = [
+            threading.Thread(target=work, args=(i,), daemon=True) for i in range(1, min(self.streams, len(batches)))
+        ]
         for helper in helpers:
             helper.start()
         work(0)
@@ -181,12 +182,21 @@ class OnnxModel:
     """An exported model: sessions for single queries (an all-cores one, and a one-thread one beside it) and one for
     batches (or a GPU); on ONNX Runtime, or on OpenVINO in bf16 (`openvino=True`) for the CPU's sessions."""
 
-    def __init__(self, model: Path, tokens: Tokens, *, source: str, device: str = "auto", label: str = "onnx",
-                 openvino: bool = False):
+    def __init__(
+        self,
+        model: Path,
+        tokens: Tokens,
+        *,
+        source: str,
+        device: str = "auto",
+        label: str = "onnx",
+        openvino: bool = False,
+    ):
         self.path, self.tokens, self.source, self.device, self.label = model, tokens, source, device, label
         self.openvino = openvino
-        self.cpu_session = (functools.partial(OpenVinoSession, openvino_model(model)) if openvino
-                            else functools.partial(session, model))
+        self.cpu_session = (
+            functools.partial(OpenVinoSession, openvino_model(model)) if openvino else functools.partial(session, model)
+        )
         # A query pass takes every core (a 26-token sentence in ~4.9 ms on two threads against ~8 on one). A loop
         # runs one pass at a time and batches what waits (embeddings/batching.py); a pass of a second loop in the
         # process (a CLI or a test beside a worker) runs beside it on a one-thread session rather than wait. Both
@@ -212,7 +222,9 @@ class OnnxModel:
             if self._bulk is None:
                 where = bulk_device(self.device)
                 if where == "cuda-onnx":
-                    self._bulk = session(self.path, threads=1, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+                    self._bulk = session(
+                        self.path, threads=1, providers=["CUDAExecutionProvider", "CPUExecutionProvider"]
+                    )
                 elif where == "cuda-torch":
                     self._bulk = TorchModel(self.source, device="cuda")
                 elif self.openvino:
@@ -285,6 +297,7 @@ class TorchModel:
 
     def encode(self, texts: list[str], *, batch_size: int = 64) -> numpy.ndarray:
         with self.lock:  # one forward pass at a time per process; torch uses the cores itself
-            vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                                        show_progress_bar=False)
+            vectors = self.model.encode(
+                texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
         return numpy.asarray(vectors, dtype=numpy.float32)

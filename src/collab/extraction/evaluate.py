@@ -72,11 +72,15 @@ def score(expected: dict, outcome: Outcome, latency: float) -> Row:
     )
 
 
-async def evaluate(settings: Settings, *, provider: str, fixtures: Path = FIXTURES, record: Path | None = None) -> list[Row]:
+async def evaluate(
+    settings: Settings, *, provider: str, fixtures: Path = FIXTURES, record: Path | None = None
+) -> list[Row]:
     """Run every fixture; with `record`, store each answer under record/<fixture>.json."""
     key = platform_key(settings, EXTRACTION_PROVIDERS[provider])
     if not key:
-        raise SystemExit(f"no platform key for {provider}: set COLLAB_{EXTRACTION_PROVIDERS[provider].id.upper()}_API_KEY")
+        raise SystemExit(
+            f"no platform key for {provider}: set COLLAB_{EXTRACTION_PROVIDERS[provider].id.upper()}_API_KEY"
+        )
     rows = []
     for expected_file in sorted(fixtures.glob("*.expected.json")):
         expected = json.loads(expected_file.read_text())
@@ -118,7 +122,9 @@ def cassette_responder(directory: Path):
 
 def table(rows: list[Row]) -> str:
     """The rows as a Markdown table."""
-    head = "| fixture | tasks | covered | skipped ok | agents (expected) | schema-valid | latency s | tokens in/out | ok |"
+    head = (
+        "| fixture | tasks | covered | skipped ok | agents (expected) | schema-valid | latency s | tokens in/out | ok |"
+    )
     lines = [head, "|---|---|---|---|---|---|---:|---|---|"]
     for r in rows:
         ok = "yes" if r.ok else f"NO {r.error}".strip()
@@ -129,7 +135,7 @@ def table(rows: list[Row]) -> str:
 
 
 def _counts(value: str) -> tuple[int, int] | None:
-    """"3/4" as (3, 4); None for a failed fixture's "-"."""
+    """ "3/4" as (3, 4); None for a failed fixture's "-"."""
     got, _, of = value.partition("/")
     return (int(got), int(of)) if of else None
 
@@ -138,7 +144,11 @@ def totals(rows: list[Row]) -> dict[str, tuple[float, float | None]]:
     """Per metric (value, out of): fixtures ok, tasks covered and skipped as expected, schema-valid answers,
     tokens and latency summed over the fixtures."""
     out: dict[str, tuple[float, float | None]] = {"fixtures ok": (sum(r.ok for r in rows), len(rows))}
-    for label, name in (("mustCover covered", "covered"), ("mustSkip skipped", "skipped"), ("schema-valid answers", "schema_valid")):
+    for label, name in (
+        ("mustCover covered", "covered"),
+        ("mustSkip skipped", "skipped"),
+        ("schema-valid answers", "schema_valid"),
+    ):
         pairs = [_counts(getattr(r, name)) for r in rows]
         out[label] = (sum(p[0] for p in pairs if p), sum(p[1] for p in pairs if p))
     tokens = [r.tokens.split("/") for r in rows if r.tokens != "-"]
@@ -150,6 +160,7 @@ def totals(rows: list[Row]) -> dict[str, tuple[float, float | None]]:
 
 def compare_table(a: list[Row], b: list[Row], *, names: tuple[str, str]) -> str:
     """Two prompt versions side by side: per fixture, then the totals with the difference B - A."""
+
     def cell(value: float, of: float | None) -> str:
         return f"{value:g}/{of:g}" if of is not None else f"{value:g}"
 
@@ -208,11 +219,15 @@ def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[
         else:
             fake.responder = cassette_responder(cassettes)
         spec = EXTRACTION_PROVIDERS[model_provider]
-        settings = settings.model_copy(update={f"{spec.id}_base_url": fake.base_url(spec.id), f"{spec.id}_api_key": "offline"})
+        settings = settings.model_copy(
+            update={f"{spec.id}_base_url": fake.base_url(spec.id), f"{spec.id}_api_key": "offline"}
+        )
     versions = [settings.model_copy(update={"prompts_dir": d}) for d in dirs] if compare else [settings]
     try:
         runs = [
-            asyncio.run(evaluate(s, provider=model_provider, fixtures=fixtures, record=cassettes if mode == "record" else None))
+            asyncio.run(
+                evaluate(s, provider=model_provider, fixtures=fixtures, record=cassettes if mode == "record" else None)
+            )
             for s in versions
         ]
     finally:

@@ -83,8 +83,13 @@ def assemble(
                 continue  # an agent with no real task behind it is not kept
             assigned.update(ids)
             agents.append(
-                Agent(draft.name.strip(), draft.description.strip(), draft.prompt.strip(), ids,
-                      {f.id: f for f in draft.userContextFields})
+                Agent(
+                    draft.name.strip(),
+                    draft.description.strip(),
+                    draft.prompt.strip(),
+                    ids,
+                    {f.id: f for f in draft.userContextFields},
+                )
             )
         for ref in answer.skipped:
             if ref.taskId in valid and ref.taskId not in assigned:

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Depends
 from collab.extraction import service
 from collab.extraction.schemas import ExtractAgents, Extraction
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import StrictJsonRoute, Envelope, ok
+from collab.kit.envelope import Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import answer
 from collab.kit.services import Services, services
 

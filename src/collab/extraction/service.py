@@ -59,7 +59,11 @@ async def _extract(svc: Services, *, tenant: Tenant, data: ExtractAgents, provid
         )
     try:
         outcome = await run_sync(
-            svc.redis, "extract_agents", timeout_s=svc.settings.extraction_timeout_s, source_id=source_id, provider=provider
+            svc.redis,
+            "extract_agents",
+            timeout_s=svc.settings.extraction_timeout_s,
+            source_id=source_id,
+            provider=provider,
         )
     except ApiError as exc:
         async with svc.pool.connection() as conn:

@@ -12,10 +12,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from collab import prompts
+from collab.config import Settings
 from collab.extraction import pipeline
 from collab.extraction import repository as repo
 from collab.extraction.schemas import ChunkAnswer, MergeAnswer
-from collab.config import Settings
 from collab.files import Decoded, DecodeError, decode
 from collab.kit import usage as counters  # `usage` names the platform-key quota here
 from collab.kit.auth import Tenant
@@ -47,8 +47,12 @@ class Failure(Exception):
         """The answer to the API for this failure (a quota's wait also in details and Retry-After)."""
         if self.retry_after_s is None:
             return ApiError(self.code, self.message)
-        return ApiError(self.code, self.message, details={"retryAfterSeconds": self.retry_after_s},
-                        headers={"Retry-After": str(self.retry_after_s)})
+        return ApiError(
+            self.code,
+            self.message,
+            details={"retryAfterSeconds": self.retry_after_s},
+            headers={"Retry-After": str(self.retry_after_s)},
+        )
 
 
 QUOTA_SPENT = (
@@ -92,7 +96,10 @@ class _Call:
         """One structured answer; a malformed answer is sent back for repair once, then reported."""
         system, user = prompt.render(**values)
         messages = messages_for(self.route, system=system, user=user)
-        response_format = {"type": "json_schema", "json_schema": {"name": prompt.name, "schema": prompt.schema, "strict": True}}
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": prompt.name, "schema": prompt.schema, "strict": True},
+        }
         settings = self.settings
         for attempt in (1, 2):
             left = self.deadline - time.monotonic()
@@ -132,7 +139,10 @@ class _Call:
                     raise Failure("INTERNAL", "The model's answer was malformed after a retry.") from None
                 messages = messages + [
                     {"role": "assistant", "content": completion.text[:20_000]},
-                    {"role": "user", "content": f"That answer is invalid ({exc}). Answer again with JSON only, following the schema exactly."},
+                    {
+                        "role": "user",
+                        "content": f"That answer is invalid ({exc}). Answer again with JSON only, following the schema exactly.",
+                    },
                 ]
         raise AssertionError("unreachable")
 
@@ -209,7 +219,9 @@ async def run(
     extract = prompts.get("extract_agents", settings.prompts_dir)
     route = resolve(extract.models[provider])
     call = _Call(settings, route, key, deadline, usage)
-    parts = pipeline.chunk(decoded.tasks, max_chars=settings.extraction_chunk_chars, max_tasks=settings.extraction_chunk_tasks)
+    parts = pipeline.chunk(
+        decoded.tasks, max_chars=settings.extraction_chunk_chars, max_tasks=settings.extraction_chunk_tasks
+    )
     label = file_name or "the file"
     gate = asyncio.Semaphore(settings.extraction_concurrency)
 

@@ -1,6 +1,6 @@
 """Decode uploaded review checklists (CSV, TSV, XLSX, PDF, text, Markdown) into task texts."""
 
-from .common import DecodeError, Decoded, Limits, Skipped, Task
+from .common import Decoded, DecodeError, Limits, Skipped, Task
 from .decode import SUPPORTED_MIME_TYPES, decode, normalise_mime_type
 
 __all__ = [

@@ -104,7 +104,11 @@ def main() -> None:
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", write_through=False)
     try:
         emit_rows(
-            data, out, max_rows=max_rows, max_columns=max_columns, max_cell_chars=max_cell_chars,
+            data,
+            out,
+            max_rows=max_rows,
+            max_columns=max_columns,
+            max_cell_chars=max_cell_chars,
             max_output_chars=max_output_chars,
         )
         verdict = {"done": True}

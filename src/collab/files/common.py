@@ -132,7 +132,9 @@ class Collector:
 
     def decoded(self, text: str, **meta: object) -> "Decoded":
         """The decoder's result: what was collected, the capped canonical text, and meta with the counts."""
-        return Decoded(tasks=self.tasks, skipped=self.skipped, canonical_text=cap_canonical(text), meta={**meta, **self.meta()})
+        return Decoded(
+            tasks=self.tasks, skipped=self.skipped, canonical_text=cap_canonical(text), meta={**meta, **self.meta()}
+        )
 
 
 # --- bytes -> text -----------------------------------------------------------------------------
@@ -188,7 +190,7 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
     for bom, name in _BOMS:
         if data.startswith(bom):
             try:
-                text, encoding = data[len(bom):].decode(name), name
+                text, encoding = data[len(bom) :].decode(name), name
             except UnicodeDecodeError as exc:
                 message = f"the file starts with a {name} byte-order mark but is not {name}"
                 raise DecodeError("unreadable", message) from exc

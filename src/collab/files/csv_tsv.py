@@ -4,7 +4,7 @@ import csv
 import io
 from collections import Counter
 
-from .common import Collector, DecodeError, Decoded, Limits, check_units, decode_bytes
+from .common import Collector, Decoded, DecodeError, Limits, check_units, decode_bytes
 from .table import table_tasks
 
 DELIMITERS = ",;\t|"

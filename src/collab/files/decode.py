@@ -1,6 +1,6 @@
 """The single entry point: check size and MIME type, dispatch to a decoder, wrap every failure."""
 
-from .common import DecodeError, Decoded, Limits
+from .common import Decoded, DecodeError, Limits
 from .csv_tsv import decode_csv
 from .pdf import decode_pdf
 from .sandbox import decode_in_child

@@ -36,9 +36,28 @@ MAX_BLOCK_CHARS = 64_000
 # Lines are cut to this before any pattern sees them (a task keeps at most max_task_chars anyway).
 MAX_LINE_CHARS = 10_000
 # Words that cannot end a line of a finished item: the sentence must go on.
-_CONNECTORS = frozenset({
-    "a", "an", "and", "or", "the", "of", "to", "with", "for", "in", "on", "by", "at", "from", "that", "is", "are", "be",
-})
+_CONNECTORS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "or",
+        "the",
+        "of",
+        "to",
+        "with",
+        "for",
+        "in",
+        "on",
+        "by",
+        "at",
+        "from",
+        "that",
+        "is",
+        "are",
+        "be",
+    }
+)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 import json
 import math
 
-from .common import Collector, DecodeError, Decoded, Limits
+from .common import Collector, Decoded, DecodeError, Limits
 from .outline import Line, outline_tasks, parse_blocks
 from .sandbox import run_child
 
@@ -30,11 +30,7 @@ def extract_pages(data: bytes, *, limits: Limits) -> list[str]:
 def decode_pdf(data: bytes, *, limits: Limits) -> Decoded:
     """Decode a PDF checklist into tasks (source "page N")."""
     pages = extract_pages(data, limits=limits)
-    lines = [
-        Line(raw, f"page {number}")
-        for number, page in enumerate(pages, start=1)
-        for raw in page.splitlines()
-    ]
+    lines = [Line(raw, f"page {number}") for number, page in enumerate(pages, start=1) for raw in page.splitlines()]
     blocks = parse_blocks(lines, markdown=False, loose_headings=True)
     collector = Collector(limits)
     meta = outline_tasks(blocks, collector=collector)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .common import DecodeError, Decoded, Limits, Skipped, Task
+from .common import Decoded, DecodeError, Limits, Skipped, Task
 
 HERE = Path(__file__).parent
 
@@ -57,7 +57,9 @@ def _decoded_from_json(value: dict) -> Decoded:
 def decode_in_child(data: bytes, mime: str, *, limits: Limits, what: str) -> Decoded:
     """Decode in `_decode_child.py` under limits.text_timeout_s and text_memory_bytes, so no input can stall us."""
     args = [
-        mime, str(limits.text_memory_bytes), str(math.ceil(limits.text_timeout_s) + 1),
+        mime,
+        str(limits.text_memory_bytes),
+        str(math.ceil(limits.text_timeout_s) + 1),
         json.dumps(dataclasses.asdict(limits)),
     ]
     output = run_child("_decode_child.py", args, data, timeout_s=limits.text_timeout_s, what=what)

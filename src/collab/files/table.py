@@ -15,25 +15,125 @@ SAMPLE_ROWS = 500
 
 # Header words, most specific first: the earlier the word, the stronger the claim to be the task column.
 TASK_WORDS = (
-    "task", "check", "checklist", "requirement", "control", "rule", "item", "question", "criteria",
-    "criterion", "test", "step", "action", "activity", "statement", "objective", "description", "text", "detail",
+    "task",
+    "check",
+    "checklist",
+    "requirement",
+    "control",
+    "rule",
+    "item",
+    "question",
+    "criteria",
+    "criterion",
+    "test",
+    "step",
+    "action",
+    "activity",
+    "statement",
+    "objective",
+    "description",
+    "text",
+    "detail",
 )
 CATEGORY_WORDS = (
-    "category", "section", "area", "group", "type", "domain", "topic", "theme", "module", "component",
-    "family", "heading", "phase", "stage", "chapter", "part",
+    "category",
+    "section",
+    "area",
+    "group",
+    "type",
+    "domain",
+    "topic",
+    "theme",
+    "module",
+    "component",
+    "family",
+    "heading",
+    "phase",
+    "stage",
+    "chapter",
+    "part",
 )
 # Columns that never hold the check text nor a grouping, even if they are short and repetitive.
-OTHER_WORDS = frozenset({
-    "id", "no", "nr", "num", "number", "ref", "reference", "code", "key", "owner", "assignee", "responsible",
-    "reviewer", "status", "priority", "severity", "risk", "result", "answer", "response", "evidence", "note",
-    "notes", "comment", "comments", "due", "date", "deadline", "frequency", "done", "complete", "completed",
-    "compliant", "score", "weight", "link", "url", "version", "page", "#",
-})
-STATUS_VALUES = frozenset({
-    "yes", "no", "y", "n", "x", "true", "false", "done", "open", "closed", "pass", "fail", "passed",
-    "failed", "n/a", "na", "tbd", "high", "medium", "med", "low", "critical", "todo", "ok", "pending",
-    "complete", "completed", "in progress", "not started", "compliant", "non-compliant", "partial",
-})
+OTHER_WORDS = frozenset(
+    {
+        "id",
+        "no",
+        "nr",
+        "num",
+        "number",
+        "ref",
+        "reference",
+        "code",
+        "key",
+        "owner",
+        "assignee",
+        "responsible",
+        "reviewer",
+        "status",
+        "priority",
+        "severity",
+        "risk",
+        "result",
+        "answer",
+        "response",
+        "evidence",
+        "note",
+        "notes",
+        "comment",
+        "comments",
+        "due",
+        "date",
+        "deadline",
+        "frequency",
+        "done",
+        "complete",
+        "completed",
+        "compliant",
+        "score",
+        "weight",
+        "link",
+        "url",
+        "version",
+        "page",
+        "#",
+    }
+)
+STATUS_VALUES = frozenset(
+    {
+        "yes",
+        "no",
+        "y",
+        "n",
+        "x",
+        "true",
+        "false",
+        "done",
+        "open",
+        "closed",
+        "pass",
+        "fail",
+        "passed",
+        "failed",
+        "n/a",
+        "na",
+        "tbd",
+        "high",
+        "medium",
+        "med",
+        "low",
+        "critical",
+        "todo",
+        "ok",
+        "pending",
+        "complete",
+        "completed",
+        "in progress",
+        "not started",
+        "compliant",
+        "non-compliant",
+        "partial",
+    }
+)
 
 _NUMERIC = re.compile(
     r"[-+(]?[$€£]?\d[\d,. ]*%?\)?"  # numbers, money, percentages, 1.2.3 style ids
@@ -87,8 +187,6 @@ def _label_like(cells: list[str]) -> bool:
         if re.search(r"[.!?;]\s+\S", value) or (ends_sentence(value) and len(words) >= 3 and not value.endswith("?")):
             return False
     return len({v.casefold() for v in values}) == len(values)
-
-
 
 
 def _keyword_hits(cells: list[str], *, strong: bool = False) -> bool:
@@ -232,9 +330,17 @@ def _cleaned(rows: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, list[
 class _Walker:
     """Applies a layout to data rows, one at a time, remembering the current section and category."""
 
-    def __init__(self, *, collector: Collector, header: list[str] | None, task_col: int,
-                 category_col: int | None, tabular: bool, source_prefix: str,
-                 default_category: str | None):
+    def __init__(
+        self,
+        *,
+        collector: Collector,
+        header: list[str] | None,
+        task_col: int,
+        category_col: int | None,
+        tabular: bool,
+        source_prefix: str,
+        default_category: str | None,
+    ):
         self.collector = collector
         self.header_key = [c.casefold() for c in header] if header is not None else None
         self.task_col = task_col
@@ -318,8 +424,13 @@ def table_tasks(
     tabular = _tabular(sample)
     header = cells_only[layout.header_index] if layout.header_index is not None else None
     walker = _Walker(
-        collector=collector, header=header, task_col=task_col, category_col=category_col,
-        tabular=tabular, source_prefix=source_prefix, default_category=default_category,
+        collector=collector,
+        header=header,
+        task_col=task_col,
+        category_col=category_col,
+        tabular=tabular,
+        source_prefix=source_prefix,
+        default_category=default_category,
     )
     count = 0
     for number, cells in chain(head[layout.data_start :], stream):

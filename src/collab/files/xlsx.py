@@ -5,7 +5,7 @@ import json
 import math
 import zipfile
 
-from .common import MAX_CANONICAL_CHARS, MAX_UNITS, Collector, DecodeError, Decoded, Limits, clean
+from .common import MAX_CANONICAL_CHARS, MAX_UNITS, Collector, Decoded, DecodeError, Limits, clean
 from .sandbox import run_child
 from .table import MAX_COLUMNS, table_tasks
 

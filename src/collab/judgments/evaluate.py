@@ -83,7 +83,11 @@ def load_set(path: Path = FIXTURES) -> LabelledSet:
         if not isinstance(query.get("id"), str) or query["id"] in seen:
             raise SetError(f"{where}: id missing or repeated")
         seen.add(query["id"])
-        if not isinstance(query.get("kind"), str) or not isinstance(query.get("query"), str) or not query["query"].strip():
+        if (
+            not isinstance(query.get("kind"), str)
+            or not isinstance(query.get("query"), str)
+            or not query["query"].strip()
+        ):
             raise SetError(f"{where}: needs a kind and a non-empty query")
         relevant = query.get("relevant")
         if not isinstance(relevant, list) or not relevant or not all(isinstance(r, str) for r in relevant):
@@ -170,7 +174,12 @@ async def _scratch_tenant(svc) -> tuple[str, str]:
                 is_root=False,
             )
             await workspaces.insert_api_key(
-                conn, id=api_key_id, workspace_id=workspace_id, name="search eval", type="testing", owner_email=SCRATCH_EMAIL
+                conn,
+                id=api_key_id,
+                workspace_id=workspace_id,
+                name="search eval",
+                type="testing",
+                owner_email=SCRATCH_EMAIL,
             )
     return workspace_id, api_key_id
 
@@ -181,7 +190,9 @@ async def _drop_tenant(svc, *, workspace_id: str) -> None:
             await execute(conn, q.delete_workspace, {"workspace_id": workspace_id, "owner_email": SCRATCH_EMAIL})
 
 
-async def load(svc, embedder, *, api_key_id: str, records: list[dict[str, Any]], batch_size: int = 256) -> dict[str, Any]:
+async def load(
+    svc, embedder, *, api_key_id: str, records: list[dict[str, Any]], batch_size: int = 256
+) -> dict[str, Any]:
     """Write the records to the tenant's activity log, then derive and embed them as the worker does."""
     from collab.activities import repository as activities
     from collab.activities.schemas import AddActivities
@@ -192,19 +203,36 @@ async def load(svc, embedder, *, api_key_id: str, records: list[dict[str, Any]],
     rows = []
     for record in records:
         request = AddActivities.model_validate(
-            {"organizationId": record["organizationId"], "documentId": record["documentId"], "activities": [record["activity"]]}
+            {
+                "organizationId": record["organizationId"],
+                "documentId": record["documentId"],
+                "activities": [record["activity"]],
+            }
         )
         activity = request.activities[0]
-        rows.append(row(activity, id=activity.id, organization_id=request.organizationId, document_id=request.documentId,
-                        now=svc.now_ms()))
+        rows.append(
+            row(
+                activity,
+                id=activity.id,
+                organization_id=request.organizationId,
+                document_id=request.documentId,
+                now=svc.now_ms(),
+            )
+        )
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             await activities.upsert_many(conn, api_key_id=api_key_id, records=rows)
     counts = Counter()
     ids = [r["activity"]["id"] for r in records]
     for start in range(0, len(ids), batch_size):
-        counts.update(await derive_batch(svc, embedder, api_key_id=api_key_id, activity_ids=ids[start : start + batch_size]))
-    return {"judgments": counts["judgments"], "vectors": counts["vectors"], "seconds": round(time.perf_counter() - started, 2)}
+        counts.update(
+            await derive_batch(svc, embedder, api_key_id=api_key_id, activity_ids=ids[start : start + batch_size])
+        )
+    return {
+        "judgments": counts["judgments"],
+        "vectors": counts["vectors"],
+        "seconds": round(time.perf_counter() - started, 2),
+    }
 
 
 async def _rank(svc, embedder, *, api_key_id: str, text: str) -> tuple[list[str], float]:
@@ -234,7 +262,9 @@ async def _score(svc, embedder, *, api_key_id: str, queries: list[dict[str, Any]
     for name, values in rankings(svc.settings).items():
         update = {f"search_{key}": value for key, value in values.items()}
         variants[name] = dataclasses.replace(svc, settings=svc.settings.model_copy(update=update))
-        await _rank(variants[name], embedder, api_key_id=api_key_id, text="warm-up")  # first-call costs out of the figures
+        await _rank(
+            variants[name], embedder, api_key_id=api_key_id, text="warm-up"
+        )  # first-call costs out of the figures
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for query in queries:
         # The rankings take turns per query, so a busy machine slows both alike.
@@ -247,7 +277,10 @@ async def _score(svc, embedder, *, api_key_id: str, queries: list[dict[str, Any]
         name: {
             "settings": values,
             "overall": summarise(rows[name]),
-            "kinds": {kind: summarise([r for r in rows[name] if r["kind"] == kind]) for kind in sorted({r["kind"] for r in rows[name]})},
+            "kinds": {
+                kind: summarise([r for r in rows[name] if r["kind"] == kind])
+                for kind in sorted({r["kind"] for r in rows[name]})
+            },
         }
         for name, values in rankings(svc.settings).items()
     }
@@ -276,7 +309,8 @@ async def evaluate(svc, embedder, *, labelled: LabelledSet) -> dict[str, Any]:
 async def _embedder(svc, model: str | None, dtype: str):
     """The model under test: `model` (a candidate, registered but not activated), else the active one."""
     from collab.embeddings import registry
-    from collab.embeddings.model import DEFAULT_NAME, load as load_model
+    from collab.embeddings.model import DEFAULT_NAME
+    from collab.embeddings.model import load as load_model
     from collab.judgments.tasks import active_embedder
 
     active = await active_embedder({"svc": svc})  # registers the configured model when none is yet
@@ -287,11 +321,15 @@ async def _embedder(svc, model: str | None, dtype: str):
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             # Vectors reference their model's row; registering never activates while another model is active.
-            await registry.register(conn, model=embedder.name, source=setting or "default", dimensions=embedder.dimensions)
+            await registry.register(
+                conn, model=embedder.name, source=setting or "default", dimensions=embedder.dimensions
+            )
     return embedder
 
 
-async def run(settings: Settings, *, labelled: LabelledSet, model: str | None = None, dtype: str = "auto") -> dict[str, Any]:
+async def run(
+    settings: Settings, *, labelled: LabelledSet, model: str | None = None, dtype: str = "auto"
+) -> dict[str, Any]:
     """The eval against the configured database: build Services, pick the model, evaluate, close."""
     from collab.kit.services import build_services, close_services
 
@@ -306,7 +344,9 @@ async def run(settings: Settings, *, labelled: LabelledSet, model: str | None = 
 def _label(name: str, values: dict[str, Any]) -> str:
     if name == "vector_only" or values["lexical_weight"] <= 0:
         return "vector only" + (" (configured)" if name == "configured" else "")
-    return f"hybrid (vector {values['vector_weight']:g} + lexical {values['lexical_weight']:g}, rrf k {values['rrf_k']})"
+    return (
+        f"hybrid (vector {values['vector_weight']:g} + lexical {values['lexical_weight']:g}, rrf k {values['rrf_k']})"
+    )
 
 
 def table(report: dict[str, Any]) -> str:
@@ -333,7 +373,9 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(*, model: str | None, set_path: Path | None, as_json: bool, queries: int | None, judgments: int | None, bf16: bool) -> int:
+def main(
+    *, model: str | None, set_path: Path | None, as_json: bool, queries: int | None, judgments: int | None, bf16: bool
+) -> int:
     """The CLI entry: print the table (or the JSON report); exit 2 on a malformed set."""
     import sys
 

@@ -74,7 +74,12 @@ async def reembed(
 
 
 async def backfill(
-    svc: Services, embedder: Embedder, *, batch_size: int = 256, only: str | None = None, progress: Callable | None = tqdm
+    svc: Services,
+    embedder: Embedder,
+    *,
+    batch_size: int = 256,
+    only: str | None = None,
+    progress: Callable | None = tqdm,
 ) -> int:
     """Re-derive every judgment from the activity log (and embed what changed); returns activities read."""
     seen, after = 0, None

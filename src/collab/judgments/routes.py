@@ -5,7 +5,7 @@ from fastapi import APIRouter, Depends
 from collab.judgments import service
 from collab.judgments.schemas import Judgment, QueryJudgments, SearchAnswer, SearchJudgments
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import StrictJsonRoute, Envelope, listed, raw
+from collab.kit.envelope import Envelope, StrictJsonRoute, listed, raw
 from collab.kit.openapi import page, plain
 from collab.kit.services import Services, services
 
@@ -13,12 +13,16 @@ router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
 
 
 @router.post("/memory/search", summary="Search past judgments by meaning [API-key auth]", responses=plain(SearchAnswer))
-async def search(body: Envelope[SearchJudgments], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)):
+async def search(
+    body: Envelope[SearchJudgments], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
+):
     # The spec's one success body without status and message.
     return raw({"result": await service.search(svc, tenant=tenant, data=body.data)})
 
 
 @router.post("/memory/judgments/query", summary="List judgments by filters [API-key auth]", responses=page(Judgment))
-async def query(body: Envelope[QueryJudgments], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)):
+async def query(
+    body: Envelope[QueryJudgments], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
+):
     records, token = await service.query(svc, tenant=tenant, data=body.data)
     return listed(records, token, "Judgments retrieved successfully.")

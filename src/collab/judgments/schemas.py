@@ -11,8 +11,16 @@ from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 
 Decision = Literal[
-    "comment", "resolve", "approved", "rejected", "in_progress", "agree", "disagree", "endorse",
-    "document_approved", "document_rejected",
+    "comment",
+    "resolve",
+    "approved",
+    "rejected",
+    "in_progress",
+    "agree",
+    "disagree",
+    "endorse",
+    "document_approved",
+    "document_rejected",
 ]
 JudgeType = Literal["human", "agent"]
 OptionalId = Field(None, min_length=1, max_length=200)
@@ -47,9 +55,15 @@ class DateRange(Model):
         return None if value is None else to_ms(value)
 
     # Both fields validate (to epoch ms) before this runs: a rule never reads a field that failed.
-    _rules = rules(rule("start", "end")(
-        lambda v: Broken("start", "start must not be after end")
-        if v.get("start") is not None and v.get("end") is not None and v["start"] > v["end"] else None))
+    _rules = rules(
+        rule("start", "end")(
+            lambda v: (
+                Broken("start", "start must not be after end")
+                if v.get("start") is not None and v.get("end") is not None and v["start"] > v["end"]
+                else None
+            )
+        )
+    )
 
 
 class Filters(Model):
@@ -73,7 +87,9 @@ class SearchJudgments(Model):
     query: str = Field(min_length=1, max_length=5000)
     embeddingType: Literal["review", "content"] = "review"
     scope: Literal["document", "organization", "apiKey"] = None
-    organizationId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("organizationId", "orgId"))
+    organizationId: str = Field(
+        None, min_length=1, max_length=200, validation_alias=AliasChoices("organizationId", "orgId")
+    )
     documentId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("documentId", "docId"))
     limit: int = Field(10, ge=1, le=50)
     filters: Filters = None
@@ -88,7 +104,9 @@ class SearchJudgments(Model):
 
 
 class QueryJudgments(Model):
-    organizationId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("organizationId", "orgId"))
+    organizationId: str = Field(
+        None, min_length=1, max_length=200, validation_alias=AliasChoices("organizationId", "orgId")
+    )
     documentId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("documentId", "docId"))
     decision: Decision = None
     judgeType: JudgeType = None

@@ -39,7 +39,10 @@ def resolve_scope(data: SearchJudgments) -> tuple[str, str | None, str | None]:
         return "apiKey", None, None
     if data.scope == "organization":
         if not org:
-            raise invalid("scope 'organization' needs organizationId.", [issue(["organizationId"], "Required for scope 'organization'")])
+            raise invalid(
+                "scope 'organization' needs organizationId.",
+                [issue(["organizationId"], "Required for scope 'organization'")],
+            )
         return "organization", org, None
     if data.scope == "document":
         problems = []
@@ -75,7 +78,9 @@ def record(row: dict[str, Any], scope: str) -> dict[str, Any]:
         "similarity": round(float(row["similarity"]), 6) if row["similarity"] is not None else None,
         "scope": scope,
         "agent": (
-            {k: agent.get(k) for k in ("agentId", "agentType", "executionId", "agentFields")} if isinstance(agent, dict) else None
+            {k: agent.get(k) for k in ("agentId", "agentType", "executionId", "agentFields")}
+            if isinstance(agent, dict)
+            else None
         ),
     }
 
@@ -117,8 +122,16 @@ class Plan:
     half: bool = False
 
 
-def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_threshold: int, ef_max: int,
-         indexed: bool = True) -> Plan:
+def plan(
+    *,
+    pgvector: tuple[int, ...],
+    in_scope: int,
+    total: int,
+    k: int,
+    exact_threshold: int,
+    ef_max: int,
+    indexed: bool = True,
+) -> Plan:
     """Exact below the threshold; above it HNSW, iterative where pgvector has it (0.8+), else a widened beam. On the
     half-precision index where pgvector has one and it is `indexed` (built); else on the full-precision one."""
     if in_scope <= exact_threshold:
@@ -141,8 +154,11 @@ def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_
             },
         )
     # pgvector 0.6 filters after the index scan: widen the beam to the scope's selectivity.
-    return Plan(exact=False, half=half,
-                settings={"hnsw.ef_search": str(min(ef_max, max(BEAM, math.ceil(2 * k * total / in_scope))))})
+    return Plan(
+        exact=False,
+        half=half,
+        settings={"hnsw.ef_search": str(min(ef_max, max(BEAM, math.ceil(2 * k * total / in_scope))))},
+    )
 
 
 _pgvector: dict[int, tuple[int, ...]] = {}  # per pool: the server's pgvector version, read once
@@ -199,7 +215,9 @@ def _identifier(word: str) -> bool:
     return not core.isdigit() or len(core) >= 3
 
 
-def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexical_weight: float, rrf_k: int) -> list[dict]:
+def fuse(
+    vector: list[dict], lexical: list[dict], *, vector_weight: float, lexical_weight: float, rrf_k: int
+) -> list[dict]:
     """Reciprocal rank fusion of the two rankings (rows keyed by judgment id).
 
     A stored text the query repeats (cosine >= IDENTICAL) comes first whatever the ranks: nothing is better
@@ -216,8 +234,15 @@ def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexic
             rows.setdefault(row["id"], row)
             scores[row["id"]] = scores.get(row["id"], 0.0) + weight / (rrf_k + rank)
     matched = {r["id"] for r in lexical} if lexical_weight > 0 else set()
-    return sorted(rows.values(), key=lambda r: (float(r["similarity"]) < IDENTICAL, -scores[r["id"]],
-                                                r["id"] not in matched, -float(r["similarity"])))
+    return sorted(
+        rows.values(),
+        key=lambda r: (
+            float(r["similarity"]) < IDENTICAL,
+            -scores[r["id"]],
+            r["id"] not in matched,
+            -float(r["similarity"]),
+        ),
+    )
 
 
 async def query_vector(embedder, *, api_key_id: str, text: str) -> list[float]:
@@ -246,7 +271,9 @@ async def _scope_size(svc: Services, params: dict[str, Any]) -> tuple[int, int]:
     return in_scope, total
 
 
-async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments, org: str | None, doc: str | None, k: int):
+async def _vector_rows(
+    svc: Services, embedder, *, api_key_id: str, data: SearchJudgments, org: str | None, doc: str | None, k: int
+):
     settings = svc.settings
     params = {
         "model": embedder.name,
@@ -274,19 +301,26 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
         k=k,
         exact_threshold=settings.search_exact_threshold,
         ef_max=settings.search_ef_search_max,
-        indexed=(in_scope <= settings.search_exact_threshold
-                 or await _is_indexed(svc, embedder.name, data.embeddingType)),
+        indexed=(
+            in_scope <= settings.search_exact_threshold or await _is_indexed(svc, embedder.name, data.embeddingType)
+        ),
     )
     literal = repo.vector_literal(vector)
     async with svc.pool.connection() as conn:  # autocommit: no BEGIN and COMMIT around two reads
         await repo.use_settings(conn, how.settings)
-        found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, half=how.half, k=k, vector=literal,
-                                   **params)
+        found = await repo.nearest(
+            conn, dimensions=len(vector), exact=how.exact, half=how.half, k=k, vector=literal, **params
+        )
         lexical = []
         text = lexical_text(data.query)
         if settings.search_lexical_weight > 0 and text:
             lexical = await repo.lexical(
-                conn, dimensions=len(vector), k=k, cap=settings.search_lexical_candidates, text=text, vector=literal,
+                conn,
+                dimensions=len(vector),
+                k=k,
+                cap=settings.search_lexical_candidates,
+                text=text,
+                vector=literal,
                 **params,
             )
     found.sort(key=lambda r: -float(r["similarity"]))  # relaxed_order may return them slightly out of order
@@ -309,7 +343,10 @@ async def run(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments
     skip_dates = False
     if annotation:
         if not org:
-            raise invalid("filters.annotationId needs organizationId.", [issue(["organizationId"], "Required with filters.annotationId")])
+            raise invalid(
+                "filters.annotationId needs organizationId.",
+                [issue(["organizationId"], "Required with filters.annotationId")],
+            )
         async with svc.pool.connection() as conn:
             rows = await repo.thread(
                 conn, api_key_id=api_key_id, organization_id=org, document_id=doc, annotation_id=annotation, limit=k

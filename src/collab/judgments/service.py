@@ -54,5 +54,7 @@ async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple
             limit=data.pageSize + 1,
             budget=budget,
         )
-    scope = "document" if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey"
+    scope = (
+        "document" if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey"
+    )
     return pager.cut(rows, data.pageSize, "created_at", "id", render=lambda r: record(r, scope), budget=budget)

@@ -64,8 +64,9 @@ async def active_embedder(ctx: dict) -> Embedder:
             embedder = await _load(held, svc.settings.embedding_model, None, svc)
             async with svc.pool.connection() as conn:
                 async with conn.transaction():
-                    await registry.register(conn, model=embedder.name, source=_source(svc),
-                                            dimensions=embedder.dimensions)
+                    await registry.register(
+                        conn, model=embedder.name, source=_source(svc), dimensions=embedder.dimensions
+                    )
         else:
             embedder = await _load(held, None if row["source"] == "default" else row["source"], row["name"], svc)
             await _upgrade_indexes(held, svc, model=row["name"], dimensions=row["dimensions"])
@@ -82,8 +83,11 @@ async def _upgrade_indexes(held: ActiveModel, svc: Services, *, model: str, dime
         if await registry.indexed(conn, model):
             held.indexed = model
             return
-    held.upgrade = asyncio.ensure_future(registry.upgrade_indexes(
-        svc.pool, model=model, dimensions=dimensions, grace_s=2 * svc.settings.embedding_refresh_s))
+    held.upgrade = asyncio.ensure_future(
+        registry.upgrade_indexes(
+            svc.pool, model=model, dimensions=dimensions, grace_s=2 * svc.settings.embedding_refresh_s
+        )
+    )
     held.upgrade.add_done_callback(_log_failure)
 
 
@@ -159,7 +163,9 @@ async def derive_judgments(ctx: dict, *, api_key_id: str, activity_ids: list[str
     return await derive_batch(ctx["svc"], await active_embedder(ctx), api_key_id=api_key_id, activity_ids=activity_ids)
 
 
-async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, activity_ids: list[str]) -> dict[str, Any]:
+async def derive_batch(
+    svc: Services, embedder: Embedder, *, api_key_id: str, activity_ids: list[str]
+) -> dict[str, Any]:
     """Derive (or remove) the judgments of one tenant's activities and embed what changed."""
     ids = list(dict.fromkeys(activity_ids))
     kept: dict[str, dict] = {}

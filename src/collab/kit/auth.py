@@ -75,8 +75,13 @@ async def api_key_auth(
         tenant = known.tenant  # verified by this process a moment ago, and unchanged since
     else:
         tenant = await _verify(request, svc, api_key, token)
-    await svc.rate_limits.check(svc.redis, bucket=f"api-key:{tenant.api_key_id}",
-                                rate=svc.settings.rate_limit_api_key, now=svc.clock(), message=RATE_LIMITED)
+    await svc.rate_limits.check(
+        svc.redis,
+        bucket=f"api-key:{tenant.api_key_id}",
+        rate=svc.settings.rate_limit_api_key,
+        now=svc.clock(),
+        message=RATE_LIMITED,
+    )
     request.state.tenant = tenant
     return tenant
 
@@ -96,8 +101,11 @@ async def _verify(request: Request, svc: Services, api_key: str, token: str) -> 
         await authlimit.failed(svc, gate)
         raise ApiError("PERMISSION_DENIED", "Invalid API key.")
     await authlimit.succeeded(svc, gate)
-    tenant = Tenant(api_key_id=matched["api_key_id"], workspace_id=matched["workspace_id"],
-                    token_key_version=matched["token_key_version"])
+    tenant = Tenant(
+        api_key_id=matched["api_key_id"],
+        workspace_id=matched["workspace_id"],
+        token_key_version=matched["token_key_version"],
+    )
     svc.credentials.put(api_key, token, tenant, svc.keyring, generation=generation)
     return tenant
 

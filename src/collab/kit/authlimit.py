@@ -77,8 +77,12 @@ async def admit(svc: Services, *, kind: str, address: str, subject: str | None, 
         over = [c for c, n in zip(counters, counts) if int(n or 0) >= c.limit]
         if over:
             retry_after = max(c.retry_after for c in over)
-            raise ApiError("RESOURCE_EXHAUSTED", _MESSAGE, details={"retryAfterSeconds": retry_after},
-                           headers={"Retry-After": str(retry_after)})
+            raise ApiError(
+                "RESOURCE_EXHAUSTED",
+                _MESSAGE,
+                details={"retryAfterSeconds": retry_after},
+                headers={"Retry-After": str(retry_after)},
+            )
     return Gate(counters, proof, known=bool(known))
 
 

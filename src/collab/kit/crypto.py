@@ -14,8 +14,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 _VERSION = b"\x01"
 
@@ -54,8 +54,11 @@ def _token_key(secret: str, api_key_id: str, version: int) -> TokenKey:
     private = Ed25519PrivateKey.from_private_bytes(_derive(secret, info))
     public = private.public_key()
     x = _b64(public.public_bytes(Encoding.Raw, PublicFormat.Raw))
-    thumbprint = _b64(hashlib.sha256(json.dumps({"crv": "Ed25519", "kty": "OKP", "x": x}, separators=(",", ":"),
-                                                sort_keys=True).encode()).digest())
+    thumbprint = _b64(
+        hashlib.sha256(
+            json.dumps({"crv": "Ed25519", "kty": "OKP", "x": x}, separators=(",", ":"), sort_keys=True).encode()
+        ).digest()
+    )
     jwk = {"kty": "OKP", "crv": "Ed25519", "x": x, "kid": thumbprint, "alg": "EdDSA", "use": "sig"}
     return TokenKey(kid=thumbprint, private=private, public=public, jwk=jwk)
 

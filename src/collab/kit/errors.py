@@ -61,8 +61,9 @@ def raise_failure(outcome: Any) -> Any:
     """An awaited job's outcome, or the ApiError its failure describes, raised: the one reader of job failures."""
     if isinstance(outcome, dict) and isinstance(outcome.get(FAILURE), dict):
         failure = outcome[FAILURE]
-        raise ApiError(failure["code"], failure["message"], details=failure.get("details"),
-                       headers=failure.get("headers"))
+        raise ApiError(
+            failure["code"], failure["message"], details=failure.get("details"), headers=failure.get("headers")
+        )
     return outcome
 
 
@@ -123,4 +124,3 @@ def invalid(message: str, issues: list[dict[str, Any]] | None = None) -> ApiErro
 def issue(path: list[str], message: str, code: str = "custom") -> dict[str, Any]:
     """One entry of details.issues."""
     return {"code": code, "path": [str(p) for p in path], "message": message}
-

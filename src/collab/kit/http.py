@@ -66,8 +66,11 @@ class RequestContext:
             return await self.app(scope, receive, send)
         scope.setdefault("state", {})  # shared by any copy below: auth leaves the caller's workspace there
         headers = dict(scope.get("headers") or [])
-        if scope.get("method") == "POST" and b"json" not in headers.get(b"content-type", b"") \
-                and not scope.get("path", "").startswith("/console"):
+        if (
+            scope.get("method") == "POST"
+            and b"json" not in headers.get(b"content-type", b"")
+            and not scope.get("path", "").startswith("/console")
+        ):
             # Every operation takes JSON; read the body as JSON whatever the client labelled it (the console's
             # HTML forms post urlencoded or multipart bodies and keep their label).
             scope = dict(scope)
@@ -172,7 +175,7 @@ def _template(scope, own: str) -> str:
     """The route's path template with its router's prefix (/v1, /v2): never a raw path with ids in it."""
     # FastAPI gives the included route itself, whose path lacks the prefix it was included under.
     path, root = scope.get("path", ""), scope.get("root_path", "")
-    path = path[len(root):] if root and path.startswith(root) else path
+    path = path[len(root) :] if root and path.startswith(root) else path
     if path.endswith(own):
         return path  # a static path: what comes before the route's own path is the prefix
     head = "/" + path.split("/")[1] if path.count("/") > 1 else ""

@@ -130,4 +130,3 @@ def plain(model: type[BaseModel], status: int = 200) -> dict[int | str, dict[str
 ACKNOWLEDGED = plain(Acknowledged)
 # `{id: {success, id, message}}`: the answer of batch calls keyed by the item's id.
 BY_ID = answer(dict[str, ItemOutcome])
-

@@ -27,8 +27,12 @@ def parse_rate(rate: str) -> tuple[int, int]:
 
 
 def _exhausted(message: str, *, retry_after: int) -> ApiError:
-    return ApiError("RESOURCE_EXHAUSTED", message, details={"retryAfterSeconds": retry_after},
-                    headers={"Retry-After": str(retry_after)})
+    return ApiError(
+        "RESOURCE_EXHAUSTED",
+        message,
+        details={"retryAfterSeconds": retry_after},
+        headers={"Retry-After": str(retry_after)},
+    )
 
 
 async def check(redis: Redis | None, *, bucket: str, rate: str, now: float, message: str) -> None:
@@ -158,7 +162,14 @@ async def concurrency(redis: Redis | None, *, bucket: str, limit: int, ttl_s: in
 
 @asynccontextmanager
 async def workload(
-    redis: Redis | None, *, bucket: str, rate: str, limit: int, ttl_s: int, now: float, rate_message: str,
+    redis: Redis | None,
+    *,
+    bucket: str,
+    rate: str,
+    limit: int,
+    ttl_s: int,
+    now: float,
+    rate_message: str,
     busy_message: str,
 ) -> AsyncIterator[None]:
     """A workspace's share of a shared resource: the call counts against `rate`, then holds one of `limit`

@@ -62,8 +62,13 @@ async def build_services(settings: Settings) -> Services:
     await pool.open()
     keyring = Keyring(settings.resolved_secret_key(), settings.secret_key_previous)
     redis = redis_client(redis_url, timeout_s=settings.redis_timeout_s, cooldown_s=settings.redis_cooldown_s)
-    svc = Services(settings=settings, pool=pool, redis=redis, keyring=keyring,
-                   credentials=CredentialCache(ttl_s=settings.auth_cache_ttl_s))
+    svc = Services(
+        settings=settings,
+        pool=pool,
+        redis=redis,
+        keyring=keyring,
+        credentials=CredentialCache(ttl_s=settings.auth_cache_ttl_s),
+    )
     start_flusher(svc)
     return svc
 

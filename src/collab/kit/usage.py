@@ -26,8 +26,14 @@ q = Queries.beside(__file__, "usage.sql")
 
 # The Overview's figures, in the order the console shows them.
 METRICS = (
-    "api_calls", "judgments_added", "searches", "extractions", "ask_ai",
-    "webhooks_succeeded", "webhooks_failed", "notifications_sent",
+    "api_calls",
+    "judgments_added",
+    "searches",
+    "extractions",
+    "ask_ai",
+    "webhooks_succeeded",
+    "webhooks_failed",
+    "notifications_sent",
 )
 # Histogram: bucket 0 is [0, 1 ms); bucket k in 1..TOP is [2^((k-1)/4), 2^(k/4)) ms; bucket TOP+1 is 2^15 ms and up.
 STEPS = 4
@@ -102,9 +108,10 @@ class Usage:
             if hist is not None:
                 entry[1] = hist if entry[1] is None else [a + b for a, b in zip(entry[1], hist)]
         if len(self.entries) > self.max_entries:
-            kept = sorted(self.entries, key=lambda k: k[2])[len(self.entries) - self.max_entries:]
-            log.warning("usage buffer full while Postgres is unreachable: %d counts dropped",
-                        len(self.entries) - len(kept))
+            kept = sorted(self.entries, key=lambda k: k[2])[len(self.entries) - self.max_entries :]
+            log.warning(
+                "usage buffer full while Postgres is unreachable: %d counts dropped", len(self.entries) - len(kept)
+            )
             self.entries = {k: self.entries[k] for k in kept}
 
 
@@ -112,15 +119,29 @@ def _minute(svc: "Services") -> int:
     return int(svc.clock() // 60) * 60_000
 
 
-def count(svc: "Services", metric: str, *, workspace_id: str | None = None, api_key_id: str | None = None,
-          label: str = "", n: int = 1) -> None:
+def count(
+    svc: "Services",
+    metric: str,
+    *,
+    workspace_id: str | None = None,
+    api_key_id: str | None = None,
+    label: str = "",
+    n: int = 1,
+) -> None:
     """Count `n` of a metric for a workspace (or the workspace of an API key) in the current minute."""
     if n:
         svc.usage.add((workspace_id, None if workspace_id else api_key_id, _minute(svc), metric, label), n, None)
 
 
-def observe(svc: "Services", metric: str, ms: float, *, workspace_id: str | None = None,
-            api_key_id: str | None = None, label: str = "") -> None:
+def observe(
+    svc: "Services",
+    metric: str,
+    ms: float,
+    *,
+    workspace_id: str | None = None,
+    api_key_id: str | None = None,
+    label: str = "",
+) -> None:
     """Count one of a metric and put its duration in the metric's latency histogram."""
     svc.usage.add((workspace_id, None if workspace_id else api_key_id, _minute(svc), metric, label), 1, ms)
 
@@ -208,7 +229,9 @@ async def drop_old(ctx: dict) -> int:
     return await delete_in_batches(svc.pool, q.drop_old, {"before": before}, batch=_RETENTION_BATCH)
 
 
-async def overview(svc: "Services", *, workspace_id: str, since_ms: int, until_ms: int, bucket_s: int) -> dict[str, Any]:
+async def overview(
+    svc: "Services", *, workspace_id: str, since_ms: int, until_ms: int, bucket_s: int
+) -> dict[str, Any]:
     """A workspace's figures over [since, until): totals, API calls by operation and status, Ask AI calls by
     provider, search latency p50/p95, and a series per figure with every bucket present (a minute counts in
     the bucket where it starts)."""
@@ -252,9 +275,13 @@ async def overview(svc: "Services", *, workspace_id: str, since_ms: int, until_m
         "until": until_ms,
         "bucketSeconds": bucket_s,
         "totals": totals,
-        "apiCalls": [{"operation": op, "status": status, "count": n}
-                     for (op, status), n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))],
-        "askAiByProvider": [{"provider": p, "count": n} for p, n in sorted(providers.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "apiCalls": [
+            {"operation": op, "status": status, "count": n}
+            for (op, status), n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
+        "askAiByProvider": [
+            {"provider": p, "count": n} for p, n in sorted(providers.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
         "searchLatencyMs": {"p50": percentile(hist, 0.50), "p95": percentile(hist, 0.95)},
         "series": {m: [{"t": since_ms + i * bucket_ms, "count": c} for i, c in enumerate(series[m])] for m in METRICS},
     }

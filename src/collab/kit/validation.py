@@ -46,7 +46,7 @@ def _message(error: dict[str, Any]) -> str:
     msg = str(error.get("msg", "Invalid value"))
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
-            msg = msg[len(prefix):]
+            msg = msg[len(prefix) :]
     return msg
 
 
@@ -129,7 +129,11 @@ def _line(broken: Broken, value: Any) -> dict[str, Any]:
 def _again(error: dict[str, Any]) -> dict[str, Any]:
     """A pydantic error as it came, to raise again beside the rules' findings (type, location and message kept)."""
     context = {**(error.get("ctx") or {}), "message": error["msg"]}
-    return {"type": PydanticCustomError(error["type"], "{message}", context), "loc": error["loc"], "input": error["input"]}
+    return {
+        "type": PydanticCustomError(error["type"], "{message}", context),
+        "loc": error["loc"],
+        "input": error["input"],
+    }
 
 
 def rules(*declared: tuple[tuple[str, ...], Check]) -> Any:
@@ -174,7 +178,9 @@ def _sent(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
     sent = {}
     for name, info in cls.model_fields.items():
         alias = info.validation_alias
-        names = [name] + ([alias] if isinstance(alias, str) else [a for a in getattr(alias, "choices", []) if isinstance(a, str)])
+        names = [name] + (
+            [alias] if isinstance(alias, str) else [a for a in getattr(alias, "choices", []) if isinstance(a, str)]
+        )
         for key in names:
             if key in data:
                 sent[name] = data[key]

@@ -96,7 +96,9 @@ def _classify(exc: Exception) -> LlmError:
         return LlmError("timeout", "The model provider did not answer in time.")
     if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError)) or status in (400, 404, 422):
         log.warning("model provider refused the request (%s): %s", name, _short(exc))
-        return LlmError("bad_request", "The model provider refused the request (unknown model, or input it does not accept).")
+        return LlmError(
+            "bad_request", "The model provider refused the request (unknown model, or input it does not accept)."
+        )
     if isinstance(exc, (litellm.APIConnectionError, litellm.ServiceUnavailableError, litellm.InternalServerError)):
         return LlmError("unavailable", "The model provider is unavailable.")
     if status is not None and status >= 500:

@@ -93,7 +93,9 @@ class FakeProviders:
     def __init__(self):
         self.requests: list[dict[str, Any]] = []
         self.scripts: dict[str, deque] = {p: deque() for p in PROVIDERS}
-        self.responder: Callable[[str, dict], str] = lambda provider, body: "rewritten: " + last_user_text(provider, body)
+        self.responder: Callable[[str, dict], str] = lambda provider, body: (
+            "rewritten: " + last_user_text(provider, body)
+        )
         self.release = None  # set in the server loop; hanging requests wait on it
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP (else ~40 ms
         # delayed-ACK stalls per request).
@@ -167,7 +169,9 @@ class FakeProviders:
         if action.get("hang"):
             await self.release.wait()
         if "status" in action:
-            return JSONResponse({"error": {"message": f"fake {action['status']}", "type": "fake_error"}}, action["status"])
+            return JSONResponse(
+                {"error": {"message": f"fake {action['status']}", "type": "fake_error"}}, action["status"]
+            )
         if "json" in action:
             return JSONResponse(action["json"])
         text = action.get("text") or self.responder(provider, body)
@@ -235,7 +239,12 @@ def _merge(text: str) -> str:
         if match:
             by_name.setdefault(match.group(2).lower(), []).append(int(match.group(1)))
     groups = [
-        {"name": name.title(), "description": f"Checks {name}.", "prompt": f"Review the content for {name}.", "members": ids}
+        {
+            "name": name.title(),
+            "description": f"Checks {name}.",
+            "prompt": f"Review the content for {name}.",
+            "members": ids,
+        }
         for name, ids in by_name.items()
     ]
     return json.dumps({"groups": groups})

@@ -48,9 +48,15 @@ class GetNotifications(Model):
     pageToken: str = Field(None, max_length=1000)
     order: Literal["asc", "desc"] = "desc"
 
-    _rules = rules(rule("documentId", "userId")(
-        lambda v: Broken(None, "Provide documentId or userId")
-        if v.get("documentId") is None and v.get("userId") is None else None))
+    _rules = rules(
+        rule("documentId", "userId")(
+            lambda v: (
+                Broken(None, "Provide documentId or userId")
+                if v.get("documentId") is None and v.get("userId") is None
+                else None
+            )
+        )
+    )
 
 
 class NotificationChange(Model):
@@ -75,9 +81,15 @@ class DeleteNotifications(Model):
     documentId: Id = None
     notificationIds: id_list() = None
 
-    _rules = rules(rule("documentId", "notificationIds")(
-        lambda v: Broken(None, "Provide notificationIds or documentId")
-        if v.get("documentId") is None and v.get("notificationIds") is None else None))
+    _rules = rules(
+        rule("documentId", "notificationIds")(
+            lambda v: (
+                Broken(None, "Provide notificationIds or documentId")
+                if v.get("documentId") is None and v.get("notificationIds") is None
+                else None
+            )
+        )
+    )
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
@@ -143,8 +155,11 @@ class Notification(Doc):
             "displayBodyMessage": row["display_body_message"],
             "displayHeadlineMessageTemplate": row["display_headline_message_template"],
             "displayHeadlineMessageTemplateData": row["display_headline_message_template_data"] or {},
-            "metadata": {"apiKey": api_key_id, "documentId": row["document_id"],
-                         "organizationId": row["organization_id"]},
+            "metadata": {
+                "apiKey": api_key_id,
+                "documentId": row["document_id"],
+                "organizationId": row["organization_id"],
+            },
             "notifyUsers": row["notify_users"],
             "notifyUsersByUserId": row["notify_users_by_user_id"],
             "timestamp": row["timestamp"],

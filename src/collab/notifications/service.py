@@ -24,13 +24,28 @@ from collab.webhooks import events as webhook_events
 from collab.workspaces.config import require_advanced_queries
 
 
-def event_payload(*, id: str, source: str, source_data: Any, headline: str, headline_data: Any, body: str,
-                  notify_users: dict[str, bool], by_user_id: dict[str, bool], timestamp: int) -> dict[str, Any]:
+def event_payload(
+    *,
+    id: str,
+    source: str,
+    source_data: Any,
+    headline: str,
+    headline_data: Any,
+    body: str,
+    notify_users: dict[str, bool],
+    by_user_id: dict[str, bool],
+    timestamp: int,
+) -> dict[str, Any]:
     """A new notification as the payload of its `notification.add` webhook event."""
     return {
-        "id": id, "notificationSource": source, "notificationSourceData": source_data or {},
-        "displayHeadlineMessageTemplate": headline, "displayHeadlineMessageTemplateData": headline_data or {},
-        "displayBodyMessage": body, "notifyUsers": notify_users, "notifyUsersByUserId": by_user_id,
+        "id": id,
+        "notificationSource": source,
+        "notificationSourceData": source_data or {},
+        "displayHeadlineMessageTemplate": headline,
+        "displayHeadlineMessageTemplateData": headline_data or {},
+        "displayBodyMessage": body,
+        "notifyUsers": notify_users,
+        "notifyUsersByUserId": by_user_id,
         "timestamp": timestamp,
     }
 
@@ -95,14 +110,27 @@ async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[s
             timestamp=now,
         )
         if added:
-            await webhook_events.emit(tx, now=now, api_key_id=tenant.api_key_id, event_type="notification.add",
-                                      organization_id=data.organizationId, document_id=data.documentId,
-                                      action_user=actor, user_ids=[actor["userId"], *by_user_id], payload=event_payload(
-                                          id=notification_id, source="custom", source_data=data.notificationSourceData,
-                                          headline=data.displayHeadlineMessageTemplate,
-                                          headline_data=data.displayHeadlineMessageTemplateData,
-                                          body=data.displayBodyMessage, notify_users=notify_users,
-                                          by_user_id=by_user_id, timestamp=now))
+            await webhook_events.emit(
+                tx,
+                now=now,
+                api_key_id=tenant.api_key_id,
+                event_type="notification.add",
+                organization_id=data.organizationId,
+                document_id=data.documentId,
+                action_user=actor,
+                user_ids=[actor["userId"], *by_user_id],
+                payload=event_payload(
+                    id=notification_id,
+                    source="custom",
+                    source_data=data.notificationSourceData,
+                    headline=data.displayHeadlineMessageTemplate,
+                    headline_data=data.displayHeadlineMessageTemplateData,
+                    body=data.displayBodyMessage,
+                    notify_users=notify_users,
+                    by_user_id=by_user_id,
+                    timestamp=now,
+                ),
+            )
     usage.count(svc, "notifications_sent", workspace_id=tenant.workspace_id, n=int(bool(added)))
     message = "Notification added successfully." if added else "Notification already exists."
     return {"success": True, "message": message, "id": notification_id}
@@ -132,8 +160,14 @@ async def get(svc: Services, *, tenant: Tenant, data: GetNotifications) -> tuple
             limit=data.pageSize + 1,
             budget=budget,
         )
-    return pager.cut(rows, data.pageSize, "timestamp", "id", budget=budget,
-                     render=lambda row: Notification.wire(row, tenant.api_key_id))
+    return pager.cut(
+        rows,
+        data.pageSize,
+        "timestamp",
+        "id",
+        budget=budget,
+        render=lambda row: Notification.wire(row, tenant.api_key_id),
+    )
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) -> dict[str, Any]:
@@ -163,16 +197,21 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) ->
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteNotifications) -> dict[str, Any]:
     """Delete notifications by id and/or document; keyed by id."""
     async with transaction(svc.pool, svc.redis) as tx:
-        deleted = set(await repo.delete(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            ids=data.notificationIds,
-        ))
+        deleted = set(
+            await repo.delete(
+                tx.conn,
+                api_key_id=tenant.api_key_id,
+                organization_id=data.organizationId,
+                document_id=data.documentId,
+                ids=data.notificationIds,
+            )
+        )
     ids = data.notificationIds or sorted(deleted)
     return {
-        i: {"success": i in deleted, "id": i,
-            "message": "Notification deleted." if i in deleted else not_found_message("notification")}
+        i: {
+            "success": i in deleted,
+            "id": i,
+            "message": "Notification deleted." if i in deleted else not_found_message("notification"),
+        }
         for i in ids
     }

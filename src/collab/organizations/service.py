@@ -76,8 +76,11 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteOrganizations) ->
                 tx.conn, api_key_id=tenant.api_key_id, organization_id=organization_id, document_ids=None
             )
     return {
-        org: {"success": org in deleted, "id": org,
-              "message": "Organization deleted." if org in deleted else not_found_message("organization")}
+        org: {
+            "success": org in deleted,
+            "id": org,
+            "message": "Organization deleted." if org in deleted else not_found_message("organization"),
+        }
         for org in data.organizationIds
     }
 
@@ -90,6 +93,10 @@ async def update_disable_state(svc: Services, *, tenant: Tenant, data: UpdateDis
         )
     done = "Updated disable state for organization Successfully"  # the spec's sample message
     return {
-        org: {"success": org in found, "id": org, "message": done if org in found else not_found_message("organization")}
+        org: {
+            "success": org in found,
+            "id": org,
+            "message": done if org in found else not_found_message("organization"),
+        }
         for org in data.organizationIds
     }

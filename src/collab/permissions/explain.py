@@ -28,9 +28,15 @@ def explain_rows(grants: list[dict[str, Any]], *, disabled: bool) -> list[dict[s
     for user_id, held in sorted(by_user.items()):
         winner = access.best(held)
         reasons = [
-            {"kind": _kind(g), "resourceType": g["resource_type"], "resourceId": g["resource_id"],
-             "groupId": g["group_id"], "accessRole": g["access_role"], "expiresAt": g["expires_at"],
-             "decides": not disabled and g["access_role"] == winner["accessRole"]}
+            {
+                "kind": _kind(g),
+                "resourceType": g["resource_type"],
+                "resourceId": g["resource_id"],
+                "groupId": g["group_id"],
+                "accessRole": g["access_role"],
+                "expiresAt": g["expires_at"],
+                "decides": not disabled and g["access_role"] == winner["accessRole"],
+            }
             for g in held
         ]
         entry: dict[str, Any] = {"userId": user_id, "reasons": reasons}
@@ -55,5 +61,10 @@ async def explain_document(svc: Services, *, tenant: Tenant, organization_id: st
         resources = [("organization", organization_id), *(("folder", f) for f in path), ("document", document_id)]
         grants = await repo.grants_on(conn, **key, resources=resources, now_ms=svc.now_ms())
     disabled = bool(organization["disabled"])
-    return {"organizationId": organization_id, "documentId": document_id, "folderPath": path, "disabled": disabled,
-            "users": explain_rows(grants, disabled=disabled)}
+    return {
+        "organizationId": organization_id,
+        "documentId": document_id,
+        "folderPath": path,
+        "disabled": disabled,
+        "users": explain_rows(grants, disabled=disabled),
+    }

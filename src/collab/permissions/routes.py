@@ -24,7 +24,8 @@ Svc = Depends(services)
 
 
 @router.post(
-    "/auth/permissions/add", summary="Grant roles on resources to a user or a group [API-key auth]",
+    "/auth/permissions/add",
+    summary="Grant roles on resources to a user or a group [API-key auth]",
     responses=ACKNOWLEDGED,
 )
 async def add(body: Envelope[AddPermissions], tenant: Tenant = Auth, svc: Services = Svc):
@@ -33,7 +34,8 @@ async def add(body: Envelope[AddPermissions], tenant: Tenant = Auth, svc: Servic
 
 
 @router.post(
-    "/auth/permissions/get", summary="Effective access of users [API-key auth]",
+    "/auth/permissions/get",
+    summary="Effective access of users [API-key auth]",
     responses=answer(dict[str, UserAccess]),
 )
 async def get(body: Envelope[GetPermissions], tenant: Tenant = Auth, svc: Services = Svc):
@@ -41,7 +43,8 @@ async def get(body: Envelope[GetPermissions], tenant: Tenant = Auth, svc: Servic
 
 
 @router.post(
-    "/auth/permissions/remove", summary="Revoke roles on resources [API-key auth]",
+    "/auth/permissions/remove",
+    summary="Revoke roles on resources [API-key auth]",
     responses=answer(PermissionsRemoved),
 )
 async def remove(body: Envelope[RemovePermissions], tenant: Tenant = Auth, svc: Services = Svc):
@@ -55,7 +58,8 @@ async def generate_token(body: Envelope[GenerateToken], tenant: Tenant = Auth, s
 
 
 @router.post(
-    "/auth/tokenkeys/get", summary="The public keys (JWKS) that verify this API key's user tokens [API-key auth]",
+    "/auth/tokenkeys/get",
+    summary="The public keys (JWKS) that verify this API key's user tokens [API-key auth]",
     responses=answer(TokenKeys),
 )
 async def get_token_keys(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):
@@ -63,7 +67,8 @@ async def get_token_keys(body: Envelope[Empty], tenant: Tenant = Auth, svc: Serv
 
 
 @router.post(
-    "/auth/tokenkeys/rotate", summary="Sign user tokens with a new key; the previous one still verifies [API-key auth]",
+    "/auth/tokenkeys/rotate",
+    summary="Sign user tokens with a new key; the previous one still verifies [API-key auth]",
     responses=answer(TokenKeys),
 )
 async def rotate_token_keys(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):

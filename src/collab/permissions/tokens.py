@@ -38,7 +38,9 @@ def decode(keys: Iterable[TokenKey], token: str, *, audience: str, now_s: float)
     if not isinstance(claims["exp"], (int, float)) or claims["exp"] <= now_s:
         raise jwt.ExpiredSignatureError("Signature has expired")
     resources = (claims.get("permissions") or {}).get("resources") or []
-    claims["permissions"] = {"resources": [r for r in resources if r.get("expiresAt") is None or r["expiresAt"] > now_s]}
+    claims["permissions"] = {
+        "resources": [r for r in resources if r.get("expiresAt") is None or r["expiresAt"] > now_s]
+    }
     return claims
 
 

@@ -69,8 +69,14 @@ async def get(svc: Services, *, tenant: Tenant, data: GetPresence) -> list[dict[
     ]
 
 
-async def set_live(svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
-                   users: list[tuple[str, str | None, str | None, str]]) -> None:
+async def set_live(
+    svc: Services,
+    *,
+    api_key_id: str,
+    organization_id: str,
+    document_id: str,
+    users: list[tuple[str, str | None, str | None, str]],
+) -> None:
     """Record what live (realtime) connections say of users: (userId, name, email, status), seen now.
 
     The same rows as REST heartbeats: a connected user is kept `online` (or `away` once idle) by the realtime
@@ -79,6 +85,14 @@ async def set_live(svc: Services, *, api_key_id: str, organization_id: str, docu
     now = svc.now_ms()
     async with transaction(svc.pool, svc.redis) as tx:
         for user_id, name, email, status in sorted(users, key=lambda u: u[0]):
-            await repo.upsert(tx.conn, api_key_id=api_key_id, organization_id=organization_id,
-                              document_id=document_id, user_id=user_id, name=name, email=email, status=status,
-                              last_seen=now)
+            await repo.upsert(
+                tx.conn,
+                api_key_id=api_key_id,
+                organization_id=organization_id,
+                document_id=document_id,
+                user_id=user_id,
+                name=name,
+                email=email,
+                status=status,
+                last_seen=now,
+            )

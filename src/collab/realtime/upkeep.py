@@ -27,8 +27,10 @@ class Upkeep:
 
     def start(self) -> None:
         settings = self.rt.svc.settings
-        self.tasks = [asyncio.create_task(self._every(lambda: settings.realtime_heartbeat_s, self.tick)),
-                      asyncio.create_task(self._every(lambda: settings.realtime_access_recheck_s, self.recheck))]
+        self.tasks = [
+            asyncio.create_task(self._every(lambda: settings.realtime_heartbeat_s, self.tick)),
+            asyncio.create_task(self._every(lambda: settings.realtime_access_recheck_s, self.recheck)),
+        ]
 
     async def stop(self) -> None:
         for task in self.tasks:
@@ -79,8 +81,7 @@ class Upkeep:
             await self._write(room.key, due)
 
     async def _write(self, key: tuple[str, str, str], users: list[tuple[str, Any, Any, str]]) -> None:
-        await presence.set_live(self.rt.svc, api_key_id=key[0], organization_id=key[1], document_id=key[2],
-                                users=users)
+        await presence.set_live(self.rt.svc, api_key_id=key[0], organization_id=key[1], document_id=key[2], users=users)
 
     async def arrived(self, conn: Connection, room: DocumentRoom) -> None:
         """The user is online on the document from now on."""
@@ -122,17 +123,23 @@ class Upkeep:
             if not conns:
                 continue
             try:
-                await asyncio.wait_for(self._recheck(organization_id, rooms, conns),
-                                       svc.settings.realtime_access_recheck_s)
+                await asyncio.wait_for(
+                    self._recheck(organization_id, rooms, conns), svc.settings.realtime_access_recheck_s
+                )
             except Exception:  # noqa: BLE001 - one organization never holds back the others
                 log.exception("realtime access recheck of organization %s failed", organization_id)
 
     async def _recheck(self, organization_id: str, rooms: list[DocumentRoom], conns: list[Connection]) -> None:
         svc = self.rt.svc
         async with svc.pool.connection() as db:
-            answer = await access.roles(svc, db, tenant=conns[0].user.tenant, organization_id=organization_id,
-                                        document_ids=sorted({r.key[2] for r in rooms}),
-                                        user_ids=sorted({c.user.user_id for c in conns}))
+            answer = await access.roles(
+                svc,
+                db,
+                tenant=conns[0].user.tenant,
+                organization_id=organization_id,
+                document_ids=sorted({r.key[2] for r in rooms}),
+                user_ids=sorted({c.user.user_id for c in conns}),
+            )
         for conn in conns:
             role = answer[conn.user.user_id][conn.document_id]
             if isinstance(role, Refused):

@@ -127,13 +127,17 @@ class Recording(Doc):
             "type": "recorder",
             "recordingType": row["recording_type"],
             "mode": row["mode"],
-            "metadata": {"apiKey": row["api_key_id"], "documentId": row["document_id"],
-                         "organizationId": row["organization_id"]},
+            "metadata": {
+                "apiKey": row["api_key_id"],
+                "documentId": row["document_id"],
+                "organizationId": row["organization_id"],
+            },
             "recordedTime": {"duration": row["duration_ms"], "display": display(row["duration_ms"])},
             "displayName": row["display_name"],
             "annotationId": row["annotation_id"],
             "attachments": [
-                {k: a[k] for k in ("attachmentId", "url", "mimeType", "name", "type", "size")} for a in row["attachments"]
+                {k: a[k] for k in ("attachmentId", "url", "mimeType", "name", "type", "size")}
+                for a in row["attachments"]
             ],
             "latestVersion": row["version"],
         }

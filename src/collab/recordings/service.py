@@ -81,7 +81,10 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteRecordings) -> di
             annotation_ids=data.annotationIds,
         )
     return {
-        a: {"success": a in deleted, "id": a,
-            "message": "Recording deleted." if a in deleted else not_found_message("recording")}
+        a: {
+            "success": a in deleted,
+            "id": a,
+            "message": "Recording deleted." if a in deleted else not_found_message("recording"),
+        }
         for a in data.annotationIds
     }

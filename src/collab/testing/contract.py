@@ -39,7 +39,9 @@ class Contract:
         if key not in self._validators:
             # $refs point into #/components: validate against the schema with the components beside it.
             self._validators[key] = jsonschema_rs.validator_for({**schema, "components": self.openapi["components"]})
-        return [f"{path} {status}: {e.message} at {list(e.instance_path)}" for e in self._validators[key].iter_errors(body)]
+        return [
+            f"{path} {status}: {e.message} at {list(e.instance_path)}" for e in self._validators[key].iter_errors(body)
+        ]
 
     def check(self, response: httpx.Response) -> None:
         """Raise AssertionError when an httpx response breaks the contract (an httpx response hook)."""

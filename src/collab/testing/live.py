@@ -8,8 +8,8 @@ import uvicorn
 
 from collab.app import create_app
 from collab.config import Settings
-from collab.realtime.protocol import server_options
 from collab.kit.services import build_services, close_services
+from collab.realtime.protocol import server_options
 from collab.worker import make_worker
 
 

@@ -33,7 +33,10 @@ def build_pdf(objects: list[bytes], *, root: int = 1, trailer_extra: bytes = b""
     for offset in offsets:
         out += b"%010d 00000 n \n" % offset
     out += b"trailer\n<< /Size %d /Root %d 0 R %s>>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, root, trailer_extra, xref,
+        len(objects) + 1,
+        root,
+        trailer_extra,
+        xref,
     )
     return bytes(out)
 

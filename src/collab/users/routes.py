@@ -32,7 +32,8 @@ MEMBERSHIP = answer(dict[str, GroupMembership])
 
 
 @router.post(
-    "/users/add", summary="Give users access to an organization, folder or document [API-key auth]",
+    "/users/add",
+    summary="Give users access to an organization, folder or document [API-key auth]",
     responses=BY_ID,
 )
 async def add(body: Envelope[AddUsers], tenant: Tenant = Auth, svc: Services = Svc):
@@ -45,7 +46,8 @@ async def update(body: Envelope[UpdateUsers], tenant: Tenant = Auth, svc: Servic
 
 
 @router.post(
-    "/users/get", summary="List users with access (advanced queries) [API-key auth]",
+    "/users/get",
+    summary="List users with access (advanced queries) [API-key auth]",
     responses=plain(UsersPage),
 )
 async def get(body: Envelope[GetUsers], tenant: Tenant = Auth, svc: Services = Svc):
@@ -55,7 +57,8 @@ async def get(body: Envelope[GetUsers], tenant: Tenant = Auth, svc: Services = S
 
 
 @router.post(
-    "/users/delete", summary="Remove users from an organization, folder or document [API-key auth]",
+    "/users/delete",
+    summary="Remove users from an organization, folder or document [API-key auth]",
     responses=answer(dict[str, UserRemoved]),
 )
 async def delete(body: Envelope[DeleteUsers], tenant: Tenant = Auth, svc: Services = Svc):
@@ -63,7 +66,9 @@ async def delete(body: Envelope[DeleteUsers], tenant: Tenant = Auth, svc: Servic
 
 
 @router.post(
-    "/users/data/delete", summary="Delete all data of users, asynchronously [API-key auth]", status_code=202,
+    "/users/data/delete",
+    summary="Delete all data of users, asynchronously [API-key auth]",
+    status_code=202,
     responses=plain(UserDataDeletion, 202),
 )
 async def delete_data(body: Envelope[DeleteUserData], tenant: Tenant = Auth, svc: Services = Svc):
@@ -73,7 +78,8 @@ async def delete_data(body: Envelope[DeleteUserData], tenant: Tenant = Auth, svc
 
 
 @router.post(
-    "/users/data/delete/status", summary="Progress of a user-data deletion [API-key auth]",
+    "/users/data/delete/status",
+    summary="Progress of a user-data deletion [API-key auth]",
     responses=answer(DeletionStatus),
 )
 async def delete_data_status(body: Envelope[UserDataDeleteStatus], tenant: Tenant = Auth, svc: Services = Svc):
@@ -81,7 +87,8 @@ async def delete_data_status(body: Envelope[UserDataDeleteStatus], tenant: Tenan
 
 
 @router.post(
-    "/users/data/get", summary="Export all data of users (GDPR), paged [API-key auth]",
+    "/users/data/get",
+    summary="Export all data of users (GDPR), paged [API-key auth]",
     responses=plain(UserDataPage),
 )
 async def get_data(body: Envelope[UserDataGet], tenant: Tenant = Auth, svc: Services = Svc):
@@ -95,7 +102,8 @@ async def add_groups(body: Envelope[AddGroups], tenant: Tenant = Auth, svc: Serv
 
 
 @router.post(
-    "/organizations/usergroups/users/add", summary="Add users to an organization user group [API-key auth]",
+    "/organizations/usergroups/users/add",
+    summary="Add users to an organization user group [API-key auth]",
     responses=MEMBERSHIP,
 )
 async def add_group_users(body: Envelope[GroupUsers], tenant: Tenant = Auth, svc: Services = Svc):
@@ -103,7 +111,8 @@ async def add_group_users(body: Envelope[GroupUsers], tenant: Tenant = Auth, svc
 
 
 @router.post(
-    "/organizations/usergroups/users/delete", summary="Remove users from an organization user group [API-key auth]",
+    "/organizations/usergroups/users/delete",
+    summary="Remove users from an organization user group [API-key auth]",
     responses=MEMBERSHIP,
 )
 async def delete_group_users(body: Envelope[GroupUsers], tenant: Tenant = Auth, svc: Services = Svc):

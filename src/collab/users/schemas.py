@@ -27,9 +27,15 @@ class _Scoped(Model):
     documentId: Id = None
     folderId: Id = None
 
-    _rules = rules(rule("documentId", "folderId")(
-        lambda v: Broken(None, "Provide either documentId or folderId, not both")
-        if v.get("documentId") is not None and v.get("folderId") is not None else None))
+    _rules = rules(
+        rule("documentId", "folderId")(
+            lambda v: (
+                Broken(None, "Provide either documentId or folderId, not both")
+                if v.get("documentId") is not None and v.get("folderId") is not None
+                else None
+            )
+        )
+    )
 
 
 Users = batch(UserIn, "userId")
@@ -45,8 +51,11 @@ class UpdateUsers(AddUsers):
 
 def _all_documents(v):
     if v.get("allDocuments"):
-        return [Broken(f, "allDocuments covers every document: leave out documentId and folderId")
-                for f in ("documentId", "folderId") if v.get(f) is not None] or None
+        return [
+            Broken(f, "allDocuments covers every document: leave out documentId and folderId")
+            for f in ("documentId", "folderId")
+            if v.get(f) is not None
+        ] or None
     return None
 
 
@@ -60,12 +69,20 @@ class GetUsers(_Scoped):
 
     _rules = rules(
         rule("documentId", "folderId")(
-            lambda v: Broken(None, "Provide either documentId or folderId, not both")
-            if v.get("documentId") is not None and v.get("folderId") is not None else None),
+            lambda v: (
+                Broken(None, "Provide either documentId or folderId, not both")
+                if v.get("documentId") is not None and v.get("folderId") is not None
+                else None
+            )
+        ),
         rule("allDocuments", "documentId", "folderId")(_all_documents),
         rule("allDocuments", "groupByDocumentId")(
-            lambda v: Broken("groupByDocumentId", "groupByDocumentId works with allDocuments: true")
-            if v.get("groupByDocumentId") and not v.get("allDocuments") else None),
+            lambda v: (
+                Broken("groupByDocumentId", "groupByDocumentId works with allDocuments: true")
+                if v.get("groupByDocumentId") and not v.get("allDocuments")
+                else None
+            )
+        ),
     )
 
 

@@ -54,13 +54,24 @@ async def add(svc: Services, *, tenant: Tenant, data: AddUsers) -> dict[str, Any
                 if missing:
                     return {u.userId: {"success": False, "id": u.userId, "message": missing} for u in data.users}
                 for user in data.users:
-                    await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name,
-                                      email=user.email, now=now)
-                await permissions_repo.upsert_grants(tx.conn, [
-                    grant_row(tenant=tenant, principal=("user", u.userId), organization_id=data.organizationId,
-                              access_role=u.accessRole or "editor", expires_at=None, now=now, **scope)
-                    for u in data.users
-                ])
+                    await profiles.record_user(
+                        tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now
+                    )
+                await permissions_repo.upsert_grants(
+                    tx.conn,
+                    [
+                        grant_row(
+                            tenant=tenant,
+                            principal=("user", u.userId),
+                            organization_id=data.organizationId,
+                            access_role=u.accessRole or "editor",
+                            expires_at=None,
+                            now=now,
+                            **scope,
+                        )
+                        for u in data.users
+                    ],
+                )
     except ApiError as exc:
         if exc.code != "NOT_FOUND":
             raise
@@ -72,12 +83,21 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateUsers) -> dict[st
     """Change users' names, e-mails and role at the scope; users without access there do not exist."""
     scope = scope_of(data)
     async with svc.pool.connection() as conn:  # one statement: atomic without a transaction of its own
-        updated = await repo.update_users(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                                          users=[u.model_dump(exclude_none=True) for u in data.users],
-                                          now=svc.now_ms(), **scope)
+        updated = await repo.update_users(
+            conn,
+            api_key_id=tenant.api_key_id,
+            organization_id=data.organizationId,
+            users=[u.model_dump(exclude_none=True) for u in data.users],
+            now=svc.now_ms(),
+            **scope,
+        )
     # A user without a grant of their own there, or in a scope that does not exist, is a missing user.
-    return {u.userId: {"success": True, "id": u.userId, "message": "User updated."} if u.userId in updated
-            else {"success": False, "id": u.userId, "message": not_found_message("user")} for u in data.users}
+    return {
+        u.userId: {"success": True, "id": u.userId, "message": "User updated."}
+        if u.userId in updated
+        else {"success": False, "id": u.userId, "message": not_found_message("user")}
+        for u in data.users
+    }
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetUsers) -> tuple[Any, str | None]:

@@ -64,8 +64,13 @@ async def post(svc: Services, *, url: str, body: str, headers: dict[str, str]) -
         # trust_env off: a proxy from the environment would connect somewhere we did not check.
         async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=timeout) as client:
             async with asyncio.timeout(timeout):
-                request = client.build_request("POST", target.url, content=body.encode(),
-                                               headers={**headers, **target.headers}, extensions=target.extensions)
+                request = client.build_request(
+                    "POST",
+                    target.url,
+                    content=body.encode(),
+                    headers={**headers, **target.headers},
+                    extensions=target.extensions,
+                )
                 response = await client.send(request, stream=True)
                 try:
                     excerpt = b""
@@ -84,8 +89,12 @@ async def post(svc: Services, *, url: str, body: str, headers: dict[str, str]) -
         # A stored target the client library cannot use: a failed attempt on the schedule, not a crashing job.
         log.warning("webhook target refused by the HTTP client: %s", exc)
         return {"status_code": None, "response": None, "error": f"Refused: the URL cannot be used ({exc})"[:500]}
-    return {"status_code": response.status_code, "response": excerpt[:EXCERPT_BYTES].decode("utf-8", "replace"),
-            "error": None, "retry_after": response.headers.get("retry-after")}
+    return {
+        "status_code": response.status_code,
+        "response": excerpt[:EXCERPT_BYTES].decode("utf-8", "replace"),
+        "error": None,
+        "retry_after": response.headers.get("retry-after"),
+    }
 
 
 def outcome(result: dict[str, Any], *, attempt: int, max_attempts: int, now: int) -> tuple[str, int | None, str | None]:

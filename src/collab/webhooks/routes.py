@@ -29,7 +29,8 @@ BASE = "/workspace/advancedwebhook"
 
 
 @router.post(
-    f"{BASE}/endpoints/create", summary="Create a webhook endpoint [API-key auth]",
+    f"{BASE}/endpoints/create",
+    summary="Create a webhook endpoint [API-key auth]",
     responses=answer(WebhookEndpoint),
 )
 async def create(body: Envelope[CreateEndpoint], tenant: Tenant = Auth, svc: Services = Svc):
@@ -37,15 +38,19 @@ async def create(body: Envelope[CreateEndpoint], tenant: Tenant = Auth, svc: Ser
 
 
 @router.post(
-    f"{BASE}/endpoints/get", summary="List webhook endpoints [API-key auth]",
+    f"{BASE}/endpoints/get",
+    summary="List webhook endpoints [API-key auth]",
     responses=answer(WebhookEndpointPage),
 )
 async def get(body: Envelope[ListEndpoints], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(await service.list_endpoints(svc, tenant=tenant, data=body.data), "Webhook endpoints retrieved successfully.")
+    return ok(
+        await service.list_endpoints(svc, tenant=tenant, data=body.data), "Webhook endpoints retrieved successfully."
+    )
 
 
 @router.post(
-    f"{BASE}/endpoints/update", summary="Update a webhook endpoint [API-key auth]",
+    f"{BASE}/endpoints/update",
+    summary="Update a webhook endpoint [API-key auth]",
     responses=answer(WebhookEndpoint),
 )
 async def update(body: Envelope[UpdateEndpoint], tenant: Tenant = Auth, svc: Services = Svc):
@@ -53,7 +58,8 @@ async def update(body: Envelope[UpdateEndpoint], tenant: Tenant = Auth, svc: Ser
 
 
 @router.post(
-    f"{BASE}/endpoints/delete", summary="Delete a webhook endpoint [API-key auth]",
+    f"{BASE}/endpoints/delete",
+    summary="Delete a webhook endpoint [API-key auth]",
     responses=answer(WebhookEndpointDeleted),
 )
 async def delete(body: Envelope[EndpointRef], tenant: Tenant = Auth, svc: Services = Svc):
@@ -61,31 +67,41 @@ async def delete(body: Envelope[EndpointRef], tenant: Tenant = Auth, svc: Servic
 
 
 @router.post(
-    f"{BASE}/endpoints/secret/get", summary="Get a webhook endpoint's signing secret [API-key auth]",
+    f"{BASE}/endpoints/secret/get",
+    summary="Get a webhook endpoint's signing secret [API-key auth]",
     responses=answer(WebhookEndpointSecret),
 )
 async def get_secret(body: Envelope[EndpointRef], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(await service.get_secret(svc, tenant=tenant, data=body.data), "Webhook endpoint secret retrieved successfully.")
+    return ok(
+        await service.get_secret(svc, tenant=tenant, data=body.data), "Webhook endpoint secret retrieved successfully."
+    )
 
 
 @router.post(
-    f"{BASE}/endpoints/secret/rotate", summary="Rotate a webhook endpoint's signing secret [API-key auth]",
+    f"{BASE}/endpoints/secret/rotate",
+    summary="Rotate a webhook endpoint's signing secret [API-key auth]",
     responses=answer(WebhookEndpointSecret),
 )
 async def rotate_secret(body: Envelope[EndpointRef], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(await service.rotate_secret(svc, tenant=tenant, data=body.data), "Webhook endpoint secret rotated successfully.")
+    return ok(
+        await service.rotate_secret(svc, tenant=tenant, data=body.data), "Webhook endpoint secret rotated successfully."
+    )
 
 
 @router.post(
-    f"{BASE}/messages/get", summary="List webhook messages and their attempts [API-key auth]",
+    f"{BASE}/messages/get",
+    summary="List webhook messages and their attempts [API-key auth]",
     responses=answer(WebhookMessagePage),
 )
 async def get_messages(body: Envelope[ListMessages], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(await messages.list_messages(svc, tenant=tenant, data=body.data), "Webhook messages retrieved successfully.")
+    return ok(
+        await messages.list_messages(svc, tenant=tenant, data=body.data), "Webhook messages retrieved successfully."
+    )
 
 
 @router.post(
-    f"{BASE}/messages/retry", summary="Redeliver a webhook message to an endpoint [API-key auth]",
+    f"{BASE}/messages/retry",
+    summary="Redeliver a webhook message to an endpoint [API-key auth]",
     responses=answer(WebhookRetryQueued),
 )
 async def retry(body: Envelope[RetryMessage], tenant: Tenant = Auth, svc: Services = Svc):

@@ -46,7 +46,8 @@ async def update_webhook_config(svc: Services, *, tenant: Tenant, data: WebhookC
         stored = (await repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id, for_update=True))["webhook_config"]
         if stored is None and incoming.get("isEnabled") is not True:
             raise ApiError(
-                "FAILED_PRECONDITION", "Advanced webhooks are not configured yet: the first update must set isEnabled: true."
+                "FAILED_PRECONDITION",
+                "Advanced webhooks are not configured yet: the first update must set isEnabled: true.",
             )
         merged = {**WEBHOOK_DEFAULTS, **(stored or {}), **incoming}
         await repo.set_config(tx.conn, api_key_id=tenant.api_key_id, column="webhook", config=merged)

@@ -20,12 +20,27 @@ async def workspaces_of_email(conn: Conn, *, email: str) -> list[dict[str, Any]]
 
 
 async def insert_workspace(
-    conn: Conn, *, id: str, name: str, owner_email: str, owner_id: str, owner_name: str, owner_avatar: str,
-    auth_token_hash: str, auth_token_enc: bytes, is_root: bool,
+    conn: Conn,
+    *,
+    id: str,
+    name: str,
+    owner_email: str,
+    owner_id: str,
+    owner_name: str,
+    owner_avatar: str,
+    auth_token_hash: str,
+    auth_token_enc: bytes,
+    is_root: bool,
 ) -> None:
     row = {
-        "id": id, "name": name, "owner_email": owner_email, "owner_id": owner_id, "owner_name": owner_name,
-        "owner_avatar": owner_avatar, "auth_token_hash": auth_token_hash, "auth_token_enc": auth_token_enc,
+        "id": id,
+        "name": name,
+        "owner_email": owner_email,
+        "owner_id": owner_id,
+        "owner_name": owner_name,
+        "owner_avatar": owner_avatar,
+        "auth_token_hash": auth_token_hash,
+        "auth_token_enc": auth_token_enc,
         "is_root": is_root,
     }
     await execute(conn, q.insert_workspace, row)
@@ -37,7 +52,13 @@ async def insert_api_key(conn: Conn, *, workspace_id: str, id: str, name: str, t
 
 
 async def insert_auth_token(
-    conn: Conn, *, api_key_id: str, name: str, domains: list[str] | None, token_hash: str, token_enc: bytes,
+    conn: Conn,
+    *,
+    api_key_id: str,
+    name: str,
+    domains: list[str] | None,
+    token_hash: str,
+    token_enc: bytes,
 ) -> None:
     row = {"api_key_id": api_key_id, "name": name, "domains": domains, "token_hash": token_hash, "token_enc": token_enc}
     await execute(conn, q.insert_auth_token, row)
@@ -76,7 +97,11 @@ async def api_key_config(conn: Conn, *, api_key_id: str, for_update: bool = Fals
 
 async def set_config(conn: Conn, *, api_key_id: str, column: str, config: dict[str, Any]) -> None:
     """Store one of the JSON config columns (webhook, activity, notification)."""
-    sql = {"webhook": q.set_webhook_config, "activity": q.set_activity_config, "notification": q.set_notification_config}
+    sql = {
+        "webhook": q.set_webhook_config,
+        "activity": q.set_activity_config,
+        "notification": q.set_notification_config,
+    }
     await execute(conn, sql[column], {"api_key_id": api_key_id, "config": Jsonb(config)})
 
 
@@ -93,7 +118,9 @@ async def api_key_config_view(conn: Conn, *, api_key_id: str) -> dict[str, Any]:
 
 async def upsert_provider_key(conn: Conn, *, api_key_id: str, provider: str, key_enc: bytes, last4: str) -> None:
     await execute(
-        conn, q.upsert_provider_key, {"api_key_id": api_key_id, "provider": provider, "key_enc": key_enc, "last4": last4}
+        conn,
+        q.upsert_provider_key,
+        {"api_key_id": api_key_id, "provider": provider, "key_enc": key_enc, "last4": last4},
     )
 
 

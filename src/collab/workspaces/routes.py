@@ -3,7 +3,7 @@
 from fastapi import APIRouter, Depends, Request
 
 from collab.kit.auth import Tenant, WorkspaceCaller, api_key_auth, workspace_auth
-from collab.kit.envelope import StrictJsonRoute, Empty, Envelope, ok
+from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import answer
 from collab.kit.services import Services, services
 from collab.workspaces import config, service
@@ -45,7 +45,8 @@ async def get_workspace(
 
 
 @router.post(
-    "/workspace/authtoken/reset", summary="Reset an API key's auth token [Workspace auth]",
+    "/workspace/authtoken/reset",
+    summary="Reset an API key's auth token [Workspace auth]",
     responses=answer(AuthTokenReset),
 )
 async def reset_auth_token(
@@ -56,7 +57,8 @@ async def reset_auth_token(
 
 
 @router.post(
-    "/workspace/authtokens/get", summary="List an API key's auth tokens [Workspace auth]",
+    "/workspace/authtokens/get",
+    summary="List an API key's auth tokens [Workspace auth]",
     responses=answer(AuthTokens),
 )
 async def list_auth_tokens(
@@ -75,7 +77,8 @@ async def create_api_key(
 
 
 @router.post(
-    "/workspace/apikeys/get", summary="List the workspace's API keys [Workspace auth]",
+    "/workspace/apikeys/get",
+    summary="List the workspace's API keys [Workspace auth]",
     responses=answer(list[ApiKeyEntry]),
 )
 async def list_api_keys(
@@ -85,7 +88,8 @@ async def list_api_keys(
 
 
 @router.post(
-    "/workspace/apikeyconfig/update", summary="Update the API key's console settings [API-key auth]",
+    "/workspace/apikeyconfig/update",
+    summary="Update the API key's console settings [API-key auth]",
     responses=answer(ApiKeyConfig),
 )
 async def update_api_key_config(
@@ -96,7 +100,8 @@ async def update_api_key_config(
 
 
 @router.post(
-    "/workspace/apikeyconfig/get", summary="Get the API key's console settings [API-key auth]",
+    "/workspace/apikeyconfig/get",
+    summary="Get the API key's console settings [API-key auth]",
     responses=answer(ApiKeyConfig),
 )
 async def get_api_key_config(
@@ -106,7 +111,8 @@ async def get_api_key_config(
 
 
 @router.post(
-    "/workspace/advancedwebhookconfig/update", summary="Update advanced webhook config [API-key auth]",
+    "/workspace/advancedwebhookconfig/update",
+    summary="Update advanced webhook config [API-key auth]",
     responses=answer(AdvancedWebhookConfig),
 )
 async def update_webhook_config(
@@ -117,7 +123,8 @@ async def update_webhook_config(
 
 
 @router.post(
-    "/workspace/advancedwebhookconfig/get", summary="Get advanced webhook config [API-key auth]",
+    "/workspace/advancedwebhookconfig/get",
+    summary="Get advanced webhook config [API-key auth]",
     responses=answer(AdvancedWebhookConfig),
 )
 async def get_webhook_config(
@@ -127,7 +134,8 @@ async def get_webhook_config(
 
 
 @router.post(
-    "/workspace/activityconfig/update", summary="Update activity service config [API-key auth]",
+    "/workspace/activityconfig/update",
+    summary="Update activity service config [API-key auth]",
     responses=answer(ActivityConfig),
 )
 async def update_activity_config(
@@ -138,7 +146,8 @@ async def update_activity_config(
 
 
 @router.post(
-    "/workspace/activityconfig/get", summary="Get activity service config [API-key auth]",
+    "/workspace/activityconfig/get",
+    summary="Get activity service config [API-key auth]",
     responses=answer(ActivityConfig),
 )
 async def get_activity_config(
@@ -148,7 +157,8 @@ async def get_activity_config(
 
 
 @router.post(
-    "/workspace/notificationconfig/update", summary="Update notification config [API-key auth]",
+    "/workspace/notificationconfig/update",
+    summary="Update notification config [API-key auth]",
     responses=answer(NotificationConfig),
 )
 async def update_notification_config(
@@ -159,7 +169,8 @@ async def update_notification_config(
 
 
 @router.post(
-    "/workspace/notificationconfig/get", summary="Get notification config [API-key auth]",
+    "/workspace/notificationconfig/get",
+    summary="Get notification config [API-key auth]",
     responses=answer(FullNotificationConfig),
 )
 async def get_notification_config(

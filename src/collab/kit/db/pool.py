@@ -120,9 +120,16 @@ def create_pool(
         timeout=timeout,
         reconnect_timeout=reconnect_timeout,
         configure=_prepared,
-        kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S,
-                "options": _options(url, statement_timeout_s=statement_timeout_s,
-                                    idle_in_transaction_timeout_s=idle_in_transaction_timeout_s)},
+        kwargs={
+            "autocommit": True,
+            "row_factory": dict_row,
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            "options": _options(
+                url,
+                statement_timeout_s=statement_timeout_s,
+                idle_in_transaction_timeout_s=idle_in_transaction_timeout_s,
+            ),
+        },
     )
 
 
@@ -135,8 +142,10 @@ async def _prepared(conn: Conn) -> None:
 def _options(url: str, *, statement_timeout_s: float, idle_in_transaction_timeout_s: float) -> str:
     """The URL's own `options`, then the pool's time limits (in ms)."""
     own = conninfo_to_dict(url).get("options") or ""
-    limits = (f"-c statement_timeout={int(statement_timeout_s * 1000)} "
-              f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)}")
+    limits = (
+        f"-c statement_timeout={int(statement_timeout_s * 1000)} "
+        f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)}"
+    )
     return f"{own} {limits}".strip()
 
 

