@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock test-clients run test fuzz bench bench-crud bench-realtime load clean
+.PHONY: install lock test-clients run test lint fuzz bench bench-crud bench-realtime load clean
 
 LOCK   := requirements.lock
 UV_VERSION := 0.13.9
@@ -41,7 +41,7 @@ $(STAMP): pyproject.toml $(LOCK)
 # Re-resolve after changing a pin in pyproject.toml (needs uv and the package index): uv.lock, then its export.
 lock:
 	uv lock --python 3.11
-	uv export --frozen --extra test --no-emit-project $(foreach p,$(TORCH_ONLY),--no-emit-package $(p)) \
+	uv export --frozen --extra test --extra lint --no-emit-project $(foreach p,$(TORCH_ONLY),--no-emit-package $(p)) \
 	  --format requirements-txt --quiet -o $(LOCK)
 
 install: $(STAMP)
@@ -69,6 +69,12 @@ run: install
 
 test: install test-clients
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The formatter's check, the linter and the type checker (configured in pyproject.toml); CI runs it first.
+lint: install
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
 
 # Schema fuzzing at a large budget (make test runs the same cases at 10 per operation and mode).
 fuzz: install

@@ -80,7 +80,8 @@ def main() -> str:
         f"Machine: {machine()}. API, one worker and a fake OpenAI server as separate processes on loopback; "
         "overhead = end-to-end minus the fake provider's own time at the same percentile.",
         "",
-        "| clients | calls | e2e p50 ms | e2e p99 ms | provider p50 ms | provider p99 ms | overhead p50 ms | overhead p99 ms | calls/s | failures |",
+        "| clients | calls | e2e p50 ms | e2e p99 ms | provider p50 ms | provider p99 ms"
+        " | overhead p50 ms | overhead p99 ms | calls/s | failures |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:

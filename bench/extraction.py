@@ -44,7 +44,8 @@ def _rows(n: int) -> list[tuple[str, str, str]]:
         (
             f"C-{i:06d}",
             rng.choice(_SUBJECTS).title(),
-            f"Check that {rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} the {rng.choice(_SUBJECTS)} required by policy {i}",
+            f"Check that {rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} the {rng.choice(_SUBJECTS)}"
+            f" required by policy {i}",
         )
         for i in range(n)
     ]

@@ -332,7 +332,8 @@ def markdown(r: dict[str, Any]) -> str:
     a = r["args"]
     lines = [
         f"{a['users']} virtual users (mean think time {a['think'] * 1000:.0f} ms), {a['tenants']} tenants, "
-        f"{r['elapsed_s']:.0f} s of load, the first {a['warmup']:.0f} s warm-up (setup {r['setup_s']:.0f} s, not measured). "
+        f"{r['elapsed_s']:.0f} s of load, the first {a['warmup']:.0f} s warm-up "
+        f"(setup {r['setup_s']:.0f} s, not measured). "
         f"Machine: {r['machine']}.",
         "",
     ]

@@ -57,7 +57,8 @@ def main() -> str:
             data_dir=root,
             secret_key="bench-secret-key-0123456789-abcdefghij",
             log_json=False,
-            worker_poll_delay_s=0.01,  # "before" enqueues without the wake push: the bulk lane's old 10 ms poll finds it
+            # "before" enqueues without the wake push: the bulk lane's old 10 ms poll finds it
+            worker_poll_delay_s=0.01,
         )
 
         live = Live(settings).start()

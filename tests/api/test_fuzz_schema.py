@@ -32,7 +32,7 @@ SEED = int(os.environ.get("COLLAB_FUZZ_SEED", "20261121"))
 # The document is static: build it without starting anything.
 OPENAPI = create_app(Settings(secret_key="fuzz-document-only-0123456789abcdef")).openapi()
 SCHEMA = schemathesis.openapi.from_dict(OPENAPI)
-# NUL is stripped from every string before validation (Postgres cannot store it; docs/decisions.md), so a
+# NUL is stripped from every string before validation (Postgres cannot store it; docs/reference.md, "Wire"), so a
 # generated string over its maxLength only by NULs is rightly accepted; NUL handling has its own tests.
 SCHEMA.config.generation.update(allow_x00=False)
 PATHS = sorted(path for path, item in OPENAPI["paths"].items() if "post" in item)

@@ -68,12 +68,14 @@ def _entry(name: str, version: str | None = None) -> dict:
 
 
 def resolve(platform: str, *, follow_torch: bool = True, patch: str = "0") -> dict[str, dict]:
-    """The packages installed on a platform: collab with its test extra, and all they need there (from the lock).
+    """The packages installed on a platform: collab with its test and lint extras, and all they need there (from
+    the lock).
     Python 3.11.0 by default: a few backports are wanted only below some 3.11 patch release."""
     environment = _environment(platform, patch)
     chosen: dict[str, dict] = {}
     done: set[tuple[str, str]] = set()
-    todo = [("collab", None, ""), ("collab", None, "test")]  # "": a package's own dependencies, else an extra's
+    # "": a package's own dependencies, else an extra's
+    todo = [("collab", None, ""), ("collab", None, "test"), ("collab", None, "lint")]
     while todo:
         name, version, extra = todo.pop()
         if (name, extra) in done:

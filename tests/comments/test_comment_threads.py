@@ -397,18 +397,11 @@ def test_reactions_add_and_delete(client):
 def test_unread_counts_move_with_read_marks(client, clock):
     t = setup(client)
     add(client, t, thread("hi", "author", annotationId="a1"), thread("mine", "reader", annotationId="a2"))
-    count = lambda: result(
-        post(
-            client,
-            f"{BASE}/count/get",
-            {
-                "organizationId": "org",
-                "userId": "reader",  # noqa
-                "documentIds": ["doc", "doc2"],
-            },
-            t.headers,
-        )
-    )
+
+    def count():
+        body = {"organizationId": "org", "userId": "reader", "documentIds": ["doc", "doc2"]}
+        return result(post(client, f"{BASE}/count/get", body, t.headers))
+
     assert count() == {
         "doc": {"total": 2, "unread": 1, "unreadComments": 1},
         "doc2": {"total": 0, "unread": 0, "unreadComments": 0},

@@ -176,7 +176,8 @@ def user_rows(db, t, user):
             (t.api_key, user),
         ).fetchone()["n"],
         "notifications": db.execute(
-            "select count(*) as n from notifications where api_key_id = %s and (action_user->>'userId' = %s or notify_users_by_user_id ? %s)",
+            "select count(*) as n from notifications"
+            " where api_key_id = %s and (action_user->>'userId' = %s or notify_users_by_user_id ? %s)",
             (t.api_key, user, user),
         ).fetchone()["n"],
         "presence": db.execute(

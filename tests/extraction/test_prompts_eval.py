@@ -33,23 +33,43 @@ def test_render_refuses_missing_and_extra_variables():
     "text, problem",
     [
         (
-            'name = "p"\nversion = 1\nvariables = ["a"]\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n[messages]\nsystem = "$a $b"\nuser = "u"\n',
+            (
+                'name = "p"\nversion = 1\nvariables = ["a"]\noutput_schema = "s.json"\n'
+                '[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n'
+                '[messages]\nsystem = "$a $b"\nuser = "u"\n'
+            ),
             "undeclared",
         ),
         (
-            'name = "p"\nversion = 1\nvariables = ["a", "z"]\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n[messages]\nsystem = "$a"\nuser = "u"\n',
+            (
+                'name = "p"\nversion = 1\nvariables = ["a", "z"]\noutput_schema = "s.json"\n'
+                '[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n'
+                '[messages]\nsystem = "$a"\nuser = "u"\n'
+            ),
             "unused",
         ),
         (
-            'name = "other"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n[messages]\nsystem = "s"\nuser = "u"\n',
+            (
+                'name = "other"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n'
+                '[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n'
+                '[messages]\nsystem = "s"\nuser = "u"\n'
+            ),
             "does not match",
         ),
         (
-            'name = "p"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n[models]\nopenai="gpt-4o"\n[messages]\nsystem = "s"\nuser = "u"\n',
+            (
+                'name = "p"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n'
+                '[models]\nopenai="gpt-4o"\n'
+                '[messages]\nsystem = "s"\nuser = "u"\n'
+            ),
             "no model",
         ),
         (
-            'name = "p"\nversion = 1\nvariables = []\noutput_schema = "missing.json"\n[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n[messages]\nsystem = "s"\nuser = "u"\n',
+            (
+                'name = "p"\nversion = 1\nvariables = []\noutput_schema = "missing.json"\n'
+                '[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n'
+                '[messages]\nsystem = "s"\nuser = "u"\n'
+            ),
             "missing.json",
         ),
     ],

@@ -56,7 +56,10 @@ def test_score_caps_recall_at_what_fits_in_the_top_k():
             "not an activities/add record",
         ),
         (
-            '{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment", "actionType": "comment.add", "actionUser": {"userId": "u"}}}\n',
+            (
+                '{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment",'
+                ' "actionType": "comment.add", "actionUser": {"userId": "u"}}}\n'
+            ),
             '{"id": "q1", "kind": "keyword", "query": "x", "relevant": ["nope"]}\n',
             "not in judgments.jsonl",
         ),

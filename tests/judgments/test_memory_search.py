@@ -320,7 +320,8 @@ def test_small_tenant_inside_a_large_table_gets_full_results(client, live, db):
         j as (insert into judgments (api_key_id, id, organization_id, document_id, decision, judge_type, reasoning,
                                      confidence, action_user, created_at)
               select %(key)s, id, 'org1', 'doc1', 'comment', 'human', 'x', 1, '{"userId": "x"}', 1 from a returning id)
-        insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)
+        insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id,
+                                         document_id, embedding)
         select %(key)s, id, 'review', %(model)s, 'h', 'org1', 'doc1',
                (select array_agg(random() - 0.5)::vector from generate_series(1, %(dims)s) where j.id is not null)
         from j

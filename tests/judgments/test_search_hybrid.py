@@ -1,4 +1,5 @@
-"""Hybrid search (identifiers, a repeated text first), full pages in a tiny organization past the exact threshold, bound page tokens."""
+"""Hybrid search (identifiers, a repeated text first), full pages in a tiny organization past the exact threshold, bound
+page tokens."""
 
 import pytest
 
@@ -53,12 +54,14 @@ def test_a_tiny_organization_in_a_large_table_gets_full_pages(client, live, db):
                      from generate_series(1, 6000) g),
         a as (insert into activities (api_key_id, id, organization_id, document_id, feature_type, action_type,
                                       action_user, "timestamp")
-              select %(key)s, id, org, 'doc1', 'comment', 'comment.add', '{"userId": "x"}', g from ids returning id, organization_id),
+              select %(key)s, id, org, 'doc1', 'comment', 'comment.add', '{"userId": "x"}', g from ids
+              returning id, organization_id),
         j as (insert into judgments (api_key_id, id, organization_id, document_id, decision, judge_type, reasoning,
                                      confidence, action_user, created_at)
               select %(key)s, id, organization_id, 'doc1', 'comment', 'human', 'note ' || id, 1, '{"userId": "x"}', 1
               from a returning id, organization_id)
-        insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)
+        insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id,
+                                         document_id, embedding)
         select %(key)s, id, 'review', %(model)s, 'h', organization_id, 'doc1',
                (select array_agg(random() - 0.5)::vector from generate_series(1, %(dims)s) where j.id is not null)
         from j

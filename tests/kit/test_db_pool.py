@@ -9,7 +9,6 @@ import psycopg
 import pytest
 
 from collab.embeddings import registry
-from collab.kit.db import create_pool, execute, fetch_one
 from collab.kit.db import pool as dbpool
 from collab.kit.db.pool import create_pool, execute, fetch_all, fetch_one
 

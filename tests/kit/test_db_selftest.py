@@ -38,7 +38,8 @@ def _make_distance_crash(url: str) -> None:
         conn.execute("create schema vecext")
         conn.execute("create extension vector schema vecext")
         conn.execute("""create function public.crashing_distance(a vecext.vector, b vecext.vector) returns float8
-                        language plpgsql as $$ begin perform pg_terminate_backend(pg_backend_pid()); return 0; end $$""")
+                        language plpgsql as $$ begin perform pg_terminate_backend(pg_backend_pid()); return 0;
+                        end $$""")
         conn.execute(
             "create operator public.<=> (leftarg = vecext.vector, rightarg = vecext.vector, "
             "function = public.crashing_distance)"
@@ -101,7 +102,9 @@ def test_a_server_without_pgvector_is_refused_with_the_fix(monkeypatch, scratch_
         "_sql",
         {
             **selftest.q._sql,
-            "versions": "select current_setting('server_version') as server_version, null as installed, null as available",
+            "versions": (
+                "select current_setting('server_version') as server_version, null as installed, null as available"
+            ),
         },
     )
     with pytest.raises(selftest.SelfTestFailed) as refused:

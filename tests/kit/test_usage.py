@@ -18,7 +18,11 @@ pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, em
 
 MINUTE = 60_000
 KEY = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-usage-key"}]}
-CSV = b"Category,Check\nClaims,Every price claim states whether tax is included\nPrivacy,Forms link to the privacy policy\n"
+CSV = (
+    b"Category,Check\n"
+    b"Claims,Every price claim states whether tax is included\n"
+    b"Privacy,Forms link to the privacy policy\n"
+)
 
 
 def flush(live):

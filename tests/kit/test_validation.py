@@ -1,5 +1,5 @@
-"""Validation answers list every failing field, and a conditional rule names the field it is about. Paths are relative to
-`data`."""
+"""Validation answers list every failing field, and a conditional rule names the field it is about. Paths are relative
+to `data`."""
 
 from typing import Any
 

@@ -25,7 +25,9 @@ SCRIPT = textwrap.dedent(
     out = {}
 
     async def main():
-        for model, provider in [("claude-sonnet-4-0", "anthropic"), ("gemini-2.5-flash", "gemini"), ("gpt-4o", "openai")]:
+        for model, provider in [
+            ("claude-sonnet-4-0", "anthropic"), ("gemini-2.5-flash", "gemini"), ("gpt-4o", "openai")
+        ]:
             route = resolve(model)
             completion = await complete(route, messages=messages_for(route, system="s", user="u"),
                                         api_key="k-12345678", api_base=bases[provider], timeout_s=20, attempts=1)

@@ -217,7 +217,8 @@ def messages(client, t, **data):
 
 
 def delayed_batch_and_failed_delivery(client, live, receiver):
-    """A tenant with a comment (b1) batched for 20 s and a webhook at /b whose first attempt failed: (tenant, that attempt)."""
+    """A tenant with a comment (b1) batched for 20 s and a webhook at /b whose first attempt failed: (tenant, that
+    attempt)."""
     t = service_tenant(client, DELAYED)
     enable_webhooks(client, t)
     create_endpoint(client, t, receiver.url("/b"), filterTypes=["notification.add"])

@@ -26,7 +26,11 @@ from support.helpers import add_organization, error, new_tenant, post, result
 
 TASK_NAMES = list(TASKS)
 KILLED = -signal.SIGKILL
-CSV = b"Category,Check\nClaims,Every price claim states whether tax is included\nPrivacy,Forms link to the privacy policy\n"
+CSV = (
+    b"Category,Check\n"
+    b"Claims,Every price claim states whether tax is included\n"
+    b"Privacy,Forms link to the privacy policy\n"
+)
 FILE = base64.b64encode(CSV).decode()
 ASK = {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}
 # "At once" and "no hang" are client timeouts: a call that hangs fails with httpx.ReadTimeout. Speed itself is

@@ -18,7 +18,11 @@ from support.factories import release, wait_for, with_own_key
 from support.helpers import error, new_tenant, post, result
 
 EXTRACT = "/v2/agents/extract"
-CHECKS = b"Category,Check\nClaims,Every price claim states whether tax is included\nPrivacy,Forms link to the privacy policy\n"
+CHECKS = (
+    b"Category,Check\n"
+    b"Claims,Every price claim states whether tax is included\n"
+    b"Privacy,Forms link to the privacy policy\n"
+)
 
 
 @pytest.fixture

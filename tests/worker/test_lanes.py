@@ -171,7 +171,10 @@ def test_bulk_crons_run_while_every_extraction_slot_is_held(client, live, llm, r
         clock["now"] += 20  # the delayed notification falls due; the webhook's retry (5 s ± 10 %) too
         # Nothing here runs the crons: the worker's bulk lane does, on its own ticks.
         wait_for(lambda: batches(client, b) == [["b1"]], "the delayed notification (flush cron)")
-        retried = lambda: [h.headers["webhook-id"] for h in receiver.to("/b")].count(first.headers["webhook-id"]) == 2
+
+        def retried():
+            return [h.headers["webhook-id"] for h in receiver.to("/b")].count(first.headers["webhook-id"]) == 2
+
         wait_for(retried, "the webhook retry (webhook sweep cron)")
     finally:
         release(llm)

@@ -1,6 +1,7 @@
 """SQL of the activity log; executes, never commits."""
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from psycopg.types.json import Jsonb
 
@@ -23,7 +24,8 @@ async def upsert_many(conn: Conn, *, api_key_id: str, records: list[dict[str, An
     async with conn.cursor() as cur:
         await cur.executemany(q.upsert_activity, rows, returning=True)
         for _ in rows:
-            flags.append((await cur.fetchone())["inserted"])
+            # One row per statement (its `inserted`), a dict as the pool's connections make them.
+            flags.append(cast(dict[str, Any], await cur.fetchone())["inserted"])
             cur.nextset()
     return flags
 
@@ -72,7 +74,7 @@ async def list_page(
     organization_id: str,
     document_id: str | None,
     target_entity_id: str | None,
-    feature_types: list[str] | None,
+    feature_types: Sequence[str] | None,
     action_types: list[str] | None,
     user_id: str | None,
     activity_ids: list[str] | None,

@@ -5,7 +5,7 @@ from typing import Any
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -115,7 +115,7 @@ async def update_annotation(
 async def take_comment_ids(conn: Conn, *, api_key_id: str, organization_id: str, id: str, count: int, now: int) -> int:
     """Stamp a thread updated and reserve `count` comment ids; the last id reserved."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "taken": count, "now": now}
-    return (await fetch_one(conn, q.touch_annotation, params))["last_comment_id"]
+    return (await fetch_row(conn, q.touch_annotation, params))["last_comment_id"]
 
 
 async def delete_annotations(
@@ -245,7 +245,7 @@ async def comment_briefs(
 async def thread_load(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str) -> dict[str, int]:
     """{n, bytes}: a thread's comments and their stored bytes."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_id": annotation_id}
-    return await fetch_one(conn, q.thread_load, params)
+    return await fetch_row(conn, q.thread_load, params)
 
 
 async def thread_participants(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str) -> set[str]:
@@ -368,7 +368,7 @@ async def reaction_counts(
         reaction=reaction,
         user_id=user_id,
     )
-    return await fetch_one(conn, q.reaction_counts, params)
+    return await fetch_row(conn, q.reaction_counts, params)
 
 
 async def add_reaction(
@@ -446,7 +446,7 @@ async def count_scope(
 ) -> int:
     """How many threads a count would read, counted up to `most` + 1."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_ids": document_ids, "most": most}
-    return (await fetch_one(conn, q.count_scope, params))["n"]
+    return (await fetch_row(conn, q.count_scope, params))["n"]
 
 
 async def count_threads(

@@ -7,10 +7,10 @@ from pydantic_core import PydanticCustomError
 
 from collab.activities.schemas import ActionUser
 from collab.kit.envelope import Model, dumps
-from collab.kit.fields import Id, distinct, id_list
+from collab.kit.fields import Id, IdList, distinct
 from collab.kit.openapi import Doc
 
-# Size limits (docs/decisions.md, "Comments"); comments and bytes per thread are settings
+# Size limits (docs/reference.md, "Comments"); comments and bytes per thread are settings
 # (COLLAB_COMMENTS_MAX_PER_THREAD, COLLAB_COMMENTS_MAX_THREAD_BYTES).
 MAX_TEXT = 20_000  # characters of commentText, and of commentHtml
 # JSON bytes (compact, UTF-8) of each free-form value: agent, context, location, and the extra keys of a user or of
@@ -178,13 +178,13 @@ class AddAnnotations(Scope):
 class GetAnnotations(Model):
     organizationId: Id
     documentId: str = OptId
-    documentIds: id_list() = None
-    annotationIds: id_list() = None
-    locationIds: id_list() = None
+    documentIds: IdList = None
+    annotationIds: IdList = None
+    locationIds: IdList = None
     folderId: str = OptId
-    userIds: id_list() = None
-    mentionedUserIds: id_list() = None
-    assignedToUserIds: id_list() = None
+    userIds: IdList = None
+    mentionedUserIds: IdList = None
+    assignedToUserIds: IdList = None
     statusIds: list[StatusId] = Field(None, min_length=1, max_length=3)
     resolvedBy: str = OptId
     createdAfter: int = Field(None, ge=0)
@@ -219,7 +219,7 @@ class IdentityChange(Model):
 
 
 class UpdateAnnotations(Scope):
-    annotationIds: id_list() = None
+    annotationIds: IdList = None
     updatedData: AnnotationChange = None
     updateUsers: list[IdentityChange] = Field(None, min_length=1, max_length=100)
     # Beyond Velt: who makes the change (activities, resolvedByUserId, verifyUserPermissions).
@@ -236,7 +236,7 @@ class UpdateAnnotations(Scope):
 
 
 class DeleteAnnotations(Scope):
-    annotationIds: id_list() = None
+    annotationIds: IdList = None
     actionUser: User = None
     verifyUserPermissions: bool = False
 
@@ -249,7 +249,7 @@ class DeleteAnnotations(Scope):
 
 class CountAnnotations(Model):
     organizationId: Id
-    documentIds: id_list() = None
+    documentIds: IdList = None
     userId: Id
 
 
@@ -306,7 +306,7 @@ class Reaction(Thread):
 
 class ReadUpdate(Scope):
     userId: Id
-    annotationIds: id_list() = None
+    annotationIds: IdList = None
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).

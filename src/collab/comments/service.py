@@ -273,7 +273,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
             results[annotation_id] = _outcome(annotation_id, True, "Annotation updated.")
         for pair in data.updateUsers or []:
             old = pair.from_.userId
-            # The request names a document (and maybe threads): the rewrite stays inside them (docs/decisions.md).
+            # The request names a document (and maybe threads): the rewrite stays inside them (docs/reference.md).
             renamed = await repo.rename_user(
                 tx.conn,
                 **key,

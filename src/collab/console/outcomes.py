@@ -2,15 +2,18 @@
 models, and service errors turned into words next to the fields that caused them."""
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
+from starlette.datastructures import UploadFile
 
 from collab.console.forms import PAGE, by_field
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.validation import issues_from_errors
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass
@@ -46,7 +49,7 @@ def from_validation(exc: ValidationError) -> Outcome:
     return Outcome(errors=errors, status=400, message=errors.pop("form", None))
 
 
-def parse(model: type[BaseModel], values: dict[str, Any]) -> tuple[BaseModel | None, Outcome]:
+def parse(model: type[M], values: dict[str, Any]) -> tuple[M | None, Outcome]:
     """The API's request model from form values, or the field errors it reports (as the API would)."""
     try:
         return model.model_validate(values), Outcome()
@@ -97,7 +100,7 @@ def words(value: Any) -> list[str] | None:
     return found or None
 
 
-async def selected_key(console, key: str | None) -> tuple[Tenant, list[dict[str, Any]], str]:
+async def selected_key(console, key: str | UploadFile | None) -> tuple[Tenant, list[dict[str, Any]], str]:
     """The tenant of `?key=` (default: the workspace's first key), every key for the selector, and the key's id.
 
     A key of another workspace is NOT_FOUND (raised by Console.tenant)."""

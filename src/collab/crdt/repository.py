@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -67,7 +67,7 @@ async def count_editors_locked(conn: Conn, *, api_key_id: str, organization_id: 
     """The document's editor count, holding the document's add lock until the transaction ends."""
     key = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id}
     await execute(conn, q.lock_document, key)
-    return (await fetch_one(conn, q.count_editors, key))["editors"]
+    return (await fetch_row(conn, q.count_editors, key))["editors"]
 
 
 def _editor(api_key_id: str, organization_id: str, document_id: str, editor_id: str) -> dict[str, str]:
@@ -82,7 +82,7 @@ def _editor(api_key_id: str, organization_id: str, document_id: str, editor_id: 
 
 async def exists(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str) -> bool:
     """Whether the editor has a document."""
-    found = await fetch_one(conn, q.editor_exists, _editor(api_key_id, organization_id, document_id, editor_id))
+    found = await fetch_row(conn, q.editor_exists, _editor(api_key_id, organization_id, document_id, editor_id))
     return found["found"]
 
 
@@ -180,7 +180,7 @@ async def append_update(
         "user_id": user_id,
         "now": now,
     }
-    return (await fetch_one(conn, q.append_update, row))["seq"]
+    return (await fetch_row(conn, q.append_update, row))["seq"]
 
 
 async def append_updates(conn: Conn, rows: list[dict[str, Any]]) -> None:

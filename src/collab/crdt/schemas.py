@@ -1,5 +1,6 @@
 """Request models of the CRDT endpoints."""
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -7,9 +8,9 @@ from pydantic import ConfigDict, Field
 
 from collab.crdt import ydoc
 from collab.kit.envelope import Model
-from collab.kit.fields import Id, id_list
+from collab.kit.fields import Id, IdList
 from collab.kit.openapi import Doc
-from collab.kit.validation import Broken, required, rule, rules
+from collab.kit.validation import Broken, Check, required, rule, rules
 
 CrdtType = Literal["text", "map", "array", "xml", "xmltext"]
 # The base64 of an update as large as the 8 MiB body limit allows.
@@ -24,12 +25,19 @@ _ID_REQUIRED = {
 }
 
 
+def _id_required(field: str) -> Check:
+    """A check refusing a missing or null `field` with its own message."""
+
+    def check(v: Mapping[str, Any]) -> Broken | None:
+        return Broken(field, _ID_REQUIRED[field], "invalid_type") if v.get(field) is None else None
+
+    return check
+
+
 def _ids(*fields: str) -> list:
     """Rules refusing a missing or null id with its own message, beside every other failing field (one rule per id:
     a rule whose fields include one that failed its type does not run, and the others must still be named)."""
-    return [
-        rule(f)(lambda v, f=f: Broken(f, _ID_REQUIRED[f], "invalid_type") if v.get(f) is None else None) for f in fields
-    ]
+    return [rule(f)(_id_required(f)) for f in fields]
 
 
 class Editors(Model):
@@ -81,7 +89,7 @@ class GetCrdt(Editors):
 
 class DeleteCrdt(Editors):
     model_config = ConfigDict(json_schema_extra=required("organizationId", "documentId"))
-    editorIds: id_list() | None = None
+    editorIds: IdList | None = None
 
     _rules = rules(*_ids("organizationId", "documentId"))
 

@@ -72,6 +72,7 @@ def _decode_update(text: str) -> bytes:
 async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
     """Store JSON content as an editor's new Yjs document; ALREADY_EXISTS when the editor has one."""
     _require(data, "organizationId", "documentId", "editorId")
+    assert data.organizationId is not None and data.documentId is not None and data.editorId is not None
     _check_data(data.data, data.type)
     state = await _off_loop(svc, "data", ydoc.write, data.type, data.contentKey, None, data.data)
     async with transaction(svc.pool, svc.redis) as tx:
@@ -127,6 +128,7 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
     """A page of the editor records of a document (one editor's when editorId is given), in editor id order, of
     about `max_response_bytes` (at least one editor), and the next page's token."""
     _require(data, "organizationId", "documentId")
+    assert data.organizationId is not None and data.documentId is not None
     filters = data.model_dump(exclude={"pageToken"})
     pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "crdt", filters)
     (after_id,) = pager.after(data.pageToken, 1)
@@ -250,11 +252,12 @@ async def compact(svc: Services, *, api_key_id: str, organization_id: str, docum
 async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
     """Change an editor's document by CRDT operations (a diff of data, or a client's Yjs update), so edits merge."""
     _require(data, "organizationId", "documentId", "editorId")
+    assert data.organizationId is not None and data.documentId is not None and data.editorId is not None
     if (data.data is None) == (data.yjsUpdate is None):
         message = "Provide exactly one of data and yjsUpdate."
         raise invalid(message, [issue(["data"], message), issue(["yjsUpdate"], message)])
     client_update = _decode_update(data.yjsUpdate) if data.yjsUpdate is not None else None
-    key = {
+    key: dict[str, Any] = {
         "api_key_id": tenant.api_key_id,
         "organization_id": data.organizationId,
         "document_id": data.documentId,
@@ -287,6 +290,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteCrdt) -> dict[str, Any]:
     """Delete editors' documents (all of the document's when editorIds is omitted); results keyed by editor id."""
     _require(data, "organizationId", "documentId")
+    assert data.organizationId is not None and data.documentId is not None
     async with transaction(svc.pool, svc.redis) as tx:
         deleted = await repo.delete(
             tx.conn,

@@ -92,8 +92,9 @@ def _render(node: Any, depth: int) -> list[str]:
 
 def _formatted(text: str, attrs: dict[str, Any] | None) -> str:
     # Formatting that a Yjs editor put on text renders as Yjs renders it: one element per attribute.
-    names = sorted(attrs or {})
-    opened = "".join(f"<{n}{_attributes(attrs[n]) if isinstance(attrs[n], dict) else ''}>" for n in names)
+    shown = attrs or {}
+    names = sorted(shown)
+    opened = "".join(f"<{n}{_attributes(shown[n]) if isinstance(shown[n], dict) else ''}>" for n in names)
     closed = "".join(f"</{n}>" for n in reversed(names))
     return opened + escape_text(text) + closed
 

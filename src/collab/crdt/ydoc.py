@@ -165,7 +165,7 @@ def encode(state: bytes) -> str:
 
 def load(state: bytes | None) -> Doc:
     """A document from its stored state (an empty one for None)."""
-    doc = Doc()
+    doc: Doc = Doc()
     if state:
         doc.apply_update(state)
     return doc

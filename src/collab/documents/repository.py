@@ -5,7 +5,7 @@ from typing import Any
 from psycopg import sql
 
 from collab.features import DOCUMENT_TABLES, delete_feature_data
-from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -52,7 +52,7 @@ async def insert_many(
         "folder_id": folder_id,
         "now": now,
     }
-    return await fetch_one(conn, q.insert_documents, params)
+    return await fetch_row(conn, q.insert_documents, params)
 
 
 async def list_page(

@@ -1,11 +1,11 @@
 """Request models of documents, folders and document migration."""
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from collab.kit.envelope import Model
-from collab.kit.fields import Id, Name, batch, id_list
+from collab.kit.fields import MAX_BATCH, Id, IdList, Name, unique_by
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 
@@ -15,7 +15,7 @@ class DocumentIn(Model):
     documentName: Name = None
 
 
-Documents = batch(DocumentIn, "documentId")
+Documents = Annotated[list[DocumentIn], Field(min_length=1, max_length=MAX_BATCH), unique_by("documentId")]
 
 
 class AddDocuments(Model):
@@ -28,7 +28,7 @@ class AddDocuments(Model):
 
 class GetDocuments(Model):
     organizationId: Id
-    documentIds: id_list() = None
+    documentIds: IdList = None
     folderId: Id = None
     pageSize: int = Field(1000, ge=1, le=1000)
     pageToken: str = Field(None, max_length=1000)
@@ -50,7 +50,7 @@ class DocumentChange(Model):
     )
 
 
-DocumentChanges = batch(DocumentChange, "documentId")
+DocumentChanges = Annotated[list[DocumentChange], Field(min_length=1, max_length=MAX_BATCH), unique_by("documentId")]
 
 
 class UpdateDocuments(Model):
@@ -60,7 +60,7 @@ class UpdateDocuments(Model):
 
 class DeleteDocuments(Model):
     organizationId: Id
-    documentIds: id_list()
+    documentIds: IdList
 
 
 class MigrateDocument(Model):
@@ -90,7 +90,7 @@ class FolderIn(Model):
     parentFolderId: Id = None
 
 
-Folders = batch(FolderIn, "folderId")
+Folders = Annotated[list[FolderIn], Field(min_length=1, max_length=MAX_BATCH), unique_by("folderId")]
 
 
 class AddFolders(Model):

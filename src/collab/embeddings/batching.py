@@ -4,7 +4,7 @@ that arrive while it runs go in the next passes, those of like length together.
 A batch pads every text to its longest, so the texts of a pass are of like length (within `SPREAD` of the oldest
 waiting one's). With 16 concurrent clients this cost the worker 7.1-8.4 ms of CPU per search against 8.7-10.2 for
 the one-thread session beside the all-cores one, and answered 113-131 searches/s against 101-123 (four alternating
-pairs on one stack; docs/decisions.md, "Concurrent query encodes in passes of like length"). A query that comes
+pairs on one stack; ADR 0027, "Concurrent query encodes in passes of like length"). A query that comes
 alone runs at once: nothing waits to fill a batch.
 """
 
@@ -12,6 +12,7 @@ import asyncio
 import functools
 import weakref
 from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any
 
 # The most texts in one pass: a bound on how long the last one in a batch waits (~1.3 ms a short query).
 MAX_BATCH = 16
@@ -24,7 +25,7 @@ class QueryBatches:
 
     def __init__(self, executor: Executor, *, max_batch: int = MAX_BATCH):
         self.executor, self.max_batch = executor, max_batch
-        self.waiting: list[tuple[object, str, asyncio.Future]] = []
+        self.waiting: list[tuple[Any, str, asyncio.Future]] = []
         self.running = False
 
     async def encode(self, embedder, text: str) -> list[float]:
@@ -69,6 +70,7 @@ class QueryBatches:
             if error is not None:
                 future.set_exception(error)
             else:
+                assert vectors is not None  # a pass without an error has its result
                 future.set_result(vectors[i])
 
 

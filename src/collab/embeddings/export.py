@@ -131,7 +131,7 @@ def _offline() -> None:
             raise OSError(f"the model export makes no network connection (asked for {address[0]})")
         return connect(sock, address)
 
-    socket.socket.connect = local_only
+    socket.socket.connect = local_only  # type: ignore[method-assign]  # undone when the export ends
 
 
 def _atomic(target: Path, write) -> None:
@@ -237,7 +237,7 @@ def _quantize(fp32: Path, target: Path, tokens) -> None:
     """Per-channel dynamic int8 of the attention weights only; the feed-forward layers stay fp32.
 
     Quantizing every MatMul (the naive recipe) drifts to cosine 0.96 on one-word texts: the feed-forward
-    output layers see GELU outliers. The attention-only recipe keeps min cosine >= 0.99 (docs/decisions.md).
+    output layers see GELU outliers. The attention-only recipe keeps min cosine >= 0.99 (ADR 0027).
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic

@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 log = logging.getLogger("collab.embeddings")
@@ -48,7 +49,7 @@ class Embedder:
         from collab.embeddings.runtime import Tokens, TorchModel, bulk_device, native_bf16
 
         self.name = name
-        self.model = None
+        self.model: Any = None  # an exported model (ONNX, OpenVINO) or a TorchModel: both encode and answer queries
         asked = dtype
         if dtype == "auto":
             dtype = "bf16" if runtime in ("auto", "openvino") and native_bf16() else "fp32"

@@ -6,21 +6,21 @@ import hashlib
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
-from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
 
 KINDS = ("review", "content")
 # From pgvector 0.7 (halfvec) the HNSW index holds half-precision copies of the vectors: at 100k rows 112 MB against
-# 195 MB, nearest-neighbour SQL p50 2.4 against 4.2 ms, recall@10 0.991 against 0.993 (docs/decisions.md). Rows
+# 195 MB, nearest-neighbour SQL p50 2.4 against 4.2 ms, recall@10 0.991 against 0.993 (ADR 0026). Rows
 # keep full precision, and so do the distances a search returns and sorts by.
 HALF_FROM = (0, 7)
 
 
 # The half-precision graph is built with ef_construction 128 (queries.sql): over a million rows recall@10 at
 # ef_search 200 went 0.952 → 0.988 against 64, for a 1.7x longer build of the same size and query cost
-# (docs/decisions.md). The name tells the builds apart: an earlier release's (`hnswh_`, 64) serves searches until
+# (ADR 0026). The name tells the builds apart: an earlier release's (`hnswh_`, 64) serves searches until
 # its replacement is built in the background.
 def index_name(model: str, kind: str, *, half: bool = True) -> str:
     """The HNSW index this release builds for a model and kind (half or full precision)."""
@@ -46,9 +46,7 @@ def indexed_expr(dimensions: int, *, half: bool) -> sql.Composable:
     return sql.SQL("(embedding::halfvec({}))").format(sql.Literal(dimensions)) if half else vector_expr(dimensions)
 
 
-def index_statement(
-    *, model: str, kind: str, dimensions: int, half: bool, concurrently: bool = False
-) -> sql.Composable:
+def index_statement(*, model: str, kind: str, dimensions: int, half: bool, concurrently: bool = False) -> sql.Composed:
     """The statement that builds the HNSW (cosine) index of one model and kind, unless it exists."""
     return sql.SQL(q.create_hnsw_index).format(
         index=sql.Identifier(index_name(model, kind, half=half)),
@@ -60,7 +58,7 @@ def index_statement(
     )
 
 
-def _drop(name: str, *, concurrently: bool = False) -> sql.Composable:
+def _drop(name: str, *, concurrently: bool = False) -> sql.Composed:
     return sql.SQL(q.drop_index).format(
         index=sql.Identifier(name), concurrently=sql.SQL("concurrently" if concurrently else "")
     )
@@ -157,7 +155,7 @@ async def upgrade_indexes(pool: AsyncConnectionPool, *, model: str, dimensions: 
     often; the sparser graph serves the same expression as its replacement). One process at a time: False at once
     where another holds the upgrade. True when this call changed anything."""
     async with pool.connection() as conn:  # autocommit: CONCURRENTLY cannot run in a transaction
-        if not (await fetch_one(conn, q.try_upgrade_lock))["held"]:
+        if not (await fetch_row(conn, q.try_upgrade_lock))["held"]:
             return False
         try:
             half, wanted, legacy, found = await _wanted(conn, model)

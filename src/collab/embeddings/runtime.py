@@ -8,6 +8,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from pathlib import Path
+from typing import Any
 
 import numpy
 
@@ -138,7 +139,8 @@ class Recent:
     """A small LRU of query vectors (a repeated search skips the model); the caller picks the key."""
 
     def __init__(self, size: int = QUERY_CACHE):
-        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+        self.size, self.lock = size, threading.Lock()
+        self.items: OrderedDict[Any, Any] = OrderedDict()
 
     def get(self, key: Hashable):
         with self.lock:
@@ -229,7 +231,7 @@ class OnnxModel:
                     self._bulk = TorchModel(self.source, device="cuda")
                 elif self.openvino:
                     # A stream per core, a thread each, a batch each: 619-653 texts/s against 582-623 for one
-                    # stream of every core (three rounds in one process, docs/decisions.md).
+                    # stream of every core (three rounds in one process, ADR 0027).
                     self._bulk = self.cpu_session(threads=cores(), streams=cores())
                 else:
                     self._bulk = self.cpu_session(threads=cores())
@@ -289,7 +291,9 @@ class TorchModel:
             # ~1.7x faster on CPU; cosine to fp32 vectors >= 0.998 (docs/benchmarks.md).
             self.model = self.model.to(torch.bfloat16)
         dims = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dimensions = int(dims())
+        dimensions = dims()
+        assert dimensions is not None  # an embedding model has a fixed output size
+        self.dimensions = int(dimensions)
         self.lock = threading.Lock()
 
     def queries(self, texts: list[str]) -> numpy.ndarray:

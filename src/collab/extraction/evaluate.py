@@ -129,7 +129,8 @@ def table(rows: list[Row]) -> str:
     for r in rows:
         ok = "yes" if r.ok else f"NO {r.error}".strip()
         lines.append(
-            f"| {r.fixture} | {r.tasks} | {r.covered} | {r.skipped} | {r.agents} | {r.schema_valid} | {r.latency_s} | {r.tokens} | {ok} |"
+            f"| {r.fixture} | {r.tasks} | {r.covered} | {r.skipped} | {r.agents} | {r.schema_valid}"
+            f" | {r.latency_s} | {r.tokens} | {ok} |"
         )
     return "\n".join(lines)
 
@@ -176,7 +177,8 @@ def compare_table(a: list[Row], b: list[Row], *, names: tuple[str, str]) -> str:
         rb = by_fixture[ra.fixture]
         oks = ["yes" if r.ok else f"NO {r.error}".strip() for r in (ra, rb)]
         lines.append(
-            f"| {ra.fixture} | {ra.covered} | {rb.covered} | {ra.skipped} | {rb.skipped} | {ra.agents} | {rb.agents} | {oks[0]} | {oks[1]} |"
+            f"| {ra.fixture} | {ra.covered} | {rb.covered} | {ra.skipped} | {rb.skipped}"
+            f" | {ra.agents} | {rb.agents} | {oks[0]} | {oks[1]} |"
         )
     lines += ["", "| total | A | B | B - A |", "|---|---:|---:|---:|"]
     ta, tb = totals(a), totals(b)

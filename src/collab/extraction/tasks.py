@@ -141,7 +141,8 @@ class _Call:
                     {"role": "assistant", "content": completion.text[:20_000]},
                     {
                         "role": "user",
-                        "content": f"That answer is invalid ({exc}). Answer again with JSON only, following the schema exactly.",
+                        "content": f"That answer is invalid ({exc})."
+                        " Answer again with JSON only, following the schema exactly.",
                     },
                 ]
         raise AssertionError("unreachable")

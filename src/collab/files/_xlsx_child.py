@@ -111,7 +111,7 @@ def main() -> None:
             max_cell_chars=max_cell_chars,
             max_output_chars=max_output_chars,
         )
-        verdict = {"done": True}
+        verdict: dict[str, object] = {"done": True}
     except _Limit as exc:
         verdict = {"error": "limits", "message": str(exc)}
     except MemoryError:

@@ -19,7 +19,7 @@ def extract_pages(data: bytes, *, limits: Limits) -> list[str]:
     if not isinstance(verdict, dict):
         raise DecodeError("unreadable", "the PDF reader failed on this file")
     if not verdict.get("ok"):
-        kind = verdict.get("kind") if verdict.get("kind") in {"limits", "unreadable"} else "unreadable"
+        kind = verdict["kind"] if verdict.get("kind") in {"limits", "unreadable"} else "unreadable"
         raise DecodeError(kind, str(verdict.get("message") or "the PDF cannot be read"))
     pages = verdict.get("pages")
     if not isinstance(pages, list):

@@ -353,7 +353,8 @@ def table(report: dict[str, Any]) -> str:
     """The report as text: a Markdown table per ranking and kind, then the configured ranking's misses at 3."""
     load_info = report["load"]
     lines = [
-        f"model {report['model']} ({report['dimensions']} dims): {report['judgments']} judgments, {report['queries']} queries;"
+        f"model {report['model']} ({report['dimensions']} dims):"
+        f" {report['judgments']} judgments, {report['queries']} queries;"
         f" loaded {load_info['judgments']} judgments / {load_info['vectors']} vectors in {load_info['seconds']} s",
         "",
         "| ranking | kind | queries | recall@1 | recall@3 | recall@10 | MRR | p50 ms | p95 ms |",
@@ -363,8 +364,8 @@ def table(report: dict[str, Any]) -> str:
         label = _label(name, ranking["settings"])
         for kind, m in [*ranking["kinds"].items(), ("overall", ranking["overall"])]:
             lines.append(
-                f"| {label} | {kind} | {m['queries']} | {m['recall@1']:.3f} | {m['recall@3']:.3f} | {m['recall@10']:.3f}"
-                f" | {m['mrr']:.3f} | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} |"
+                f"| {label} | {kind} | {m['queries']} | {m['recall@1']:.3f} | {m['recall@3']:.3f}"
+                f" | {m['recall@10']:.3f} | {m['mrr']:.3f} | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} |"
             )
     misses = [d for d in report["perQuery"] if d["configured"]["recall@3"] < 1]
     lines += ["", f"configured ranking, queries with a relevant judgment missing from the top 3: {len(misses)}"]

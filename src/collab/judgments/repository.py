@@ -9,7 +9,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from collab.embeddings.registry import indexed_expr
-from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -46,7 +46,8 @@ async def delete_many(conn: Conn, *, api_key_id: str, ids: list[str]) -> None:
 
 
 async def upsert_embeddings(conn: Conn, *, api_key_id: str, model: str, rows: list[dict[str, Any]]) -> None:
-    """Write many vectors in one statement (rows: judgment_id, kind, content_hash, organization_id, document_id, embedding)."""
+    """Write many vectors in one statement (rows: judgment_id, kind, content_hash, organization_id, document_id,
+    embedding)."""
     if not rows:
         return
     params: dict[str, Any] = {"api_key_id": api_key_id, "model": model}
@@ -162,7 +163,7 @@ async def activities_after(
 
 
 async def count_judgments(conn: Conn, *, only: str | None = None) -> int:
-    return (await fetch_one(conn, q.count_judgments, {"only": only}))["n"]
+    return (await fetch_row(conn, q.count_judgments, {"only": only}))["n"]
 
 
 def _scope_where(organization_id: str | None, document_id: str | None, table: str = "e") -> sql.Composable:
@@ -195,12 +196,12 @@ async def count_scope(
         "organization_id": organization_id,
         "document_id": document_id,
     }
-    return (await fetch_one(conn, query, params))["n"]
+    return (await fetch_row(conn, query, params))["n"]
 
 
 async def table_rows(conn: Conn) -> int:
     """The planner's estimate of the embeddings table's size (no scan)."""
-    return (await fetch_one(conn, q.table_rows))["n"]
+    return (await fetch_row(conn, q.table_rows))["n"]
 
 
 # The hnsw.* settings each pooled connection was given by `use_settings`. They last for its session: only the

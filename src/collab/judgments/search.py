@@ -147,7 +147,7 @@ def plan(
             settings={
                 # The first beam (iterative scans widen it where the scope filter needs more): 100 gave recall@10
                 # 0.99 over 100k rows at half the cost of 200; over a million rows 300 (recall@10 0.981-0.988 in
-                # every scope against 0.972-0.983 at 200, SQL p50 +2 ms; docs/decisions.md, "The first beam").
+                # every scope against 0.972-0.983 at 200, SQL p50 +2 ms; docs/adr/0026, "The first beam").
                 "hnsw.ef_search": str(min(ef_max, max(BEAM if total <= LARGE_GRAPH else LARGE_BEAM, 3 * k))),
                 "hnsw.iterative_scan": "relaxed_order",
                 "hnsw.max_scan_tuples": str(tuples),

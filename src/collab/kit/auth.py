@@ -12,7 +12,7 @@ from redis.exceptions import RedisError
 
 from collab.kit import authlimit
 from collab.kit.credentials import CHANGED_CHANNEL
-from collab.kit.db import Queries, fetch_all, fetch_one
+from collab.kit.db import Queries, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError, not_found
 from collab.kit.services import Services, services
@@ -126,7 +126,7 @@ async def credentials_changed(svc: Services, *, api_key_id: str) -> None:
 
 async def rotate_token_key(conn: Conn, *, api_key_id: str) -> int:
     """Bump the API key's token signing key version; the new version."""
-    row = await fetch_one(conn, q.rotate_token_key, {"api_key_id": api_key_id})
+    row = await fetch_row(conn, q.rotate_token_key, {"api_key_id": api_key_id})
     return row["token_key_version"]
 
 

@@ -56,7 +56,7 @@ async def admit(svc: Services, *, kind: str, address: str, subject: str | None, 
     credentials are not known good; else the gate to report the outcome to. With no subject (user tokens: every
     user of a key has their own) only the address counts."""
     now, settings = svc.clock(), svc.settings
-    counters = (_counter(f"addr:{_digest(address)}", settings.auth_failures_per_address, now),)
+    counters: tuple[_Counter, ...] = (_counter(f"addr:{_digest(address)}", settings.auth_failures_per_address, now),)
     if subject is not None:
         counters += (_counter(f"{kind}:{_digest(subject)}", settings.auth_failures_per_key, now),)
     # A keyed hash (the keyring's MAC): Redis never holds anything a token could be recovered from.

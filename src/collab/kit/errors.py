@@ -1,5 +1,6 @@
 """One error family: ApiError carries a spec error code; handlers turn it into the envelope."""
 
+from collections.abc import Sequence
 from typing import Any
 
 HTTP_STATUS = {
@@ -121,6 +122,6 @@ def invalid(message: str, issues: list[dict[str, Any]] | None = None) -> ApiErro
     return ApiError("INVALID_ARGUMENT", message, details={"issues": issues})
 
 
-def issue(path: list[str], message: str, code: str = "custom") -> dict[str, Any]:
+def issue(path: Sequence[str | int], message: str, code: str = "custom") -> dict[str, Any]:
     """One entry of details.issues."""
     return {"code": code, "path": [str(p) for p in path], "message": message}

@@ -1,11 +1,13 @@
 """Field types shared by request models: identifiers, id lists without duplicates, batch caps."""
 
-from typing import Annotated, Any, Iterable
+from typing import Annotated, Any, Iterable, TypeVar
 
 from pydantic import AfterValidator, Field
 
-# Our own cap for batch arrays the spec leaves open (documented in docs/decisions.md).
+# Our own cap for batch arrays the spec leaves open (docs/reference.md, "Organizations, folders and documents").
 MAX_BATCH = 1000
+
+T = TypeVar("T")
 
 Id = Annotated[str, Field(min_length=1, max_length=200)]
 Name = Annotated[str, Field(max_length=500)]
@@ -25,16 +27,17 @@ def _distinct(values: list[str]) -> list[str]:
     return values
 
 
-def id_list(max_length: int = MAX_BATCH) -> Any:
-    """A non-empty list of distinct ids, at most `max_length` long."""
-    return Annotated[list[Id], Field(min_length=1, max_length=max_length), AfterValidator(_distinct)]
+# A non-empty list of distinct ids, at most MAX_BATCH long (or the lower cap the spec names for the field).
+IdList = Annotated[list[Id], Field(min_length=1, max_length=MAX_BATCH), AfterValidator(_distinct)]
+IdList100 = Annotated[list[Id], Field(min_length=1, max_length=100), AfterValidator(_distinct)]
+IdList30 = Annotated[list[Id], Field(min_length=1, max_length=30), AfterValidator(_distinct)]
 
 
-def batch(item_type: Any, key: str, max_length: int = MAX_BATCH) -> Any:
-    """A non-empty list of up to `max_length` items, no two with the same `key` field."""
+def unique_by(key: str) -> AfterValidator:
+    """A batch validator refusing two items with the same `key` field."""
 
-    def check(items: list[Any]) -> list[Any]:
+    def check(items: list[T]) -> list[T]:
         distinct((getattr(item, key) for item in items), key)
         return items
 
-    return Annotated[list[item_type], Field(min_length=1, max_length=max_length), AfterValidator(check)]
+    return AfterValidator(check)

@@ -40,6 +40,7 @@ class _Link(asyncio.Protocol):
         self.reader.feed(data)
         while (reply := self.reader.gets()) is not False:
             if not self.listener._reply(reply):
+                assert self.transport is not None  # connection_made came first
                 self.transport.abort()
                 return
 
@@ -127,6 +128,7 @@ class Listener:
         while True:
             try:
                 link = self._link = await self._connect()
+                assert link.transport is not None  # set as the connection was made
                 kw = self.redis.connection_pool.connection_kwargs
                 hello, password = b"", kw.get("password")
                 if password:
@@ -143,6 +145,8 @@ class Listener:
 
     async def _watch(self, link: _Link) -> None:
         """Until the link closes: a PING every `ping_s`; no answer to the last one by the next means Redis is gone."""
+        transport = link.transport
+        assert transport is not None  # set as the connection was made
         try:
             while True:
                 pongs = self._pongs
@@ -152,6 +156,6 @@ class Listener:
                 if link.pinged and self._pongs == pongs:
                     raise ConnectionError("no answer to PING")
                 link.pinged = True
-                link.transport.write(_command("PING"))
+                transport.write(_command("PING"))
         finally:
-            link.transport.abort()
+            transport.abort()

@@ -144,7 +144,10 @@ async def concurrency(redis: Redis | None, *, bucket: str, limit: int, ttl_s: in
     held = False
     if redis is not None:
         try:
-            held = bool(await redis.eval(_ACQUIRE, 1, key, limit, int(ttl_s * 1000), holder))
+            # redis-py types its sync and async clients' replies as one union
+            # redis-py types script arguments and timeouts narrower than it takes (ints, a float timeout)
+            reply = redis.eval(_ACQUIRE, 1, key, limit, int(ttl_s * 1000), holder)  # type: ignore[arg-type]
+            held = bool(await reply)  # type: ignore[misc]
         except (RedisError, OSError) as exc:
             log.warning("concurrency %s not checked, Redis unreachable: %s", bucket, exc)
             held = None  # type: ignore[assignment]  # unknown: let the work run
@@ -154,6 +157,7 @@ async def concurrency(redis: Redis | None, *, bucket: str, limit: int, ttl_s: in
         yield
     finally:
         if held:
+            assert redis is not None  # held only with a client
             try:
                 await redis.zrem(key, holder)
             except (RedisError, OSError):

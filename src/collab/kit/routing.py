@@ -18,6 +18,7 @@ def operation_table(app: FastAPI) -> dict[tuple[str, str], APIRoute]:
     table: dict[tuple[str, str], APIRoute] = {}
     for route in app.router.routes:
         if isinstance(route, APIRoute) and "{" not in route.path:
+            assert route.methods is not None  # APIRoute fills in GET where none are given
             for method in route.methods:
                 table.setdefault((method, route.path), route)
     return table

@@ -1,5 +1,7 @@
 """docs/configuration.md, rendered from the field descriptions of `collab.config.Settings`."""
 
+from typing import cast
+
 from pydantic.fields import FieldInfo
 
 from collab.config import Settings
@@ -32,7 +34,8 @@ def render() -> str:
 def section_of(field: FieldInfo) -> str | None:
     """The section a field opens (`json_schema_extra={"section": ...}`), if it opens one."""
     extra = field.json_schema_extra
-    return extra.get("section") if isinstance(extra, dict) else None
+    # The settings name a section with a string (JSON schema extras are typed as any JSON value).
+    return cast("str | None", extra.get("section")) if isinstance(extra, dict) else None
 
 
 def default_cell(name: str, field: FieldInfo) -> str:

@@ -3,7 +3,7 @@
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from pydantic import BaseModel, ValidationError, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from collab.kit.errors import ApiError, invalid
 
@@ -119,14 +119,14 @@ def _found(result: "Broken | list[Broken] | None") -> list[Broken]:
     return [] if result is None else [result] if isinstance(result, Broken) else list(result)
 
 
-def _line(broken: Broken, value: Any) -> dict[str, Any]:
+def _line(broken: Broken, value: Any) -> InitErrorDetails:
     loc = () if broken.field is None else (broken.field,)
     # The message goes in as context, never as the template: braces in it stay as written.
     kind = PydanticCustomError(_TYPES.get(broken.code, "rule"), "{message}", {"message": broken.message})
     return {"type": kind, "loc": loc, "input": value}
 
 
-def _again(error: dict[str, Any]) -> dict[str, Any]:
+def _again(error: ErrorDetails) -> InitErrorDetails:
     """A pydantic error as it came, to raise again beside the rules' findings (type, location and message kept)."""
     context = {**(error.get("ctx") or {}), "message": error["msg"]}
     return {
@@ -170,7 +170,8 @@ def rules(*declared: tuple[tuple[str, ...], Check]) -> Any:
             raise ValidationError.from_exception_data(cls.__name__, found)
         return model
 
-    return model_validator(mode="wrap")(classmethod(validate))
+    # pydantic's stubs type the decorator form (where mypy unwraps @classmethod); a classmethod object is what it takes.
+    return model_validator(mode="wrap")(classmethod(validate))  # type: ignore[arg-type]
 
 
 def _sent(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:

@@ -223,7 +223,8 @@ def _extract(text: str) -> str:
         {
             "name": _name(category),
             "description": f"Checks content against the {category.lower()} items of the checklist.",
-            "prompt": f"Review the content for {category.lower()} issues for {{{{brand_name}}}} and report each failed check.",
+            "prompt": f"Review the content for {category.lower()} issues for {{{{brand_name}}}}"
+            " and report each failed check.",
             "taskIds": ids,
             "userContextFields": [{"id": "brand_name", "title": "Brand name", "type": "text", "example": "Acme"}],
         }

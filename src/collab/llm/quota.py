@@ -10,7 +10,7 @@ concurrent calls over. 0 turns a limit off.
 from datetime import datetime, timedelta, timezone
 
 from collab.config import Settings
-from collab.kit.db import Queries, delete_in_batches, fetch_one
+from collab.kit.db import Queries, delete_in_batches, fetch_one, fetch_row
 from collab.kit.services import Services
 
 q = Queries.beside(__file__)
@@ -50,7 +50,7 @@ async def record(svc: Services, *, workspace_id: str, calls: int, tokens: int) -
     """Count platform-key use for the workspace's current day (its own transaction: the call was made); the
     day's totals (calls, tokens) after it."""
     async with svc.pool.connection() as conn:
-        row = await fetch_one(
+        row = await fetch_row(
             conn,
             q.add_usage,
             {"workspace_id": workspace_id, "day": _day(svc.clock()), "calls": calls, "tokens": tokens},

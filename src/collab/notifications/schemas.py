@@ -1,12 +1,12 @@
 """Request models of notifications."""
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
 from collab.events import ActionUser
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, Name, batch, id_list
+from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, Name, unique_by
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 
@@ -43,7 +43,7 @@ class GetNotifications(Model):
     documentId: Id = None
     userId: Id = None
     locationId: Id = None
-    notificationIds: id_list(30) = None
+    notificationIds: IdList30 = None
     pageSize: int = Field(1000, ge=1, le=1000)
     pageToken: str = Field(None, max_length=1000)
     order: Literal["asc", "desc"] = "desc"
@@ -68,7 +68,7 @@ class NotificationChange(Model):
     readByUserIds: list[Id] = Field(None, max_length=MAX_BATCH)
 
 
-Changes = batch(NotificationChange, "id")
+Changes = Annotated[list[NotificationChange], Field(min_length=1, max_length=MAX_BATCH), unique_by("id")]
 
 
 class UpdateNotifications(Model):
@@ -79,7 +79,7 @@ class UpdateNotifications(Model):
 class DeleteNotifications(Model):
     organizationId: Id
     documentId: Id = None
-    notificationIds: id_list() = None
+    notificationIds: IdList = None
 
     _rules = rules(
         rule("documentId", "notificationIds")(

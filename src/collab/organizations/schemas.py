@@ -1,11 +1,11 @@
 """Request models of the organization endpoints."""
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from collab.kit.envelope import Model
-from collab.kit.fields import Id, Name, batch, id_list
+from collab.kit.fields import MAX_BATCH, Id, IdList, Name, unique_by
 from collab.kit.openapi import Doc
 
 
@@ -14,7 +14,7 @@ class OrganizationIn(Model):
     organizationName: Name = None
 
 
-Organizations = batch(OrganizationIn, "organizationId")
+Organizations = Annotated[list[OrganizationIn], Field(min_length=1, max_length=MAX_BATCH), unique_by("organizationId")]
 
 
 class AddOrganizations(Model):
@@ -26,7 +26,9 @@ class OrganizationChange(Model):
     organizationName: Name
 
 
-OrganizationChanges = batch(OrganizationChange, "organizationId")
+OrganizationChanges = Annotated[
+    list[OrganizationChange], Field(min_length=1, max_length=MAX_BATCH), unique_by("organizationId")
+]
 
 
 class UpdateOrganizations(AddOrganizations):
@@ -34,17 +36,17 @@ class UpdateOrganizations(AddOrganizations):
 
 
 class GetOrganizations(Model):
-    organizationIds: id_list() = None
+    organizationIds: IdList = None
     pageSize: int = Field(1000, ge=1, le=1000)
     pageToken: str = Field(None, max_length=1000)
 
 
 class DeleteOrganizations(Model):
-    organizationIds: id_list()
+    organizationIds: IdList
 
 
 class UpdateDisableState(Model):
-    organizationIds: id_list()
+    organizationIds: IdList
     disabled: bool
 
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -57,7 +57,7 @@ async def resource_exists(
 
 async def group_exists(conn: Conn, *, api_key_id: str, organization_id: str, id: str) -> bool:
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id}
-    return (await fetch_one(conn, q.group_exists, params))["found"]
+    return (await fetch_row(conn, q.group_exists, params))["found"]
 
 
 async def access_inputs(
@@ -72,7 +72,7 @@ async def access_inputs(
         "document_ids": document_ids,
         "now_ms": now_ms,
     }
-    return await fetch_one(conn, q.access_inputs, params)
+    return await fetch_row(conn, q.access_inputs, params)
 
 
 async def document_folders(

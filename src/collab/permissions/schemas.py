@@ -5,7 +5,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, Name, id_list
+from collab.kit.fields import MAX_BATCH, Id, IdList30, IdList100, Name
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 
@@ -88,9 +88,9 @@ class RemovePermissions(Model):
 
 class GetPermissions(Model):
     organizationId: Id
-    userIds: id_list(30)
-    folderIds: id_list(100) = None
-    documentIds: id_list(100) = None
+    userIds: IdList30
+    folderIds: IdList100 = None
+    documentIds: IdList100 = None
 
 
 class UserProperties(Model):

@@ -8,6 +8,7 @@ never holds the service's secret, and one tenant's keys never verify another ten
 from typing import Any, Iterable
 
 import jwt
+from jwt.types import Options
 
 from collab.kit.crypto import Keyring, TokenKey
 
@@ -32,7 +33,7 @@ def decode(keys: Iterable[TokenKey], token: str, *, audience: str, now_s: float)
     key = next((k for k in keys if k.kid == kid), None)
     if key is None:
         raise jwt.InvalidSignatureError("No key with this kid: another tenant's, rotated out, or forged")
-    options = {"require": ["exp", "iat", "sub", "aud"], "verify_exp": False, "verify_iat": False}
+    options: Options = {"require": ["exp", "iat", "sub", "aud"], "verify_exp": False, "verify_iat": False}
     claims = jwt.decode(token, key.public, algorithms=ALGORITHMS, issuer=ISSUER, audience=audience, options=options)
     # Expiry is judged by the service's (injectable) clock, not PyJWT's wall clock.
     if not isinstance(claims["exp"], (int, float)) or claims["exp"] <= now_s:

@@ -1,11 +1,11 @@
 """Request models of the presence endpoints."""
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
 from collab.kit.envelope import Model
-from collab.kit.fields import Id, Name, batch, id_list
+from collab.kit.fields import MAX_BATCH, Id, IdList, Name, unique_by
 from collab.kit.openapi import Doc
 
 
@@ -24,7 +24,7 @@ class PresenceUser(Model):
         return value
 
 
-PresenceUsers = batch(PresenceUser, "userId")
+PresenceUsers = Annotated[list[PresenceUser], Field(min_length=1, max_length=MAX_BATCH), unique_by("userId")]
 
 
 class UpdatePresence(Model):
@@ -36,7 +36,7 @@ class UpdatePresence(Model):
 class DeletePresence(Model):
     organizationId: Id
     documentId: Id
-    userIds: id_list()
+    userIds: IdList
 
 
 class GetPresence(Model):

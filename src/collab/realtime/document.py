@@ -76,6 +76,7 @@ class EditorDoc:
         async with self.lock:
             if not await self._ready(read, max_age):
                 raise Missing()
+            assert self.doc is not None  # _ready built it
             return await asyncio.to_thread(fn, self.doc)
 
     async def attempt(
@@ -90,6 +91,7 @@ class EditorDoc:
             if self.size + len(update) > cap:
                 raise TooLarge(cap)
             doc = self.doc
+            assert doc is not None  # _ready built it
             inline = len(update) <= INLINE_BYTES and self.kind in ("text", "xmltext")
             try:
                 if inline:

@@ -4,7 +4,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from collab.kit.db import Queries, fetch_all, fetch_one
+from collab.kit.db import Queries, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -36,7 +36,7 @@ async def upsert_live_state(
         "merge": merge,
         "now": now,
     }
-    return await fetch_one(conn, q.upsert_live_state, row)
+    return await fetch_row(conn, q.upsert_live_state, row)
 
 
 async def measure_live_state(
@@ -49,7 +49,7 @@ async def measure_live_state(
         "document_id": document_id,
         "live_state_data_id": live_state_data_id,
     }
-    return await fetch_one(conn, q.measure_live_state, params)
+    return await fetch_row(conn, q.measure_live_state, params)
 
 
 async def lock_document_live_states(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str) -> None:

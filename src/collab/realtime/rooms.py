@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any, Callable
 
 from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from collab.kit import fanout
@@ -197,7 +198,7 @@ class Hub:
         self.by_user: dict[tuple[str, str], int] = {}
         self.total = 0
         self.redis = redis
-        self.pubsub = None
+        self.pubsub: PubSub | None = None
         self.reader: asyncio.Task | None = None
         self.channels: dict[str, tuple[str, str, str]] = {}
         self.on_message = on_message
@@ -226,11 +227,12 @@ class Hub:
 
     def _count(self, conn: Connection, step: int) -> None:
         tenant = conn.user.tenant
-        for counts, key in (
+        counted: tuple[tuple[dict[Any, int], Any], ...] = (
             (self.by_tenant, tenant.api_key_id),
             (self.by_workspace, tenant.workspace_id),
             (self.by_user, (tenant.api_key_id, conn.user.user_id)),
-        ):
+        )
+        for counts, key in counted:
             counts[key] = counts.get(key, 0) + step
             if not counts[key]:
                 del counts[key]

@@ -4,7 +4,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -51,7 +51,7 @@ async def insert_version(
         "attachments": Jsonb(row["attachments"]),
         "from_user": Jsonb(row["from_user"]) if row["from_user"] is not None else None,
     }
-    return (await fetch_one(conn, q.insert_version, params))["version"]
+    return (await fetch_row(conn, q.insert_version, params))["version"]
 
 
 async def list_page(

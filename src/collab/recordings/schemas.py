@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, field_validator
 
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, Name, distinct, id_list
+from collab.kit.fields import MAX_BATCH, Id, IdList, IdList100, Name, distinct
 from collab.kit.openapi import Doc
 
 # Durations and sizes stay exact in JavaScript clients (Number.MAX_SAFE_INTEGER).
@@ -68,14 +68,14 @@ class AddRecordings(Model):
 class GetRecordings(Model):
     organizationId: Id
     documentId: Id = None
-    recordingIds: id_list(100) = None
+    recordingIds: IdList100 = None
     pageSize: int = Field(1000, ge=1, le=1000)
     pageToken: str = Field(None, max_length=1000)
 
 
 class DeleteRecordings(Model):
     organizationId: Id
-    annotationIds: id_list()
+    annotationIds: IdList
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).

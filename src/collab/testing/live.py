@@ -10,7 +10,7 @@ from collab.app import create_app
 from collab.config import Settings
 from collab.kit.services import build_services, close_services
 from collab.realtime.protocol import server_options
-from collab.worker import make_worker
+from collab.worker import Lanes, make_worker
 
 
 class Live:
@@ -20,7 +20,7 @@ class Live:
         """`worker=False` serves the app alone (fault drills run their workers in processes of their own)."""
         self.settings = settings
         self.with_worker = worker
-        self.worker = None
+        self.worker: Lanes | None = None
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP (else ~40 ms
@@ -62,14 +62,17 @@ class Live:
         self.server = uvicorn.Server(config)
         worker_task = None
         if self.with_worker:
-            self.worker = make_worker(self.settings, self.svc, redis_url=self.settings.redis_url, handle_signals=False)
-            worker_task = asyncio.ensure_future(self.worker.main())
+            assert self.settings.redis_url is not None  # tests always name their Redis
+            worker = self.worker = make_worker(
+                self.settings, self.svc, redis_url=self.settings.redis_url, handle_signals=False
+            )
+            worker_task = asyncio.ensure_future(worker.main())
         serve_task = asyncio.ensure_future(self.server.serve(sockets=[self.sock]))
         while not self.server.started:
             await asyncio.sleep(0.01)
         self.ready.set()
         await serve_task
-        if worker_task is not None:
+        if worker_task is not None and self.worker is not None:
             await self.worker.close()
             worker_task.cancel()
         await close_services(self.svc)

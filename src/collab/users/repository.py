@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -31,7 +31,7 @@ async def update_users(
         "emails": [u.get("email") for u in users],
         "roles": [u.get("accessRole") for u in users],
     }
-    return set((await fetch_one(conn, q.update_users, params))["updated"])
+    return set((await fetch_row(conn, q.update_users, params))["updated"])
 
 
 async def delete_scope_grant(

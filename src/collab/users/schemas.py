@@ -8,7 +8,7 @@ from collab.activities.schemas import Activity
 from collab.comments.schemas import UserComment, UserReaction
 from collab.events import ActionUser
 from collab.kit.envelope import Model
-from collab.kit.fields import Id, Name, batch, id_list
+from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, IdList100, Name, unique_by
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 from collab.notifications.schemas import Notification
@@ -38,7 +38,7 @@ class _Scoped(Model):
     )
 
 
-Users = batch(UserIn, "userId")
+Users = Annotated[list[UserIn], Field(min_length=1, max_length=MAX_BATCH), unique_by("userId")]
 
 
 class AddUsers(_Scoped):
@@ -60,8 +60,8 @@ def _all_documents(v):
 
 
 class GetUsers(_Scoped):
-    userIds: id_list(30) = None
-    organizationUserGroupIds: id_list(30) = None
+    userIds: IdList30 = None
+    organizationUserGroupIds: IdList30 = None
     allDocuments: bool = False
     groupByDocumentId: bool = False
     pageSize: int = Field(1000, ge=1, le=1000)
@@ -87,17 +87,17 @@ class GetUsers(_Scoped):
 
 
 class DeleteUsers(_Scoped):
-    userIds: id_list()
+    userIds: IdList
 
 
 class DeleteUserData(Model):
-    userIds: id_list(100)
-    organizationIds: id_list(100) = None
+    userIds: IdList100
+    organizationIds: IdList100 = None
 
 
 class UserDataGet(Model):
-    userIds: id_list(100)
-    organizationIds: id_list(100) = None
+    userIds: IdList100
+    organizationIds: IdList100 = None
     pageSize: int = Field(1000, ge=1, le=1000)
     pageToken: str = Field(None, max_length=1000)
 
@@ -111,7 +111,7 @@ class GroupIn(Model):
     groupName: Name = None
 
 
-Groups = batch(GroupIn, "groupId")
+Groups = Annotated[list[GroupIn], Field(min_length=1, max_length=MAX_BATCH), unique_by("groupId")]
 
 
 class AddGroups(Model):
@@ -122,7 +122,7 @@ class AddGroups(Model):
 class GroupUsers(Model):
     organizationId: Id
     organizationUserGroupId: Id
-    userIds: id_list()
+    userIds: IdList
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).

@@ -179,7 +179,7 @@ async def crdt_changed(
 
 
 async def flush_crdt(tx: Tx, *, now: int, limit: int = 200) -> int:
-    """Turn due CRDT change windows into events (in the caller's transaction, one savepoint each); the number flushed."""
+    """Turn due CRDT change windows into events (in the caller's transaction, one savepoint each); how many."""
     rows = await repo.due_crdt(tx.conn, now=now, limit=limit)
     for row in rows:
         key = {k: row[k] for k in ("api_key_id", "organization_id", "document_id", "editor_id")}

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import padding as asymmetric
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-# Keys stripped at any depth by enableDataProtection, compared without case, `_` or `-` (docs/decisions.md).
+# Keys stripped at any depth by enableDataProtection, compared without case, `_` or `-` (docs/reference.md).
 PERSONAL_KEYS = frozenset(
     {
         "name",

@@ -4,7 +4,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from collab.kit.db import Queries, execute, fetch_all, fetch_one
+from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -16,7 +16,7 @@ async def lock_api_key(conn: Conn, *, api_key_id: str) -> None:
 
 
 async def count_endpoints(conn: Conn, *, api_key_id: str) -> int:
-    return (await fetch_one(conn, q.count_endpoints, {"api_key_id": api_key_id}))["n"]
+    return (await fetch_row(conn, q.count_endpoints, {"api_key_id": api_key_id}))["n"]
 
 
 async def insert_endpoint(
@@ -49,7 +49,7 @@ async def insert_endpoint(
         "secret_enc": secret_enc,
         "now": now,
     }
-    return await fetch_one(conn, q.insert_endpoint, row)
+    return await fetch_row(conn, q.insert_endpoint, row)
 
 
 async def get_endpoint(conn: Conn, *, api_key_id: str, ref: str) -> dict[str, Any] | None:
@@ -90,7 +90,7 @@ async def update_endpoint(conn: Conn, *, api_key_id: str, id: str, changes: dict
         params[f"set_{column}"] = column in changes
         value = changes.get(column)
         params[column] = Jsonb(value) if column == "metadata" and value is not None else value
-    return await fetch_one(conn, q.update_endpoint, params)
+    return await fetch_row(conn, q.update_endpoint, params)
 
 
 async def delete_endpoint(conn: Conn, *, api_key_id: str, id: str) -> bool:

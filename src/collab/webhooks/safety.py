@@ -125,7 +125,8 @@ async def resolve(host: str, port: int) -> list[Address]:
     async with asyncio.timeout(_RESOLVE_TIMEOUT_S):
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     # Drop an IPv6 scope (fe80::1%eth0) before parsing; the address is refused either way.
-    return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+    # An IP family's address is a string (typeshed's sockaddr union also holds AF_PACKET's int).
+    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
 
 
 def _checked(host: str, addresses: list[Address]) -> None:

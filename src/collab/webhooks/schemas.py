@@ -11,7 +11,7 @@ from collab.kit.openapi import Doc
 from collab.webhooks import safety
 from collab.webhooks.payload import iso
 
-EventType = Literal[get_args(CommentEvent) + get_args(HuddleEvent) + get_args(OtherEvent)]
+EventType = Literal[CommentEvent, HuddleEvent, OtherEvent]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 
 

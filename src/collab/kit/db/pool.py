@@ -2,17 +2,20 @@
 
 import select
 from time import monotonic
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import pq
+from psycopg.abc import QueryNoTemplate
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from collab.kit.db.queries import statement_name
 
 Conn = psycopg.AsyncConnection
+# What the helpers run: SQL text, or a statement composed with psycopg.sql.
+Query = QueryNoTemplate
 
 # A request waits at most this long for a connection, then fails with UNAVAILABLE (kit/http.py).
 POOL_TIMEOUT_S = 5.0
@@ -149,27 +152,35 @@ def _options(url: str, *, statement_timeout_s: float, idle_in_transaction_timeou
     return f"{own} {limits}".strip()
 
 
-async def _execute(conn: Conn, sql: str, params: Any, prepare: bool | None = None) -> psycopg.AsyncCursor:
+async def _execute(conn: Conn, sql: Query, params: Any, prepare: bool | None = None) -> psycopg.AsyncCursor[DictRow]:
     """Run one statement on a cursor; once more after dropping stale prepared statements, when nothing else
     ran in the transaction (there is none)."""
+    # The pool's connections make dict rows (`row_factory` in `create_pool`), which their type does not say.
     try:
-        return await conn.execute(sql, params, prepare=prepare)
+        return cast("psycopg.AsyncCursor[DictRow]", await conn.execute(sql, params, prepare=prepare))
     except psycopg.Error as exc:
         if (exc.sqlstate, exc.diag.message_primary) != _STALE or conn.pgconn.transaction_status != _IDLE:
             raise
     await conn.execute("deallocate all")
-    return await conn.execute(sql, params, prepare=prepare)
+    return cast("psycopg.AsyncCursor[DictRow]", await conn.execute(sql, params, prepare=prepare))
 
 
-async def fetch_one(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+async def fetch_one(conn: Conn, sql: Query, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
     try:
         return await (await _execute(conn, sql, params)).fetchone()
     except psycopg.OperationalError as exc:
         raise _named(exc, sql)
 
 
+async def fetch_row(conn: Conn, sql: Query, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The row of a statement that always returns one (an aggregate, a RETURNING of a row known to be there)."""
+    row = await fetch_one(conn, sql, params)
+    assert row is not None
+    return row
+
+
 async def fetch_all(
-    conn: Conn, sql: str, params: dict[str, Any] | None = None, *, prepare: bool | None = None
+    conn: Conn, sql: Query, params: dict[str, Any] | None = None, *, prepare: bool | None = None
 ) -> list[dict[str, Any]]:
     try:
         return await (await _execute(conn, sql, params, prepare)).fetchall()
@@ -177,7 +188,7 @@ async def fetch_all(
         raise _named(exc, sql)
 
 
-async def execute(conn: Conn, sql: str, params: dict[str, Any] | None = None) -> int:
+async def execute(conn: Conn, sql: Query, params: dict[str, Any] | None = None) -> int:
     try:
         return (await _execute(conn, sql, params)).rowcount
     except psycopg.OperationalError as exc:

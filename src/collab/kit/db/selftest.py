@@ -82,6 +82,7 @@ async def _check(url: str, *, embedded_log: Path | None, retry_known: bool) -> V
     async with conn:
         try:
             row = await (await conn.execute(q.versions)).fetchone()
+            assert row is not None  # a select without FROM: one row
             versions = Versions(row[0], row[1] or row[2])
             _require_vector(versions)
             await conn.execute(q.lock)
@@ -117,7 +118,8 @@ async def _run_statements(conn: psycopg.AsyncConnection, versions: Versions) -> 
                 if name.startswith("nearest") and (await cur.fetchone() or (None,))[0] != 7:
                     raise SelfTestFailed(
                         f"pgvector {versions.vector} on PostgreSQL {versions.server} answered the self-test's nearest "
-                        f"neighbour query ({name}) wrongly: row 7 should come first. Search would return wrong results; "
+                        f"neighbour query ({name}) wrongly: row 7 should come first. "
+                        "Search would return wrong results; "
                         f"install a pgvector release built for this server."
                     )
     except psycopg.OperationalError:
@@ -134,6 +136,7 @@ async def versions(url: str) -> Versions:
     """
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         row = await (await conn.execute(q.versions)).fetchone()
+    assert row is not None  # a select without FROM: one row
     found = Versions(row[0], row[1] or row[2])
     _require_vector(found)
     return found

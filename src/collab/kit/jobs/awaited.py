@@ -67,7 +67,10 @@ async def _outcome(redis: ArqRedis, job: Job, queue: str, *, deadline: float) ->
     while True:
         left = deadline - time.monotonic()
         if left > 0:
-            popped = await redis.blpop([DONE_KEY + job.job_id], timeout=min(left, _RESULT_WAIT_S))
+            # redis-py types its sync and async clients' replies as one union
+            # redis-py types script arguments and timeouts narrower than it takes (ints, a float timeout)
+            wait = min(left, _RESULT_WAIT_S)
+            popped = await redis.blpop([DONE_KEY + job.job_id], timeout=wait)  # type: ignore[misc, arg-type]
             if popped is not None and popped[1] != DONE_TOKEN:
                 return _returned(deserialize_result(popped[1], deserializer=redis.job_deserializer))
         async with redis.pipeline(transaction=True) as tr:

@@ -50,7 +50,9 @@ async def enqueue(
     job = serialize_job(function, args, kwargs, None, now, serializer=redis.job_serializer)
     keys = [job_key_prefix + job_id, result_key_prefix + job_id, queue, WAKE_KEY + queue]
     argv = [expires_ms or redis.expires_extra_ms, job, now, job_id, _WAKE_TOKENS]
-    return bool(await redis.eval(_ENQUEUE, len(keys), *keys, *argv))
+    # redis-py types its sync and async clients' replies as one union
+    # redis-py types script arguments and timeouts narrower than it takes (ints, a float timeout)
+    return bool(await redis.eval(_ENQUEUE, len(keys), *keys, *argv))  # type: ignore[misc, arg-type]
 
 
 async def wake(redis: ArqRedis, queue: str) -> None:

@@ -56,7 +56,8 @@ class Heartbeat:
             self.task = None
         try:
             await self.redis.delete(WORKER_KEY + self.id)
-            await self.redis.srem(WORKERS, self.id)
+            # redis-py types its sync and async clients' replies as one union
+            await self.redis.srem(WORKERS, self.id)  # type: ignore[misc]
         except (RedisError, OSError):
             pass
 
@@ -82,7 +83,8 @@ async def reap(ctx: dict, *, limit: int = 1000) -> list[str]:
     # Each lane's queue with what its worker gives every in-progress key.
     lanes = ctx.get("lanes") or {ctx.get("queue_name", default_queue_name): ctx["in_progress_s"]}
     claimed: set[str] = set()
-    workers = [w.decode() if isinstance(w, bytes) else w for w in await redis.smembers(WORKERS)]
+    # redis-py types its sync and async clients' replies as one union
+    workers = [w.decode() if isinstance(w, bytes) else w for w in await redis.smembers(WORKERS)]  # type: ignore[misc]
     if workers:
         beats = await redis.mget([WORKER_KEY + w for w in workers])
         gone = [w for w, beat in zip(workers, beats) if beat is None]
@@ -90,7 +92,8 @@ async def reap(ctx: dict, *, limit: int = 1000) -> list[str]:
             if beat is not None:
                 claimed.update(json.loads(beat))
         if gone:
-            await redis.srem(WORKERS, *gone)
+            # redis-py types its sync and async clients' replies as one union
+            await redis.srem(WORKERS, *gone)  # type: ignore[misc]
     reaped = []
     for queue, in_progress_s in lanes.items():
         reaped += await _reap_queue(
@@ -132,6 +135,7 @@ async def _reap_queue(
     reaped = []
     for job_id, ttl in zip(candidates, ttls):
         if ttl > 0 and lock_ms - ttl >= lease_ms:
-            if await redis.eval(_UNLOCK, 1, in_progress_key_prefix + job_id, ttl):
+            # redis-py types its sync and async clients' replies as one union
+            if await redis.eval(_UNLOCK, 1, in_progress_key_prefix + job_id, ttl):  # type: ignore[misc]
                 reaped.append(job_id)
     return reaped

@@ -55,7 +55,7 @@ async def committed(conn: Conn, redis: ArqRedis | None, jobs: list[tuple[str, st
     """Send jobs whose rows (marked sent) just committed; with no queue to send to, mark them for the sweep."""
     if jobs and redis is None:  # the rows must not say "sent": the sweep sends them
         await execute(conn, q.mark_unsent, {"ids": [job_id for _, job_id in jobs]})
-    elif jobs:
+    elif redis is not None and jobs:  # (the branch above took jobs without a queue)
         await send(conn, redis, jobs)
 
 

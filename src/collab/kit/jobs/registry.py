@@ -5,7 +5,7 @@ import importlib
 import importlib.util
 import pkgutil
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Coroutine
 
 from collab.kit.jobs.lanes import LANES, Lane
 from collab.kit.jobs.tracking import reports_failures, tracked
@@ -16,7 +16,9 @@ class JobSpec:
     """One declared job: what arq runs, on which lane, with which timeout and tries."""
 
     name: str
-    run: Callable[..., Awaitable[Any]]  # the function as the worker runs it (tracked or reporting its failures)
+    run: Callable[
+        ..., Coroutine[Any, Any, Any]
+    ]  # the function as the worker runs it (tracked or reporting its failures)
     lane: Lane
     awaited: bool
     timeout: float | Callable[[Any], float] | None  # seconds, or read from the settings
@@ -53,8 +55,10 @@ def job(
         tries = max_tries if max_tries is not None else (1 if awaited else 5)
         run = reports_failures(fn) if awaited else tracked(max_tries=tries, backoff_s=backoff_s)(fn)
         known = JOBS.get(fn.__name__)
-        if known is not None and _where(known.run.__wrapped__) != _where(fn):  # type: ignore[attr-defined]
-            raise ValueError(f"two jobs are named {fn.__name__}: {_where(known.run.__wrapped__)} and {_where(fn)}")
+        # `run` wraps the declared function (functools.wraps): its __wrapped__, which a Callable does not declare.
+        first = _where(known.run.__wrapped__) if known is not None else None  # type: ignore[attr-defined]
+        if first is not None and first != _where(fn):
+            raise ValueError(f"two jobs are named {fn.__name__}: {first} and {_where(fn)}")
         JOBS[fn.__name__] = JobSpec(fn.__name__, run, LANES[lane], awaited, timeout, tries)
         return run
 
