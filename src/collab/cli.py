@@ -46,7 +46,7 @@ def _api(args: argparse.Namespace) -> int:
     redis = None if settings.redis_url else embedded.EmbeddedRedis(settings.data_dir)
     try:
         os.environ["COLLAB_DATABASE_URL"] = settings.database_url or embedded.start_postgres(settings.data_dir)
-        os.environ["COLLAB_REDIS_URL"] = settings.redis_url or redis.start()
+        os.environ["COLLAB_REDIS_URL"] = settings.redis_url or _started(redis)
         settings.resolved_secret_key()  # the dev secret file is made once, before the workers race for it
         serving.run(uvicorn.Config("collab.cli:worker_app", factory=True, workers=workers, **options))
     finally:
@@ -55,6 +55,12 @@ def _api(args: argparse.Namespace) -> int:
         if not settings.database_url:
             embedded.stop_postgres()
     return 0
+
+
+def _started(redis) -> str:
+    """The URL of an embedded Redis, started here (the caller made one only when no COLLAB_REDIS_URL is set)."""
+    assert redis is not None
+    return redis.start()
 
 
 def _prepare(settings) -> str:
@@ -242,7 +248,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"collab: starting (data in {settings.data_dir})", flush=True)
     database_url = _prepare(settings)
     redis = None if settings.redis_url else embedded.EmbeddedRedis(settings.data_dir)
-    redis_url = settings.redis_url or redis.start()
+    redis_url = settings.redis_url or _started(redis)
     settings.resolved_secret_key()  # create the dev secret once, before two children race for it
     env = dict(os.environ, COLLAB_DATABASE_URL=database_url, COLLAB_REDIS_URL=redis_url)
     # Children get their own session: Ctrl-C reaches only this supervisor, which stops each child once.

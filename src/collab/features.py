@@ -8,6 +8,8 @@ This module sits below every domain (it imports only kit), so organizations and 
 feature data through it without importing each other.
 """
 
+from collections.abc import Sequence
+
 from psycopg import sql
 
 from collab.kit.db import Queries, execute
@@ -36,7 +38,7 @@ q = Queries.beside(__file__, "features.sql")
 
 
 async def delete_feature_data(
-    conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None
+    conn: Conn, *, api_key_id: str, organization_id: str, document_ids: Sequence[str] | None
 ) -> None:
     """Remove every feature's rows of some documents (None: of the whole organization)."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "ids": document_ids}

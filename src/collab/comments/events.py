@@ -8,7 +8,7 @@ the request, however large the thread it acts on (issue #34)."""
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from collab.activities.service import publish
 from collab.comments import render
@@ -61,6 +61,10 @@ class Event:
     mentioned: list[str] = field(default_factory=list)  # users newly tagged by this event's comment
 
 
+@overload
+def brief_user(user: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def brief_user(user: None) -> None: ...
 def brief_user(user: dict[str, Any] | None) -> dict[str, Any] | None:
     """A user without the extra keys a client may attach (userId, name and email only)."""
     return None if user is None else {k: user[k] for k in _BRIEF_USER if k in user}

@@ -78,7 +78,7 @@ async def threads(
 ) -> tuple[list[Any], list[dict], str | None]:
     """A page of threads with their comments: (records as rendered, their rows, the next page's token)."""
     budget = svc.settings.max_response_bytes
-    key = {"api_key_id": tenant.api_key_id, "organization_id": organization_id}
+    key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": organization_id}
     rows_cap = budget // MIN_ROW_BYTES + 2  # more rows than this cannot fit the budget
     plan = await repo.plan_page(
         conn, **key, **filters, after_ts=after[0], after_id=after[1], desc=desc, limit=size + 1, rows=rows_cap

@@ -242,7 +242,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateComments) -> dict
     now = svc.now_ms()
     given = data.updatedData.model_dump(by_alias=True, exclude_unset=True, exclude_none=True)
     named = data.updatedData.model_fields_set
-    change = {column: given.get(wire) for wire, column in FIELDS.items() if wire in named}
+    change: dict[str, Any] = {column: given.get(wire) for wire, column in FIELDS.items() if wire in named}
     if "tagged" in change:
         change["tagged"] = change["tagged"] or []
     results: dict[str, Any] = {}
@@ -250,7 +250,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateComments) -> dict
         thread, before = await _editable(tx.conn, tenant, data, now=now)
         config = await events.config_of(tx.conn, tenant=tenant)
         batch, grown = [], 0
-        key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+        key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
         for comment_id in data.commentIds:
             if comment_id not in before:
                 results[str(comment_id)] = {
@@ -381,7 +381,7 @@ def _room_for_reaction(held: dict[str, Any]) -> None:
 async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> dict[str, Any]:
     """Add or take back a user's reaction on a comment (viewers may react)."""
     now = svc.now_ms()
-    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     async with transaction(svc.pool, svc.redis) as tx:
         await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
         thread = await _thread(tx.conn, tenant, data, lock=True)
@@ -399,7 +399,9 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
         brief = (await _briefs(tx.conn, thread, [data.commentId])).get(data.commentId)
         if brief is None:
             raise not_found("comment")
-        where = dict(annotation_id=thread["id"], comment_id=data.commentId, reaction=data.reaction, user_id=data.userId)
+        where: dict[str, Any] = dict(
+            annotation_id=thread["id"], comment_id=data.commentId, reaction=data.reaction, user_id=data.userId
+        )
         if add:
             _room_for_reaction(await repo.reaction_counts(tx.conn, **key, **where))
             changed = await repo.add_reaction(tx.conn, **key, document_id=thread["document_id"], **where, now=now)

@@ -259,6 +259,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
                 results[annotation_id] = _outcome(annotation_id, False, not_found_message("annotation"))
                 continue
             after = await repo.update_annotation(tx.conn, **key, id=annotation_id, change=change, now=now)
+            assert after is not None  # locked above: it is still there
             if GROWS.intersection(change) and after["bytes"] > before["bytes"]:
                 await room(tx.conn, svc, after, path="updatedData")  # refusing rolls the whole call back
             batch = [

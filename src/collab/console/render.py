@@ -2,7 +2,7 @@
 
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -41,7 +41,10 @@ HEADERS = {
 }
 
 
-def secure(response: Response) -> Response:
+R = TypeVar("R", bound=Response)
+
+
+def secure(response: R) -> R:
     """Add the console's security headers to a response."""
     response.headers.update(HEADERS)
     return response

@@ -166,12 +166,12 @@ def mount(app: FastAPI) -> None:
     app.include_router(router)
     app.mount("/console/static", StaticFiles(directory=STATIC), name="console-static")
 
-    async def signed_out(request: Request, exc: SignInRequired):
+    async def signed_out(request: Request, exc: Exception):  # a SignInRequired
         if request.method in ("GET", "HEAD"):
             return see_other("/console/sign-in")
         return _error_page(request, 401, "Your session has ended. Sign in again; nothing was changed.")
 
-    async def refused(request: Request, exc: CsrfRefused):
+    async def refused(request: Request, exc: Exception):  # a CsrfRefused
         return _error_page(
             request,
             403,
@@ -179,8 +179,9 @@ def mount(app: FastAPI) -> None:
             "is missing or stale), so nothing was changed. Reload the page and try again.",
         )
 
-    async def unfit(request: Request, exc: FormErrors):
+    async def unfit(request: Request, exc: Exception):
         # A form value no page handled itself (e.g. an oversize hidden field): the messages, in words.
+        assert isinstance(exc, FormErrors)
         return _error_page(request, 400, " ".join(f"{name}: {message}" for name, message in exc.errors.items()))
 
     app.add_exception_handler(SignInRequired, signed_out)

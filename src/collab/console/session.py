@@ -97,6 +97,8 @@ async def _save(svc: Services, session_id: str, data: dict[str, Any]) -> None:
     left = svc.settings.console_session_max_s - (svc.clock() - data["born"])
     ttl = int(max(1, min(svc.settings.console_idle_timeout_s, left))) + 60
     try:
+        if svc.redis is None:
+            raise RedisError("no Redis configured")
         await svc.redis.set(_key(session_id), json.dumps(data), ex=ttl)
     except (RedisError, OSError) as exc:
         log.warning("console session not saved, Redis unreachable: %s", exc)
@@ -108,7 +110,7 @@ async def sign_in(request: Request, svc: Services, *, workspace_id: str, token: 
     caller = await workspace_auth(request, workspace_id=workspace_id, token=token, fallback_token=None, svc=svc)
     fingerprint = await _token_fingerprint(svc, caller.workspace_id)
     session_id = secrets.token_urlsafe(32)
-    data = {
+    data: dict[str, Any] = {
         "ws": caller.workspace_id,
         "csrf": secrets.token_urlsafe(32),
         "ver": fingerprint,
@@ -123,6 +125,8 @@ async def sign_in(request: Request, svc: Services, *, workspace_id: str, token: 
 async def sign_out(svc: Services, session_id: str) -> None:
     """End the session now."""
     try:
+        if svc.redis is None:
+            raise RedisError("no Redis configured")
         await svc.redis.delete(_key(session_id))
     except (RedisError, OSError) as exc:
         log.warning("console session not deleted, Redis unreachable: %s", exc)

@@ -42,7 +42,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddDocuments) -> dict[str,
 
 async def _insert(conn, key: dict[str, str], data: AddDocuments, now: int) -> dict[str, Any]:
     """Insert the batch in one statement (a driver error fails the request and writes nothing); results by id."""
-    documents = [(d.documentId, d.documentName) for d in data.documents]
+    documents: list[tuple[str, str | None]] = [(d.documentId, d.documentName) for d in data.documents]
     found = await repo.insert_many(conn, **key, documents=documents, folder_id=data.folderId, now=now)
     if not found["organization"]:
         return {i: _failed(i, not_found_message("organization"), "internal") for i, _ in documents}

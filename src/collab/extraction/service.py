@@ -22,8 +22,10 @@ async def extract(svc: Services, *, tenant: Tenant, data: ExtractAgents) -> dict
     if provider not in PROVIDERS:
         raise ApiError("INTERNAL", f"Unknown provider '{provider}': use openai, claude or gemini.")
     try:
+        if svc.redis is None:
+            raise RedisError("no queue configured")
         await svc.redis.ping()  # fail before writing anything when the queue is down
-    except (RedisError, OSError, AttributeError) as exc:
+    except (RedisError, OSError) as exc:
         raise ApiError("UNAVAILABLE", "The ingest queue is unavailable; retry later.") from exc
     settings = svc.settings
     # Fairness: one workspace's bulk import must not take every worker slot (or the platform's keys).

@@ -27,7 +27,7 @@ async def reembed(
     max_batches: int | None = None,
     only: str | None = None,
     progress: Callable | None = tqdm,
-) -> dict[str, int]:
+) -> dict[str, float]:
     """Embed every judgment with `embedder` beside the vectors of other models.
 
     Each batch commits on its own and rows whose text hash is unchanged are skipped, so a run that
@@ -40,7 +40,7 @@ async def reembed(
     runtime = getattr(embedder.model, "label", "torch")
     log.info("re-embedding %s judgment(s) with %s (%s)", total, embedder.name, runtime)
     bar = progress(total=total, unit="judgment", desc=f"re-embed {embedder.name} [{runtime}]") if progress else None
-    counts = {"judgments": 0, "embedded": 0, "skipped": 0}
+    counts: dict[str, float] = {"judgments": 0, "embedded": 0, "skipped": 0}
     after, batches = None, 0
     started = time.monotonic()
     while max_batches is None or batches < max_batches:

@@ -137,8 +137,8 @@ async def embed_judgments(
                 todo.append((judgment_id, kind, texts[kind], digest))
     # One encode call for the whole batch, shortest texts first (padding per sub-batch stays small).
     todo.sort(key=lambda t: len(t[2]))
-    texts = [t[2] for t in todo]
-    vectors = await asyncio.get_running_loop().run_in_executor(_BULK_THREADS, embedder.encode, texts) if todo else []
+    batch = [t[2] for t in todo]
+    vectors = await asyncio.get_running_loop().run_in_executor(_BULK_THREADS, embedder.encode, batch) if todo else []
     rows = [
         {
             "judgment_id": judgment_id,

@@ -76,7 +76,8 @@ def plan(route: Any) -> tuple[list[_Step], tuple[tuple[str, int], ...]] | None:
         for sub in node.dependencies:
             call = sub.call
             if (
-                not _plain(sub)
+                call is None
+                or not _plain(sub)
                 or sub.body_params
                 or sub.concurrency is not None
                 or not sub.use_cache
@@ -103,7 +104,10 @@ def fast_handler(route: APIRoute, fallback: Callable[[Request], Any]) -> Callabl
     if found is None:
         return None
     steps, endpoint_args = found
-    endpoint, fields = route.dependant.call, [route.body_field]
+    endpoint, field = route.dependant.call, route.body_field
+    if endpoint is None or field is None:
+        return None  # plan() saw both; this says so to the type checker
+    fields = [field]
     # One body parameter is the whole body unless it asks to be embedded under its name (Body(embed=True)).
     embed = bool(getattr(route.dependant.body_params[0].field_info, "embed", False))
     overrides = route.dependency_overrides_provider

@@ -185,7 +185,7 @@ def _template(scope, own: str) -> str:
 async def _send_error(scope, send, error: ApiError, rid: str) -> None:
     response = OrjsonResponse(error.body(), status_code=error.http_status)
     response.headers["x-request-id"] = rid
-    await response(scope, None, send)
+    await response(scope, None, send)  # type: ignore[arg-type]  # a plain response never reads the request
 
 
 DATABASE_UNAVAILABLE = ApiError(

@@ -1,6 +1,6 @@
 """Turn pydantic and FastAPI validation errors into details.issues entries."""
 
-from typing import Any, Callable, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from pydantic import BaseModel, ValidationError, model_validator
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
@@ -40,7 +40,7 @@ def _code(error_type: str) -> str:
     return "custom"
 
 
-def _message(error: dict[str, Any]) -> str:
+def _message(error: Mapping[str, Any]) -> str:
     if error["type"] == "missing":
         return "Required"
     msg = str(error.get("msg", "Invalid value"))
@@ -50,7 +50,7 @@ def _message(error: dict[str, Any]) -> str:
     return msg
 
 
-def issues_from_errors(errors: Iterable[dict[str, Any]], strip: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def issues_from_errors(errors: Iterable[Mapping[str, Any]], strip: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """One issue per failing field, with `path` relative to `data`."""
     out = []
     seen = set()
@@ -71,7 +71,7 @@ def issues_from_errors(errors: Iterable[dict[str, Any]], strip: tuple[str, ...] 
     return out
 
 
-def failure(errors: list[dict[str, Any]], strip: tuple[str, ...] = ()) -> ApiError:
+def failure(errors: Sequence[Mapping[str, Any]], strip: tuple[str, ...] = ()) -> ApiError:
     """INVALID_ARGUMENT listing every failing field. When all of them are ids left out that carry their own
     message (see `rules`), that message is the answer's, as Velt clients know it."""
     issues = issues_from_errors(errors, strip)

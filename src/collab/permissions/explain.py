@@ -27,6 +27,7 @@ def explain_rows(grants: list[dict[str, Any]], *, disabled: bool) -> list[dict[s
     users = []
     for user_id, held in sorted(by_user.items()):
         winner = access.best(held)
+        assert winner is not None  # a user here holds at least one grant
         reasons = [
             {
                 "kind": _kind(g),
@@ -53,6 +54,7 @@ async def explain_document(svc: Services, *, tenant: Tenant, organization_id: st
         folders = await repo.document_folders(conn, **key, ids=[document_id]) if organization else {}
         if document_id not in folders:
             raise not_found("document")
+        assert organization is not None  # without it there are no folders, so the line above answered
         folder_id = folders[document_id]
         path: list[str] = []
         if folder_id is not None:

@@ -198,10 +198,10 @@ async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) 
         )
         await _grant(tx.conn, tenant=tenant, principal=("user", data.userId), resources=resources, now=now)
         granted = []
-        for organization_id, group in groupby(
+        for organization_id, grouped in groupby(
             sorted(resources, key=lambda r: r.organizationId), lambda r: r.organizationId
         ):
-            group = list(group)
+            group = list(grouped)
             answer = (
                 await effective(
                     tx.conn,

@@ -61,6 +61,7 @@ def audience(token: str | None) -> str:
 async def authenticate(svc: Services, conn: Conn, token: str | None) -> User:
     """The user a token names, verified with its API key's signing keys; 4401 otherwise."""
     api_key_id = audience(token)
+    assert token is not None  # audience() refused a missing one
     key = await repo.api_key(conn, api_key_id=api_key_id)
     if key is None:
         raise Refused(protocol.BAD_TOKEN, "The token is not a valid user token.")

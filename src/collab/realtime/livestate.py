@@ -28,7 +28,11 @@ async def broadcast(svc: Services, *, tenant: Tenant, data: BroadcastLiveState) 
     if len(orjson.dumps(data.data)) > limit:
         message_ = f"A live state value may hold at most {limit} bytes of JSON."
         raise invalid(message_, [issue(["data"], message_, "too_big")])
-    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId, "document_id": data.documentId}
+    key: dict[str, Any] = {
+        "api_key_id": tenant.api_key_id,
+        "organization_id": data.organizationId,
+        "document_id": data.documentId,
+    }
     async with transaction(svc.pool, svc.redis) as tx:
         found = await permissions_repo.document_folders(
             tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, ids=[data.documentId]

@@ -102,8 +102,8 @@ async def emit(
     ):
         return None
     # Inside a Tx the first attempts are queued at commit; a bare connection leaves them to the sweep.
-    queue = isinstance(db, Tx) and error is None
-    status = "failed" if error else "queued" if queue else "pending"
+    tx = db if isinstance(db, Tx) and error is None else None
+    status = "failed" if error else "queued" if tx else "pending"
     for endpoint in endpoints:
         await repo.insert_delivery(
             conn,
@@ -115,8 +115,8 @@ async def emit(
             last_error=error,
             now=now,
         )
-        if queue:
-            await db.enqueue(
+        if tx is not None:
+            await tx.enqueue(
                 "deliver_webhook", api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint["id"], attempt=1
             )
     return message_id

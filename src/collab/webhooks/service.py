@@ -1,5 +1,6 @@
 """Endpoint management (Svix-shaped): create, list, update, delete, and the signing secret (get, rotate)."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from collab.kit import paging
@@ -45,7 +46,7 @@ async def _check_url(svc: Services, url: str) -> None:
         raise invalid(message, [issue(["url"], message)])
 
 
-def _distinct(values: list[str] | None) -> list[str] | None:
+def _distinct(values: Sequence[str] | None) -> list[str] | None:
     return None if values is None else list(dict.fromkeys(values))
 
 

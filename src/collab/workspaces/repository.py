@@ -28,7 +28,7 @@ async def insert_workspace(
     owner_id: str,
     owner_name: str,
     owner_avatar: str,
-    auth_token_hash: str,
+    auth_token_hash: bytes,
     auth_token_enc: bytes,
     is_root: bool,
 ) -> None:
@@ -57,7 +57,7 @@ async def insert_auth_token(
     api_key_id: str,
     name: str,
     domains: list[str] | None,
-    token_hash: str,
+    token_hash: bytes,
     token_enc: bytes,
 ) -> None:
     row = {"api_key_id": api_key_id, "name": name, "domains": domains, "token_hash": token_hash, "token_enc": token_enc}
