@@ -56,8 +56,17 @@ def fake_providers():
     fake.stop()
 
 
+@pytest.fixture(scope="session")
+def model_client():
+    """litellm, imported before the first test that calls a model (a worker process imports it at start; the
+    session's worker leaves it to the tests that need it, so runs without them skip seconds of imports)."""
+    from collab.llm.client import load_litellm
+
+    return load_litellm()
+
+
 @pytest.fixture
-def llm(fake_providers, live):
+def llm(fake_providers, live, model_client):
     """The fake providers, with scripts and recordings cleared for this test."""
     fake_providers.reset()
     yield fake_providers

@@ -42,9 +42,6 @@ from collab.kit.services import Services, build_services, close_services
 from collab.llm.client import load_litellm
 
 log = logging.getLogger("collab.worker")
-# The model client's import (seconds) happens with this module's, in a worker process only: before any job waits on
-# it, and before a process is forked from one that imported this module (the tests' fault drills).
-load_litellm()
 
 
 def functions(settings: Settings) -> list:
@@ -341,6 +338,7 @@ class Lanes:
 
     def run(self) -> None:
         """Run until SIGINT/SIGTERM, then close (the `collab worker` process)."""
+        load_litellm()  # the model client's import (seconds), before any job waits on it
         loop = self.workers[0].loop
         if self.handle_signals:
             for signum in (signal.SIGINT, signal.SIGTERM):

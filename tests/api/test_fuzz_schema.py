@@ -24,7 +24,7 @@ from collab.app import create_app
 from collab.config import Settings
 from support.helpers import enable_activities, enable_advanced_queries, new_tenant, post, result
 
-pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
+pytestmark = pytest.mark.usefixtures("embedding_model", "model_client")  # derives, searches, calls models
 
 EXAMPLES = int(os.environ.get("COLLAB_FUZZ_EXAMPLES", "10"))
 SEED = int(os.environ.get("COLLAB_FUZZ_SEED", "20261121"))

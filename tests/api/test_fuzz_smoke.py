@@ -12,7 +12,7 @@ import pytest
 from support import pathological, pathological_json, pathological_webhooks, pathological_yjs
 from support.helpers import enable_activities, enable_advanced_queries, new_tenant
 
-pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
+pytestmark = pytest.mark.usefixtures("embedding_model", "model_client")  # derives, searches, calls models
 
 VALUES = [
     None,

@@ -42,7 +42,7 @@ from support.isolation_cases import (
     prepare,
 )
 
-pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
+pytestmark = pytest.mark.usefixtures("embedding_model", "model_client")  # derives, searches, calls models
 
 # Tables without a tenant column, and why their rows are nobody's (a new one must be named here).
 GLOBAL_TABLES = {

@@ -20,6 +20,7 @@ from typing import Any
 
 # What the fork server imports once (faults_env.py); each child then forks with them loaded.
 PRELOAD = [
+    "collab.llm.preload",  # the model client, imported once here rather than by every drilled worker
     "collab.worker",
     "collab.app",
     "collab.ask_ai.tasks",

@@ -17,7 +17,7 @@ from support.factories import (
 )
 from support.helpers import add_organization, enable_activities, new_tenant, post, result, settle_jobs
 
-pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
+pytestmark = pytest.mark.usefixtures("embedding_model", "model_client")  # derives, searches, calls models
 
 
 def received(receiver, path="/hook"):

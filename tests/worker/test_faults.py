@@ -46,7 +46,7 @@ def env(fake_providers):
 
 
 @pytest.fixture
-def fake(fake_providers):
+def fake(fake_providers, model_client):
     fake_providers.reset()
     yield fake_providers
     fake_providers.reset()
