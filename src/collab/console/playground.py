@@ -88,7 +88,7 @@ async def search_page(request: Request, key: str | None = None, console: Console
 def _search_values(form) -> dict[str, Any]:
     """The search form as SearchJudgments takes it (blank fields left out)."""
     text = outcomes.text
-    filters = {k: text(form.get(k)) for k in ("decision", "judgeType", "reviewerId", "annotationId")}
+    filters: dict[str, Any] = {k: text(form.get(k)) for k in ("decision", "judgeType", "reviewerId", "annotationId")}
     dates = {"start": text(form.get("dateStart")), "end": text(form.get("dateEnd"))}
     if any(dates.values()):
         filters["dateRange"] = {k: v for k, v in dates.items() if v}

@@ -4,6 +4,8 @@ Every form is validated by the API's own request model and saved by the service 
 console shows the API's rules (bounds included) as errors next to the fields.
 """
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from starlette.datastructures import FormData, UploadFile
 
@@ -199,12 +201,13 @@ async def _public_key(form: FormData) -> str:
 async def save_webhooks(request: Request, console: Console = Signed):
     async def build(form: FormData, tenant):
         flags = ("isEnabled", "encodeData", "encryptData", "enableDataProtection")
-        body = {name: checked(form, name) for name in flags}
+        body: dict[str, Any] = {name: checked(form, name) for name in flags}
         body["publicKey"] = await _public_key(form)
         try:
             return validated(WebhookConfigUpdate, body)
         except FormErrors as exc:
-            uploaded = isinstance(form.get("publicKeyFile"), UploadFile) and form.get("publicKeyFile").filename
+            file = form.get("publicKeyFile")
+            uploaded = isinstance(file, UploadFile) and file.filename
             if uploaded and "publicKey" in exc.errors:
                 exc.errors["publicKeyFile"] = exc.errors.pop("publicKey")
             raise

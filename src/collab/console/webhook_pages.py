@@ -131,6 +131,7 @@ async def create(request: Request, console: Console = Signed):
 async def update(request: Request, console: Console = Signed):
     form = await checked_form(request, console)
     key, endpoint, values = form.get("key"), form.get("endpoint"), _endpoint_values(form)
+    endpoint = endpoint if isinstance(endpoint, str) else None  # a field, never a file
     tenant, _, key = await outcomes.selected_key(console, key)
     data, outcome = outcomes.parse(UpdateEndpoint, {"endpointId": endpoint, **values})
     if data is not None:

@@ -222,7 +222,7 @@ async def load(
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             await activities.upsert_many(conn, api_key_id=api_key_id, records=rows)
-    counts = Counter()
+    counts: Counter[str] = Counter()
     ids = [r["activity"]["id"] for r in records]
     for start in range(0, len(ids), batch_size):
         counts.update(

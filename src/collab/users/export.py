@@ -115,7 +115,7 @@ KINDS: tuple[Kind, ...] = (
         "recording",
         _unsized(repo.export_recordings),
         lambda r: [r["organization_id"], r["annotation_id"], r["version"]],
-        lambda r: {(r["from_user"] or {}).get("userId")},
+        lambda r: {u for u in [(r["from_user"] or {}).get("userId")] if u is not None},
         _recording,
     ),
 )
@@ -131,7 +131,8 @@ async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list
     wanted = set(data.userIds)
     budget = svc.settings.max_response_bytes
     records: list[Any] = []
-    used, last, more = 1, None, False
+    used, more = 1, False
+    last: list[Any] | None = None
     scope = {"api_key_id": tenant.api_key_id, "user_ids": data.userIds, "organization_ids": data.organizationIds}
     async with svc.pool.connection() as conn:
         for index in range(start, len(KINDS)):
@@ -162,5 +163,7 @@ async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list
             more = more or bool(rows and rows[0].get("fetched", len(rows)) > len(rows))
             if more:
                 break
-    token = paging.encode(*last, keyring=pager.keyring, scope=pager.scope) if more else None
+    if more:
+        assert last is not None  # a page that is full holds a record
+    token = paging.encode(*last, keyring=pager.keyring, scope=pager.scope) if more and last else None
     return records, token
