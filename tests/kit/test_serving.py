@@ -48,8 +48,9 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _accepted(pid: int, port: int) -> int:
-    """How many connections to `port` the process holds open (from /proc: its socket fds against the TCP table)."""
+def _accepted(pid: int, port: int, state: str = "01") -> int:
+    """How many connections to `port` the process holds open (from /proc: its socket fds against the TCP table);
+    `state` "0A" counts its listening sockets instead."""
     held = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -60,8 +61,8 @@ def _accepted(pid: int, port: int) -> int:
     inodes = {
         line.split()[9]
         for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
-        if line.split()[1].endswith(local) and line.split()[3] == "01"
-    }  # 01: established
+        if line.split()[1].endswith(local) and line.split()[3] == state
+    }  # 01: established, 0A: listening
     return sum(1 for inode in inodes if f"socket:[{inode}]" in held)
 
 
@@ -102,6 +103,10 @@ def test_collab_api_serves_from_several_worker_processes(servers, tmp_path):
         assert ready, api.stdout.read().decode() if api.poll() is not None else "not ready in 120 s"
         workers = _serving(api.pid)
         assert len(workers) == 2
+        # /readyz answered from one process; the other may still be starting (its socket not listening yet).
+        while not all(_accepted(pid, port, "0A") for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)  # nothing to be notified by: a process's start-up is its own
+        assert all(_accepted(pid, port, "0A") for pid in workers), "not both listening in 120 s"
         with httpx.Client(base_url=base, timeout=30) as c:
             tenant = new_tenant(c)
             for _ in range(6):  # a fresh connection each: either process may answer, with the same result
