@@ -276,11 +276,10 @@ def measure(
 ) -> dict:
     """Each chosen route on each server (the API, and a baseline's beside it), rounds interleaved."""
     chosen = [r for r in routes() if args.routes is None or r.name.split(" ")[0] in args.routes or r.name == "bare"]
-    runs = [
-        (r.name, r, bare) if r.name == "bare" else (r.name + label, r, api)
-        for r in chosen
-        for label, api in (apis.items() if r.name != "bare" else [("", bare)])
-    ]
+    runs = []  # (row name, route, server): the bare route on its server, every other on each API
+    for route in chosen:
+        servers = {"": bare} if route.name == "bare" else apis
+        runs += [(route.name + label, route, server) for label, server in servers.items()]
     results: dict[str, list[dict]] = {name: [] for name, _, _ in runs}
     for rnd in range(args.rounds):
         for name, route, (base, pid) in runs:

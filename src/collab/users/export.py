@@ -163,7 +163,8 @@ async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list
             more = more or bool(rows and rows[0].get("fetched", len(rows)) > len(rows))
             if more:
                 break
+    token = None
     if more:
         assert last is not None  # a page that is full holds a record
-    token = paging.encode(*last, keyring=pager.keyring, scope=pager.scope) if more and last else None
+        token = paging.encode(*last, keyring=pager.keyring, scope=pager.scope)
     return records, token

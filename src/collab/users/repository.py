@@ -164,8 +164,9 @@ async def delete_contacts(
     return await execute(conn, q.delete_contacts, scope)
 
 
-async def export_notifications(
+async def _export_after_id(
     conn: Conn,
+    sql: str,
     *,
     api_key_id: str,
     user_ids: list[str],
@@ -173,35 +174,24 @@ async def export_notifications(
     after: list[Any] | None,
     limit: int,
 ) -> list[dict[str, Any]]:
+    params = {
+        "api_key_id": api_key_id,
+        "user_ids": user_ids,
+        "organization_ids": organization_ids,
+        "after_id": after[0] if after else None,
+        "limit": limit,
+    }
+    return await fetch_all(conn, sql, params)
+
+
+async def export_notifications(conn: Conn, **scope: Any) -> list[dict[str, Any]]:
     """Export: the notifications the users caused, receive or read, after `after` ([id])."""
-    params = {
-        "api_key_id": api_key_id,
-        "user_ids": user_ids,
-        "organization_ids": organization_ids,
-        "after_id": after[0] if after else None,
-        "limit": limit,
-    }
-    return await fetch_all(conn, q.export_notifications, params)
+    return await _export_after_id(conn, q.export_notifications, **scope)
 
 
-async def export_activities(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    user_ids: list[str],
-    organization_ids: list[str] | None,
-    after: list[Any] | None,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def export_activities(conn: Conn, **scope: Any) -> list[dict[str, Any]]:
     """Export: the activities the users performed, after `after` ([id])."""
-    params = {
-        "api_key_id": api_key_id,
-        "user_ids": user_ids,
-        "organization_ids": organization_ids,
-        "after_id": after[0] if after else None,
-        "limit": limit,
-    }
-    return await fetch_all(conn, q.export_activities, params)
+    return await _export_after_id(conn, q.export_activities, **scope)
 
 
 async def export_recordings(
