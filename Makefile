@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock test-clients run test lint fuzz bench bench-crud bench-realtime load clean
+.PHONY: install lock test-clients run test lint format fuzz bench bench-crud bench-realtime load clean
 
 LOCK   := requirements.lock
 UV_VERSION := 0.13.9
@@ -72,9 +72,14 @@ test: install test-clients
 
 # The formatter's check, the linter and the type checker (configured in pyproject.toml); CI runs it first.
 lint: install
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/yapf --diff --recursive --parallel src tests bench
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+
+# Lay the code out as `make lint` checks it (docs/adr/0045-packed-layout.md) and apply ruff's safe fixes.
+format: install
+	$(BIN)/yapf --in-place --recursive --parallel src tests bench
+	$(BIN)/ruff check --fix src tests bench
 
 # Schema fuzzing at a large budget (make test runs the same cases at 10 per operation and mode).
 fuzz: install

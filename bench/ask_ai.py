@@ -50,39 +50,26 @@ def main() -> str:
     with stack() as (base, fake_root):
         with httpx.Client(base_url=base, timeout=30) as client:
             headers = new_tenant(client)
-            client.post(
-                "/v2/workspace/apikeyconfig/update",
-                json={"data": {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-bench-0000"}]}},
-                headers=headers,
-            )
+            client.post("/v2/workspace/apikeyconfig/update",
+                        json={"data": {"aiModelApiKey": [{"provider": "openai",
+                                                          "customerApiKey": "sk-bench-0000"}]}}, headers=headers)
         for concurrency, n in ((1, 200), (10, 400), (50, 500)):
             httpx.get(f"{fake_root}/_stats")
             failures: Counter = Counter()
             e2e = asyncio.run(_run(base, headers, concurrency, n, failures))
             direct = httpx.get(f"{fake_root}/_stats").json()["durations_ms"][-n:]
-            rows.append(
-                (
-                    concurrency,
-                    n,
-                    pct(e2e, 50),
-                    pct(e2e, 99),
-                    pct(direct, 50),
-                    pct(direct, 99),
-                    pct(e2e, 50) - pct(direct, 50),
-                    pct(e2e, 99) - pct(direct, 99),
-                    n / (sum(e2e) / 1000 / concurrency),
-                    ", ".join(f"{k} {v}" for k, v in failures.items()) or "none",
-                )
-            )
+            rows.append((concurrency, n, pct(e2e, 50), pct(e2e, 99), pct(direct,
+                                                                         50), pct(direct,
+                                                                                  99), pct(e2e, 50) - pct(direct, 50),
+                         pct(e2e, 99) - pct(direct, 99), n / (sum(e2e) / 1000 / concurrency),
+                         ", ".join(f"{k} {v}" for k, v in failures.items()) or "none"))
     lines = [
-        "## Ask AI overhead",
-        "",
+        "## Ask AI overhead", "",
         f"Machine: {machine()}. API, one worker and a fake OpenAI server as separate processes on loopback; "
-        "overhead = end-to-end minus the fake provider's own time at the same percentile.",
-        "",
+        "overhead = end-to-end minus the fake provider's own time at the same percentile.", "",
         "| clients | calls | e2e p50 ms | e2e p99 ms | provider p50 ms | provider p99 ms"
         " | overhead p50 ms | overhead p99 ms | calls/s | failures |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     ]
     for row in rows:
         lines.append("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.0f} | {} |".format(*row))

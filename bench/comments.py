@@ -29,35 +29,20 @@ def _seed(client: httpx.Client, h: dict, *, threads: int, comments: int, documen
     docs = [f"doc-{n}" for n in range(documents)]
     _post(client, "/v2/organizations/add", {"organizations": [{"organizationId": ORG}]}, h)
     for start in range(0, documents, 1000):
-        _post(
-            client,
-            "/v2/organizations/documents/add",
-            {"organizationId": ORG, "documents": [{"documentId": d} for d in docs[start : start + 1000]]},
-            h,
-        )
+        _post(client, "/v2/organizations/documents/add",
+              {"organizationId": ORG, "documents": [{"documentId": d} for d in docs[start:start + 1000]]}, h)
     per_doc = max(1, threads // documents)
     began = time.perf_counter()
     for n, doc in enumerate(docs):
         for start in range(0, per_doc, 100):
-            batch = [
-                {
-                    "annotationId": f"a-{n}-{i}",
-                    "commentData": [
-                        {
-                            "commentText": f"Comment {c} on thread {i}: the price claim needs a source.",
-                            "from": {"userId": f"user-{(i + c) % 20}"},
-                        }
-                        for c in range(comments)
-                    ],
-                }
-                for i in range(start, min(start + 100, per_doc))
-            ]
-            _post(
-                client,
-                "/v2/commentannotations/add",
-                {"organizationId": ORG, "documentId": doc, "commentAnnotations": batch},
-                h,
-            )
+            batch = [{
+                "annotationId": f"a-{n}-{i}", "commentData": [{
+                    "commentText": f"Comment {c} on thread {i}: the price claim needs a source.",
+                    "from": {"userId": f"user-{(i + c) % 20}"}
+                } for c in range(comments)]
+            } for i in range(start, min(start + 100, per_doc))]
+            _post(client, "/v2/commentannotations/add",
+                  {"organizationId": ORG, "documentId": doc, "commentAnnotations": batch}, h)
     return time.perf_counter() - began
 
 
@@ -84,40 +69,20 @@ def main(argv: list[str] | None = None) -> str:
             per_doc = max(1, args.threads // args.documents)
             rows = {
                 f"get one document ({per_doc} threads × {args.comments} comments)": _timed(
-                    client,
-                    "/v2/commentannotations/get",
-                    {"organizationId": ORG, "documentId": "doc-0"},
-                    h,
-                    args.samples,
-                ),
-                f"count/get for a user over {args.documents} documents": _timed(
-                    client,
-                    "/v2/commentannotations/count/get",
-                    {"organizationId": ORG, "userId": "user-3"},
-                    h,
-                    args.samples,
-                ),
-                "comments/add (one reply)": _timed(
-                    client,
-                    "/v2/commentannotations/comments/add",
-                    {
-                        "organizationId": ORG,
-                        "documentId": "doc-1",
-                        "annotationId": "a-1-0",
-                        "commentData": [{"commentText": "reply", "from": {"userId": "user-1"}}],
-                    },
-                    h,
-                    min(args.samples, 500 - args.comments),
-                ),
+                    client, "/v2/commentannotations/get", {"organizationId": ORG, "documentId": "doc-0"}, h,
+                    args.samples), f"count/get for a user over {args.documents} documents": _timed(
+                        client, "/v2/commentannotations/count/get", {"organizationId": ORG, "userId": "user-3"}, h,
+                        args.samples), "comments/add (one reply)": _timed(
+                            client, "/v2/commentannotations/comments/add", {
+                                "organizationId": ORG, "documentId": "doc-1", "annotationId": "a-1-0",
+                                "commentData": [{"commentText": "reply", "from": {"userId": "user-1"}}]
+                            }, h, min(args.samples, 500 - args.comments))
             }
     total = args.documents * per_doc
     lines = [
         f"Comments: {total} threads × {args.comments} comments over {args.documents} documents ({machine()});"
         f" add: {total / seconds:.0f} threads/s ({total * args.comments / seconds:.0f} comments/s), "
-        f"100 threads per call",
-        "",
-        "| request | p50 ms | p99 ms |",
-        "|---|---:|---:|",
+        f"100 threads per call", "", "| request | p50 ms | p99 ms |", "|---|---:|---:|"
     ]
     lines += [f"| {name} | {pct(t, 50):.1f} | {pct(t, 99):.1f} |" for name, t in rows.items()]
     return "\n".join(lines)

@@ -44,9 +44,8 @@ def stack(fake_model: str | None = None, **overrides: str) -> Iterator[tuple[str
     redis = embedded.EmbeddedRedis(root)
     redis_url = redis.start()
     fake_args = ["--model", fake_model] if fake_model else []
-    fake = subprocess.Popen(
-        [sys.executable, "-m", "collab.testing.fakes", *fake_args], stdout=subprocess.PIPE, text=True
-    )
+    fake = subprocess.Popen([sys.executable, "-m", "collab.testing.fakes", *fake_args], stdout=subprocess.PIPE,
+                            text=True)
     fake_root = fake.stdout.readline().strip()
     port = _free_port()
     env = dict(
@@ -65,8 +64,7 @@ def stack(fake_model: str | None = None, **overrides: str) -> Iterator[tuple[str
         COLLAB_RATE_LIMIT_EXTRACTION="1000000/hour",
         COLLAB_EXTRACTION_MAX_CONCURRENCY_PER_WORKSPACE="1000",
         # The ONNX export of the embedding model is made once and kept with the bench's other caches.
-        COLLAB_MODEL_CACHE_DIR=str(Path(__file__).resolve().parent / ".cache" / "models"),
-    )
+        COLLAB_MODEL_CACHE_DIR=str(Path(__file__).resolve().parent / ".cache" / "models"))
     for provider in ("openai", "anthropic", "gemini"):
         env[f"COLLAB_{provider.upper()}_BASE_URL"] = f"{fake_root}/{provider}"
     _running.update(env=dict(env), root=root)  # for api_beside: the settings before this stack's overrides
@@ -169,11 +167,8 @@ def machine() -> str:
 
 def write_section(name: str, body: str) -> None:
     """Replace (or append) the section `name` of docs/benchmarks.md."""
-    text = (
-        RESULTS.read_text()
-        if RESULTS.exists()
-        else "# Benchmarks\n\nWritten by `make bench` (`python -m bench`); numbers from one run on one machine.\n"
-    )
+    text = (RESULTS.read_text() if RESULTS.exists() else
+            "# Benchmarks\n\nWritten by `make bench` (`python -m bench`); numbers from one run on one machine.\n")
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     block = f"{begin}\n{body.rstrip()}\n{end}"
     if begin in text:

@@ -33,10 +33,7 @@ from bench.common import _free_port, machine
 from collab.kit import embedded
 
 # Limits raised so that the measured load never meets them (the bench measures overhead, not limits).
-LIMITS = {
-    "COLLAB_RATE_LIMIT_API_KEY": "100000000/minute",
-    "COLLAB_RATE_LIMIT_WORKSPACE_CREATE": "1000/hour",
-}
+LIMITS = {"COLLAB_RATE_LIMIT_API_KEY": "100000000/minute", "COLLAB_RATE_LIMIT_WORKSPACE_CREATE": "1000/hour"}
 ORG, DOC, USER = "org-crud", "doc-crud", "user-crud"
 
 
@@ -53,37 +50,25 @@ class Route:
 def routes() -> list[Route]:
     """The bare route, the reads, then the writes (each write makes or changes one thing)."""
     activity = {
-        "featureType": "custom",
-        "actionType": "document.viewed",
-        "targetEntityId": "t-1",
-        "actionUser": {"userId": USER},
+        "featureType": "custom", "actionType": "document.viewed", "targetEntityId": "t-1",
+        "actionUser": {"userId": USER}
     }
     return [
         Route("bare", "/bare", {"data": {"organizationId": ORG}}),
         Route("organizations/get", "/v2/organizations/get", {"data": {"organizationIds": [ORG]}}),
         Route("workspace/apikeyconfig/get", "/v2/workspace/apikeyconfig/get", {"data": {}}),
+        Route("auth/permissions/get", "/v2/auth/permissions/get",
+              {"data": {"organizationId": ORG, "userIds": [USER], "documentIds": [DOC]}}),
+        Route("activities/add (1 record)", "/v2/activities/add",
+              {"data": {"organizationId": ORG, "documentId": DOC, "activities": [activity]}}),
         Route(
-            "auth/permissions/get",
-            "/v2/auth/permissions/get",
-            {"data": {"organizationId": ORG, "userIds": [USER], "documentIds": [DOC]}},
-        ),
-        Route(
-            "activities/add (1 record)",
-            "/v2/activities/add",
-            {"data": {"organizationId": ORG, "documentId": DOC, "activities": [activity]}},
-        ),
-        Route(
-            "organizations/documents/add",
-            "/v2/organizations/documents/add",
+            "organizations/documents/add", "/v2/organizations/documents/add",
             template='{"data":{"organizationId":"' + ORG + '","documents":[{"documentId":"d-%s-%d",'
-            '"documentName":"D %d"}]}}',
-        ),
+            '"documentName":"D %d"}]}}'),
         Route(
-            "users/update",
-            "/v2/users/update",
+            "users/update", "/v2/users/update",
             template='{"data":{"organizationId":"' + ORG + '","users":[{"userId":"' + USER + '",'
-            '"name":"User %s %d"}]}}',
-        ),
+            '"name":"User %s %d"}]}}')
     ]
 
 
@@ -134,10 +119,9 @@ def start_api(env: dict[str, str], workers: int, src: Path | None = None) -> tup
     if src is not None:
         env = {**env, "PYTHONPATH": str(src)}
     child = subprocess.Popen(
-        [sys.executable, "-m", "collab.cli", "api", "--port", str(port), "--workers", str(workers)],
-        env={**env, "COLLAB_PORT": str(port)},
-        start_new_session=True,
-    )
+        [sys.executable, "-m", "collab.cli", "api", "--port",
+         str(port), "--workers",
+         str(workers)], env={**env, "COLLAB_PORT": str(port)}, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     _wait(base + "/readyz", child)
     return child, base
@@ -166,30 +150,18 @@ def seed(base: str) -> dict[str, str]:
         ws = _post(client, "/v2/workspace/create", {"ownerEmail": "crud@example.com"}, {})["result"]["data"]
         key = next(iter(ws["apiKeyList"]))
         wh = {"x-service-workspace-id": ws["id"], "x-service-workspace-auth-token": ws["authToken"]}
-        token = _post(client, "/v2/workspace/authtokens/get", {"apiKey": key}, wh)["result"]["data"]["authTokens"][0][
-            "token"
-        ]
+        token = _post(client, "/v2/workspace/authtokens/get", {"apiKey": key},
+                      wh)["result"]["data"]["authTokens"][0]["token"]
         h = {"x-service-api-key": key, "x-service-auth-token": token}
         _post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}}, h)
+        _post(client, "/v2/organizations/documents/add", {
+            "organizationId": ORG, "createOrganization": True, "documents": [{"documentId": DOC, "documentName": "D"}]
+        }, h)
         _post(
-            client,
-            "/v2/organizations/documents/add",
-            {
+            client, "/v2/users/add", {
                 "organizationId": ORG,
-                "createOrganization": True,
-                "documents": [{"documentId": DOC, "documentName": "D"}],
-            },
-            h,
-        )
-        _post(
-            client,
-            "/v2/users/add",
-            {
-                "organizationId": ORG,
-                "users": [{"userId": USER, "name": "User", "email": "user@example.com", "accessRole": "editor"}],
-            },
-            h,
-        )
+                "users": [{"userId": USER, "name": "User", "email": "user@example.com", "accessRole": "editor"}]
+            }, h)
         for route in routes()[1:]:  # every route answers 200 before it is measured
             body = route.body or orjson.loads(route.template.replace("%s", "seed").replace("%d", "0"))
             response = client.post(route.path, json=body, headers=h)
@@ -212,11 +184,8 @@ def _lua(route: Route, headers: dict[str, str], tag: str) -> str:
         count = route.template.count("%d")
         args = ", ".join(["n"] * count)
         lines += [
-            "local n = 0",
-            "request = function()",
-            "  n = n + 1",
-            f'  return wrk.format(nil, nil, nil, string.format("{template}", {args}))',
-            "end",
+            "local n = 0", "request = function()", "  n = n + 1",
+            f'  return wrk.format(nil, nil, nil, string.format("{template}", {args}))', "end"
         ]
     return "\n".join(lines) + "\n"
 
@@ -234,11 +203,8 @@ def wrk(url: str, script: str, *, duration: float, connections: int) -> dict[str
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(script)
     try:
-        out = subprocess.run(
-            ["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--latency", "-s", f.name, url],
-            capture_output=True,
-            text=True,
-        )
+        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", "--latency", "-s", f.name, url],
+                             capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError(f"wrk failed: {out.stderr or out.stdout}")
         out = out.stdout
@@ -250,11 +216,8 @@ def wrk(url: str, script: str, *, duration: float, connections: int) -> dict[str
     bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     errors = re.search(r"Socket errors:.*", out)
     return {
-        "rps": rps,
-        "p50": p50,
-        "p99": p99,
-        "non2xx": int(bad.group(1)) if bad else 0,
-        "socket_errors": errors.group(0) if errors else "",
+        "rps": rps, "p50": p50, "p99": p99, "non2xx": int(bad.group(1)) if bad else 0,
+        "socket_errors": errors.group(0) if errors else ""
     }
 
 
@@ -267,13 +230,8 @@ def _cpu_s(pid: int) -> float:
     return sum(load_service._ticks(p) for p in load_service._descendants(pid, tree)) / load_service.TICK
 
 
-def measure(
-    args: argparse.Namespace,
-    bare: tuple[str, int],
-    apis: dict[str, tuple[str, int]],
-    headers: dict[str, str],
-    workers: int,
-) -> dict:
+def measure(args: argparse.Namespace, bare: tuple[str, int], apis: dict[str, tuple[str, int]], headers: dict[str, str],
+            workers: int) -> dict:
     """Each chosen route on each server (the API, and a baseline's beside it), rounds interleaved."""
     chosen = [r for r in routes() if args.routes is None or r.name.split(" ")[0] in args.routes or r.name == "bare"]
     runs = []  # (row name, route, server): the bare route on its server, every other on each API
@@ -285,22 +243,15 @@ def measure(
         for name, route, (base, pid) in runs:
             tag = f"w{workers}r{rnd}{'b' if name != route.name else ''}"
             cpu = _cpu_s(pid)
-            result = wrk(
-                base + route.path,
-                _lua(route, {} if route.name == "bare" else headers, tag),
-                duration=args.duration,
-                connections=args.connections,
-            )
+            result = wrk(base + route.path, _lua(route, {} if route.name == "bare" else headers, tag),
+                         duration=args.duration, connections=args.connections)
             # Server CPU per request: what the noise of a shared machine moves least.
             result["cpu_us"] = (_cpu_s(pid) - cpu) / max(result["rps"] * args.duration, 1) * 1e6
             results[name].append(result)
             print(
                 f"  workers={workers} round {rnd + 1} {name}: {result['rps']:.0f} req/s, p50 "
-                f"{result['p50']:.2f} ms, p99 {result['p99']:.2f} ms, {result['cpu_us']:.0f} µs CPU/req"
-                + (f", {result['non2xx']} non-2xx" if result["non2xx"] else ""),
-                file=sys.stderr,
-                flush=True,
-            )
+                f"{result['p50']:.2f} ms, p99 {result['p99']:.2f} ms, {result['cpu_us']:.0f} µs CPU/req" +
+                (f", {result['non2xx']} non-2xx" if result["non2xx"] else ""), file=sys.stderr, flush=True)
     return results
 
 
@@ -308,10 +259,9 @@ def table(all_results: dict[int, dict], args: argparse.Namespace) -> str:
     """The markdown table: per route and worker count, each round's req/s, p50, p99 and ratio to bare."""
     one = min(all_results)
     lines = [
-        f"{args.rounds} rounds interleaved, wrk -t1 -c{args.connections} -d{args.duration:g}s; {machine()}.",
-        "",
+        f"{args.rounds} rounds interleaved, wrk -t1 -c{args.connections} -d{args.duration:g}s; {machine()}.", "",
         "| route | API processes | req/s (rounds) | p50 ms | p99 ms | server CPU µs/req | vs bare | vs 1 process |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|"
     ]
     for workers, results in all_results.items():
         bare = results["bare"]
@@ -325,18 +275,11 @@ def table(all_results: dict[int, dict], args: argparse.Namespace) -> str:
                 scale = " / ".join(f"{r['rps'] / b['rps']:.2f}" for r, b in zip(rounds, base))
             bad = sum(r["non2xx"] for r in rounds)
             lines.append(
-                f"| {name}{' (' + str(bad) + ' non-2xx)' if bad else ''} | {'-' if name == 'bare' else workers} | "
-                + " / ".join(f"{r['rps']:,.0f}" for r in rounds)
-                + " | "
-                + " / ".join(f"{r['p50']:.1f}" for r in rounds)
-                + " | "
-                + " / ".join(f"{r['p99']:.1f}" for r in rounds)
-                + " | "
-                + " / ".join(f"{r['cpu_us']:.0f}" for r in rounds)
-                + " | "
-                + " / ".join(f"{x:.2f}" for x in ratios)
-                + f" | {scale} |"
-            )
+                f"| {name}{' (' + str(bad) + ' non-2xx)' if bad else ''} | {'-' if name == 'bare' else workers} | " +
+                " / ".join(f"{r['rps']:,.0f}" for r in rounds) + " | " + " / ".join(f"{r['p50']:.1f}" for r in rounds) +
+                " | " + " / ".join(f"{r['p99']:.1f}" for r in rounds) + " | " + " / ".join(f"{r['cpu_us']:.0f}"
+                                                                                           for r in rounds) + " | " +
+                " / ".join(f"{x:.2f}" for x in ratios) + f" | {scale} |")
     return "\n".join(lines)
 
 
@@ -368,19 +311,13 @@ def main(argv: list[str] | None = None) -> str:
     redis_url = redis.start()
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAB_")}
     env = {
-        **base_env,
-        **LIMITS,
-        "COLLAB_DATABASE_URL": database_url,
-        "COLLAB_REDIS_URL": redis_url,
-        "COLLAB_DATA_DIR": str(root),
-        "COLLAB_SECRET_KEY": "crud-bench-secret-key-0123456789abcdef",
-        "COLLAB_HOST": "127.0.0.1",
-        "COLLAB_LOG_LEVEL": "WARNING",
+        **base_env, **LIMITS, "COLLAB_DATABASE_URL": database_url, "COLLAB_REDIS_URL": redis_url,
+        "COLLAB_DATA_DIR": str(root), "COLLAB_SECRET_KEY": "crud-bench-secret-key-0123456789abcdef",
+        "COLLAB_HOST": "127.0.0.1", "COLLAB_LOG_LEVEL": "WARNING"
     }
     bare_port = _free_port()
-    bare = subprocess.Popen(
-        [sys.executable, "-m", "bench.crud", "--serve-bare", str(bare_port)], env=env, start_new_session=True
-    )
+    bare = subprocess.Popen([sys.executable, "-m", "bench.crud", "--serve-bare",
+                             str(bare_port)], env=env, start_new_session=True)
     bare_url = f"http://127.0.0.1:{bare_port}"
     headers: dict[str, str] | None = None
     all_results: dict[int, dict] = {}

@@ -39,23 +39,19 @@ def main() -> str:
 
     name, source = resolve(None)
     texts = corpus(BULK)
-    queries, bulk = texts[:QUERIES], texts[QUERIES : QUERIES + BULK]
+    queries, bulk = texts[:QUERIES], texts[QUERIES:QUERIES + BULK]
     started = time.perf_counter()
     models = {
-        "torch fp32": Embedder(name, source, runtime="torch"),
-        "ONNX fp32": Embedder(name, source, dtype="fp32"),
-        "ONNX int8": Embedder(name, source, dtype="int8"),
-        "OpenVINO bf16": Embedder(name, source, runtime="openvino", dtype="bf16"),
+        "torch fp32": Embedder(name, source, runtime="torch"), "ONNX fp32": Embedder(name, source, dtype="fp32"),
+        "ONNX int8": Embedder(name, source,
+                              dtype="int8"), "OpenVINO bf16": Embedder(name, source, runtime="openvino", dtype="bf16")
     }
     load_s = time.perf_counter() - started
     reference = None
     lines = [
-        "## Embedding",
-        "",
-        f"Machine: {machine()}; bulk device: {bulk_device('auto')}.",
-        "",
+        "## Embedding", "", f"Machine: {machine()}; bulk device: {bulk_device('auto')}.", "",
         "| runtime | query p50 ms | query p99 ms | bulk texts/s | min cosine to torch | mean cosine |",
-        "|---|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|"
     ]
     for label, model in models.items():
         p50, p99 = query_latency(model, queries)
@@ -65,9 +61,8 @@ def main() -> str:
         cos = (vectors * reference).sum(axis=1)
         lines.append(f"| {label} | {p50:.2f} | {p99:.2f} | {rate:.0f} | {cos.min():.4f} | {cos.mean():.4f} |")
     lines += [
-        "",
-        f"Loading all four (exports cached after the first run): {load_s:.1f} s. OpenVINO computes bf16 "
-        f"natively on this CPU: {native_bf16()} (else it runs f32).",
+        "", f"Loading all four (exports cached after the first run): {load_s:.1f} s. OpenVINO computes bf16 "
+        f"natively on this CPU: {native_bf16()} (else it runs f32)."
     ]
     table = "\n".join(lines)
     write_section("embedding", table)

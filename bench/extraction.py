@@ -23,32 +23,17 @@ TARGET = 5 * 1024 * 1024 - 64 * 1024  # just under the 5 MB upload limit
 LIMITS = Limits(max_tasks=10**6)
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 _SUBJECTS = [
-    "price claims",
-    "testimonials",
-    "image alt text",
-    "cookie banners",
-    "pricing tables",
-    "disclaimers",
-    "product names",
-    "contrast ratios",
-    "consent forms",
-    "data retention notes",
-    "legal footers",
+    "price claims", "testimonials", "image alt text", "cookie banners", "pricing tables", "disclaimers",
+    "product names", "contrast ratios", "consent forms", "data retention notes", "legal footers"
 ]
 _VERBS = ["state", "disclose", "include", "link to", "avoid", "name", "show", "keep", "match", "explain"]
 
 
 def _rows(n: int) -> list[tuple[str, str, str]]:
     rng = random.Random(7)
-    return [
-        (
-            f"C-{i:06d}",
-            rng.choice(_SUBJECTS).title(),
-            f"Check that {rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} the {rng.choice(_SUBJECTS)}"
-            f" required by policy {i}",
-        )
-        for i in range(n)
-    ]
+    return [(f"C-{i:06d}", rng.choice(_SUBJECTS).title(),
+             f"Check that {rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} the {rng.choice(_SUBJECTS)}"
+             f" required by policy {i}") for i in range(n)]
 
 
 def _table(delimiter: str) -> bytes:
@@ -93,7 +78,7 @@ def _pdf() -> bytes:
     pages, per_page = [], 48
     for start in range(0, len(rows), per_page):
         section = [f"SECTION {len(pages) + 1}"]
-        pages.append(section + [f"{j + 1}. {r[2]}" for j, r in enumerate(rows[start : start + per_page])])
+        pages.append(section + [f"{j + 1}. {r[2]}" for j, r in enumerate(rows[start:start + per_page])])
         if len(pages) >= 490:
             break
     return make_pdf(pages)
@@ -102,12 +87,9 @@ def _pdf() -> bytes:
 def decode_throughput() -> list[tuple[str, float, int, float, float]]:
     """(format, MB, tasks, best seconds, MB/s) per format."""
     inputs = {
-        "csv": (_table(","), "text/csv"),
-        "tsv": (_table("\t"), "text/tab-separated-values"),
-        "text": (_text(False), "text/plain"),
-        "markdown": (_text(True), "text/markdown"),
-        "xlsx": (_xlsx(), XLSX),
-        "pdf": (_pdf(), "application/pdf"),
+        "csv": (_table(","), "text/csv"), "tsv": (_table("\t"), "text/tab-separated-values"),
+        "text": (_text(False), "text/plain"), "markdown": (_text(True), "text/markdown"), "xlsx": (_xlsx(), XLSX),
+        "pdf": (_pdf(), "application/pdf")
     }
     rows = []
     for name, (data, mime) in inputs.items():
@@ -141,9 +123,8 @@ def pipeline_overhead(n: int = 100) -> tuple[float, float, float, float]:
     for row in _rows(40):
         writer.writerow(row[1:])
     body = {
-        "fileBase64": base64.b64encode(out.getvalue().encode()).decode(),
-        "mimeType": "text/csv",
-        "fileName": "bench.csv",
+        "fileBase64": base64.b64encode(out.getvalue().encode()).decode(), "mimeType": "text/csv",
+        "fileName": "bench.csv"
     }
     with stack(fake_model="extraction", COLLAB_OPENAI_API_KEY="bench-platform-key") as (base, fake_root):
         with httpx.Client(base_url=base, timeout=30) as client:
@@ -156,25 +137,17 @@ def pipeline_overhead(n: int = 100) -> tuple[float, float, float, float]:
 
 def main() -> str:
     lines = [
-        "## Extraction",
-        "",
-        f"Machine: {machine()}.",
-        "",
-        "Decode throughput (best of 3, one process):",
-        "",
-        "| format | input MB | tasks | seconds | MB/s |",
-        "|---|---:|---:|---:|---:|",
+        "## Extraction", "", f"Machine: {machine()}.", "", "Decode throughput (best of 3, one process):", "",
+        "| format | input MB | tasks | seconds | MB/s |", "|---|---:|---:|---:|---:|"
     ]
     for name, mb, tasks, seconds, rate in decode_throughput():
         lines.append(f"| {name} | {mb:.2f} | {tasks} | {seconds:.2f} | {rate:.1f} |")
     e50, e99, p50, p99 = pipeline_overhead()
     lines += [
-        "",
-        "Pipeline overhead per call (40-task CSV, 100 sequential calls, fake provider in its own process):",
-        "",
+        "", "Pipeline overhead per call (40-task CSV, 100 sequential calls, fake provider in its own process):", "",
         "| e2e p50 ms | e2e p99 ms | provider p50 ms | provider p99 ms | overhead p50 ms | overhead p99 ms |",
         "|---:|---:|---:|---:|---:|---:|",
-        f"| {e50:.1f} | {e99:.1f} | {p50:.2f} | {p99:.2f} | {e50 - p50:.1f} | {e99 - p99:.1f} |",
+        f"| {e50:.1f} | {e99:.1f} | {p50:.2f} | {p99:.2f} | {e50 - p50:.1f} | {e99 - p99:.1f} |"
     ]
     table = "\n".join(lines)
     write_section("extraction", table)

@@ -34,24 +34,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
     """The command line."""
     p = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.splitlines()[0])
     p.add_argument("--duration", type=float, default=60, help="seconds of load (default 60)")
-    p.add_argument(
-        "--warmup", type=float, help="seconds excluded from latency and memory slope (default duration/6, at most 60)"
-    )
+    p.add_argument("--warmup", type=float,
+                   help="seconds excluded from latency and memory slope (default duration/6, at most 60)")
     p.add_argument("--users", type=int, default=16, help="concurrent virtual users (default 16)")
-    p.add_argument(
-        "--think", type=float, default=0.05, help="mean think time between a user's operations, s (default 0.05)"
-    )
+    p.add_argument("--think", type=float, default=0.05,
+                   help="mean think time between a user's operations, s (default 0.05)")
     p.add_argument("--tenants", type=int, default=4, help="workspaces, each with its own users (default 4)")
     p.add_argument("--sample-every", type=float, default=5, help="seconds between memory samples (default 5)")
     p.add_argument("--url", help="target an already running service instead of starting one")
     p.add_argument("--pid", type=int, help="with --url: the `collab run` process whose children to sample")
     p.add_argument("--out", type=Path, help="results JSON (default .data/load-<time>.json)")
-    p.add_argument(
-        "--keepalive-expiry",
-        type=float,
-        default=5.0,
-        help="seconds the client keeps an idle connection (httpx's default 5, as the server's)",
-    )
+    p.add_argument("--keepalive-expiry", type=float, default=5.0,
+                   help="seconds the client keeps an idle connection (httpx's default 5, as the server's)")
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args(argv)
     if args.warmup is None:
@@ -68,21 +62,16 @@ class Samples:
     backlog: list[tuple[float, int, int]] = field(default_factory=list)
 
 
-async def sampler(
-    service: load_service.Service, t0: float, every: float, samples: Samples, stop: asyncio.Event
-) -> None:
+async def sampler(service: load_service.Service, t0: float, every: float, samples: Samples,
+                  stop: asyncio.Event) -> None:
     """Every `every` seconds until stopped: RSS and CPU of the processes, and the worker's job backlog."""
     postmaster = load_service.postmaster_pid(service)
     db = await _connect(load_service.database_url(service))
     try:
         while True:
             t = time.monotonic() - t0
-            rss, cpu = await asyncio.to_thread(
-                lambda: (
-                    load_service.rss_sample(service.root_pid, postmaster),
-                    load_service.cpu_sample(service.root_pid, postmaster),
-                )
-            )
+            rss, cpu = await asyncio.to_thread(lambda: (load_service.rss_sample(service.root_pid, postmaster),
+                                                        load_service.cpu_sample(service.root_pid, postmaster)))
             samples.rss.append((t, rss))
             samples.cpu.append((t, cpu, load_service.machine_cpu()))
             if db is not None:
@@ -108,10 +97,8 @@ async def _connect(url: str | None):
 
 async def _backlog(db) -> tuple[int, int]:
     """(jobs queued or running, jobs failed) in the service's job table."""
-    cur = await db.execute(
-        "select count(*) filter (where status in ('queued', 'running')),"
-        " count(*) filter (where status = 'failed') from jobs"
-    )
+    cur = await db.execute("select count(*) filter (where status in ('queued', 'running')),"
+                           " count(*) filter (where status = 'failed') from jobs")
     queued, failed = await cur.fetchone()
     return int(queued), int(failed)
 
@@ -135,9 +122,8 @@ async def setup(client: httpx.AsyncClient, count: int, rng: random.Random) -> li
 async def drive(args: argparse.Namespace, service: load_service.Service) -> dict[str, Any]:
     """Set up, run the load with sampling, and return every raw measurement."""
     rng = random.Random(args.seed)
-    limits = httpx.Limits(
-        max_connections=args.users + 4, max_keepalive_connections=args.users + 4, keepalive_expiry=args.keepalive_expiry
-    )
+    limits = httpx.Limits(max_connections=args.users + 4, max_keepalive_connections=args.users + 4,
+                          keepalive_expiry=args.keepalive_expiry)
     async with httpx.AsyncClient(base_url=service.url, timeout=30, limits=limits) as client:
         started = time.monotonic()
         tenants = await setup(client, args.tenants, rng)
@@ -156,13 +142,9 @@ async def drive(args: argparse.Namespace, service: load_service.Service) -> dict
         stop.set()
         await watch
     return {
-        "recorder": recorder,
-        "samples": samples,
-        "t0": t0,
-        "elapsed": elapsed,
-        "setup_s": setup_s,
-        "client_cpu_s": client_cpu,
-        "tenants": {t.headers["x-service-api-key"]: t.name for t in tenants},
+        "recorder": recorder, "samples": samples, "t0": t0, "elapsed": elapsed, "setup_s": setup_s,
+        "client_cpu_s": client_cpu, "tenants": {t.headers["x-service-api-key"]: t.name
+                                                for t in tenants}
     }
 
 
@@ -182,19 +164,11 @@ def routes(rows: list[tuple], t0: float, warmup: float, measured_s: float) -> li
     table = []
     for route, group in sorted(by_route.items(), key=lambda kv: -len(kv[1])) + [("total", rows)]:
         timed = [r[2] * 1000 for r in group if r[0] - t0 >= warmup]
-        table.append(
-            {
-                "route": route,
-                "count": len(group),
-                "measured": len(timed),
-                "rps": len(timed) / measured_s,
-                "p50_ms": pct(timed, 50),
-                "p95_ms": pct(timed, 95),
-                "p99_ms": pct(timed, 99),
-                "max_ms": max(timed, default=float("nan")),
-                "errors": sum(1 for r in group if not _ok(r[3])),
-            }
-        )
+        table.append({
+            "route": route, "count": len(group), "measured": len(timed), "rps": len(timed) / measured_s,
+            "p50_ms": pct(timed, 50), "p95_ms": pct(timed, 95), "p99_ms": pct(timed, 99),
+            "max_ms": max(timed, default=float("nan")), "errors": sum(1 for r in group if not _ok(r[3]))
+        })
     return table
 
 
@@ -214,17 +188,12 @@ def minutes(rows: list[tuple], t0: float, duration: float) -> list[dict[str, Any
     for row in rows:
         if row[0] - t0 < duration:  # requests still in flight at the deadline would make a stub bucket
             buckets.setdefault(int((row[0] - t0) // 60), []).append(row)
-    return [
-        {
-            "minute": m,
-            "count": len(b),
-            "rps": len(b) / min(60, duration - 60 * m),
-            "p50_ms": pct([r[2] * 1000 for r in b], 50),
-            "p99_ms": pct([r[2] * 1000 for r in b], 99),
-            "errors": sum(1 for r in b if not _ok(r[3])),
-        }
-        for m, b in sorted(buckets.items())
-    ]
+    return [{
+        "minute": m, "count": len(b), "rps": len(b) / min(60, duration - 60 * m),
+        "p50_ms": pct([r[2] * 1000 for r in b], 50), "p99_ms": pct([r[2] * 1000
+                                                                    for r in b], 99), "errors": sum(1 for r in b
+                                                                                                    if not _ok(r[3]))
+    } for m, b in sorted(buckets.items())]
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -233,7 +202,7 @@ def slope(points: list[tuple[float, float]]) -> float:
         return float("nan")
     n = len(points)
     mx, my = sum(p[0] for p in points) / n, sum(p[1] for p in points) / n
-    var = sum((p[0] - mx) ** 2 for p in points)
+    var = sum((p[0] - mx)**2 for p in points)
     return 60 * sum((p[0] - mx) * (p[1] - my) for p in points) / var if var else float("nan")
 
 
@@ -246,17 +215,11 @@ def memory(samples: Samples, warmup: float) -> list[dict[str, Any]]:
         after = [p for p in points if p[0] >= warmup] or points[-1:]
         # The second half tells a leak (still rising) from a fill that levels off (caches, Redis's kept results).
         late = [p for p in points if p[0] >= (warmup + points[-1][0]) / 2]
-        out.append(
-            {
-                "process": role,
-                "start_mib": points[0][1],
-                "warm_mib": after[0][1],
-                "end_mib": points[-1][1],
-                "max_mib": max(p[1] for p in points),
-                "slope_mib_per_min": slope(after),
-                "late_slope_mib_per_min": slope(late),
-            }
-        )
+        out.append({
+            "process": role, "start_mib": points[0][1], "warm_mib": after[0][1], "end_mib": points[-1][1],
+            "max_mib": max(p[1] for p in points), "slope_mib_per_min": slope(after),
+            "late_slope_mib_per_min": slope(late)
+        })
     return out
 
 
@@ -278,11 +241,8 @@ def cpu(samples: Samples, warmup: float, client_cpu_s: float, elapsed: float) ->
     # What the rest of the (shared) machine used meanwhile: its busy cores less the service's and ours.
     others = busy * (os.cpu_count() or 1) - sum(cores.values()) - client
     return {
-        "cores_by_process": cores,
-        "load_generator_cores": client,
-        "machine_busy": busy,
-        "machine_cores": os.cpu_count(),
-        "other_processes_cores": others,
+        "cores_by_process": cores, "load_generator_cores": client, "machine_busy": busy,
+        "machine_cores": os.cpu_count(), "other_processes_cores": others
     }
 
 
@@ -302,28 +262,22 @@ def summarize(args: argparse.Namespace, raw: dict[str, Any], service: load_servi
     queued = [b[1] for b in samples.backlog]
     failed = [b[2] for b in samples.backlog]
     return {
-        "machine": machine(),
-        "started_service": service.process is not None,
-        "settings": {k: v for k, v in service.env.items() if k.startswith("COLLAB_RATE") or k == "COLLAB_LOG_LEVEL"},
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "mix": [{"operation": name, "weight": w} for name, _, w in MIX],
-        "setup_s": raw["setup_s"],
-        "elapsed_s": raw["elapsed"],
-        "measured_s": measured_s,
-        "routes": routes(rows, t0, args.warmup, measured_s),
-        "errors": errors(rows),
-        "item_failures": raw["recorder"].item_failures,
-        "minutes": minutes(rows, t0, args.duration),
-        "memory": memory(samples, args.warmup),
-        "cpu": cpu(samples, args.warmup, raw["client_cpu_s"], raw["elapsed"]),
-        "backlog": {
-            "max_queued_or_running": max(queued, default=None),
-            "end_queued_or_running": queued[-1] if queued else None,
-            "failed_jobs_during_run": (failed[-1] - failed[0]) if failed else None,
-        },
-        "tenant_rates": tenant_rates(rows, raw["tenants"]),
-        "rss_samples": [{"t": round(t, 1), **{k: round(v, 1) for k, v in s.items()}} for t, s in samples.rss],
-        "max_rss_client_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "machine": machine(), "started_service": service.process is not None,
+        "settings": {k: v
+                     for k, v in service.env.items() if k.startswith("COLLAB_RATE") or k == "COLLAB_LOG_LEVEL"},
+        "args": {k: (str(v) if isinstance(v, Path) else v)
+                 for k, v in vars(args).items()}, "mix": [{"operation": name, "weight": w} for name, _, w in MIX],
+        "setup_s": raw["setup_s"], "elapsed_s": raw["elapsed"], "measured_s": measured_s,
+        "routes": routes(rows, t0, args.warmup,
+                         measured_s), "errors": errors(rows), "item_failures": raw["recorder"].item_failures,
+        "minutes": minutes(rows, t0, args.duration), "memory": memory(samples, args.warmup),
+        "cpu": cpu(samples, args.warmup, raw["client_cpu_s"], raw["elapsed"]), "backlog": {
+            "max_queued_or_running": max(queued, default=None), "end_queued_or_running": queued[-1] if queued else None,
+            "failed_jobs_during_run": (failed[-1] - failed[0]) if failed else None
+        }, "tenant_rates": tenant_rates(rows, raw["tenants"]),
+        "rss_samples": [{"t": round(t, 1), **{k: round(v, 1)
+                                              for k, v in s.items()}} for t, s in samples.rss
+                        ], "max_rss_client_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     }
 
 
@@ -334,97 +288,73 @@ def markdown(r: dict[str, Any]) -> str:
         f"{a['users']} virtual users (mean think time {a['think'] * 1000:.0f} ms), {a['tenants']} tenants, "
         f"{r['elapsed_s']:.0f} s of load, the first {a['warmup']:.0f} s warm-up "
         f"(setup {r['setup_s']:.0f} s, not measured). "
-        f"Machine: {r['machine']}.",
-        "",
+        f"Machine: {r['machine']}.", ""
     ]
     lines += [
         "| route | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|"
     ]
     for row in r["routes"]:
         name = f"**{row['route']}**" if row["route"] == "total" else row["route"]
-        lines.append(
-            f"| {name} | {row['count']} | {row['rps']:.1f} | {row['p50_ms']:.1f} | {row['p95_ms']:.1f} | "
-            f"{row['p99_ms']:.1f} | {row['max_ms']:.0f} | {row['errors']} |"
-        )
+        lines.append(f"| {name} | {row['count']} | {row['rps']:.1f} | {row['p50_ms']:.1f} | {row['p95_ms']:.1f} | "
+                     f"{row['p99_ms']:.1f} | {row['max_ms']:.0f} | {row['errors']} |")
     errs = r["errors"]
     lines += [
         "",
-        "Errors (any non-2xx; none is expected): " + (", ".join(f"{k}: {v}" for k, v in errs.items()) or "none") + ".",
+        "Errors (any non-2xx; none is expected): " + (", ".join(f"{k}: {v}" for k, v in errs.items()) or "none") + "."
     ]
     if r["item_failures"]:
-        lines.append(
-            "Batch items with success false: " + ", ".join(f"{k}: {v}" for k, v in r["item_failures"].items()) + "."
-        )
+        lines.append("Batch items with success false: " + ", ".join(f"{k}: {v}"
+                                                                    for k, v in r["item_failures"].items()) + ".")
     c = r["cpu"]
     if c:
         parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(c["cores_by_process"].items(), key=lambda kv: -kv[1]))
         lines += [
-            "",
-            f"CPU after warm-up (cores): {parts}; load generator {c['load_generator_cores']:.2f}; "
+            "", f"CPU after warm-up (cores): {parts}; load generator {c['load_generator_cores']:.2f}; "
             f"whole machine {c['machine_busy'] * 100:.0f}% busy of {c['machine_cores']} cores, of which "
-            f"{c['other_processes_cores']:.2f} cores other processes (anything else on the machine).",
+            f"{c['other_processes_cores']:.2f} cores other processes (anything else on the machine)."
         ]
     b = r["backlog"]
     if b["max_queued_or_running"] is not None:
         lines.append(
             f"Worker queue: at most {b['max_queued_or_running']} jobs queued or running, {b['end_queued_or_running']} "
-            f"at the end; {b['failed_jobs_during_run']} failed during the run."
-        )
+            f"at the end; {b['failed_jobs_during_run']} failed during the run.")
     rates = r["tenant_rates"]
-    lines.append(
-        f"Per workspace: {rates['api_calls_per_key_per_min']:.0f} API calls/min per key, "
-        f"{rates['workspace_get_per_workspace_per_min']:.1f} workspace/get per min."
-    )
+    lines.append(f"Per workspace: {rates['api_calls_per_key_per_min']:.0f} API calls/min per key, "
+                 f"{rates['workspace_get_per_workspace_per_min']:.1f} workspace/get per min.")
     if r["memory"]:
         lines += [
-            "",
-            "| process (MiB RSS) | load start | after warm-up | end | max | slope after warm-up MiB/min |"
-            " slope, second half MiB/min |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "", "| process (MiB RSS) | load start | after warm-up | end | max | slope after warm-up MiB/min |"
+            " slope, second half MiB/min |", "|---|---:|---:|---:|---:|---:|---:|"
         ]
         for m in r["memory"]:
-            lines.append(
-                f"| {m['process']} | {m['start_mib']:.1f} | {m['warm_mib']:.1f} | {m['end_mib']:.1f} | "
-                f"{m['max_mib']:.1f} | {m['slope_mib_per_min']:+.2f} | {m['late_slope_mib_per_min']:+.2f} |"
-            )
+            lines.append(f"| {m['process']} | {m['start_mib']:.1f} | {m['warm_mib']:.1f} | {m['end_mib']:.1f} | "
+                         f"{m['max_mib']:.1f} | {m['slope_mib_per_min']:+.2f} | {m['late_slope_mib_per_min']:+.2f} |")
     log = r.get("service_log") or {}
     if log.get("lines"):
         lines.append(f"Service log: {log['lines']} warning or error line(s); the last: `{log['tail'][-1][:300]}`")
     if log.get("model_loads"):
         lines.append(
-            f"The worker loaded the embedding model {log['model_loads']} time(s) (counted from its progress bars)."
-        )
+            f"The worker loaded the embedding model {log['model_loads']} time(s) (counted from its progress bars).")
     if len(r["minutes"]) > 2:
         lines += [
-            "",
-            "By minute (all routes): "
-            + "; ".join(
-                f"{m['minute']}: {m['rps']:.0f} req/s p50 {m['p50_ms']:.0f} p99 {m['p99_ms']:.0f} ms"
-                + (f" {m['errors']} err" if m["errors"] else "")
-                for m in r["minutes"]
-            ),
+            "", "By minute (all routes): " +
+            "; ".join(f"{m['minute']}: {m['rps']:.0f} req/s p50 {m['p50_ms']:.0f} p99 {m['p99_ms']:.0f} ms" +
+                      (f" {m['errors']} err" if m["errors"] else "") for m in r["minutes"])
         ]
     return "\n".join(lines)
 
 
 # Lines of the service's output that are not warnings: start-up, shutdown, the model's progress bars,
 # and a warning of the environment (no XDG_RUNTIME_DIR) that says nothing about the service.
-_NOISE = (
-    "collab: starting",
-    "collab is running",
-    "collab: stopped",
-    "applied ",
-    "Loading weights",
-    "  return Path(self.user_runtime_dir)",
-)
+_NOISE = ("collab: starting", "collab is running", "collab: stopped", "applied ", "Loading weights",
+          "  return Path(self.user_runtime_dir)")
 
 
 def _log_summary(lines: list[str]) -> dict[str, Any]:
     """The service's own warnings and errors, and how many times the worker loaded the embedding model."""
     kept = [
-        line
-        for line in lines
+        line for line in lines
         if line.strip() and not line.replace("\x1b[A", "").startswith(_NOISE) and "RuntimeDirWarning" not in line
     ]
     loads = sum(1 for line in lines if "Loading weights: 100%" in line)

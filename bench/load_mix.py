@@ -25,40 +25,18 @@ GUESTS = 10  # users/add draws from a bounded pool, so audiences (and notificati
 PAGE_SIZE = 20
 
 _SUBJECTS = [
-    "The pricing table",
-    "The hero image",
-    "The signup form",
-    "The legal footer",
-    "The launch banner",
-    "The second paragraph",
-    "The onboarding email",
-    "The comparison chart",
-    "The checkout button",
-    "The privacy notice",
-    "The product description",
-    "The release notes",
-    "The FAQ answer",
-    "The headline",
-    "The testimonial quote",
-    "The cookie banner",
+    "The pricing table", "The hero image", "The signup form", "The legal footer", "The launch banner",
+    "The second paragraph", "The onboarding email", "The comparison chart", "The checkout button", "The privacy notice",
+    "The product description", "The release notes", "The FAQ answer", "The headline", "The testimonial quote",
+    "The cookie banner"
 ]
 _ISSUES = [
-    "needs the original price next to the sale price",
-    "is missing alternative text for screen readers",
-    "collects e-mails without a consent checkbox",
-    "sounds too aggressive for our brand voice",
-    "lacks the investment risk disclaimer",
-    "fails the contrast ratio on dark backgrounds",
-    "has a spelling mistake",
-    "shows the wrong launch date",
-    "should link to the terms of service",
-    "uses a claim we cannot substantiate",
-    "repeats the same sentence twice",
-    "is fine, approve it",
-    "needs a source for the statistic",
-    "mentions a discontinued feature",
-    "looks good to me",
-    "should use sentence case",
+    "needs the original price next to the sale price", "is missing alternative text for screen readers",
+    "collects e-mails without a consent checkbox", "sounds too aggressive for our brand voice",
+    "lacks the investment risk disclaimer", "fails the contrast ratio on dark backgrounds", "has a spelling mistake",
+    "shows the wrong launch date", "should link to the terms of service", "uses a claim we cannot substantiate",
+    "repeats the same sentence twice", "is fine, approve it", "needs a source for the statistic",
+    "mentions a discontinued feature", "looks good to me", "should use sentence case"
 ]
 
 
@@ -187,27 +165,14 @@ async def populate(client: httpx.AsyncClient, tenant: Tenant, rng: random.Random
         for folder in org.folders:
             docs = [f"doc-{folder}-{d}" for d in range(DOCS_PER_FOLDER)]
             await _ok(
-                client,
-                "/v2/organizations/documents/add",
-                {
-                    "organizationId": org.id,
-                    "createOrganization": True,
-                    "folderId": folder,
-                    "createFolder": True,
-                    "documents": [{"documentId": d, "documentName": f"Document {d}"} for d in docs],
-                },
-                h,
-            )
+                client, "/v2/organizations/documents/add", {
+                    "organizationId": org.id, "createOrganization": True, "folderId": folder, "createFolder": True,
+                    "documents": [{"documentId": d, "documentName": f"Document {d}"} for d in docs]
+                }, h)
             org.docs += docs
-        users = [
-            {
-                "userId": u,
-                "name": f"User {u}",
-                "email": f"{u}@example.com",
-                "accessRole": "editor" if i % 3 else "viewer",
-            }
-            for i, u in enumerate(org.users)
-        ]
+        users = [{
+            "userId": u, "name": f"User {u}", "email": f"{u}@example.com", "accessRole": "editor" if i % 3 else "viewer"
+        } for i, u in enumerate(org.users)]
         await _ok(client, "/v2/users/add", {"organizationId": org.id, "users": users}, h)
         for doc in org.docs:
             guests = [{"userId": f"guest-{o}-{doc}-{g}", "accessRole": "viewer"} for g in range(DOC_USERS)]
@@ -218,47 +183,29 @@ async def populate(client: httpx.AsyncClient, tenant: Tenant, rng: random.Random
     for chunk in range(0, SEED_JUDGMENTS, 20):
         org = tenant.orgs[chunk // 20 % ORGS]
         activities = [_activity(rng, org, "comment_annotation.add") for _ in range(20)]
-        await _ok(
-            client,
-            "/v2/activities/add",
-            {"organizationId": org.id, "documentId": rng.choice(org.docs), "activities": activities},
-            h,
-        )
+        await _ok(client, "/v2/activities/add",
+                  {"organizationId": org.id, "documentId": rng.choice(org.docs), "activities": activities}, h)
 
 
 async def _seed_notification(client: httpx.AsyncClient, tenant: Tenant, org: Org, n: int, rng: random.Random) -> None:
     actor = rng.choice(org.users)
     await _ok(
-        client,
-        "/v1/notifications/add",
-        {
-            "organizationId": org.id,
-            "documentId": org.docs[n % len(org.docs)],
-            "actionUser": {"userId": actor},
+        client, "/v1/notifications/add", {
+            "organizationId": org.id, "documentId": org.docs[n % len(org.docs)], "actionUser": {"userId": actor},
             "displayHeadlineMessageTemplate": "{actionUser} mentioned you in {docName}",
             "displayHeadlineMessageTemplateData": {"docName": org.docs[n % len(org.docs)]},
-            "displayBodyMessage": comment(rng),
-            "notifyUsers": [{"userId": rng.choice(org.users)}],
-        },
-        tenant.headers,
-    )
+            "displayBodyMessage": comment(rng), "notifyUsers": [{"userId": rng.choice(org.users)}]
+        }, tenant.headers)
 
 
 async def _seed_threads(client: httpx.AsyncClient, tenant: Tenant, org: Org, doc: str, rng: random.Random) -> None:
     threads = [f"ann-{doc}-{n}" for n in range(SEED_THREADS)]
     await _ok(
-        client,
-        "/v2/commentannotations/add",
-        {
-            "organizationId": org.id,
-            "documentId": doc,
-            "commentAnnotations": [
-                {"annotationId": a, "commentData": [_comment_data(rng, org) for _ in range(1 + SEED_REPLIES)]}
-                for a in threads
-            ],
-        },
-        tenant.headers,
-    )
+        client, "/v2/commentannotations/add", {
+            "organizationId": org.id, "documentId": doc, "commentAnnotations": [{
+                "annotationId": a, "commentData": [_comment_data(rng, org) for _ in range(1 + SEED_REPLIES)]
+            } for a in threads]
+        }, tenant.headers)
     org.threads[doc] = threads
 
 
@@ -286,23 +233,16 @@ async def wait_searchable(client: httpx.AsyncClient, tenants: list[Tenant], time
 
 # Activity kinds a collaboration product logs, by share: most are comments (which notify, and become
 # judgments the worker embeds), then reactions and resolutions; custom events are neither.
-_ACTIONS = [
-    ("comment.add", 40),
-    ("comment_annotation.add", 20),
-    ("comment.reaction_add", 10),
-    ("comment_annotation.status_change", 10),
-    ("custom", 20),
-]
+_ACTIONS = [("comment.add", 40), ("comment_annotation.add", 20), ("comment.reaction_add", 10),
+            ("comment_annotation.status_change", 10), ("custom", 20)]
 
 
 def _activity(rng: random.Random, org: Org, action: str) -> dict[str, Any]:
     """One activity log record of the given action type by a random organization user."""
     user = rng.choice(org.users)
     record: dict[str, Any] = {
-        "featureType": "comment",
-        "actionType": action,
-        "actionUser": {"userId": user, "name": f"User {user}"},
-        "targetEntityId": f"ann-{rng.randrange(200)}",
+        "featureType": "comment", "actionType": action, "actionUser": {"userId": user, "name": f"User {user}"},
+        "targetEntityId": f"ann-{rng.randrange(200)}"
     }
     if action in ("comment.add", "comment_annotation.add"):
         record["entityData"] = {"commentText": comment(rng)}
@@ -365,10 +305,8 @@ async def documents_add(s: Session) -> None:
     org = s.rng.choice(s.tenant.orgs)
     doc = s.new_id("doc")
     folder = {"folderId": s.rng.choice(org.folders)} if s.rng.random() < 0.5 else {}
-    body = await s.post(
-        "/v2/organizations/documents/add",
-        {"organizationId": org.id, "documents": [{"documentId": doc, "documentName": doc}], **folder},
-    )
+    body = await s.post("/v2/organizations/documents/add",
+                        {"organizationId": org.id, "documents": [{"documentId": doc, "documentName": doc}], **folder})
     if body is not None:
         org.docs.append(doc)  # later reads and writes reach the new document too
 
@@ -376,10 +314,8 @@ async def documents_add(s: Session) -> None:
 async def documents_update(s: Session) -> None:
     org, doc = _pick(s)
     name = f"{doc} v{s.rng.randrange(1000)}"
-    await s.post(
-        "/v2/organizations/documents/update",
-        {"organizationId": org.id, "documents": [{"documentId": doc, "documentName": name}]},
-    )
+    await s.post("/v2/organizations/documents/update",
+                 {"organizationId": org.id, "documents": [{"documentId": doc, "documentName": name}]})
 
 
 async def users_add(s: Session) -> None:
@@ -394,9 +330,7 @@ async def users_update(s: Session) -> None:
     org = s.rng.choice(s.tenant.orgs)
     user = s.rng.choice(org.users)
     change = {
-        "userId": user,
-        "name": f"User {user} {s.rng.randrange(1000)}",
-        "accessRole": s.rng.choice(["viewer", "editor"]),
+        "userId": user, "name": f"User {user} {s.rng.randrange(1000)}", "accessRole": s.rng.choice(["viewer", "editor"])
     }
     await s.post("/v2/users/update", {"organizationId": org.id, "users": [change]})
 
@@ -404,19 +338,15 @@ async def users_update(s: Session) -> None:
 async def comments_get(s: Session) -> None:
     """Open a document's comment sidebar: its threads with their comments, as one of its users sees them."""
     org, doc = _pick(s)
-    await s.post(
-        "/v2/commentannotations/get",
-        {"organizationId": org.id, "documentId": doc, "pageSize": 50, "userId": s.rng.choice(org.users)},
-    )
+    await s.post("/v2/commentannotations/get",
+                 {"organizationId": org.id, "documentId": doc, "pageSize": 50, "userId": s.rng.choice(org.users)})
 
 
 async def comments_count(s: Session) -> None:
     """The unread badge of a user over the organization's documents."""
     org = s.rng.choice(s.tenant.orgs)
-    await s.post(
-        "/v2/commentannotations/count/get",
-        {"organizationId": org.id, "userId": s.rng.choice(org.users), "documentIds": org.docs[:100]},
-    )
+    await s.post("/v2/commentannotations/count/get",
+                 {"organizationId": org.id, "userId": s.rng.choice(org.users), "documentIds": org.docs[:100]})
 
 
 async def comments_add(s: Session) -> None:
@@ -425,16 +355,13 @@ async def comments_add(s: Session) -> None:
     threads = org.threads.setdefault(doc, [])
     where = {"organizationId": org.id, "documentId": doc}
     if threads and s.rng.random() < 0.7:
-        await s.post(
-            "/v2/commentannotations/comments/add",
-            {**where, "annotationId": s.rng.choice(threads), "commentData": [_comment_data(s.rng, org)]},
-        )
+        await s.post("/v2/commentannotations/comments/add",
+                     {**where, "annotationId": s.rng.choice(threads), "commentData": [_comment_data(s.rng, org)]})
         return
     annotation = s.new_id("ann")
     body = await s.post(
         "/v2/commentannotations/add",
-        {**where, "commentAnnotations": [{"annotationId": annotation, "commentData": [_comment_data(s.rng, org)]}]},
-    )
+        {**where, "commentAnnotations": [{"annotationId": annotation, "commentData": [_comment_data(s.rng, org)]}]})
     if body is not None:
         threads.append(annotation)
 
@@ -453,19 +380,13 @@ Op = Callable[[Session], Awaitable[None]]
 # a client logs itself); document and user writes follow people creating, renaming and sharing documents.
 # Console-style reads are rare (a backend caches them), and so is semantic search (an explicit user action,
 # and the costliest call: the query is embedded by the worker).
-MIX: list[tuple[str, Op, int]] = [
-    ("permissions/get", permissions_get, 16),
-    ("notifications/get (1-3 pages)", notifications_get, 14),
-    ("commentannotations/get", comments_get, 10),
-    ("commentannotations/count/get", comments_count, 6),
-    ("comments add (reply 70%, new thread 30%)", comments_add, 6),
-    ("activities/add", activities_add, 10),
-    ("users/get", users_get, 10),
-    ("documents/add", documents_add, 5),
-    ("documents/update", documents_update, 3),
-    ("users/add", users_add, 5),
-    ("users/update", users_update, 5),
-    ("workspace config get (3 kinds)", config_get, 6),
-    ("workspace/get", workspace_get, 1),
-    ("memory/search", memory_search, 3),
-]
+MIX: list[tuple[str, Op, int]] = [("permissions/get", permissions_get, 16),
+                                  ("notifications/get (1-3 pages)", notifications_get, 14),
+                                  ("commentannotations/get", comments_get, 10),
+                                  ("commentannotations/count/get", comments_count, 6),
+                                  ("comments add (reply 70%, new thread 30%)", comments_add, 6),
+                                  ("activities/add", activities_add, 10), ("users/get", users_get, 10),
+                                  ("documents/add", documents_add, 5), ("documents/update", documents_update, 3),
+                                  ("users/add", users_add, 5), ("users/update", users_update, 5),
+                                  ("workspace config get (3 kinds)", config_get, 6),
+                                  ("workspace/get", workspace_get, 1), ("memory/search", memory_search, 3)]

@@ -17,9 +17,8 @@ import httpx
 # the higher-N run and repeated setups never meet them. The stated load stays under the defaults anyway,
 # and the report shows the per-workspace and per-key rates it reached.
 LIMITS = {
-    "COLLAB_RATE_LIMIT_API_KEY": "30000/minute",
-    "COLLAB_RATE_LIMIT_WORKSPACE_GET": "600/minute",
-    "COLLAB_RATE_LIMIT_WORKSPACE_CREATE": "100/hour",
+    "COLLAB_RATE_LIMIT_API_KEY": "30000/minute", "COLLAB_RATE_LIMIT_WORKSPACE_GET": "600/minute",
+    "COLLAB_RATE_LIMIT_WORKSPACE_CREATE": "100/hour"
 }
 
 
@@ -47,24 +46,15 @@ def start(extra_env: dict[str, str] | None = None, timeout: float = 300) -> Serv
     data_dir = Path(tempfile.mkdtemp(prefix="collab-load-"))
     port = _free_port()
     env = {
-        "COLLAB_DATA_DIR": str(data_dir),
-        "COLLAB_HOST": "127.0.0.1",
-        "COLLAB_PORT": str(port),
-        "COLLAB_LOG_LEVEL": "WARNING",
-        **LIMITS,
-        **(extra_env or {}),
+        "COLLAB_DATA_DIR": str(data_dir), "COLLAB_HOST": "127.0.0.1", "COLLAB_PORT": str(port),
+        "COLLAB_LOG_LEVEL": "WARNING", **LIMITS, **(extra_env or {})
     }
     # Settings of the caller's environment (a database URL, say) must not leak into the child.
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAB_")}
     log = data_dir / "collab-run.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "collab.cli", "run"],
-            env={**base_env, **env},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        process = subprocess.Popen([sys.executable, "-m", "collab.cli", "run"], env={**base_env, **env}, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
     service = Service(f"http://127.0.0.1:{port}", process, data_dir, process.pid, log, env)
     _wait_ready(service, timeout)
     return service
@@ -229,8 +219,7 @@ def rss_sample(root_pid: int | None, postmaster: int | None) -> dict[str, float]
             sample[role] = sample.get(role, 0.0) + _kib(_status(pid), "VmRSS") / 1024
     if postmaster is not None:
         sample["postgres (RssAnon, all backends)"] = (
-            sum(_kib(_status(pid), "RssAnon") for pid in _descendants(postmaster, tree)) / 1024
-        )
+            sum(_kib(_status(pid), "RssAnon") for pid in _descendants(postmaster, tree)) / 1024)
     return sample
 
 

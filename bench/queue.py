@@ -19,6 +19,7 @@ N = 300
 
 
 def _stamped(name: str):
+
     async def job(ctx: dict, **kwargs):
         return {"start": time.perf_counter(), **kwargs, "end": time.perf_counter()}
 
@@ -58,22 +59,17 @@ def main() -> str:
             secret_key="bench-secret-key-0123456789-abcdefghij",
             log_json=False,
             # "before" enqueues without the wake push: the bulk lane's old 10 ms poll finds it
-            worker_poll_delay_s=0.01,
-        )
+            worker_poll_delay_s=0.01)
 
         live = Live(settings).start()
         try:
             rows = []
-            for name, after in (
-                ("before: a queue polled every 10 ms, result polled every 2 ms", False),
-                ("after: search lane, wake push, done push", True),
-            ):
+            for name, after in (("before: a queue polled every 10 ms, result polled every 2 ms", False),
+                                ("after: search lane, wake push, done push", True)):
                 live.run(_measure(live.svc.redis, after=after), timeout=300)  # warm-up
                 starts, answers = live.run(_measure(live.svc.redis, after=after), timeout=300)
-                rows.append(
-                    f"| {name} | {pct(starts, 50):.2f} | {pct(starts, 99):.2f} | "
-                    f"{pct(answers, 50):.2f} | {pct(answers, 99):.2f} |"
-                )
+                rows.append(f"| {name} | {pct(starts, 50):.2f} | {pct(starts, 99):.2f} | "
+                            f"{pct(answers, 50):.2f} | {pct(answers, 99):.2f} |")
         finally:
             live.stop()
     finally:
@@ -82,8 +78,7 @@ def main() -> str:
         shutil.rmtree(root, ignore_errors=True)
     head = (
         f"Queue hops, {N} sequential jobs each, ms\n\n| path | enqueue→start p50 | p99 | done→answered p50 | p99 |\n"
-        "|---|---:|---:|---:|---:|"
-    )
+        "|---|---:|---:|---:|---:|")
     return "\n".join([head, *rows])
 
 

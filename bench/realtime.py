@@ -79,7 +79,7 @@ LIMITS = {
     "COLLAB_REALTIME_MAX_CONNECTIONS": "100000",
     "COLLAB_REALTIME_IDLE_TIMEOUT_S": "3600",
     "COLLAB_REALTIME_SEND_QUEUE": "10000",
-    "COLLAB_DB_POOL_MAX": "20",
+    "COLLAB_DB_POOL_MAX": "20"
 }
 # The other API process: the same but for the realtime limits, which are left at their defaults.
 DEFAULTS = {k: v for k, v in LIMITS.items() if not k.startswith("COLLAB_REALTIME_")}
@@ -150,19 +150,16 @@ class Client:
         await self.send(_awareness(self.client_id, self.clock))
 
     async def connect(self) -> None:
-        self.ws = await websockets.connect(
-            self.url, max_size=None, compression=COMPRESSION, open_timeout=60, ping_interval=None, max_queue=None
-        )
+        self.ws = await websockets.connect(self.url, max_size=None, compression=COMPRESSION, open_timeout=60,
+                                           ping_interval=None, max_queue=None)
         LIVE.add(self)
         asyncio.ensure_future(self._read())
         await self.send(_sync(0, self.doc.get_state() if self.doc else b"\x00"))
         try:
             await asyncio.wait_for(self.synced.wait(), 60)
         except asyncio.TimeoutError:
-            raise TimeoutError(
-                f"{self.url.split('?')[0]}: no sync step 2 in 60 s (closed with"
-                f" {self.closed_with} {self.close_reason!r})"
-            ) from None
+            raise TimeoutError(f"{self.url.split('?')[0]}: no sync step 2 in 60 s (closed with"
+                               f" {self.closed_with} {self.close_reason!r})") from None
 
     async def _read(self) -> None:
         try:
@@ -204,8 +201,7 @@ class Client:
         while len(self.arrivals) < count:
             if self.closed_with is not None:
                 raise RuntimeError(
-                    f"a client of {self.url.split('?')[0]} was closed with {self.closed_with} {self.close_reason!r}"
-                )
+                    f"a client of {self.url.split('?')[0]} was closed with {self.closed_with} {self.close_reason!r}")
             self.changed.clear()
             left = deadline - time.monotonic()
             if left <= 0:
@@ -302,17 +298,14 @@ def _reference_versions() -> str:
     """What the reference runs on (and a clear stop where bench/js is not installed)."""
     if not (JS / "node_modules" / "@y" / "websocket-server").is_dir():
         raise SystemExit(
-            "bench/js is not installed: (cd bench/js && npm ci --ignore-scripts), as make bench-realtime does"
-        )
+            "bench/js is not installed: (cd bench/js && npm ci --ignore-scripts), as make bench-realtime does")
 
     def version(package: str) -> str:
         return json.loads((JS / "node_modules" / package / "package.json").read_text())["version"]
 
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
-    return (
-        f"`@y/websocket-server` {version('@y/websocket-server')} (yjs {version('yjs')}, ws {version('ws')},"
-        f" Node {node})"
-    )
+    return (f"`@y/websocket-server` {version('@y/websocket-server')} (yjs {version('yjs')}, ws {version('ws')},"
+            f" Node {node})")
 
 
 def _serve_reference() -> tuple[subprocess.Popen, str]:
@@ -339,18 +332,12 @@ async def _crdt_add(base: str, h: dict, documents: list[str], concurrency: int =
         async def one(document: str) -> None:
             async with gate:
                 response = await client.post(
-                    "/v2/crdt/add",
-                    headers=h,
-                    json={
+                    "/v2/crdt/add", headers=h, json={
                         "data": {
-                            "organizationId": ORG,
-                            "documentId": document,
-                            "editorId": EDITOR,
-                            "type": "text",
-                            "data": "",
+                            "organizationId": ORG, "documentId": document, "editorId": EDITOR, "type": "text",
+                            "data": ""
                         }
-                    },
-                )
+                    })
                 response.raise_for_status()
 
         await asyncio.gather(*(one(d) for d in documents))
@@ -365,10 +352,8 @@ async def _tokens(base: str, h: dict, users: int, concurrency: int = 8) -> list[
         async def one(user: int) -> str:
             async with gate:
                 response = await client.post(
-                    "/v2/auth/generate_token",
-                    headers=h,
-                    json={"data": {"userId": f"user-{user}", "permissions": {"resources": [grant]}}},
-                )
+                    "/v2/auth/generate_token", headers=h,
+                    json={"data": {"userId": f"user-{user}", "permissions": {"resources": [grant]}}})
                 response.raise_for_status()
                 return response.json()["result"]["data"]["token"]
 
@@ -389,12 +374,8 @@ def _seed(base: str, documents: list[str], users: int) -> Tenant:
         h = new_tenant(client)
         _post(client, "/v2/organizations/add", {"organizations": [{"organizationId": ORG}]}, h)
         for start in range(0, len(documents), 1000):
-            _post(
-                client,
-                "/v2/organizations/documents/add",
-                {"organizationId": ORG, "documents": [{"documentId": d} for d in documents[start : start + 1000]]},
-                h,
-            )
+            _post(client, "/v2/organizations/documents/add",
+                  {"organizationId": ORG, "documents": [{"documentId": d} for d in documents[start:start + 1000]]}, h)
     asyncio.run(_crdt_add(base, h, documents))
     return Tenant(h, asyncio.run(_tokens(base, h, users)))
 
@@ -555,11 +536,11 @@ async def _one_room(targets: list[Target], n: int, rounds: int, burst: int, chun
     for t in targets:
         await t.close(runs[t.key].clients)
     return {
-        "runs": runs,
-        "rate": rates,
-        "cpu": {k: m.cpu / rounds for k, m in meters.items()},
-        "store": {k: m.store / rounds for k, m in meters.items()},
-        "burst_cpu": {k: m.cpu / burst for k, m in bursts.items()},
+        "runs": runs, "rate": rates, "cpu": {k: m.cpu / rounds
+                                             for k, m in meters.items()},
+        "store": {k: m.store / rounds
+                  for k, m in meters.items()}, "burst_cpu": {k: m.cpu / burst
+                                                             for k, m in bursts.items()}
     }
 
 
@@ -632,10 +613,8 @@ async def _rest_writes(base: str, url: str, h: dict, document: str, samples: int
             text += "x"
             began = time.perf_counter()
             response = await http.post(
-                "/v2/crdt/update",
-                headers=h,
-                json={"data": {"organizationId": ORG, "documentId": document, "editorId": EDITOR, "data": text}},
-            )
+                "/v2/crdt/update", headers=h,
+                json={"data": {"organizationId": ORG, "documentId": document, "editorId": EDITOR, "data": text}})
             calls.append(time.perf_counter() - began)
             response.raise_for_status()
             await asyncio.gather(*(c.wait_arrivals(i + 1) for c in clients))
@@ -721,13 +700,9 @@ def main(argv: list[str] | None = None) -> str:
     with stack(**LIMITS) as (base, _), api_beside(unset_prefix="COLLAB_REALTIME_", **DEFAULTS) as (base_d, api_d):
         try:
             tenants = [
-                _seed(
-                    base,
-                    (["rest"] if t == 0 else [])
-                    + [f"{side}-{room}" for side in ("a", "d") for room in rooms if home(room) == t],
-                    max(users, args.room_clients) if t == 0 else users,
-                )
-                for t in range(spread)
+                _seed(base, (["rest"] if t == 0 else []) +
+                      [f"{side}-{room}" for side in ("a", "d") for room in rooms if home(room) == t],
+                      max(users, args.room_clients) if t == 0 else users) for t in range(spread)
             ]
 
             def collab(ws_base: str, side: str) -> Callable[[str], str]:
@@ -751,7 +726,7 @@ def main(argv: list[str] | None = None) -> str:
                 Target("defaults", collab(ws_d, "d"), psutil.Process(api_d.pid), store),
                 Target("raised", collab(ws, "a"), _api_process(int(base.rsplit(":", 1)[1])), store),
                 Target("reference", lambda room: f"{ref_url}/{room}", psutil.Process(reference.pid)),
-                Target("floor", lambda room: f"{floor_url}/{room}", psutil.Process(relay.pid)),
+                Target("floor", lambda room: f"{floor_url}/{room}", psutil.Process(relay.pid))
             ]
             by = {t.key: t for t in targets}
             servers = [t.process for t in targets] + store + _worker_processes()
@@ -767,14 +742,8 @@ def main(argv: list[str] | None = None) -> str:
             waits.append(_quiesce(servers))
             began = time.monotonic()
             rest = _run(
-                _rest_writes(
-                    base,
-                    f"{ws}/v2/realtime/{ORG}/rest/{EDITOR}?token={tenants[0].tokens[0]}",
-                    tenants[0].headers,
-                    "rest",
-                    args.rest,
-                )
-            )
+                _rest_writes(base, f"{ws}/v2/realtime/{ORG}/rest/{EDITOR}?token={tenants[0].tokens[0]}",
+                             tenants[0].headers, "rest", args.rest))
             took["REST"], began = time.monotonic() - began, time.monotonic()
             # Not the collab process with limits raised: the same code as the other, it doubled the slowest part
             # of the run (4,000 handshakes) for a ratio the rooms of two show already.
@@ -792,31 +761,28 @@ def main(argv: list[str] | None = None) -> str:
     n, others = args.room_clients, args.room_clients - 1
     runs = one["runs"]
     lines = [
-        "## Realtime (`python -m bench.realtime`, issues #19 and #34)",
-        "",
+        "## Realtime (`python -m bench.realtime`, issues #19 and #34)", "",
         f"Machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the end of the run ({minutes:.1f} min:"
         f" {', '.join(f'{name} {seconds:.0f} s' for name, seconds in took.items())})."
         f" Four servers in one run, driven by the same Python clients (websockets + pycrdt, the y-websocket wire"
         f" format, {'offering permessage-deflate' if args.deflate else 'no compression'}) in one more process on"
-        " the same cores, so the clients' own CPU is inside every figure:",
-        "",
+        " the same cores, so the clients' own CPU is inside every figure:", "",
         "- **collab** with its default realtime limits: one API process (`collab api --workers 1`; a worker,"
         " embedded Postgres and Redis beside it on loopback), which stores every edit in Postgres (group commit)"
         " before relaying it and publishes it to Redis for other processes. So that the load fits the default"
         f" caps with room to spare, the rooms are spread over {spread} workspace{'s' if spread > 1 else ''} (an API"
         f" key each: at most half of {PER_KEY:,} connections a workspace at any time, the lower of its caps per key"
-        f"{' and per workspace' if PER_WORKSPACE else ''}) and {users} users a workspace"
-        + (f" (at most half of {PER_USER} connections a user)" if PER_USER else "")
-        + f", {max(users, args.room_clients)} in the first: a user per client of the room of {args.room_clients};",
+        f"{' and per workspace' if PER_WORKSPACE else ''}) and {users} users a workspace" +
+        (f" (at most half of {PER_USER} connections a user)" if PER_USER else "") +
+        f", {max(users, args.room_clients)} in the first: a user per client of the room of {args.room_clients};",
         "- **collab, limits raised**: the same in another API process on the same Postgres and Redis (documents of"
-        " its own), but for "
-        + ", ".join(f"{k.removeprefix('COLLAB_')}={v}" for k, v in LIMITS.items() if k.startswith("COLLAB_REALTIME"))
-        + ": the ratio defaults ÷ raised is what the bounds cost;",
+        " its own), but for " + ", ".join(f"{k.removeprefix('COLLAB_')}={v}"
+                                          for k, v in LIMITS.items() if k.startswith("COLLAB_REALTIME")) +
+        ": the ratio defaults ÷ raised is what the bounds cost;",
         f"- **reference**: {versions}: the package's own `setupWSConnection` (bench/js/server.mjs), documents in"
         " memory, no persistence, no auth; it also echoes each edit to its sender"
         f" ({args.room_clients} sends per edit, not {args.room_clients - 1});",
-        "- **floor**: a bare websockets relay (no auth, storage or Redis), the clients' and the machine's share.",
-        "",
+        "- **floor**: a bare websockets relay (no auth, storage or Redis), the clients' and the machine's share.", "",
         f"Latency: from an edit's send to its receipt by each other client. One room: {args.rounds} edits one at a"
         f" time (at most {RATE:.0f} a second, a socket's default budget, on every server), in 20 chunks taking the"
         f" servers in turn; then {burst} edits back to back, in 4 parts taking the servers in turn. Rooms of two:"
@@ -827,10 +793,9 @@ def main(argv: list[str] | None = None) -> str:
         " on their own row; whole clock ticks, 10 ms, over the edits of a phase). Each phase starts once every"
         f" server is idle (waits: {', '.join(f'{w:.0f}' for w in waits)} s; the third follows the closing of the"
         " rooms of two, whose appended updates collab then folds). A ratio above 1 means collab's figure is the"
-        " larger: worse for ms, CPU and KiB, better for messages/s and connections.",
-        "",
+        " larger: worse for ms, CPU and KiB, better for messages/s and connections.", "",
         "| case | collab | collab, limits raised | reference | floor | collab ÷ reference | defaults ÷ raised |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|"
     ]
 
     def of(f: Callable[[str], float | None], keys: tuple[str, ...] = TARGETS) -> dict[str, float | None]:
@@ -842,84 +807,51 @@ def main(argv: list[str] | None = None) -> str:
     collab = ("defaults", "raised")
     receipts = len(runs["defaults"].latencies)
     lines += [
-        _row(
-            f"one room of {n}, one edit at a time: fan-out p50 ms ({receipts} receipts each)",
-            ms(lambda k: runs[k].latencies, 50),
-        ),
+        _row(f"one room of {n}, one edit at a time: fan-out p50 ms ({receipts} receipts each)",
+             ms(lambda k: runs[k].latencies, 50)),
         _row("... fan-out p99 ms", ms(lambda k: runs[k].latencies, 99)),
         _row(f"... until the last of the {others} others has it: p50 ms", ms(lambda k: runs[k].last, 50)),
         _row("... until the last has it: p99 ms", ms(lambda k: runs[k].last, 99)),
         _row("... server CPU per edit, ms", of(lambda k: one["cpu"][k] * 1000)),
         _row("... Postgres + Redis CPU per edit, ms", of(lambda k: one["store"][k] * 1000, collab), ratios=False),
-        _row(
-            f"one room of {n}, {burst} edits back to back (4 parts): messages/s",
-            of(lambda k: one["rate"][k]),
-            "{:,.0f}",
-        ),
+        _row(f"one room of {n}, {burst} edits back to back (4 parts): messages/s", of(lambda k: one["rate"][k]),
+             "{:,.0f}"),
         _row("... server CPU per edit, ms", of(lambda k: one["burst_cpu"][k] * 1000)),
-        _row(
-            f"{args.rooms} rooms × 2, every room edits at once: p50 ms ({len(many['defaults'].burst)} receipts each)",
-            ms(lambda k: many[k].burst, 50),
-        ),
+        _row(f"{args.rooms} rooms × 2, every room edits at once: p50 ms ({len(many['defaults'].burst)} receipts each)",
+             ms(lambda k: many[k].burst, 50)),
         _row("... p99 ms", ms(lambda k: many[k].burst, 99)),
         _row("... messages/s", of(lambda k: len(many[k].burst) / many[k].seconds), "{:,.0f}"),
         _row("... server CPU per edit, ms", of(lambda k: many[k].meter.cpu * 1000 / len(many[k].burst)), "{:.2f}"),
-        _row(
-            "... Postgres + Redis CPU per edit, ms",
-            of(lambda k: many[k].meter.store * 1000 / len(many[k].burst), collab),
-            "{:.2f}",
-            False,
-        ),
+        _row("... Postgres + Redis CPU per edit, ms",
+             of(lambda k: many[k].meter.store * 1000 / len(many[k].burst), collab), "{:.2f}", False),
         _row(f"{args.rooms} rooms × 2 open, one room edits at a time: p50 ms", ms(lambda k: many[k].light, 50)),
         _row("... p99 ms", ms(lambda k: many[k].light, 99)),
-        _row(
-            f"connections held of the {2 * args.rooms} (opened 50 handshakes at a time)",
-            of(lambda k: many[k].held),
-            "{:,.0f}",
-            False,
-        ),
+        _row(f"connections held of the {2 * args.rooms} (opened 50 handshakes at a time)", of(lambda k: many[k].held),
+             "{:,.0f}", False),
         _row("server RSS at the start, MiB", of(lambda k: idle[k]), "{:.0f}"),
         _row("... just before the rooms opened, MiB", of(lambda k: many[k].rss[0]), "{:.0f}"),
         _row("... with the rooms open, MiB", of(lambda k: many[k].rss[1]), "{:.0f}"),
-        _row(
-            "... KiB per connection (the RSS they added)",
-            of(lambda k: _per_connection(many[k].rss, len(many[k].pairs))[0]),
-            "{:.0f}",
-        ),
-        _row(
-            "... connections per GiB of server memory, at that rate",
-            of(lambda k: _per_connection(many[k].rss, len(many[k].pairs))[1]),
-            "{:,.0f}",
-        ),
+        _row("... KiB per connection (the RSS they added)",
+             of(lambda k: _per_connection(many[k].rss, len(many[k].pairs))[0]), "{:.0f}"),
+        _row("... connections per GiB of server memory, at that rate",
+             of(lambda k: _per_connection(many[k].rss, len(many[k].pairs))[1]), "{:,.0f}")
     ]
     if hold:
         lines += [
-            _row(
-                f"{args.hold} connections held at once (over the {args.rooms} rooms)",
-                of(lambda k: hold[k]["held"], tuple(hold)),
-                "{:,.0f}",
-                False,
-            ),
-            _row(
-                "... opened per second (50 handshakes at a time)", of(lambda k: hold[k]["rate"], tuple(hold)), "{:,.0f}"
-            ),
+            _row(f"{args.hold} connections held at once (over the {args.rooms} rooms)",
+                 of(lambda k: hold[k]["held"], tuple(hold)), "{:,.0f}", False),
+            _row("... opened per second (50 handshakes at a time)", of(lambda k: hold[k]["rate"], tuple(hold)),
+                 "{:,.0f}"),
             _row("... server RSS with them open, MiB", of(lambda k: hold[k]["rss"][1], tuple(hold)), "{:.0f}"),
-            _row(
-                "... connections per GiB of that RSS (the whole process)",
-                of(lambda k: args.hold * 1024 / hold[k]["rss"][1], tuple(hold)),
-                "{:,.0f}",
-            ),
+            _row("... connections per GiB of that RSS (the whole process)",
+                 of(lambda k: args.hold * 1024 / hold[k]["rss"][1], tuple(hold)), "{:,.0f}")
         ]
     lines += [
-        _row("sockets closed by the server over the run", of(lambda k: by[k].closed), "{:.0f}", False),
-        "",
-        "REST writes reaching connected clients (collab, limits raised):",
-        "",
-        "| case | receipts | p50 ms | p99 ms |",
-        "|---|---:|---:|---:|",
+        _row("sockets closed by the server over the run", of(lambda k: by[k].closed), "{:.0f}",
+             False), "", "REST writes reaching connected clients (collab, limits raised):", "",
+        "| case | receipts | p50 ms | p99 ms |", "|---|---:|---:|---:|",
         f"| REST crdt/update → receipt at a connected client (2 clients) | {len(rest['receipts'])} |"
-        f" {_ms(rest['receipts'])} |",
-        f"| the crdt/update call itself | {len(rest['calls'])} | {_ms(rest['calls'])} |",
+        f" {_ms(rest['receipts'])} |", f"| the crdt/update call itself | {len(rest['calls'])} | {_ms(rest['calls'])} |"
     ]
     text = "\n".join(lines)
     if args.write:

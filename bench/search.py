@@ -32,7 +32,7 @@ SMALL_SHARE = 0.05
 
 def corpus(n: int) -> list[str]:
     """n + QUERIES distinct sentences from docstrings in site-packages (deterministic)."""
-    return _sentences(n)[: n + QUERIES]
+    return _sentences(n)[:n + QUERIES]
 
 
 def spares(n: int) -> list[str]:
@@ -41,7 +41,7 @@ def spares(n: int) -> list[str]:
     The service keeps recent query vectors per tenant, so a text asked a second time skips the encode; every
     latency figure below asks fresh texts, apart from the one row that measures that cache.
     """
-    return _sentences(n)[n + QUERIES :]
+    return _sentences(n)[n + QUERIES:]
 
 
 @functools.cache
@@ -124,16 +124,12 @@ def replicate(conn, key: str, copies: int) -> None:
     conn.execute(
         "insert into activities (api_key_id, id, organization_id, document_id, feature_type, action_type, action_user,"
         " \"timestamp\") select api_key_id, id || '-c' || c, organization_id, document_id, feature_type, action_type,"
-        f' action_user, "timestamp" from activities, {series} where api_key_id = %(key)s',
-        params,
-    )
+        f' action_user, "timestamp" from activities, {series} where api_key_id = %(key)s', params)
     conn.execute(
         "insert into judgments (api_key_id, id, organization_id, document_id, decision, judge_type, reasoning,"
         " confidence, action_user, created_at) select api_key_id, id || '-c' || c, organization_id, document_id,"
         " decision, judge_type, reasoning, confidence, action_user, created_at"
-        f" from judgments, {series} where api_key_id = %(key)s",
-        params,
-    )
+        f" from judgments, {series} where api_key_id = %(key)s", params)
     # The noise array refers to the outer row (0 * c), so it is drawn per copy, not once.
     conn.execute(
         "insert into judgment_embeddings (api_key_id, judgment_id, kind, model, content_hash, organization_id,"
@@ -141,9 +137,7 @@ def replicate(conn, key: str, copies: int) -> None:
         " organization_id,"
         " document_id, embedding + (select array_agg((random() - 0.5) * 2 * %(noise)s)"
         "   from generate_series(1, 384 + 0 * c))::vector"
-        f" from judgment_embeddings, {series} where api_key_id = %(key)s",
-        params,
-    )
+        f" from judgment_embeddings, {series} where api_key_id = %(key)s", params)
 
 
 def load_table(database_url: str, key: str, vectors: np.ndarray, texts: list[str], model: str) -> float:
@@ -151,22 +145,16 @@ def load_table(database_url: str, key: str, vectors: np.ndarray, texts: list[str
     n = len(vectors)
     with psycopg.connect(database_url, autocommit=True) as conn:
         for row in conn.execute(
-            "select indexname from pg_indexes where indexname like 'judgment_embeddings_hnsw%%'"
-        ).fetchall():
+                "select indexname from pg_indexes where indexname like 'judgment_embeddings_hnsw%%'").fetchall():
             conn.execute(f'drop index "{row[0]}"')
         for table in ("activities", "judgments", "judgment_embeddings"):
             cols = {
-                "activities": (
-                    "(api_key_id, id, organization_id, document_id, feature_type, action_type,"
-                    ' action_user, "timestamp")'
-                ),
+                "activities": ("(api_key_id, id, organization_id, document_id, feature_type, action_type,"
+                               ' action_user, "timestamp")'),
                 "judgments": (
                     "(api_key_id, id, organization_id, document_id, decision, judge_type, reasoning, confidence,"
-                    " action_user, created_at)"
-                ),
-                "judgment_embeddings": (
-                    "(api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)"
-                ),
+                    " action_user, created_at)"), "judgment_embeddings": (
+                        "(api_key_id, judgment_id, kind, model, content_hash, organization_id, document_id, embedding)")
             }[table]
             with conn.cursor().copy(f"copy {table} {cols} from stdin") as copy:
                 for i, vector in enumerate(vectors):
@@ -188,11 +176,8 @@ def load_table(database_url: str, key: str, vectors: np.ndarray, texts: list[str
             from collab.embeddings.registry import HALF_FROM, index_statement
 
             version = tuple(
-                int(p)
-                for p in conn.execute("select extversion from pg_extension where extname = 'vector'")
-                .fetchone()[0]
-                .split(".")
-            )
+                int(p) for p in conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()
+                [0].split("."))
             conn.execute("set local maintenance_work_mem = '2GB'")
             conn.execute("set local max_parallel_maintenance_workers = 2")
             # The index the service builds for its active model (half precision where pgvector has halfvec).
@@ -209,22 +194,12 @@ def recall(database_url: str, key: str, org: str | None, qvecs: np.ndarray, mode
     where = "model = %(m)s and kind = 'review' and api_key_id = %(t)s" + (" and organization_id = %(o)s" if org else "")
     with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
         version = tuple(
-            int(p)
-            for p in conn.execute("select extversion from pg_extension where extname = 'vector'")
-            .fetchone()["extversion"]
-            .split(".")
-        )
-        in_scope = conn.execute(
-            f"select count(*) as c from judgment_embeddings where {where}", {"m": model, "t": key, "o": org}
-        ).fetchone()["c"]
-        how = plan(
-            pgvector=version,
-            in_scope=in_scope,
-            total=n,
-            k=30,
-            exact_threshold=settings.search_exact_threshold,
-            ef_max=settings.search_ef_search_max,
-        )
+            int(p) for p in conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()
+            ["extversion"].split("."))
+        in_scope = conn.execute(f"select count(*) as c from judgment_embeddings where {where}",
+                                {"m": model, "t": key, "o": org}).fetchone()["c"]
+        how = plan(pgvector=version, in_scope=in_scope, total=n, k=30, exact_threshold=settings.search_exact_threshold,
+                   ef_max=settings.search_ef_search_max)
         hits, ms = [], []
         for q in qvecs:
             params = {"q": _vec(q), "m": model, "t": key, "o": org}
@@ -233,10 +208,8 @@ def recall(database_url: str, key: str, org: str | None, qvecs: np.ndarray, mode
             exact = {
                 r["judgment_id"]
                 for r in conn.execute(
-                    f"select judgment_id from judgment_embeddings where {where} order by {order} + 0 limit 10",
-                    params,
-                    prepare=False,
-                )
+                    f"select judgment_id from judgment_embeddings where {where} order by {order} + 0 limit 10", params,
+                    prepare=False)
             }
             with conn.transaction():
                 for name, value in how.settings.items():
@@ -244,18 +217,15 @@ def recall(database_url: str, key: str, org: str | None, qvecs: np.ndarray, mode
                 started = time.perf_counter()
                 rows = conn.execute(
                     f"select judgment_id, {order} as d from judgment_embeddings where {where}"
-                    f" order by {indexed if not how.exact else order + ' + 0'} limit 30",
-                    params,
-                    prepare=False,
-                ).fetchall()
+                    f" order by {indexed if not how.exact else order + ' + 0'} limit 30", params,
+                    prepare=False).fetchall()
                 ms.append((time.perf_counter() - started) * 1000)
             got = [r["judgment_id"] for r in sorted(rows, key=lambda r: r["d"])[:10]]
             hits.append(len(exact & set(got)) / 10)
     return {
         "rows": in_scope,
         "path": "exact" if how.exact else "HNSW " + ", ".join(f"{k}={v}" for k, v in how.settings.items()),
-        "recall": float(np.mean(hits)),
-        "sql p50": pct(ms, 50),
+        "recall": float(np.mean(hits)), "sql p50": pct(ms, 50)
     }
 
 
@@ -288,11 +258,8 @@ async def http_level(base: str, headers: dict, queries: list[dict], *, warm: lis
         await asyncio.gather(*(lane() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
     return {
-        "p50": pct(latencies, 50),
-        "p99": pct(latencies, 99),
-        "per_s": len(queries) / elapsed,
-        "full": sum(1 for s in sizes if s == 10) / len(sizes),
-        "top1": (sum(top1) / len(top1)) if top1 else None,
+        "p50": pct(latencies, 50), "p99": pct(latencies, 99), "per_s": len(queries) / elapsed,
+        "full": sum(1 for s in sizes if s == 10) / len(sizes), "top1": (sum(top1) / len(top1)) if top1 else None
     }
 
 
@@ -308,15 +275,9 @@ def wrk_rate(base: str, headers: dict, texts: list[str], *, connections: int = 1
     lua += [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]
     lua.append("local texts = {" + ",".join(f"[==[{q}]==]" for q in quoted) + "}")
     lua += [
-        "local n = 0",
-        "request = function()",
-        "  local i = n % #texts + 1",
-        "  local round = math.floor(n / #texts)",
-        "  n = n + 1",
-        "  local q = texts[i]",
-        "  if round > 0 then q = q .. ' (' .. round .. ')' end",
-        '  return wrk.format(nil, nil, nil, \'{"data":{"query":"\' .. q .. \'","limit":10}}\')',
-        "end",
+        "local n = 0", "request = function()", "  local i = n % #texts + 1", "  local round = math.floor(n / #texts)",
+        "  n = n + 1", "  local q = texts[i]", "  if round > 0 then q = q .. ' (' .. round .. ')' end",
+        '  return wrk.format(nil, nil, nil, \'{"data":{"query":"\' .. q .. \'","limit":10}}\')', "end"
     ]
     return wrk(base + "/v2/memory/search", "\n".join(lua) + "\n", duration=duration, connections=connections)
 
@@ -324,36 +285,23 @@ def wrk_rate(base: str, headers: dict, texts: list[str], *, connections: int = 1
 async def ingest_rate(base: str, headers: dict, database_url: str, key: str, texts: list[str]) -> float:
     """Judgments/s from `activities/add` (500 per call) until every one is searchable (has its vector)."""
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
-        await client.post(
-            "/v2/workspace/activityconfig/update",
-            json={"data": {"activityServiceConfig": {"isEnabled": True}}},
-            headers=headers,
-        )
+        await client.post("/v2/workspace/activityconfig/update",
+                          json={"data": {"activityServiceConfig": {"isEnabled": True}}}, headers=headers)
         started = time.perf_counter()
         for at in range(0, len(texts), 500):
-            activities = [
-                {
-                    "id": f"i{at + j}",
-                    "featureType": "comment",
-                    "actionType": "comment_annotation.reject",
-                    "actionUser": {"userId": "u"},
-                    "targetEntityId": f"a{at + j}",
-                    "entityData": {"reasoning": t},
-                }
-                for j, t in enumerate(texts[at : at + 500])
-            ]
+            activities = [{
+                "id": f"i{at + j}", "featureType": "comment", "actionType": "comment_annotation.reject",
+                "actionUser": {"userId": "u"}, "targetEntityId": f"a{at + j}", "entityData": {"reasoning": t}
+            } for j, t in enumerate(texts[at:at + 500])]
             response = await client.post(
                 "/v2/activities/add",
-                json={"data": {"organizationId": "ingest", "documentId": "d", "activities": activities}},
-                headers=headers,
-            )
+                json={"data": {"organizationId": "ingest", "documentId": "d",
+                               "activities": activities}}, headers=headers)
             response.raise_for_status()
     with psycopg.connect(database_url, autocommit=True) as conn:
         while conn.execute(
-            "select count(*) from judgment_embeddings where api_key_id = %s and organization_id = 'ingest'"
-            " and kind = 'review'",
-            (key,),
-        ).fetchone()[0] < len(texts):
+                "select count(*) from judgment_embeddings where api_key_id = %s and organization_id = 'ingest'"
+                " and kind = 'review'", (key, )).fetchone()[0] < len(texts):
             if time.perf_counter() - started > 900:
                 raise RuntimeError("ingest did not finish in 15 minutes")
             time.sleep(0.2)
@@ -377,19 +325,12 @@ def main() -> str:
     rng = random.Random(5)
     rows = N * COPIES
     title = "## Judgment search" + (f" at {rows:,} rows" if COPIES > 1 else "")
-    scale = (
-        f" × {COPIES} (each row copied with a perturbed vector, cosine ≈ 0.96: {rows:,} rows; exact-text "
-        f"self-retrieval is not measured, since every text is stored {COPIES} times)"
-        if COPIES > 1
-        else ""
-    )
+    scale = (f" × {COPIES} (each row copied with a perturbed vector, cosine ≈ 0.96: {rows:,} rows; exact-text "
+             f"self-retrieval is not measured, since every text is stored {COPIES} times)" if COPIES > 1 else "")
     lines = [
-        title,
-        "",
-        f"Machine: {machine()}. {N} real-text vectors (docstring sentences){scale} in one tenant, in "
+        title, "", f"Machine: {machine()}. {N} real-text vectors (docstring sentences){scale} in one tenant, in "
         "organizations of 0.5%, 5%, 80% and 14.5% of the rows; held-out sentences as queries (limit 10), and stored "
-        "sentences as exact-text queries (self-retrieval). Hybrid search on (vector + full-text RRF, weights 1/1).",
-        "",
+        "sentences as exact-text queries (self-retrieval). Hybrid search on (vector + full-text RRF, weights 1/1).", ""
     ]
     with stack(COLLAB_LOG_LEVEL="WARNING") as (base, _):
         with httpx.Client(base_url=base, timeout=30) as client:
@@ -398,17 +339,13 @@ def main() -> str:
         database_url = os.environ["BENCH_DATABASE_URL"]
         with psycopg.connect(database_url, autocommit=True) as conn:
             model = _active_model(conn)
-            server = conn.execute(
-                "select current_setting('server_version') || ', pgvector ' || extversion"
-                " from pg_extension where extname = 'vector'"
-            ).fetchone()[0]
+            server = conn.execute("select current_setting('server_version') || ', pgvector ' || extversion"
+                                  " from pg_extension where extname = 'vector'").fetchone()[0]
         build_s = load_table(database_url, key, table_vecs, texts[:N], model)
         lines += [
-            f"PostgreSQL {server}. HNSW build (m=16, ef_construction=128) over {rows} vectors: {build_s:.1f} s.",
-            "",
+            f"PostgreSQL {server}. HNSW build (m=16, ef_construction=128) over {rows} vectors: {build_s:.1f} s.", "",
             "| scope | rows | vector path | recall@10 vs exact | SQL p50 ms | e2e p50 ms | e2e p99 ms"
-            " | full pages | self top-1 |",
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+            " | full pages | self top-1 |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"
         ]
         fresh = iter(spares(N))
 
@@ -417,54 +354,39 @@ def main() -> str:
 
         for label, org in (("tenant-wide", None), ("org 0.5%", "org_a"), ("org 5%", "org_b"), ("org 80%", "org_c")):
             # Every held-out query at scale: 50 moved recall@10 by up to 0.05 between samples (docs/benchmarks.md).
-            r = recall(database_url, key, org, query_vecs[: 100 if COPIES == 1 else QUERIES], model, rows)
+            r = recall(database_url, key, org, query_vecs[:100 if COPIES == 1 else QUERIES], model, rows)
             members = [i for i in range(N) if org is None or org_of(i, N) == org]
             scope = {"organizationId": org} if org else {}
             queries = [{"query": t, "limit": 10, **scope} for t in asked_once(QUERIES)]
-            own = [
-                {"query": texts[i], "limit": 10, "expect": f"r{i}", **scope}
-                for i in rng.sample(members, min(100, len(members)))
-            ]
+            own = [{"query": texts[i], "limit": 10, "expect": f"r{i}", **scope}
+                   for i in rng.sample(members, min(100, len(members)))]
             h = asyncio.run(http_level(base, headers, queries, warm=asked_once(10)))
-            top1 = (
-                f"{asyncio.run(http_level(base, headers, own, warm=asked_once(10)))['top1']:.2f}"
-                if COPIES == 1
-                else "n/a"
-            )
+            top1 = (f"{asyncio.run(http_level(base, headers, own, warm=asked_once(10)))['top1']:.2f}"
+                    if COPIES == 1 else "n/a")
             lines.append(
                 f"| {label} | {r['rows']} | {r['path']} | {r['recall']:.3f} | {r['sql p50']:.1f} | {h['p50']:.1f} | "
-                f"{h['p99']:.1f} | {h['full']:.2f} | {top1} |"
-            )
+                f"{h['p99']:.1f} | {h['full']:.2f} | {top1} |")
             if org is None:
                 again = asyncio.run(http_level(base, headers, queries, warm=asked_once(10)))
         lines += [
             "",
             f"Every query text above is asked once. The tenant-wide queries asked a second time (their vectors from "
-            f"the service's recent-query cache, no encode): e2e p50 {again['p50']:.1f} ms, p99 {again['p99']:.1f} ms.",
+            f"the service's recent-query cache, no encode): e2e p50 {again['p50']:.1f} ms, p99 {again['p99']:.1f} ms."
         ]
         typed = asyncio.run(
-            http_level(base, headers, [{"query": q, "limit": 10} for q in labelled_queries()], warm=asked_once(10))
-        )
+            http_level(base, headers, [{"query": q, "limit": 10} for q in labelled_queries()], warm=asked_once(10)))
         lines += [
-            "",
-            f"Queries as people type them (the {len(labelled_queries())} queries of the labelled set, "
+            "", f"Queries as people type them (the {len(labelled_queries())} queries of the labelled set, "
             f"fixtures/search; 1-18 words, 7 on average, each asked once), tenant-wide: e2e p50 {typed['p50']:.1f} ms, "
-            f"p99 {typed['p99']:.1f} ms.",
+            f"p99 {typed['p99']:.1f} ms."
         ]
         conc = asyncio.run(
-            http_level(
-                base,
-                headers,
-                [{"query": t, "limit": 10} for t in asked_once(2 * QUERIES)],
-                warm=asked_once(10),
-                concurrency=16,
-            )
-        )
+            http_level(base, headers, [{"query": t, "limit": 10} for t in asked_once(2 * QUERIES)], warm=asked_once(10),
+                       concurrency=16))
         lines += [
-            "",
-            f"16 concurrent clients, tenant-wide, each text asked once: {conc['per_s']:.0f} searches/s, "
+            "", f"16 concurrent clients, tenant-wide, each text asked once: {conc['per_s']:.0f} searches/s, "
             f"p50 {conc['p50']:.1f} ms, p99 {conc['p99']:.1f} ms (a Python client, httpx, on the same two cores: "
-            f"~1 ms of CPU per search).",
+            f"~1 ms of CPU per search)."
         ]
         if shutil.which("wrk"):
             w = wrk_rate(base, headers, asked_once(2 * QUERIES * 6))
@@ -475,16 +397,14 @@ def main() -> str:
         ingest_n = int(os.environ.get("BENCH_INGEST_N", "5000")) if COPIES == 1 else 0
         if ingest_n:
             rate = asyncio.run(
-                ingest_rate(base, ingest_headers, database_url, ingest_headers["x-service-api-key"], texts[:ingest_n])
-            )
+                ingest_rate(base, ingest_headers, database_url, ingest_headers["x-service-api-key"], texts[:ingest_n]))
             lines += [
                 f"Ingest: {ingest_n} judgments through `activities/add` (500 per call) until searchable: "
                 f"{rate:.0f} judgments/s."
             ]
     lines += [
-        "",
-        f"Stored and query vectors come from the service's own runtime ({embed_info['runtime']}); its bulk rate on "
-        f"2,048 of these sentences: {embed_info['per_s']:.0f} texts/s.",
+        "", f"Stored and query vectors come from the service's own runtime ({embed_info['runtime']}); its bulk rate on "
+        f"2,048 of these sentences: {embed_info['per_s']:.0f} texts/s."
     ]
     table = "\n".join(lines)
     write_section("search" if COPIES == 1 else "search-scale", table)

@@ -38,34 +38,22 @@ def main() -> None:
             usage.count(svc, "api_calls", workspace_id=f"ws_{w}", label=f"/v2/op{label} 200")
     app = SimpleNamespace(state=SimpleNamespace(services=svc))
     scope = {
-        "type": "http",
-        "path": "/v2/organizations/get",
-        "root_path": "",
-        "app": app,
+        "type": "http", "path": "/v2/organizations/get", "root_path": "", "app": app,
         "route": SimpleNamespace(path="/organizations/get"),
-        "state": {"tenant": Tenant(api_key_id="key_1", workspace_id="ws_7")},
+        "state": {"tenant": Tenant(api_key_id="key_1", workspace_id="ws_7")}
     }
-    rows = [
-        ("middleware: count one API call", _per_call_us(lambda: _count_call(scope, 200), args.calls)),
-        ("usage.count", _per_call_us(lambda: usage.count(svc, "judgments_added", workspace_id="ws_7"), args.calls)),
-        (
-            "usage.observe (histogram)",
-            _per_call_us(lambda: usage.observe(svc, "searches", 42.0, workspace_id="ws_7"), args.calls),
-        ),
-    ]
+    rows = [("middleware: count one API call", _per_call_us(lambda: _count_call(scope, 200), args.calls)),
+            ("usage.count", _per_call_us(lambda: usage.count(svc, "judgments_added", workspace_id="ws_7"), args.calls)),
+            ("usage.observe (histogram)",
+             _per_call_us(lambda: usage.observe(svc, "searches", 42.0, workspace_id="ws_7"), args.calls))]
     lines = [
-        "## Usage counters (`python -m bench.usage`, issue #20)",
-        "",
+        "## Usage counters (`python -m bench.usage`, issue #20)", "",
         f"Machine: {machine()}. In-process, best of 5 runs of {args.calls:,} calls, over a buffer already holding "
-        "20,000 keys (500 workspaces × 40 labels).",
-        "",
-        "| operation | µs per call |",
-        "|---|---:|",
-        *(f"| {name} | {us:.2f} |" for name, us in rows),
-        "",
+        "20,000 keys (500 workspaces × 40 labels).", "", "| operation | µs per call |", "|---|---:|",
+        *(f"| {name} | {us:.2f} |" for name, us in rows), "",
         "Recording is a dict update on the request path (no await, no I/O): about 1 µs of the ~700-800 µs of CPU a "
         "request costs (crud section), under 0.2%. The flush (one multi-row upsert every `COLLAB_USAGE_FLUSH_S`, "
-        "10 s) runs off the request path.",
+        "10 s) runs off the request path."
     ]
     table = "\n".join(lines)
     print(table)

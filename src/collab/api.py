@@ -23,22 +23,8 @@ from collab.webhooks.routes import router as webhooks
 from collab.workspaces.routes import router as workspaces
 
 ROUTERS = [
-    workspaces,
-    organizations,
-    documents,
-    users,
-    permissions,
-    notifications,
-    activities,
-    presence,
-    recordings,
-    crdt,
-    extraction,
-    judgments,
-    ask_ai,
-    webhooks,
-    comments,
-    realtime,
+    workspaces, organizations, documents, users, permissions, notifications, activities, presence, recordings, crdt,
+    extraction, judgments, ask_ai, webhooks, comments, realtime
 ]
 
 
@@ -49,57 +35,33 @@ def mount(app: FastAPI) -> None:
         add_routes(app, router, prefix="/v1", include_in_schema=False)
 
 
-def add_routes(
-    app: FastAPI,
-    router: APIRouter,
-    *,
-    prefix: str = "",
-    responses: dict | None = None,
-    include_in_schema: bool = True,
-    dependencies: list | None = None,
-) -> None:
+def add_routes(app: FastAPI, router: APIRouter, *, prefix: str = "", responses: dict | None = None,
+               include_in_schema: bool = True, dependencies: list | None = None) -> None:
     """What include_router does, as routes of the app itself: each is found by one lookup (kit/routing.py).
 
     The copy takes every public setting of the route (the router's tags, dependencies and route class are already
     in it), after `dependencies`; a route without its own response class gets the app's."""
     for route in router.routes:
         if isinstance(route, APIWebSocketRoute):
-            app.router.add_api_websocket_route(
-                prefix + route.path,
-                route.endpoint,
-                name=route.name,
-                dependencies=[*(dependencies or []), *route.dependencies],
-            )
+            app.router.add_api_websocket_route(prefix + route.path, route.endpoint, name=route.name,
+                                               dependencies=[*(dependencies or []), *route.dependencies])
             continue
         if not isinstance(route, APIRoute):
             raise TypeError(f"{route!r}: only API and WebSocket routes are added")
         own_class = not isinstance(route.response_class, DefaultPlaceholder)
         app.router.add_api_route(
-            prefix + route.path,
-            route.endpoint,
-            response_model=route.response_model,
-            status_code=route.status_code,
-            tags=route.tags,
-            dependencies=[*(dependencies or []), *route.dependencies],
-            summary=route.summary,
-            description=route.description,
-            response_description=route.response_description,
-            responses={**(responses or {}), **route.responses},
-            deprecated=route.deprecated,
-            methods=route.methods,
-            operation_id=route.operation_id,
-            response_model_include=route.response_model_include,
-            response_model_exclude=route.response_model_exclude,
-            response_model_by_alias=route.response_model_by_alias,
+            prefix + route.path, route.endpoint, response_model=route.response_model, status_code=route.status_code,
+            tags=route.tags, dependencies=[*(dependencies or []),
+                                           *route.dependencies], summary=route.summary, description=route.description,
+            response_description=route.response_description, responses={**(responses or {}),
+                                                                        **route.responses}, deprecated=route.deprecated,
+            methods=route.methods, operation_id=route.operation_id, response_model_include=route.response_model_include,
+            response_model_exclude=route.response_model_exclude, response_model_by_alias=route.response_model_by_alias,
             response_model_exclude_unset=route.response_model_exclude_unset,
             response_model_exclude_defaults=route.response_model_exclude_defaults,
-            response_model_exclude_none=route.response_model_exclude_none,
-            include_in_schema=route.include_in_schema and include_in_schema,
-            response_class=route.response_class if own_class else app.router.default_response_class,
-            name=route.name,
-            route_class_override=type(route),
-            callbacks=route.callbacks,
-            openapi_extra=route.openapi_extra,
+            response_model_exclude_none=route.response_model_exclude_none, include_in_schema=route.include_in_schema
+            and include_in_schema,
+            response_class=route.response_class if own_class else app.router.default_response_class, name=route.name,
+            route_class_override=type(route), callbacks=route.callbacks, openapi_extra=route.openapi_extra,
             generate_unique_id_function=route.generate_unique_id_function,
-            strict_content_type=route.strict_content_type,
-        )
+            strict_content_type=route.strict_content_type)

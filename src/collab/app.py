@@ -48,15 +48,9 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
             if own:
                 await close_services(app.state.services)
 
-    app = FastAPI(
-        title="collab",
-        version=__version__,
-        description="Collaboration Backend REST API: every operation is POST {data} under /v1 or /v2.",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        default_response_class=OrjsonResponse,
-    )
+    app = FastAPI(title="collab", version=__version__,
+                  description="Collaboration Backend REST API: every operation is POST {data} under /v1 or /v2.",
+                  lifespan=lifespan, docs_url=None, redoc_url=None, default_response_class=OrjsonResponse)
     if svc is not None:
         app.state.services = svc
     install_handlers(app)
@@ -102,21 +96,14 @@ def _offline_docs(app: FastAPI) -> None:
     @app.get("/docs", include_in_schema=False)
     async def swagger(request: Request):
         root = request.scope.get("root_path", "")
-        return get_swagger_ui_html(
-            openapi_url=f"{root}/openapi.json",
-            title="collab API",
-            swagger_js_url=f"{root}/static-docs/swagger-ui-bundle.js",
-            swagger_css_url=f"{root}/static-docs/swagger-ui.css",
-            swagger_favicon_url=f"{root}/static-docs/favicon.png",
-        )
+        return get_swagger_ui_html(openapi_url=f"{root}/openapi.json", title="collab API",
+                                   swagger_js_url=f"{root}/static-docs/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{root}/static-docs/swagger-ui.css",
+                                   swagger_favicon_url=f"{root}/static-docs/favicon.png")
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc(request: Request):
         root = request.scope.get("root_path", "")
-        return get_redoc_html(
-            openapi_url=f"{root}/openapi.json",
-            title="collab API",
-            redoc_js_url=f"{root}/static-docs/redoc.standalone.js",
-            redoc_favicon_url=f"{root}/static-docs/favicon.png",
-            with_google_fonts=False,
-        )
+        return get_redoc_html(openapi_url=f"{root}/openapi.json", title="collab API",
+                              redoc_js_url=f"{root}/static-docs/redoc.standalone.js",
+                              redoc_favicon_url=f"{root}/static-docs/favicon.png", with_google_fonts=False)

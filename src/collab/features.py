@@ -32,14 +32,12 @@ DOCUMENT_TABLES = (
     "comment_reactions",
     "comment_mentions",
     "comment_reads",
-    "live_states",
-)
+    "live_states")
 q = Queries.beside(__file__, "features.sql")
 
 
-async def delete_feature_data(
-    conn: Conn, *, api_key_id: str, organization_id: str, document_ids: Sequence[str] | None
-) -> None:
+async def delete_feature_data(conn: Conn, *, api_key_id: str, organization_id: str,
+                              document_ids: Sequence[str] | None) -> None:
     """Remove every feature's rows of some documents (None: of the whole organization)."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "ids": document_ids}
     for table in DOCUMENT_TABLES:

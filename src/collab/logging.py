@@ -10,7 +10,6 @@ import time
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 _base_factory = logging.getLogRecordFactory()
 
-
 # A bearer token in a URL's query (the realtime socket's `?token=`): uvicorn logs WebSocket paths with their query.
 _TOKEN_IN_QUERY = re.compile(r"([?&](?:access_)?token=)[^&\s\"']*")
 
@@ -39,10 +38,8 @@ class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-            "request_id": getattr(record, "request_id", "-"),
+            "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage(),
+            "request_id": getattr(record, "request_id", "-")
         }
         for key in ("method", "path", "status", "duration_ms", "job", "tokens"):
             if hasattr(record, key):

@@ -30,10 +30,8 @@ class Prompt:
         """(system, user) with every declared variable filled; missing or extra ones are errors."""
         given = set(values)
         if given != self.variables:
-            raise PromptError(
-                f"prompt {self.name}: missing {sorted(self.variables - given)},"
-                f" unexpected {sorted(given - self.variables)}"
-            )
+            raise PromptError(f"prompt {self.name}: missing {sorted(self.variables - given)},"
+                              f" unexpected {sorted(given - self.variables)}")
         strings = {k: str(v) for k, v in values.items()}
         return self.system.substitute(strings).strip(), self.user.substitute(strings).strip()
 
@@ -67,15 +65,8 @@ def load(path: Path) -> Prompt:
         raise PromptError(f"{path.name}: output schema {schema_path.name}: {exc}") from exc
     if schema.get("type") != "object":
         raise PromptError(f"{path.name}: the output schema must describe an object")
-    return Prompt(
-        name=data["name"],
-        version=int(data["version"]),
-        variables=frozenset(declared),
-        system=system,
-        user=user,
-        schema=schema,
-        models=dict(data["models"]),
-    )
+    return Prompt(name=data["name"], version=int(data["version"]), variables=frozenset(declared), system=system,
+                  user=user, schema=schema, models=dict(data["models"]))
 
 
 @lru_cache

@@ -58,9 +58,8 @@ def functions(settings: Settings) -> list:
             name=spec.name,
             timeout=spec.timeout_s(settings),
             max_tries=spec.max_tries if spec.awaited else spec.max_tries + 1,
-            keep_result=AWAITED_RESULT_S if spec.awaited else None,  # None: arq's default
-        )
-        for spec in load().values()
+            keep_result=AWAITED_RESULT_S if spec.awaited else None  # None: arq's default
+        ) for spec in load().values()
     ]
 
 
@@ -81,22 +80,15 @@ def _cron_jobs() -> list:
         # Webhook retries (5 s and up) and CRDT event windows fall due at any second: sweep every second.
         cron(webhook_sweep, name="webhook_sweep", second=set(range(60)), run_at_startup=True, unique=True),
         # Uploaded bytes past their retention (COLLAB_KNOWLEDGE_SOURCE_RETENTION_DAYS) are dropped hourly.
-        cron(
-            drop_old_content, name="drop_old_source_content", minute={17}, second={0}, run_at_startup=True, unique=True
-        ),
+        cron(drop_old_content, name="drop_old_source_content", minute={17}, second={0}, run_at_startup=True,
+             unique=True),
         # Realtime updates that no API process folded into their editor's state (docs/realtime.md, compaction).
         cron(compact_sweep, name="realtime_compact_sweep", second={7, 37}, run_at_startup=True, unique=True),
         # Usage counters older than COLLAB_USAGE_RETENTION_DAYS (kit/usage.py) are deleted hourly.
         cron(drop_old_usage, name="drop_old_usage", minute={23}, second={0}, run_at_startup=True, unique=True),
         # Platform-key quota counters of past days (llm/quota.py): only the current day's are read.
-        cron(
-            drop_old_platform_usage,
-            name="drop_old_platform_usage",
-            minute={29},
-            second={0},
-            run_at_startup=True,
-            unique=True,
-        ),
+        cron(drop_old_platform_usage, name="drop_old_platform_usage", minute={29}, second={0}, run_at_startup=True,
+             unique=True)
     ]
 
 
@@ -154,9 +146,8 @@ class LaneWorker(Worker):
             if count < 1:
                 return
         if self.allow_pick_jobs and self.job_counter < self.max_jobs:
-            job_ids = await self.pool.zrangebyscore(
-                self.queue_name, min=float("-inf"), max=timestamp_ms(), start=0, num=count
-            )
+            job_ids = await self.pool.zrangebyscore(self.queue_name, min=float("-inf"), max=timestamp_ms(), start=0,
+                                                    num=count)
             await self.start_jobs(job_ids)
         # An abort comes from a caller that has already answered (past its deadline): a few looks a second are
         # enough, rather than a Redis round trip on every poll. The lane's fallback poll brings the next look.
@@ -228,7 +219,7 @@ class LaneWorker(Worker):
                 self.queue_name,
                 job_id,
                 timestamp_ms(),  # type: ignore[arg-type]
-                int(self.in_progress_timeout_s * 1000),  # type: ignore[arg-type]
+                int(self.in_progress_timeout_s * 1000)  # type: ignore[arg-type]
             )
             if score is None:  # running elsewhere, finished, or re-queued for later
                 self.job_counter -= 1
@@ -352,16 +343,8 @@ class Lanes:
             loop.run_until_complete(self.close())
 
 
-def make_worker(
-    settings: Settings,
-    svc: Services | None = None,
-    *,
-    redis_url: str,
-    lease_s: float | None = None,
-    lanes: str = "all",
-    handle_signals: bool = True,
-    **overrides: Any,
-) -> Lanes:
+def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: str, lease_s: float | None = None,
+                lanes: str = "all", handle_signals: bool = True, **overrides: Any) -> Lanes:
     """The lane workers of one process, wired to the services; `svc` shares already-built ones (tests).
 
     `lanes`: "all" (every lane, the default) or one lane's name (search, ai, extraction, bulk: a process per
@@ -390,6 +373,7 @@ def make_worker(
     redis_settings = RedisSettings.from_dsn(redis_url)
 
     def build(where: Lane, fns: list, *, crons: list, max_jobs: int, poll_delay: float) -> LaneWorker:
+
         async def startup(ctx: dict) -> None:
             # Heartbeat first: a job is only picked after startup, but its claim must be visible from the start.
             ctx["lease_s"] = lease
@@ -397,9 +381,8 @@ def make_worker(
             ctx["queue_name"] = worker.queue_name
             ctx["lanes"] = served
             ctx["cron_names"] = cron_names
-            ctx["heartbeat"] = heartbeat = Heartbeat(
-                ctx["redis"], lambda: list(worker.tasks), lease_s=lease, worker_id=new_id("wkr_")
-            )
+            ctx["heartbeat"] = heartbeat = Heartbeat(ctx["redis"], lambda: list(worker.tasks), lease_s=lease,
+                                                     worker_id=new_id("wkr_"))
             heartbeat.start()
             ctx["svc"] = await services()
             ctx["pool"] = ctx["svc"].pool
@@ -446,28 +429,21 @@ def make_worker(
             # An awaited job past its API deadline is aborted (cancelled), not left running.
             allow_abort_jobs=True,
             # The lanes share a loop: `Lanes.run` handles the signals for them.
-            handle_signals=False,
-        )
+            handle_signals=False)
         options.update(overrides)
         worker = LaneWorker(**options, lane=where)
         served[where.queue] = worker.in_progress_timeout_s
         return worker
 
     slots = {
-        "search": settings.worker_search_max_jobs,
-        "ai": settings.worker_ai_max_jobs,
-        "extraction": settings.worker_extraction_max_jobs,
-        "bulk": settings.worker_max_jobs,
+        "search": settings.worker_search_max_jobs, "ai": settings.worker_ai_max_jobs,
+        "extraction": settings.worker_extraction_max_jobs, "bulk": settings.worker_max_jobs
     }
     # Every lane is built even when one runs here: the bulk lane's `reap` unlocks the other lanes' jobs too.
     built = {
-        name: build(
-            where,
-            [f for f in every if lane(f.name) is where],
-            crons=crons if name == "bulk" else [],
-            max_jobs=slots[name],
-            poll_delay=settings.worker_poll_delay_s if name == "bulk" else settings.worker_lane_poll_delay_s,
-        )
+        name: build(where, [f for f in every if lane(f.name) is where], crons=crons if name == "bulk" else [],
+                    max_jobs=slots[name],
+                    poll_delay=settings.worker_poll_delay_s if name == "bulk" else settings.worker_lane_poll_delay_s)
         for name, where in LANES.items()
     }
     chosen = list(built.values()) if lanes == "all" else [built[lanes]]

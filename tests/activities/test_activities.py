@@ -26,8 +26,7 @@ def test_add_requires_enabled_activity_service(client):
     t = new_tenant(client)
     error(add(client, t, activity()), "FAILED_PRECONDITION")
     result(
-        post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"immutable": False}}, t.headers)
-    )
+        post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"immutable": False}}, t.headers))
     error(add(client, t, activity()), "FAILED_PRECONDITION")
     enable_activities(client, t)
     assert result(add(client, t, activity())) == {"success": True, "message": "1 activity added."}
@@ -36,15 +35,9 @@ def test_add_requires_enabled_activity_service(client):
 def test_generated_ids_and_stored_fields(client, clock):
     t = new_tenant(client)
     enable_activities(client, t)
-    data = activity(
-        targetEntityId="ann1",
-        targetSubEntityId="c1",
-        entityData={"commentText": "Looks off"},
-        displayMessageTemplate="{{actionUser.name}} commented",
-        displayMessageTemplateData={"x": 1},
-        actionIcon="https://i.io/c.png",
-        changes={"status": {"from": "open", "to": "open"}},
-    )
+    data = activity(targetEntityId="ann1", targetSubEntityId="c1", entityData={"commentText": "Looks off"},
+                    displayMessageTemplate="{{actionUser.name}} commented", displayMessageTemplateData={"x": 1},
+                    actionIcon="https://i.io/c.png", changes={"status": {"from": "open", "to": "open"}})
     result(add(client, t, data))
     [record] = listed(client, t)["data"]
     assert record["id"].startswith("act_")
@@ -69,7 +62,7 @@ def test_one_call_with_an_id_twice_keeps_the_later_record_in_order(client):
     batch = [
         activity(id="a-1", entityData={"commentText": "first"}),
         activity(id="a-2"),
-        activity(id="a-1", entityData={"commentText": "second"}),
+        activity(id="a-1", entityData={"commentText": "second"})
     ]
     assert result(add(client, t, *batch)) == {"success": True, "message": "3 activities added."}
     records = {r["id"]: r for r in listed(client, t)["data"]}
@@ -79,13 +72,9 @@ def test_one_call_with_an_id_twice_keeps_the_later_record_in_order(client):
 def test_triggers_off_are_not_logged_absent_are(client):
     t = new_tenant(client)
     enable_activities(client, t, triggers={"comment": {"comment_annotation.suggestion_accept": False}})
-    response = add(
-        client,
-        t,
-        activity(actionType="comment_annotation.suggestion_accept", id="off"),
-        activity(actionType="comment_annotation.suggestion_reject", id="on"),
-        activity(featureType="custom", actionType="build.finished", targetEntityId="b1", id="custom"),
-    )
+    response = add(client, t, activity(actionType="comment_annotation.suggestion_accept", id="off"),
+                   activity(actionType="comment_annotation.suggestion_reject", id="on"),
+                   activity(featureType="custom", actionType="build.finished", targetEntityId="b1", id="custom"))
     assert "1 not logged" in result(response)["message"]
     assert sorted(r["id"] for r in listed(client, t)["data"]) == ["custom", "on"]
 
@@ -94,9 +83,7 @@ def judgment_jobs(db, t):
     """The tenant's judgment jobs as recorded: their ids (sorted) and whether each was sent to the queue."""
     rows = db.execute(
         "select args, enqueued_at is not null as sent from jobs where api_key_id = %s"
-        " and function = 'derive_judgments' order by created_at",
-        (t.api_key,),
-    ).fetchall()
+        " and function = 'derive_judgments' order by created_at", (t.api_key, )).fetchall()
     return [(sorted(r["args"]["activity_ids"]), r["sent"]) for r in rows]
 
 
@@ -104,19 +91,11 @@ def test_one_statement_and_transaction_paths_store_the_same(client, db, clock):
     # Without notifications or a webhook endpoint an add is one statement; with the notification service on it
     # takes the transaction path. What is stored, and the judgments' job, must not differ.
     batch = [
-        activity(
-            id="a-1",
-            targetEntityId="ann1",
-            targetSubEntityId="c1",
-            entityData={"commentText": "Ünï 😀"},
-            changes={"status": {"from": None, "to": "open"}},
-            displayMessageTemplate="{{x}}",
-            displayMessageTemplateData={"n": [1, 2.5, True, None]},
-            actionIcon="https://i.io/c.png",
-            isActivityResolverUsed=True,
-            timestamp=1_700_000_000_000,
-        ),
-        activity(featureType="custom", actionType="build.finished", targetEntityId="b1", id="a-2"),
+        activity(id="a-1", targetEntityId="ann1", targetSubEntityId="c1", entityData={"commentText": "Ünï 😀"},
+                 changes={"status": {"from": None, "to": "open"}}, displayMessageTemplate="{{x}}",
+                 displayMessageTemplateData={"n": [1, 2.5, True, None]}, actionIcon="https://i.io/c.png",
+                 isActivityResolverUsed=True, timestamp=1_700_000_000_000),
+        activity(featureType="custom", actionType="build.finished", targetEntityId="b1", id="a-2")
     ]
     stored = []
     for notifying in (False, True):
@@ -152,10 +131,10 @@ def test_an_overwrite_that_is_no_judgment_removes_the_judgment_of_the_earlier_ac
     result(add(client, t, activity(id="a-1", entityData={"commentText": "Wrong clause cited"})))
     settle_jobs(live, t)
     judged = "select count(*) as n from judgments where api_key_id = %s and id = 'a-1'"
-    assert db.execute(judged, (t.api_key,)).fetchone()["n"] == 1
+    assert db.execute(judged, (t.api_key, )).fetchone()["n"] == 1
     result(add(client, t, activity(id="a-1", featureType="custom", actionType="document.viewed", targetEntityId="d1")))
     settle_jobs(live, t)
-    assert db.execute(judged, (t.api_key,)).fetchone()["n"] == 0
+    assert db.execute(judged, (t.api_key, )).fetchone()["n"] == 0
 
 
 def test_an_add_while_redis_is_down_leaves_the_judgments_job_for_the_sweep(live, client, db, tmp_path):
@@ -163,8 +142,7 @@ def test_an_add_while_redis_is_down_leaves_the_judgments_job_for_the_sweep(live,
     enable_activities(client, t)
     svc = dataclasses.replace(live.svc, redis=redis_client(f"unix://{tmp_path}/none.sock"))
     data = AddActivities.model_validate(
-        {"organizationId": "org1", "documentId": "doc1", "activities": [activity(id="a-1")]}
-    )
+        {"organizationId": "org1", "documentId": "doc1", "activities": [activity(id="a-1")]})
     caller = Caller(api_key_id=t.api_key, workspace_id=t.workspace["id"])
     assert live.run(service.add(svc, tenant=caller, data=data))["message"] == "1 activity added."
     assert [r["id"] for r in listed(client, t)["data"]] == ["a-1"]
@@ -183,24 +161,15 @@ def test_history_timestamp_and_future_refused(client, clock):
 
 @pytest.mark.parametrize(
     "body, paths",
-    [
-        ({}, [["activities"], ["documentId"], ["organizationId"]]),
-        ({"organizationId": "o", "documentId": "d", "activities": []}, [["activities"]]),
-        (
-            {"organizationId": "o", "documentId": "d", "activities": [{"featureType": "poll"}]},
-            [["activities", "0", "actionType"], ["activities", "0", "actionUser"], ["activities", "0", "featureType"]],
-        ),
-        (
-            {"organizationId": "o", "documentId": "d", "activities": [activity(actionUser={"name": "x"})]},
-            [["activities", "0", "actionUser", "userId"]],
-        ),
-        (
-            {"organizationId": "o", "documentId": "d", "activities": [activity(featureType="custom")]},
-            [["activities", "0", "targetEntityId"]],
-        ),
-        ({"organizationId": 1, "documentId": "d", "activities": [activity()]}, [["organizationId"]]),
-    ],
-)
+    [({}, [["activities"], ["documentId"], ["organizationId"]]),
+     ({"organizationId": "o", "documentId": "d", "activities": []}, [["activities"]]),
+     ({"organizationId": "o", "documentId": "d", "activities": [{"featureType": "poll"}]
+       }, [["activities", "0", "actionType"], ["activities", "0", "actionUser"], ["activities", "0", "featureType"]]),
+     ({"organizationId": "o", "documentId": "d", "activities": [activity(actionUser={"name": "x"})]
+       }, [["activities", "0", "actionUser", "userId"]]),
+     ({"organizationId": "o", "documentId": "d", "activities": [activity(featureType="custom")]
+       }, [["activities", "0", "targetEntityId"]]),
+     ({"organizationId": 1, "documentId": "d", "activities": [activity()]}, [["organizationId"]])])
 def test_add_validation(client, body, paths):
     t = new_tenant(client)
     enable_activities(client, t)
@@ -214,13 +183,12 @@ def test_update_keyed_results(client):
     enable_activities(client, t)
     result(add(client, t, activity(id="a1", actionIcon="old")))
     body = {
-        "organizationId": "org1",
-        "activities": [{"id": "a1", "entityData": {"commentText": "edited"}}, {"id": "nope"}],
+        "organizationId": "org1", "activities": [{"id": "a1", "entityData": {"commentText": "edited"}}, {"id": "nope"}]
     }
     data = result(post(client, UPDATE, body, t.headers))
     assert data == {
         "a1": {"success": True, "message": "Activity updated."},
-        "nope": {"success": False, "message": "Failed to update activity."},
+        "nope": {"success": False, "message": "Failed to update activity."}
     }
     [record] = listed(client, t)["data"]
     assert record["entityData"] == {"commentText": "edited"} and record["actionIcon"] == "old"
@@ -241,9 +209,8 @@ def test_get_filters_order_and_paging(client, clock):
     enable_activities(client, t)
     base = int(clock["now"] * 1000) - 10_000
     for i in range(5):
-        result(
-            add(client, t, activity(id=f"a{i}", timestamp=base + i, targetEntityId=f"ann{i % 2}"), doc=f"doc{i % 2}")
-        )
+        result(add(client, t, activity(id=f"a{i}", timestamp=base + i, targetEntityId=f"ann{i % 2}"),
+                   doc=f"doc{i % 2}"))
     page = listed(client, t, pageSize=2)
     assert [r["id"] for r in page["data"]] == ["a4", "a3"]
     page2 = listed(client, t, pageSize=2, pageToken=page["pageToken"])
@@ -272,8 +239,6 @@ def test_other_tenant_sees_nothing(client):
     enable_activities(client, b)
     result(add(client, a, activity(id="secret")))
     assert listed(client, b)["data"] == []
-    assert (
-        result(post(client, DELETE, {"organizationId": "org1", "activityIds": ["secret"]}, b.headers))["deletedIds"]
-        == []
-    )
+    assert (result(post(client, DELETE, {"organizationId": "org1", "activityIds": ["secret"]},
+                        b.headers))["deletedIds"] == [])
     assert len(listed(client, a)["data"]) == 1

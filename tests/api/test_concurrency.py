@@ -18,7 +18,7 @@ def test_concurrent_creates_for_one_email_make_one_workspace(live, db):
     with ThreadPoolExecutor(8) as pool:
         codes = sorted(pool.map(create, range(8)))
     assert codes.count(200) == 1 and set(codes) <= {200, 403}
-    rows = db.execute("select is_root from workspaces where lower(owner_email) = lower(%s)", (email,)).fetchall()
+    rows = db.execute("select is_root from workspaces where lower(owner_email) = lower(%s)", (email, )).fetchall()
     assert rows == [{"is_root": True}]
 
 
@@ -26,12 +26,7 @@ def test_concurrent_trigger_updates_are_all_kept(client, live):
     tenant = new_tenant(client)
     result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True}, tenant.headers))
     events = [
-        "comment.add",
-        "comment.update",
-        "comment.delete",
-        "comment.accept",
-        "comment.reject",
-        "comment.reaction_add",
+        "comment.add", "comment.update", "comment.delete", "comment.accept", "comment.reject", "comment.reaction_add"
     ]
 
     def switch_off(event):

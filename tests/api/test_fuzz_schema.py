@@ -105,8 +105,7 @@ def test_operation_survives_generated_bodies(path, mode, live, llm, fuzz_tenant)
         deadline=None,
         database=None,
         phases=[Phase.explicit, Phase.generate],  # no shrinking: the first failure is reported as found
-        suppress_health_check=list(HealthCheck),
-    )
+        suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy(generation_mode=mode))
     def run(case):
         response = case.call(base_url=live.url, headers=headers)

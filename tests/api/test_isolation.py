@@ -49,7 +49,7 @@ GLOBAL_TABLES = {
     "workspaces": "the tenant's workspace itself: snapshotted by its id",
     "embedding_models": "the service's registry of embedding models, shared by every tenant",
     "schema_migrations": "the database schema's version",
-    "vector_self_test_failures": "the database server's failed start-up self-tests (kit/db/selftest.py)",
+    "vector_self_test_failures": "the database server's failed start-up self-tests (kit/db/selftest.py)"
 }
 # Tables a probe of B may see change under A for A's own reasons: A's call counts, flushed in the background.
 OWN_COUNTERS = {"usage_minutes"}
@@ -58,7 +58,6 @@ VOLATILE_KEYS = {"searchLatencyMs", "token", "kid", "x"}  # x, kid: the caller's
 _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
 _NEW_ID = re.compile(r"\b[a-z]{2,4}_[0-9a-f]{24}\b")
 _EPOCH_MS = range(10**12, 10**13)
-
 
 # --- fixtures -------------------------------------------------------------------------------------
 
@@ -130,7 +129,7 @@ class Pairs:
                 settle_jobs(self.live, t)
             return t
 
-        b, b2 = both(tenant, (self.ids,), (twins,))
+        b, b2 = both(tenant, (self.ids, ), (twins, ))
         rows = (self.rows.of(b), self.rows.of(b2)) if seed is None else ({}, {})
         return Pair(b, b2, twins, rows)
 
@@ -181,8 +180,7 @@ def test_every_operation_has_a_case(live):
     found = set(operations(live.app, "/v2"))
     covered = set(CASES) | set(NOTHING_TO_ISOLATE)
     assert not found - covered, (
-        f"operations without an isolation case in isolation_cases.CASES: {sorted(found - covered)}"
-    )
+        f"operations without an isolation case in isolation_cases.CASES: {sorted(found - covered)}")
     assert not covered - found, f"isolation cases of operations that no longer exist: {sorted(covered - found)}"
     assert not set(CASES) & set(NOTHING_TO_ISOLATE)
 
@@ -204,10 +202,8 @@ def test_every_table_is_tenant_scoped_or_known_global(conn):
     scoped = {table for table, _ in tenant_tables(conn)}
     tables = {
         r["table_name"]
-        for r in conn.execute(
-            "select table_name from information_schema.tables where table_schema = current_schema()"
-            " and table_type = 'BASE TABLE'"
-        ).fetchall()
+        for r in conn.execute("select table_name from information_schema.tables where table_schema = current_schema()"
+                              " and table_type = 'BASE TABLE'").fetchall()
     }
     assert tables - scoped == set(GLOBAL_TABLES), f"tables without a tenant column: {sorted(tables - scoped)}"
 
@@ -232,9 +228,8 @@ def test_tenant_b_cannot_reach_tenant_a(path, live, http, rows, alpha, receiver,
 
         answer, answer2 = both(call, (pair.b, sent), (pair.b2, build(pair.twins)))
         assert_no_data(answer, sent, alpha)
-        assert shape(answer, alpha.ids, pair.b) == shape(answer2, pair.twins, pair.b2), (
-            f"B can tell A's ids exist:\n{sent}"
-        )
+        assert shape(answer, alpha.ids, pair.b) == shape(answer2, pair.twins,
+                                                         pair.b2), (f"B can tell A's ids exist:\n{sent}")
     settle_a(live, alpha.tenant)
     assert_same_rows(before, rows.of(alpha.tenant))
     assert len(receiver.to("/a")) == heard, "A's webhook receiver heard something after B's calls"
@@ -285,19 +280,11 @@ def credential_swaps(auth: str, mine: Ids, pair: Pair) -> list[tuple[dict, dict]
     """
     b, b2, twins = pair.b, pair.b2, pair.twins
     if auth == "workspace":
-        return [
-            (
-                {**b.workspace_headers, "x-service-workspace-auth-token": mine.workspace_token},
-                {**b2.workspace_headers, "x-service-workspace-auth-token": twins.workspace_token},
-            )
-        ]
-    return [
-        ({**b.headers, "x-service-api-key": mine.api_key}, {**b2.headers, "x-service-api-key": twins.api_key}),
-        (
-            {**b.headers, "x-service-auth-token": mine.auth_token},
-            {**b2.headers, "x-service-auth-token": twins.auth_token},
-        ),
-    ]
+        return [({**b.workspace_headers, "x-service-workspace-auth-token": mine.workspace_token},
+                 {**b2.workspace_headers, "x-service-workspace-auth-token": twins.workspace_token})]
+    return [({**b.headers, "x-service-api-key": mine.api_key}, {**b2.headers, "x-service-api-key": twins.api_key}),
+            ({**b.headers, "x-service-auth-token": mine.auth_token},
+             {**b2.headers, "x-service-auth-token": twins.auth_token})]
 
 
 def settle_a(live, t: Tenant) -> None:
@@ -310,30 +297,25 @@ def read_as_a(client: httpx.Client, a: Alpha) -> dict[str, Any]:
     """A's own reads of its data across the features."""
     i, h = a.ids, a.tenant.headers
     reads = {
-        "/v2/organizations/get": {},
-        "/v2/organizations/documents/get": {"organizationId": i.org},
-        "/v2/organizations/folders/get": {"organizationId": i.org},
-        "/v2/users/get": {"organizationId": i.org, "allDocuments": True},
+        "/v2/organizations/get": {}, "/v2/organizations/documents/get": {"organizationId": i.org},
+        "/v2/organizations/folders/get": {"organizationId": i.org
+                                          }, "/v2/users/get": {"organizationId": i.org, "allDocuments": True},
         "/v2/auth/permissions/get": {"organizationId": i.org, "userIds": [i.user, i.user2]},
-        "/v2/notifications/get": {"organizationId": i.org, "documentId": i.doc},
-        "/v2/activities/get": {"organizationId": i.org},
-        "/v2/presence/get": {"organizationId": i.org, "documentId": i.doc},
-        "/v2/recordings/get": {"organizationId": i.org},
-        "/v2/crdt/get": {"organizationId": i.org, "documentId": i.doc},
-        "/v2/commentannotations/get": {"organizationId": i.org},
-        "/v2/commentannotations/count/get": {"organizationId": i.org, "userId": i.user2},
-        f"{HOOKS}/endpoints/get": {},
-        f"{HOOKS}/messages/get": {},
-        "/v2/memory/judgments/query": {},
-        "/v2/organizations/documents/migrate/status": {"organizationId": i.org, "migrationId": i.migration},
-        "/v2/users/data/delete/status": {"jobId": i.job},
-        "/v2/workspace/apikeyconfig/get": {},
-        "/v2/users/data/get": {"userIds": [i.user, i.user2]},
+        "/v2/notifications/get": {"organizationId": i.org,
+                                  "documentId": i.doc}, "/v2/activities/get": {"organizationId": i.org},
+        "/v2/presence/get": {"organizationId": i.org,
+                             "documentId": i.doc}, "/v2/recordings/get": {"organizationId": i.org},
+        "/v2/crdt/get": {"organizationId": i.org,
+                         "documentId": i.doc}, "/v2/commentannotations/get": {"organizationId": i.org},
+        "/v2/commentannotations/count/get": {"organizationId": i.org, "userId": i.user2}, f"{HOOKS}/endpoints/get": {},
+        f"{HOOKS}/messages/get": {}, "/v2/memory/judgments/query": {}, "/v2/organizations/documents/migrate/status": {
+            "organizationId": i.org, "migrationId": i.migration
+        }, "/v2/users/data/delete/status": {"jobId": i.job}, "/v2/workspace/apikeyconfig/get": {},
+        "/v2/users/data/get": {"userIds": [i.user, i.user2]}
     }
     view = {path: result(post(client, path, data, h)) for path, data in reads.items()}
     view["/v2/workspace/authtokens/get"] = result(
-        post(client, "/v2/workspace/authtokens/get", {"apiKey": i.api_key}, a.tenant.workspace_headers)
-    )
+        post(client, "/v2/workspace/authtokens/get", {"apiKey": i.api_key}, a.tenant.workspace_headers))
     return view
 
 
@@ -362,12 +344,9 @@ def own_names(t: Tenant) -> dict[str, str]:
     """The caller's own credentials and the e-mail tag its default names derive from."""
     email = t.workspace["owner"]["email"]
     return {
-        t.api_key: "<own api key>",
-        t.auth_token: "<own auth token>",
-        t.workspace["id"]: "<own workspace>",
-        t.workspace["authToken"]: "<own workspace token>",
-        email: "<own email>",
-        email.split("@")[0].split("-")[-1]: "<own tag>",
+        t.api_key: "<own api key>", t.auth_token: "<own auth token>", t.workspace["id"]: "<own workspace>",
+        t.workspace["authToken"]: "<own workspace token>", email: "<own email>",
+        email.split("@")[0].split("-")[-1]: "<own tag>"
     }
 
 
@@ -402,8 +381,7 @@ def tenant_tables(conn: psycopg.Connection) -> list[tuple[str, str]]:
         "select table_name, column_name from information_schema.columns c where table_schema = current_schema()"
         " and column_name in ('api_key_id', 'workspace_id') and exists (select 1 from information_schema.tables t"
         " where t.table_schema = c.table_schema and t.table_name = c.table_name and t.table_type = 'BASE TABLE')"
-        " order by table_name, column_name"
-    ).fetchall()
+        " order by table_name, column_name").fetchall()
     chosen: dict[str, str] = {}
     for row in rows:
         chosen.setdefault(row["table_name"], row["column_name"])  # api_key_id sorts first
@@ -417,17 +395,11 @@ class Rows:
         self.conn = conn
         scopes = [*((t, c) for t, c in tenant_tables(conn) if t not in OWN_COUNTERS), ("workspaces", "id")]
         self.query = sql.SQL(" union all ").join(
-            sql.SQL(
-                "select {name} as t, count(*) as n, md5(coalesce(string_agg(md5(x::text), '' order by"
-                " md5(x::text)), '')) as h from {table} x where {column} = {value}"
-            ).format(
-                name=sql.Literal(table),
-                table=sql.Identifier(table),
-                column=sql.Identifier(column),
-                value=sql.Placeholder("key" if column == "api_key_id" else "workspace"),
-            )
-            for table, column in scopes
-        )
+            sql.SQL("select {name} as t, count(*) as n, md5(coalesce(string_agg(md5(x::text), '' order by"
+                    " md5(x::text)), '')) as h from {table} x where {column} = {value}").format(
+                        name=sql.Literal(table), table=sql.Identifier(table), column=sql.Identifier(column),
+                        value=sql.Placeholder("key" if column == "api_key_id" else "workspace"))
+            for table, column in scopes)
 
     def of(self, t: Tenant) -> dict[str, tuple[int, str]]:
         rows = self.conn.execute(self.query, {"key": t.api_key, "workspace": t.workspace["id"]}).fetchall()

@@ -13,7 +13,7 @@ CLIENT_JSON = {
     "location",
     "context",
     "agent",
-    "attachments",  # comment threads (commentannotations/*)
+    "attachments"  # comment threads (commentannotations/*)
 }
 
 
@@ -82,6 +82,5 @@ def test_every_error_status_uses_the_envelope(live):
     for path, operation in _operations(openapi):
         for code, response in operation["responses"].items():
             if code.startswith(("4", "5")):
-                assert response["content"]["application/json"]["schema"] == {
-                    "$ref": "#/components/schemas/ErrorBody"
-                }, path
+                assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"
+                                                                             }, path

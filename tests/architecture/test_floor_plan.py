@@ -17,15 +17,15 @@ SRC = Path(collab.__file__).parent
 # Bottom to top. A new part goes on the floor whose parts it needs below it (and into the README's picture).
 FLOORS = [
     ("config", "logging", "prompts", "files"),  # foundation: no domain knowledge
-    ("kit",),  # envelope, errors, auth, db, jobs, Services
+    ("kit", ),  # envelope, errors, auth, db, jobs, Services
     ("events", "features", "llm", "embeddings"),  # shared wire types, per-document tables, model clients
     ("workspaces", "webhooks"),  # per-key settings, outbound events
     ("organizations", "documents", "presence", "recordings", "crdt"),  # the tenancy tree and per-document data
-    ("permissions",),  # grants, effective access, user tokens
+    ("permissions", ),  # grants, effective access, user tokens
     ("notifications", "activities", "comments", "realtime"),  # feeds about documents; live rooms over them
     ("judgments", "extraction", "ask_ai"),  # derived knowledge and AI
-    ("users",),  # people, groups, and deleting a user's data from every feature
-    ("health", "worker", "api", "console", "app", "cli", "testing"),  # entry points; the test harness last
+    ("users", ),  # people, groups, and deleting a user's data from every feature
+    ("health", "worker", "api", "console", "app", "cli", "testing")  # entry points; the test harness last
 ]
 RANK = {part: i for i, part in enumerate(p for floor in FLOORS for p in floor)}
 FLOOR = {part: n for n, floor in enumerate(FLOORS) for part in floor}
@@ -47,7 +47,7 @@ def _imported(path: Path, root: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
+            base = package[:len(package) - node.level + 1] if node.level else []
             module = ".".join(base + ([node.module] if node.module else []))
             found += [(node.lineno, f"{module}.{a.name}") for a in node.names]
     return [(line, m) for line, m in found if m.startswith("collab.")]

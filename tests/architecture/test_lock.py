@@ -22,19 +22,14 @@ for _entry in LOCK["package"]:
     PACKAGES.setdefault(_entry["name"], []).append(_entry)
 # The platforms the README names, as a resolver sees them (Python 3.11; glibc 2.28+ on Linux, macOS 11+).
 PLATFORMS = {
-    "linux-x86_64": (
-        {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64"},
-        [f"manylinux_2_{minor}_x86_64" for minor in range(40, 4, -1)]
-        + ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"],
-    ),
-    "linux-aarch64": (
-        {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "aarch64"},
-        [f"manylinux_2_{minor}_aarch64" for minor in range(40, 16, -1)] + ["manylinux2014_aarch64", "linux_aarch64"],
-    ),
-    "macos-arm64": (
-        {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64"},
-        [f"macosx_{major}_0_{arch}" for major in range(15, 10, -1) for arch in ("arm64", "universal2")],
-    ),
+    "linux-x86_64": ({"sys_platform": "linux", "platform_system": "Linux",
+                      "platform_machine": "x86_64"}, [f"manylinux_2_{minor}_x86_64" for minor in range(40, 4, -1)] +
+                     ["manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"]),
+    "linux-aarch64": ({"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "aarch64"},
+                      [f"manylinux_2_{minor}_aarch64"
+                       for minor in range(40, 16, -1)] + ["manylinux2014_aarch64", "linux_aarch64"]),
+    "macos-arm64": ({"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64"},
+                    [f"macosx_{major}_0_{arch}" for major in range(15, 10, -1) for arch in ("arm64", "universal2")])
 }
 # Left out of requirements.lock: installed by `pip install torch==…` (a CPU build where pip is told of one).
 TORCH_ONLY = {"torch", "triton", "cuda-bindings", "cuda-pathfinder", "cuda-toolkit"}
@@ -43,21 +38,16 @@ TORCH_ONLY = {"torch", "triton", "cuda-bindings", "cuda-pathfinder", "cuda-toolk
 def _environment(name: str, patch: str) -> dict[str, str]:
     markers, _ = PLATFORMS[name]
     return {
-        "python_version": "3.11",
-        "python_full_version": f"3.11.{patch}",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "os_name": "posix",
-        "extra": "",
-        **markers,
+        "python_version": "3.11", "python_full_version": f"3.11.{patch}", "implementation_name": "cpython",
+        "platform_python_implementation": "CPython", "os_name": "posix", "extra": "", **markers
     }
 
 
 def _tags(name: str) -> set:
     _, platforms = PLATFORMS[name]
     return {
-        *cpython_tags((3, 11), abis=["cp311", "abi3", "none"], platforms=platforms),
-        *compatible_tags((3, 11), platforms=platforms),
+        *cpython_tags((3, 11), abis=["cp311", "abi3", "none"], platforms=platforms), *compatible_tags(
+            (3, 11), platforms=platforms)
     }
 
 
@@ -113,7 +103,7 @@ def test_the_project_pins_are_the_locked_versions():
     pins = project["dependencies"] + project["optional-dependencies"]["test"]
     for text in pins:
         requirement = Requirement(text)
-        (specifier,) = requirement.specifier
+        (specifier, ) = requirement.specifier
         assert specifier.operator == "==", f"{text}: the project pins exact versions"
         assert _entry(canonicalize_name(requirement.name))["version"] == specifier.version, text
 

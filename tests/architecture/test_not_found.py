@@ -17,12 +17,10 @@ SRC = Path(collab.__file__).parent
 WORDS = re.compile(r"does not exist|not found", re.IGNORECASE)
 # Text that says "not found" without being an API answer about a missing record, by file and why.
 ELSEWHERE = {
-    "kit/errors.py": "the table itself",
-    "console/explorer.py": "an HTML page title",
-    "console/routes.py": "an HTML page title",
-    "console/webhook_pages.py": "an HTML page title",
+    "kit/errors.py": "the table itself", "console/explorer.py": "an HTML page title",
+    "console/routes.py": "an HTML page title", "console/webhook_pages.py": "an HTML page title",
     "documents/repository.py": "a migration job's refusal reason, naming both ids",
-    "extraction/tasks.py": "an INTERNAL failure of a job (the upload vanished), not a record the caller named",
+    "extraction/tasks.py": "an INTERNAL failure of a job (the upload vanished), not a record the caller named"
 }
 
 
@@ -35,20 +33,14 @@ def _strings(path: Path) -> list[tuple[int, str]]:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 docstrings.add(id(first.value))
-    return [
-        (n.lineno, n.value)
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
-    ]
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
 
 
 def test_no_domain_writes_its_own_not_found_text():
     copies = [
-        f"{path.relative_to(SRC)}:{line}: {text!r}"
-        for path in sorted(SRC.rglob("*.py"))
-        if str(path.relative_to(SRC)) not in ELSEWHERE
-        for line, text in _strings(path)
-        if WORDS.search(text)
+        f"{path.relative_to(SRC)}:{line}: {text!r}" for path in sorted(SRC.rglob("*.py"))
+        if str(path.relative_to(SRC)) not in ELSEWHERE for line, text in _strings(path) if WORDS.search(text)
     ]
     assert not copies, "use kit.errors.not_found(kind) / not_found_message(kind) instead:\n" + "\n".join(copies)
 
@@ -60,11 +52,8 @@ def test_the_contract_texts_stay_byte_for_byte():
     assert not_found_message("workspace") == "Workspace not found."
     assert not_found_message("api_key") == "API key not found."
     # The permissions answers are full sentences, the organization's included.
-    assert [not_found_message(k, "permissions") for k in ("organization", "folder", "document")] == [
-        "Organization does not exist.",
-        "Folder does not exist.",
-        "Document does not exist.",
-    ]
+    assert [not_found_message(k, "permissions") for k in ("organization", "folder", "document")
+            ] == ["Organization does not exist.", "Folder does not exist.", "Document does not exist."]
     assert not_found_message("crdt") == "CRDT data does not exist."
     assert not_found_message("crdt", "editor") == "CRDT data does not exist for this editor ID."
 
@@ -85,7 +74,5 @@ def test_the_constraint_registry_answers_in_the_table_words():
     assert constraints.DEFAULTS[constraints.ForeignKeyViolation] == ("NOT_FOUND", not_found_message("record"))
     import collab.users.service  # noqa: F401  (registers the grants' organization foreign key)
 
-    assert constraints._MEANINGS["grants_api_key_id_organization_id_fkey"] == (
-        "NOT_FOUND",
-        not_found_message("organization"),
-    )
+    assert constraints._MEANINGS["grants_api_key_id_organization_id_fkey"] == ("NOT_FOUND",
+                                                                               not_found_message("organization"))

@@ -33,23 +33,13 @@ def _uses(path: Path) -> set[str]:
                     imported.add(alias.asname or alias.name.split(".")[0])
                     if any(_private(p) for p in alias.name.split(".")):
                         found.add(f"import {alias.name}")
-        elif (
-            isinstance(node, ast.Attribute)
-            and _private(node.attr)
-            and not _is_self_or_super(node.value)
-            and node.attr not in OURS
-        ):
+        elif (isinstance(node, ast.Attribute) and _private(node.attr) and not _is_self_or_super(node.value)
+              and node.attr not in OURS):
             found.add(f"uses .{node.attr}")  # read off an object the project did not make (a route, a pool)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("getattr", "hasattr", "setattr")
-            and len(node.args) > 1
-            and isinstance(node.args[1], ast.Constant)
-            and isinstance(node.args[1].value, str)
-            and _private(node.args[1].value)
-            and node.args[1].value not in OURS
-        ):
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) > 1
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and _private(node.args[1].value) and node.args[1].value not in OURS):
             found.add(f"{node.func.id} {node.args[1].value}")
     for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
         if not any(_root(b) in imported for b in cls.bases):
@@ -57,8 +47,7 @@ def _uses(path: Path) -> set[str]:
         own = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
         own |= {
             t.attr
-            for n in ast.walk(cls)
-            if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for n in ast.walk(cls) if isinstance(n, (ast.Assign, ast.AnnAssign))
             for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
         }
@@ -67,24 +56,13 @@ def _uses(path: Path) -> set[str]:
                 found.add(f"{cls.name} overrides {name}")
         called = {id(n.func) for n in ast.walk(cls) if isinstance(n, ast.Call)}
         for n in ast.walk(cls):
-            if (
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Attribute)
-                and _private(n.func.attr)
-                and isinstance(n.func.value, (ast.Name, ast.Call))
-                and _is_self_or_super(n.func.value)
-                and (n.func.attr not in own or _is_super(n.func.value))
-            ):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _private(n.func.attr)
+                    and isinstance(n.func.value, (ast.Name, ast.Call)) and _is_self_or_super(n.func.value)
+                    and (n.func.attr not in own or _is_super(n.func.value))):
                 found.add(f"{cls.name} calls self.{n.func.attr}")
-            elif (
-                isinstance(n, ast.Attribute)
-                and id(n) not in called
-                and isinstance(n.ctx, ast.Load)
-                and _private(n.attr)
-                and _is_self_or_super(n.value)
-                and n.attr not in own
-                and _defined_by_base(n.attr)
-            ):
+            elif (isinstance(n, ast.Attribute) and id(n) not in called and isinstance(n.ctx, ast.Load)
+                  and _private(n.attr) and _is_self_or_super(n.value) and n.attr not in own
+                  and _defined_by_base(n.attr)):
                 found.add(f"{cls.name} reads self.{n.attr}")
     return found
 
@@ -158,27 +136,20 @@ def test_no_private_name_of_the_foundations():
 def test_the_walk_finds_each_kind_of_use(tmp_path):
     # The shapes the request path, the pool and the worker once used.
     module = tmp_path / "sample.py"
-    module.write_text(
-        "import fastapi.routing\n"
-        "from fastapi.routing import _update_scope\n"
-        "from arq.worker import Worker\n"
-        "class Lane(Worker):\n"
-        "    async def _poll_iteration(self):\n"
-        "        await self._cancel_aborted_jobs()\n"
-        "def handler(route, conn):\n"
-        "    var = getattr(fastapi.routing, '_effective_route_context_var', None)\n"
-        "    return route._embed_body_fields, conn._pipeline, var\n"
-    )
+    module.write_text("import fastapi.routing\n"
+                      "from fastapi.routing import _update_scope\n"
+                      "from arq.worker import Worker\n"
+                      "class Lane(Worker):\n"
+                      "    async def _poll_iteration(self):\n"
+                      "        await self._cancel_aborted_jobs()\n"
+                      "def handler(route, conn):\n"
+                      "    var = getattr(fastapi.routing, '_effective_route_context_var', None)\n"
+                      "    return route._embed_body_fields, conn._pipeline, var\n")
     assert _uses(module) == {
-        "import fastapi.routing._update_scope",
-        "Lane overrides _poll_iteration",
-        "Lane calls self._cancel_aborted_jobs",
-        "getattr _effective_route_context_var",
-        "uses ._embed_body_fields",
-        "uses ._pipeline",
+        "import fastapi.routing._update_scope", "Lane overrides _poll_iteration",
+        "Lane calls self._cancel_aborted_jobs", "getattr _effective_route_context_var", "uses ._embed_body_fields",
+        "uses ._pipeline"
     }
-    module.write_text(
-        "from arq.worker import Worker\nclass Lane(Worker):\n    def main(self):\n"
-        "        return self._pool, self.pool\n"
-    )
+    module.write_text("from arq.worker import Worker\nclass Lane(Worker):\n    def main(self):\n"
+                      "        return self._pool, self.pool\n")
     assert _uses(module) == {"Lane reads self._pool"}

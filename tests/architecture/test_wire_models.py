@@ -34,238 +34,73 @@ ACTOR = {"userId": "u1", "name": "Ana", "email": "ana@example.com", "color": "#f
 # (model, the arguments of model.wire after the row, rows as the repository returns them). Each row is served
 # twice where a field may be absent: with every optional column set, and with each one unset.
 CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
-    (
-        Organization,
-        (),
-        [
-            {"id": "o1", "name": "Acme", "disabled": False, "created_at": NOW, "updated_at": NOW + 1},
-            {"id": "o2", "name": None, "disabled": True, "created_at": NOW, "updated_at": NOW},
-        ],
-    ),
-    (
-        Document,
-        (),
-        [
-            {
-                "id": "d1",
-                "organization_id": "o1",
-                "name": "Plan",
-                "folder_id": "f1",
-                "created_at": NOW,
-                "updated_at": NOW,
-            },
-            {
-                "id": "d2",
-                "organization_id": "o1",
-                "name": None,
-                "folder_id": None,
-                "created_at": NOW,
-                "updated_at": NOW,
-            },
-        ],
-    ),
-    (
-        Folder,
-        (),
-        [
-            {"id": "f2", "parent_id": "f1", "ancestors": ["f0", "f1"], "name": "Drafts", "created_at": NOW},
-            {"id": "f0", "parent_id": None, "ancestors": [], "name": None, "created_at": NOW},
-        ],
-    ),
-    (
-        UserWithAccess,
-        (),
-        [
-            {"user_id": "u1", "access_role": "editor", "name": "Ana", "email": "ana@example.com"},
-            {"user_id": "u2", "access_role": "viewer", "name": None, "email": None},
-        ],
-    ),
-    (
-        Notification,
-        ("key_1",),
-        [
-            {
-                "id": "n1",
-                "notification_source": "comment",
-                "organization_id": "o1",
-                "document_id": "d1",
-                "notification_source_data": {
-                    "activityIds": ["a1", "a2"],
-                    "actionTypes": ["comment.add"],
-                    "entityData": {"commentId": 1},
-                    "visibility": "private",
-                    "visibleToUserIds": ["u1", "u2"],
-                },
-                "action_user": ACTOR,
-                "display_body_message": "Nice",
-                "display_headline_message_template": "{actionUser} commented",
-                "display_headline_message_template_data": {
-                    "actionUser": ACTOR,
-                    "activityCount": "2",
-                    "recipientUser": {"userId": "u2"},
-                },
-                "notify_users": {"bo@example.com": True},
-                "notify_users_by_user_id": {"u2": True},
-                "timestamp": NOW,
-                "read_by": ["u2"],
-            },
-            {
-                "id": "n2",
-                "notification_source": "custom",
-                "organization_id": "o1",
-                "document_id": "d1",
-                "notification_source_data": None,
-                "action_user": {"userId": "u1"},
-                "display_body_message": "",
-                "display_headline_message_template": "Hello",
-                "display_headline_message_template_data": None,
-                "notify_users": {},
-                "notify_users_by_user_id": {},
-                "timestamp": NOW,
-                "read_by": [],
-            },
-        ],
-    ),
-    (
-        Activity,
-        (),
-        [
-            {
-                "id": "a1",
-                "organization_id": "o1",
-                "document_id": "d1",
-                "feature_type": "comment",
-                "action_type": "comment.add",
-                "action_user": ACTOR,
-                "target_entity_id": "ann1",
-                "target_sub_entity_id": "1",
-                "changes": {"status": {"from": "open", "to": "resolved"}},
-                "entity_data": {"commentId": 1},
-                "entity_target_data": [1, 2],
-                "display_message_template": "{actionUser} commented",
-                "display_message_template_data": {"actionUser": ACTOR},
-                "action_icon": "comment",
-                "is_activity_resolver_used": False,
-                "timestamp": NOW,
-            },
-            {
-                "id": "a2",
-                "organization_id": "o1",
-                "document_id": "d1",
-                "feature_type": "custom",
-                "action_type": "custom.thing",
-                "action_user": {"userId": "u1"},
-                "target_entity_id": None,
-                "target_sub_entity_id": None,
-                "changes": None,
-                "entity_data": None,
-                "entity_target_data": None,
-                "display_message_template": None,
-                "display_message_template_data": None,
-                "action_icon": None,
-                "is_activity_resolver_used": True,
-                "timestamp": NOW,
-            },
-        ],
-    ),
-    (
-        Recording,
-        (),
-        [
-            {
-                "recording_type": "audio",
-                "mode": "thread",
-                "api_key_id": "key_1",
-                "document_id": "d1",
-                "organization_id": "o1",
-                "duration_ms": 90_061_500,
-                "display_name": "Standup",
-                "annotation_id": "rec_1",
-                "attachments": [
-                    {
-                        "attachmentId": 1,
-                        "url": "https://example.com/a.webm",
-                        "mimeType": "audio/webm",
-                        "name": "a.webm",
-                        "type": "audio",
-                        "size": 1234,
-                        "stored": "ignored",
-                    }
-                ],
-                "version": 3,
-            },
-            {
-                "recording_type": "screen",
-                "mode": "popover",
-                "api_key_id": "key_1",
-                "document_id": "d1",
-                "organization_id": "o1",
-                "duration_ms": 0,
-                "display_name": "",
-                "annotation_id": "rec_2",
-                "attachments": [],
-                "version": 1,
-            },
-        ],
-    ),
-    (
-        WebhookEndpoint,
-        (),
-        [
-            {
-                "id": "ep_1",
-                "url": "https://example.com/hook",
-                "description": "Main",
-                "filter_types": ["comment.add"],
-                "channels": ["o1"],
-                "disabled": False,
-                "disabled_reason": None,
-                "rate_limit": 10,
-                "uid": "main",
-                "metadata": {"team": "core"},
-                "created_at": NOW,
-                "updated_at": NOW,
-            },
-            {
-                "id": "ep_2",
-                "url": "https://example.com/other",
-                "description": "",
-                "filter_types": None,
-                "channels": None,
-                "disabled": True,
-                "disabled_reason": "Failing for 5 days.",
-                "rate_limit": None,
-                "uid": None,
-                "metadata": {},
-                "created_at": NOW,
-                "updated_at": NOW,
-            },
-        ],
-    ),
-    (
-        CrdtEditor,
-        ({"type": "map", "title": "Plan"},),
-        [
-            {"editor_id": "e1", "last_update": NOW, "last_updated_by": "u1", "session_id": "s1", "state": b"\x00\x00"},
-            {"editor_id": "e2", "last_update": NOW, "last_updated_by": None, "session_id": None, "state": b""},
-        ],
-    ),
-    (
-        Presence,
-        ("online",),
-        [
-            {"user_id": "u1", "name": "Ana", "email": "ana@example.com", "last_seen": NOW},
-            {"user_id": "u2", "name": None, "email": None, "last_seen": NOW},
-        ],
-    ),
-    (
-        LiveState,
-        (),
-        [
-            {"live_state_data_id": "cursor", "data": {"x": 1, "y": [2, None]}, "updated_at": NOW},
-            {"live_state_data_id": "flag", "data": None, "updated_at": NOW},
-        ],
-    ),
+    (Organization, (), [{"id": "o1", "name": "Acme", "disabled": False, "created_at": NOW, "updated_at": NOW + 1},
+                        {"id": "o2", "name": None, "disabled": True, "created_at": NOW, "updated_at": NOW}]),
+    (Document, (),
+     [{"id": "d1", "organization_id": "o1", "name": "Plan", "folder_id": "f1", "created_at": NOW, "updated_at": NOW},
+      {"id": "d2", "organization_id": "o1", "name": None, "folder_id": None, "created_at": NOW, "updated_at": NOW}]),
+    (Folder, (), [{"id": "f2", "parent_id": "f1", "ancestors": ["f0", "f1"], "name": "Drafts", "created_at": NOW},
+                  {"id": "f0", "parent_id": None, "ancestors": [], "name": None, "created_at": NOW}]),
+    (UserWithAccess, (), [{"user_id": "u1", "access_role": "editor", "name": "Ana", "email": "ana@example.com"},
+                          {"user_id": "u2", "access_role": "viewer", "name": None, "email": None}]),
+    (Notification, ("key_1", ), [{
+        "id": "n1", "notification_source": "comment", "organization_id": "o1", "document_id": "d1",
+        "notification_source_data": {
+            "activityIds": ["a1", "a2"], "actionTypes": ["comment.add"], "entityData": {"commentId": 1},
+            "visibility": "private", "visibleToUserIds": ["u1", "u2"]
+        }, "action_user": ACTOR, "display_body_message": "Nice",
+        "display_headline_message_template": "{actionUser} commented", "display_headline_message_template_data": {
+            "actionUser": ACTOR, "activityCount": "2", "recipientUser": {"userId": "u2"}
+        }, "notify_users": {"bo@example.com": True}, "notify_users_by_user_id": {"u2": True}, "timestamp": NOW,
+        "read_by": ["u2"]
+    }, {
+        "id": "n2", "notification_source": "custom", "organization_id": "o1", "document_id": "d1",
+        "notification_source_data": None, "action_user": {"userId": "u1"}, "display_body_message": "",
+        "display_headline_message_template": "Hello", "display_headline_message_template_data": None,
+        "notify_users": {}, "notify_users_by_user_id": {}, "timestamp": NOW, "read_by": []
+    }]),
+    (Activity, (), [{
+        "id": "a1", "organization_id": "o1", "document_id": "d1", "feature_type": "comment",
+        "action_type": "comment.add", "action_user": ACTOR, "target_entity_id": "ann1", "target_sub_entity_id": "1",
+        "changes": {"status": {"from": "open",
+                               "to": "resolved"}}, "entity_data": {"commentId": 1}, "entity_target_data": [1, 2],
+        "display_message_template": "{actionUser} commented", "display_message_template_data": {"actionUser": ACTOR},
+        "action_icon": "comment", "is_activity_resolver_used": False, "timestamp": NOW
+    }, {
+        "id": "a2", "organization_id": "o1", "document_id": "d1", "feature_type": "custom",
+        "action_type": "custom.thing", "action_user": {"userId": "u1"}, "target_entity_id": None,
+        "target_sub_entity_id": None, "changes": None, "entity_data": None, "entity_target_data": None,
+        "display_message_template": None, "display_message_template_data": None, "action_icon": None,
+        "is_activity_resolver_used": True, "timestamp": NOW
+    }]),
+    (Recording, (), [{
+        "recording_type": "audio", "mode": "thread", "api_key_id": "key_1", "document_id": "d1",
+        "organization_id": "o1", "duration_ms": 90_061_500, "display_name": "Standup", "annotation_id": "rec_1",
+        "attachments": [{
+            "attachmentId": 1, "url": "https://example.com/a.webm", "mimeType": "audio/webm", "name": "a.webm",
+            "type": "audio", "size": 1234, "stored": "ignored"
+        }], "version": 3
+    }, {
+        "recording_type": "screen", "mode": "popover", "api_key_id": "key_1", "document_id": "d1",
+        "organization_id": "o1", "duration_ms": 0, "display_name": "", "annotation_id": "rec_2", "attachments": [],
+        "version": 1
+    }]),
+    (WebhookEndpoint, (), [{
+        "id": "ep_1", "url": "https://example.com/hook", "description": "Main", "filter_types": ["comment.add"],
+        "channels": ["o1"], "disabled": False, "disabled_reason": None, "rate_limit": 10, "uid": "main",
+        "metadata": {"team": "core"}, "created_at": NOW, "updated_at": NOW
+    }, {
+        "id": "ep_2", "url": "https://example.com/other", "description": "", "filter_types": None, "channels": None,
+        "disabled": True, "disabled_reason": "Failing for 5 days.", "rate_limit": None, "uid": None, "metadata": {},
+        "created_at": NOW, "updated_at": NOW
+    }]),
+    (CrdtEditor, ({"type": "map", "title": "Plan"}, ),
+     [{"editor_id": "e1", "last_update": NOW, "last_updated_by": "u1", "session_id": "s1", "state": b"\x00\x00"},
+      {"editor_id": "e2", "last_update": NOW, "last_updated_by": None, "session_id": None, "state": b""}]),
+    (Presence, ("online", ), [{"user_id": "u1", "name": "Ana", "email": "ana@example.com", "last_seen": NOW},
+                              {"user_id": "u2", "name": None, "email": None, "last_seen": NOW}]),
+    (LiveState, (), [{"live_state_data_id": "cursor", "data": {"x": 1, "y": [2, None]}, "updated_at": NOW},
+                     {"live_state_data_id": "flag", "data": None, "updated_at": NOW}])
 ]
 # Keyword arguments some wire functions take, served in every combination listed.
 KEYWORDS: dict[type[Doc], list[dict[str, Any]]] = {CrdtEditor: [{"yjs": False}, {"yjs": True}]}
@@ -310,8 +145,7 @@ def test_every_wire_function_is_checked_here():
 def test_no_service_keeps_a_wire_function_of_its_own():
     # A record's shape lives beside its model (`Model.wire` in schemas.py), not in a `to_wire` elsewhere.
     defined = [
-        f"{path.relative_to(SRC)}:{node.lineno}"
-        for path in sorted(SRC.rglob("*.py"))
+        f"{path.relative_to(SRC)}:{node.lineno}" for path in sorted(SRC.rglob("*.py"))
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "to_wire"
     ]

@@ -21,25 +21,17 @@ def ask(client, t, model, prompt="Make it formal.", text="hey, ship it"):
     return client.post(ASK, json={"data": {"model": model, "prompt": prompt, "text": text}}, headers=t.headers)
 
 
-@pytest.mark.parametrize(
-    "model, provider, o_series",
-    [
-        ("gpt-4o", "openai", False),
-        ("o1-mini", "openai", True),
-        ("o3", "openai", True),
-        ("o4-mini", "openai", True),
-        ("claude-sonnet-4-0", "anthropic", False),
-        ("gemini-2.5-flash", "gemini", False),
-    ],
-)
+@pytest.mark.parametrize("model, provider, o_series", [("gpt-4o", "openai", False), ("o1-mini", "openai", True),
+                                                       ("o3", "openai", True), ("o4-mini", "openai", True),
+                                                       ("claude-sonnet-4-0", "anthropic", False),
+                                                       ("gemini-2.5-flash", "gemini", False)])
 def test_routes_by_prefix_and_sends_the_right_messages(client, llm, model, provider, o_series):
     t = tenant_with_keys(client, provider)
     response = ask(client, t, model)
     assert response.status_code == 200, response.text
     assert response.json() == {
         "result": {
-            "success": True,
-            "text": "rewritten: " + ("Make it formal.\n\nhey, ship it" if o_series else "hey, ship it"),
+            "success": True, "text": "rewritten: " + ("Make it formal.\n\nhey, ship it" if o_series else "hey, ship it")
         }
     }
     [call] = llm.requests
@@ -53,10 +45,8 @@ def test_routes_by_prefix_and_sends_the_right_messages(client, llm, model, provi
         if o_series:
             assert body["messages"] == [{"role": "user", "content": "Make it formal.\n\nhey, ship it"}]
         else:
-            assert body["messages"] == [
-                {"role": "system", "content": "Make it formal."},
-                {"role": "user", "content": "hey, ship it"},
-            ]
+            assert body["messages"] == [{"role": "system", "content": "Make it formal."},
+                                        {"role": "user", "content": "hey, ship it"}]
     elif provider == "anthropic":
         assert call["headers"]["x-api-key"] == KEYS["anthropic"]
         assert call["path"] == "/anthropic/v1/messages"
@@ -78,9 +68,8 @@ def test_unknown_prefix_is_invalid_argument(client, llm, model):
     assert llm.requests == []
 
 
-@pytest.mark.parametrize(
-    "model, display", [("gpt-4o", "OpenAI"), ("claude-3-5-haiku-latest", "Anthropic"), ("gemini-2.0-flash", "Gemini")]
-)
+@pytest.mark.parametrize("model, display", [("gpt-4o", "OpenAI"), ("claude-3-5-haiku-latest", "Anthropic"),
+                                            ("gemini-2.0-flash", "Gemini")])
 def test_missing_key_is_success_false(client, llm, model, display):
     t = tenant_with_keys(client)  # no provider keys at all
     response = ask(client, t, model)
@@ -94,15 +83,11 @@ def test_another_providers_key_does_not_count(client, llm):
     assert ask(client, t, "gpt-4o").json()["result"]["success"] is False
 
 
-@pytest.mark.parametrize(
-    "data, paths",
-    [
-        ({}, [["model"], ["prompt"], ["text"]]),
-        ({"model": "", "prompt": " ", "text": "x"}, [["model"], ["prompt"]]),
-        ({"model": "gpt-4o", "prompt": "p", "text": "x" * 100_001}, [["text"]]),
-        ({"model": 4, "prompt": ["p"], "text": None}, [["model"], ["prompt"], ["text"]]),
-    ],
-)
+@pytest.mark.parametrize("data, paths",
+                         [({}, [["model"], ["prompt"], ["text"]]),
+                          ({"model": "", "prompt": " ", "text": "x"}, [["model"], ["prompt"]]),
+                          ({"model": "gpt-4o", "prompt": "p", "text": "x" * 100_001}, [["text"]]),
+                          ({"model": 4, "prompt": ["p"], "text": None}, [["model"], ["prompt"], ["text"]])])
 def test_validation(client, llm, data, paths):
     t = tenant_with_keys(client, "openai")
     err = error(client.post(ASK, json={"data": data}, headers=t.headers), "INVALID_ARGUMENT")

@@ -29,9 +29,7 @@ def _add(client, t, *threads):
 def _held(db, t):
     return db.execute(
         "select (select count(*) from comment_annotations where api_key_id = %(k)s) as threads,"
-        " (select count(*) from comments where api_key_id = %(k)s) as comments",
-        {"k": t.api_key},
-    ).fetchone()
+        " (select count(*) from comments where api_key_id = %(k)s) as comments", {"k": t.api_key}).fetchone()
 
 
 def test_free_form_fields_comments_and_threads_have_byte_caps(client, db, tune):
@@ -41,33 +39,18 @@ def test_free_form_fields_comments_and_threads_have_byte_caps(client, db, tune):
         (_thread("a", context={"b": blob}), ["commentAnnotations", "0", "context"]),
         (_thread("a", location={"b": blob}), ["commentAnnotations", "0", "location"]),
         (_thread("a", assignedTo={"userId": "al", "bio": blob}), ["commentAnnotations", "0", "assignedTo"]),
-        (
-            _thread("a", {"from": {"userId": "ed", "bio": blob}}),
-            ["commentAnnotations", "0", "commentData", "0", "from"],
-        ),
-        (
-            _thread("a", {"from": {"userId": "ed"}, "agent": {"b": blob}}),
-            ["commentAnnotations", "0", "commentData", "0", "agent"],
-        ),
-        (
-            _thread("a", {"from": {"userId": "ed"}, "attachments": [{"url": "u", "extra": blob}]}),
-            ["commentAnnotations", "0", "commentData", "0", "attachments", "0"],
-        ),
-        (
-            _thread(
-                "a",
-                {
-                    "from": {"userId": "ed"},
-                    "taggedUserContacts": [{"userId": "jo", "contact": {"userId": "jo", "bio": blob}}],
-                },
-            ),
-            ["commentAnnotations", "0", "commentData", "0", "taggedUserContacts", "0", "contact"],
-        ),
+        (_thread("a", {"from": {"userId": "ed", "bio": blob}}), ["commentAnnotations", "0", "commentData", "0",
+                                                                 "from"]),
+        (_thread("a", {"from": {"userId": "ed"}, "agent": {"b": blob}}),
+         ["commentAnnotations", "0", "commentData", "0", "agent"]),
+        (_thread("a", {"from": {"userId": "ed"}, "attachments": [{"url": "u", "extra": blob}]}),
+         ["commentAnnotations", "0", "commentData", "0", "attachments", "0"]),
+        (_thread("a", {
+            "from": {"userId": "ed"}, "taggedUserContacts": [{"userId": "jo", "contact": {"userId": "jo", "bio": blob}}]
+        }), ["commentAnnotations", "0", "commentData", "0", "taggedUserContacts", "0", "contact"]),
         # 20,000 characters of text and of html are within their own caps, but 3 bytes each in UTF-8: 120 KB.
-        (
-            _thread("a", {"from": {"userId": "ed"}, "commentText": "€" * 20_000, "commentHtml": "€" * 20_000}),
-            ["commentAnnotations", "0", "commentData", "0"],
-        ),
+        (_thread("a", {"from": {"userId": "ed"}, "commentText": "€" * 20_000, "commentHtml": "€" * 20_000}),
+         ["commentAnnotations", "0", "commentData", "0"])
     ]
     for body, path in over:
         refused = error(_add(client, t, body, _thread("fine")), "INVALID_ARGUMENT", 400)
@@ -78,14 +61,11 @@ def test_free_form_fields_comments_and_threads_have_byte_caps(client, db, tune):
     # An edit may not make a comment pass 64 KiB with what it already holds (text, agent, user keys).
     big = {"from": {"userId": "ed", "bio": "y" * 15_000}, "agent": {"notes": "z" * 15_000}, "commentText": "t" * 20_000}
     result(_add(client, t, _thread("a1", big)))
-    edit = post(
-        client,
-        f"{BASE}/comments/update",
-        {**DOC, "annotationId": "a1", "commentIds": [1], "updatedData": {"commentHtml": "h" * 20_000}},
-        t.headers,
-    )
+    edit = post(client, f"{BASE}/comments/update",
+                {**DOC, "annotationId": "a1", "commentIds": [1], "updatedData": {"commentHtml": "h" * 20_000}},
+                t.headers)
     assert issue_paths(error(edit, "INVALID_ARGUMENT", 400)) == [["updatedData"]]
-    (kept,) = result(post(client, f"{BASE}/comments/get", {**DOC, "annotationId": "a1"}, t.headers))
+    (kept, ) = result(post(client, f"{BASE}/comments/get", {**DOC, "annotationId": "a1"}, t.headers))
     assert "commentHtml" not in kept and not kept["isEdited"]
 
     # A thread holds at most COLLAB_COMMENTS_MAX_THREAD_BYTES: new threads, new comments and grown fields alike.
@@ -96,14 +76,10 @@ def test_free_form_fields_comments_and_threads_have_byte_caps(client, db, tune):
     result(post(client, f"{BASE}/comments/add", {**DOC, "annotationId": "a1", "commentData": [reply]}, t.headers))
     refused = post(client, f"{BASE}/comments/add", {**DOC, "annotationId": "a1", "commentData": [reply]}, t.headers)
     assert issue_paths(error(refused, "INVALID_ARGUMENT", 400)) == [["commentData"]]
-    grown = post(
-        client,
-        f"{BASE}/update",
-        {**DOC, "annotationIds": ["a1"], "updatedData": {"context": {"c": "c" * 16_000}}},
-        t.headers,
-    )
+    grown = post(client, f"{BASE}/update",
+                 {**DOC, "annotationIds": ["a1"], "updatedData": {"context": {"c": "c" * 16_000}}}, t.headers)
     assert issue_paths(error(grown, "INVALID_ARGUMENT", 400)) == [["updatedData"]]
-    (thread,) = result(post(client, f"{BASE}/get", {"organizationId": "org", "annotationIds": ["a1"]}, t.headers))
+    (thread, ) = result(post(client, f"{BASE}/get", {"organizationId": "org", "annotationIds": ["a1"]}, t.headers))
     assert "context" not in thread and [c["commentId"] for c in thread["comments"]] == [1, 2]
     assert _held(db, t) == {"threads": 1, "comments": 2}
 
@@ -130,13 +106,12 @@ def test_reads_stay_within_the_response_budget_and_page_inside_a_thread(client, 
     comment = lambda n: {"from": {"userId": "ed"}, "commentText": f"{n} " + "w" * 10_000}  # noqa: E731
     result(_add(client, t, _thread("big", *[comment(n) for n in range(20)])))  # ~200 KB: no page holds it whole
     # The thread comes with the comments that fit, and says where the rest is.
-    (first,) = _pages(client, t, f"{BASE}/get", {"organizationId": "org", "annotationIds": ["big"]})
-    (thread,) = first
+    (first, ) = _pages(client, t, f"{BASE}/get", {"organizationId": "org", "annotationIds": ["big"]})
+    (thread, ) = first
     shown = [c["commentId"] for c in thread["comments"]]
     assert 0 < len(shown) < 20 and thread["commentsPageToken"]
-    rest = _pages(
-        client, t, f"{BASE}/comments/get", {**DOC, "annotationId": "big", "pageToken": thread["commentsPageToken"]}
-    )
+    rest = _pages(client, t, f"{BASE}/comments/get",
+                  {**DOC, "annotationId": "big", "pageToken": thread["commentsPageToken"]})
     assert len(rest) >= 2  # paged inside the thread too
     assert shown + [c["commentId"] for page in rest for c in page] == list(range(1, 21))
     # comments/get from the start pages the same way; a page size still caps the count.
@@ -170,9 +145,7 @@ def _reaction_sizes(db, t):
         "select c.id, c.reaction_bytes as kept, coalesce((select sum(comment_reaction_bytes(r.reaction, r.user_id))"
         " from comment_reactions r where r.api_key_id = c.api_key_id and r.organization_id = c.organization_id"
         " and r.annotation_id = c.annotation_id and r.comment_id = c.id), 0) as made"
-        " from comments c where c.api_key_id = %(k)s order by c.id",
-        {"k": t.api_key},
-    ).fetchall()
+        " from comments c where c.api_key_id = %(k)s order by c.id", {"k": t.api_key}).fetchall()
 
 
 def test_a_comments_size_follows_every_change_of_its_reactions(client, db, live):
@@ -183,43 +156,22 @@ def test_a_comments_size_follows_every_change_of_its_reactions(client, db, live)
     t = _setup(client)
     result(
         _add(
-            client,
-            t,
-            _thread(
-                "a1", {"commentText": "x", "from": {"userId": "ed"}}, {"commentText": "y", "from": {"userId": "ed"}}
-            ),
-        )
-    )
+            client, t,
+            _thread("a1", {"commentText": "x", "from": {"userId": "ed"}},
+                    {"commentText": "y", "from": {"userId": "ed"}})))
     where = {**DOC, "annotationId": "a1"}
-    for comment, reaction, user in (
-        (1, "👍", "old"),
-        (1, "🎉", "old"),
-        (1, "👍", "new"),
-        (2, "👍", "old"),
-        (2, "x" * 60, "gone"),
-    ):
+    steps = [(1, "👍", "old"), (1, "🎉", "old"), (1, "👍", "new"), (2, "👍", "old"), (2, "x" * 60, "gone")]
+    for comment, reaction, user in steps:
         result(
-            post(
-                client,
-                f"{BASE}/comments/reactions/add",
-                {**where, "commentId": comment, "reaction": reaction, "userId": user},
-                t.headers,
-            )
-        )
+            post(client, f"{BASE}/comments/reactions/add",
+                 {**where, "commentId": comment, "reaction": reaction, "userId": user}, t.headers))
     result(
-        post(
-            client,
-            f"{BASE}/comments/reactions/delete",
-            {**where, "commentId": 1, "reaction": "🎉", "userId": "old"},
-            t.headers,
-        )
-    )
+        post(client, f"{BASE}/comments/reactions/delete", {**where, "commentId": 1, "reaction": "🎉", "userId": "old"},
+             t.headers))
     rename = {"updateUsers": [{"from": {"userId": "old"}, "to": {"userId": "new"}}]}
     result(post(client, f"{BASE}/update", {**DOC, **rename}, t.headers))
-    assert (
-        post(client, "/v2/users/data/delete", {"userIds": ["gone"], "organizationIds": ["org"]}, t.headers).status_code
-        == 202
-    )
+    assert (post(client, "/v2/users/data/delete", {"userIds": ["gone"], "organizationIds": ["org"]},
+                 t.headers).status_code == 202)
     settle_jobs(live, t)
     sizes = _reaction_sizes(db, t)
     assert [s["kept"] for s in sizes] == [s["made"] for s in sizes] and all(s["kept"] > 0 for s in sizes)

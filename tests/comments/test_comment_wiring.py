@@ -38,14 +38,10 @@ def setup(client, *users, notifications=False, activities=True):
 
 def add(client, t, annotation_id, text="hello", user="u1", **more):
     body = {
-        **WHERE,
-        "commentAnnotations": [
-            {
-                "annotationId": annotation_id,
-                "commentData": [{"commentText": text, "from": {"userId": user}, **more.pop("comment", {})}],
-                **more,
-            }
-        ],
+        **WHERE, "commentAnnotations": [{
+            "annotationId": annotation_id,
+            "commentData": [{"commentText": text, "from": {"userId": user}, **more.pop("comment", {})}], **more
+        }]
     }
     return result(post(client, f"{BASE}/add", body, t.headers))
 
@@ -64,71 +60,34 @@ def test_each_write_logs_its_activity(client, live, clock):
     thread = {**WHERE, "annotationId": "a1"}
     result(
         post(
-            client,
-            f"{BASE}/comments/add",
-            {
-                **thread,
-                "commentData": [
-                    {"commentText": "reply", "from": {"userId": "u2"}},
-                    {"commentText": "quiet", "from": {"userId": "u2"}, "triggerActivities": False},
-                ],
-            },
-            t.headers,
-        )
-    )
+            client, f"{BASE}/comments/add", {
+                **thread, "commentData": [{"commentText": "reply", "from": {"userId": "u2"}}, {
+                    "commentText": "quiet", "from": {"userId": "u2"}, "triggerActivities": False
+                }]
+            }, t.headers))
+    result(
+        post(client, f"{BASE}/comments/update", {**thread, "commentIds": [2], "updatedData": {"commentText": "e"}},
+             t.headers))
+    result(
+        post(client, f"{BASE}/comments/reactions/add", {**thread, "commentId": 1, "reaction": "👍", "userId": "u2"},
+             t.headers))
+    result(
+        post(client, f"{BASE}/comments/reactions/delete", {**thread, "commentId": 1, "reaction": "👍", "userId": "u2"},
+             t.headers))
     result(
         post(
-            client,
-            f"{BASE}/comments/update",
-            {**thread, "commentIds": [2], "updatedData": {"commentText": "e"}},
-            t.headers,
-        )
-    )
-    result(
-        post(
-            client,
-            f"{BASE}/comments/reactions/add",
-            {**thread, "commentId": 1, "reaction": "👍", "userId": "u2"},
-            t.headers,
-        )
-    )
-    result(
-        post(
-            client,
-            f"{BASE}/comments/reactions/delete",
-            {**thread, "commentId": 1, "reaction": "👍", "userId": "u2"},
-            t.headers,
-        )
-    )
-    result(
-        post(
-            client,
-            f"{BASE}/update",
-            {
-                **WHERE,
-                "annotationIds": ["a1"],
-                "actionUser": {"userId": "boss"},
-                "updatedData": {"status": {"id": "resolved"}, "assignedTo": {"userId": "y"}, "priority": {"id": "P1"}},
-            },
-            t.headers,
-        )
-    )
+            client, f"{BASE}/update", {
+                **WHERE, "annotationIds": ["a1"], "actionUser": {"userId": "boss"},
+                "updatedData": {"status": {"id": "resolved"}, "assignedTo": {"userId": "y"}, "priority": {"id": "P1"}}
+            }, t.headers))
     result(post(client, f"{BASE}/comments/delete", {**thread, "commentIds": [2]}, t.headers))
     logged = activities(client, t)
     # One instant (the clock stands still): compared as a set of types.
-    assert sorted(a["actionType"] for a in logged) == sorted(
-        [
-            "comment_annotation.add",
-            "comment.add",
-            "comment.update",
-            "comment.reaction_add",
-            "comment.reaction_delete",
-            "comment_annotation.status_change",
-            "comment_annotation.assign",
-            "comment_annotation.priority_change",
-            "comment.delete",
-        ]
-    )
+    assert sorted(a["actionType"] for a in logged) == sorted([
+        "comment_annotation.add", "comment.add", "comment.update", "comment.reaction_add", "comment.reaction_delete",
+        "comment_annotation.status_change", "comment_annotation.assign", "comment_annotation.priority_change",
+        "comment.delete"
+    ])
     by_type = {a["actionType"]: a for a in logged}
     first = by_type["comment_annotation.add"]
     assert first["targetEntityId"] == "a1" and first["actionUser"] == {"userId": "u1"}
@@ -142,13 +101,8 @@ def test_each_write_logs_its_activity(client, live, clock):
 def test_the_trigger_map_decides_what_is_logged(client):
     t = setup(client)
     result(
-        post(
-            client,
-            "/v2/workspace/activityconfig/update",
-            {"activityServiceConfig": {"triggers": {"comment": {"comment_annotation.add": False}}}},
-            t.headers,
-        )
-    )
+        post(client, "/v2/workspace/activityconfig/update",
+             {"activityServiceConfig": {"triggers": {"comment": {"comment_annotation.add": False}}}}, t.headers))
     add(client, t, "a1")
     assert activities(client, t) == []
     t2 = setup(client, activities=False)
@@ -161,40 +115,23 @@ def test_judgments_derive_from_a_stored_thread_and_search_reads_it(client, live)
     add(client, t, "thread", "The discount claim needs the original price.", targetElement={"targetText": "50% off"})
     result(
         post(
-            client,
-            f"{BASE}/comments/add",
-            {
-                **WHERE,
-                "annotationId": "thread",
-                "commentData": [{"commentText": "Agreed, add the original price.", "from": {"userId": "u2"}}],
-            },
-            t.headers,
-        )
-    )
+            client, f"{BASE}/comments/add", {
+                **WHERE, "annotationId": "thread",
+                "commentData": [{"commentText": "Agreed, add the original price.", "from": {"userId": "u2"}}]
+            }, t.headers))
     result(
         post(
-            client,
-            f"{BASE}/update",
-            {
-                **WHERE,
-                "annotationIds": ["thread"],
-                "actionUser": {"userId": "u3"},
-                "updatedData": {"status": {"id": "resolved"}},
-            },
-            t.headers,
-        )
-    )
+            client, f"{BASE}/update", {
+                **WHERE, "annotationIds": ["thread"], "actionUser": {"userId": "u3"},
+                "updatedData": {"status": {"id": "resolved"}}
+            }, t.headers))
     settle_jobs(live, t)
     out = result(
-        post(client, "/v2/memory/judgments/query", {"organizationId": "org", "annotationId": "thread"}, t.headers)
-    )
+        post(client, "/v2/memory/judgments/query", {"organizationId": "org", "annotationId": "thread"}, t.headers))
     assert sorted(j["decision"] for j in out) == ["comment", "comment", "resolve"]
-    found = post(
-        client,
-        "/v2/memory/search",
-        {"query": "price", "organizationId": "org", "filters": {"annotationId": "thread"}},
-        t.headers,
-    ).json()["result"]
+    found = post(client, "/v2/memory/search",
+                 {"query": "price", "organizationId": "org", "filters": {"annotationId": "thread"}},
+                 t.headers).json()["result"]
     texts = [r.get("reasoning") or r.get("content") for r in found["results"]]
     assert len(found["results"]) == 3
     assert any("original price" in json.dumps(r) for r in found["results"]), texts
@@ -207,69 +144,32 @@ def test_webhooks_carry_a_snapshot_of_the_thread_for_each_event(client, live, re
     add(client, t, "a1", context={"k": "v"})
     thread = {**WHERE, "annotationId": "a1"}
     result(
-        post(
-            client,
-            f"{BASE}/comments/add",
-            {**thread, "commentData": [{"commentText": "r", "from": {"userId": "u2"}}]},
-            t.headers,
-        )
-    )
+        post(client, f"{BASE}/comments/add",
+             {**thread, "commentData": [{"commentText": "r", "from": {"userId": "u2"}}]}, t.headers))
+    result(
+        post(client, f"{BASE}/comments/update", {**thread, "commentIds": [2], "updatedData": {"commentText": "e"}},
+             t.headers))
+    result(
+        post(client, f"{BASE}/comments/reactions/add", {**thread, "commentId": 1, "reaction": "+1", "userId": "u2"},
+             t.headers))
+    result(
+        post(client, f"{BASE}/comments/reactions/delete", {**thread, "commentId": 1, "reaction": "+1", "userId": "u2"},
+             t.headers))
     result(
         post(
-            client,
-            f"{BASE}/comments/update",
-            {**thread, "commentIds": [2], "updatedData": {"commentText": "e"}},
-            t.headers,
-        )
-    )
-    result(
-        post(
-            client,
-            f"{BASE}/comments/reactions/add",
-            {**thread, "commentId": 1, "reaction": "+1", "userId": "u2"},
-            t.headers,
-        )
-    )
-    result(
-        post(
-            client,
-            f"{BASE}/comments/reactions/delete",
-            {**thread, "commentId": 1, "reaction": "+1", "userId": "u2"},
-            t.headers,
-        )
-    )
-    result(
-        post(
-            client,
-            f"{BASE}/update",
-            {
-                **WHERE,
-                "annotationIds": ["a1"],
-                "updatedData": {
-                    "status": {"id": "in_progress"},
-                    "assignedTo": {"userId": "z"},
-                    "priority": {"id": "P0"},
-                },
-            },
-            t.headers,
-        )
-    )
+            client, f"{BASE}/update", {
+                **WHERE, "annotationIds": ["a1"], "updatedData": {
+                    "status": {"id": "in_progress"}, "assignedTo": {"userId": "z"}, "priority": {"id": "P0"}
+                }
+            }, t.headers))
     result(post(client, f"{BASE}/comments/delete", {**thread, "commentIds": [2]}, t.headers))
     settle(live, t)
     events = [json.loads(r.body) for r in receiver.to("/c")]
-    assert sorted(e["type"] for e in events) == sorted(
-        [
-            "comment_annotation.add",
-            "comment.add",
-            "comment.update",
-            "comment.reaction_add",
-            "comment.reaction_delete",
-            "comment_annotation.status_change",
-            "comment_annotation.assign",
-            "comment_annotation.priority_change",
-            "comment.delete",
-        ]
-    )
+    assert sorted(e["type"] for e in events) == sorted([
+        "comment_annotation.add", "comment.add", "comment.update", "comment.reaction_add", "comment.reaction_delete",
+        "comment_annotation.status_change", "comment_annotation.assign", "comment_annotation.priority_change",
+        "comment.delete"
+    ])
     for event in events:
         annotation = event["data"]["payload"]["entityData"]["commentAnnotation"]
         # Ids and small fields; the thread's free-form blobs (context here) stay out of every event (issue #34).
@@ -291,16 +191,13 @@ def test_new_comments_notify_participants_and_mentions_notify_once(client, live)
         list(pool.map(lambda _: add(client, t, "a1", comment={"taggedUserContacts": [{"userId": "m"}]}), range(5)))
     # Concurrent edits tagging the same user again mention them once.
     body = {
-        **WHERE,
-        "annotationId": "a1",
-        "commentIds": [1],
-        "updatedData": {"taggedUserContacts": [{"userId": "m"}, {"userId": "n"}]},
+        **WHERE, "annotationId": "a1", "commentIds": [1],
+        "updatedData": {"taggedUserContacts": [{"userId": "m"}, {"userId": "n"}]}
     }
     with ThreadPoolExecutor(5) as pool:
         list(pool.map(lambda _: result(post(client, f"{BASE}/comments/update", body, t.headers)), range(5)))
     heads = [
-        n
-        for n in notifications(client, t)
+        n for n in notifications(client, t)
         if n["displayHeadlineMessageTemplate"].endswith("mentioned you in a comment")
     ]
     assert sorted(list(n["notifyUsersByUserId"]) for n in heads) == [["m"], ["n"]]
@@ -308,13 +205,8 @@ def test_new_comments_notify_participants_and_mentions_notify_once(client, live)
 
 def test_private_threads_notify_only_who_may_see_them_and_trigger_false_skips(client, live):
     t = setup(client, "u1", "u2", "u3", notifications=True)
-    add(
-        client,
-        t,
-        "p1",
-        visibility={"type": "restricted", "userIds": ["u2"]},
-        comment={"taggedUserContacts": [{"userId": "u3"}]},
-    )
+    add(client, t, "p1", visibility={"type": "restricted", "userIds": ["u2"]},
+        comment={"taggedUserContacts": [{"userId": "u3"}]})
     notes = notifications(client, t)
     assert [n["notifyUsersByUserId"] for n in notes] == [{"u2": True}]
     add(client, t, "quiet", comment={"triggerNotification": False, "taggedUserContacts": [{"userId": "u3"}]})
@@ -324,53 +216,25 @@ def test_private_threads_notify_only_who_may_see_them_and_trigger_false_skips(cl
 def test_migration_moves_threads_and_deletion_removes_a_users_parts(client, live):
     t = setup(client)
     add(client, t, "mine", "by gone", user="gone")
-    add(
-        client,
-        t,
-        "theirs",
-        "by keep",
-        user="keep",
-        comment={"taggedUserContacts": [{"userId": "gone"}]},
-        assignedTo={"userId": "gone"},
-    )
+    add(client, t, "theirs", "by keep", user="keep", comment={"taggedUserContacts": [{"userId": "gone"}]},
+        assignedTo={"userId": "gone"})
     thread = {**WHERE, "annotationId": "theirs"}
     result(
-        post(
-            client,
-            f"{BASE}/comments/add",
-            {**thread, "commentData": [{"commentText": "gone's reply", "from": {"userId": "gone"}}]},
-            t.headers,
-        )
-    )
+        post(client, f"{BASE}/comments/add",
+             {**thread, "commentData": [{"commentText": "gone's reply", "from": {"userId": "gone"}}]}, t.headers))
     result(
-        post(
-            client,
-            f"{BASE}/comments/reactions/add",
-            {**thread, "commentId": 1, "reaction": "x", "userId": "gone"},
-            t.headers,
-        )
-    )
+        post(client, f"{BASE}/comments/reactions/add", {**thread, "commentId": 1, "reaction": "x", "userId": "gone"},
+             t.headers))
     result(
-        post(
-            client,
-            f"{BASE}/comments/reactions/add",
-            {**thread, "commentId": 1, "reaction": "x", "userId": "keep"},
-            t.headers,
-        )
-    )
+        post(client, f"{BASE}/comments/reactions/add", {**thread, "commentId": 1, "reaction": "x", "userId": "keep"},
+             t.headers))
     result(post(client, f"{BASE}/read/update", {**WHERE, "userId": "gone"}, t.headers))
-    started = result(
-        post(client, "/v2/organizations/documents/migrate", {**WHERE, "newDocumentId": "moved"}, t.headers)
-    )
+    started = result(post(client, "/v2/organizations/documents/migrate", {**WHERE, "newDocumentId": "moved"},
+                          t.headers))
     settle_jobs(live, t)
     status = result(
-        post(
-            client,
-            "/v2/organizations/documents/migrate/status",
-            {"organizationId": "org", "migrationId": started["migrationId"]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/documents/migrate/status",
+             {"organizationId": "org", "migrationId": started["migrationId"]}, t.headers))
     assert status["status"] == "completed"
     moved = result(post(client, f"{BASE}/get", {"organizationId": "org", "documentId": "moved"}, t.headers))
     assert sorted(a["annotationId"] for a in moved) == ["mine", "theirs"]
@@ -380,9 +244,9 @@ def test_migration_moves_threads_and_deletion_removes_a_users_parts(client, live
     settle_jobs(live, t)
     done = result(post(client, "/v2/users/data/delete/status", {"jobId": deletion["jobId"]}, t.headers))
     assert done["tasksLeft"] == 0
-    (left,) = result(post(client, f"{BASE}/get", {"organizationId": "org"}, t.headers))
+    (left, ) = result(post(client, f"{BASE}/get", {"organizationId": "org"}, t.headers))
     assert left["annotationId"] == "theirs" and "assignedTo" not in left
-    (comment,) = left["comments"]
+    (comment, ) = left["comments"]
     assert comment["commentText"] == "by keep" and comment["taggedUserContacts"] == []
     assert comment["reactions"] == [{"reaction": "x", "userIds": ["keep"]}]
     assert result(post(client, f"{BASE}/get", {"organizationId": "org", "mentionedUserIds": ["gone"]}, t.headers)) == []

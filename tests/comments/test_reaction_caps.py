@@ -8,12 +8,8 @@ DOC = {"organizationId": "org", "documentId": "doc"}
 
 
 def _react(client, t, reaction, user="ed"):
-    return post(
-        client,
-        f"{BASE}/comments/reactions/add",
-        {**DOC, "annotationId": "a1", "commentId": 1, "reaction": reaction, "userId": user},
-        t.headers,
-    )
+    return post(client, f"{BASE}/comments/reactions/add",
+                {**DOC, "annotationId": "a1", "commentId": 1, "reaction": reaction, "userId": user}, t.headers)
 
 
 def test_reactions_are_capped_per_user_kinds_and_comment(client, monkeypatch, db):
@@ -24,17 +20,11 @@ def test_reactions_are_capped_per_user_kinds_and_comment(client, monkeypatch, db
     add_organization(client, t, "org", "doc")
     result(
         post(
-            client,
-            f"{BASE}/add",
-            {
-                **DOC,
-                "commentAnnotations": [
-                    {"annotationId": "a1", "commentData": [{"commentText": "hi", "from": {"userId": "amy"}}]}
-                ],
-            },
-            t.headers,
-        )
-    )
+            client, f"{BASE}/add", {
+                **DOC, "commentAnnotations": [{
+                    "annotationId": "a1", "commentData": [{"commentText": "hi", "from": {"userId": "amy"}}]
+                }]
+            }, t.headers))
     for reaction in ("r1", "r2", "r3"):
         result(_react(client, t, reaction))
     refused = error(_react(client, t, "r4"), "INVALID_ARGUMENT")
@@ -48,6 +38,5 @@ def test_reactions_are_capped_per_user_kinds_and_comment(client, monkeypatch, db
     assert "6 reactions" in error(_react(client, t, "r3", user="cy"), "INVALID_ARGUMENT")["message"]
     held = db.execute(
         "select count(*) as n, count(distinct reaction) as kinds from comment_reactions where api_key_id = %s",
-        (t.api_key,),
-    ).fetchone()
+        (t.api_key, )).fetchone()
     assert held == {"n": 6, "kinds": 4}

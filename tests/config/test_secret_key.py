@@ -55,25 +55,14 @@ def test_development_without_a_secret_refuses_to_listen_off_loopback(tmp_path, h
 def test_collab_api_refuses_to_start_off_loopback_without_a_secret(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAB_")}
     # Servers that refuse connections: were the check missing, the app would fail at start, not run on.
-    env.update(
-        COLLAB_ENV="development",
-        COLLAB_DATA_DIR=str(tmp_path),
-        COLLAB_PORT="58461",
-        COLLAB_DATABASE_URL="postgresql://127.0.0.1:9/none",
-        COLLAB_REDIS_URL="redis://127.0.0.1:9",
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "collab.cli", "api", "--host", "0.0.0.0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    env.update(COLLAB_ENV="development", COLLAB_DATA_DIR=str(tmp_path), COLLAB_PORT="58461",
+               COLLAB_DATABASE_URL="postgresql://127.0.0.1:9/none", COLLAB_REDIS_URL="redis://127.0.0.1:9")
+    done = subprocess.run([sys.executable, "-m", "collab.cli", "api", "--host", "0.0.0.0"], env=env,
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "without COLLAB_SECRET_KEY" in done.stderr
     env.update(COLLAB_ENV="production", COLLAB_SECRET_KEY="too-short")
-    done = subprocess.run(
-        [sys.executable, "-m", "collab.cli", "api"], env=env, capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([sys.executable, "-m", "collab.cli", "api"], env=env, capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode != 0 and "production needs at least 32" in done.stderr
 
 

@@ -24,56 +24,25 @@ def _explorer_tenant(client):
     enable_advanced_queries(client, t)
     add_organization(client, t, "o1", "d1", folder="f1")
     result(
-        post(
-            client,
-            "/v2/organizations/documents/add",
-            {"organizationId": "o1", "documents": [{"documentId": "d2"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/documents/add", {"organizationId": "o1", "documents": [{"documentId": "d2"}]},
+             t.headers))
     result(
-        post(
-            client,
-            "/v2/organizations/usergroups/add",
-            {"organizationId": "o1", "organizationUserGroups": [{"groupId": "eng"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/usergroups/add",
+             {"organizationId": "o1", "organizationUserGroups": [{"groupId": "eng"}]}, t.headers))
     result(
-        post(
-            client,
-            "/v2/organizations/usergroups/users/add",
-            {"organizationId": "o1", "organizationUserGroupId": "eng", "userIds": ["gina"]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/usergroups/users/add",
+             {"organizationId": "o1", "organizationUserGroupId": "eng", "userIds": ["gina"]}, t.headers))
     _grant(client, t, {"user": {"userId": "dana"}}, {"type": "document", "id": "d1", "organizationId": "o1"})
-    _grant(
-        client,
-        t,
-        {"user": {"userId": "fred"}},
-        {"type": "folder", "id": "f1", "organizationId": "o1", "accessRole": "viewer"},
-    )
-    _grant(
-        client,
-        t,
-        {"group": {"organizationId": "o1", "organizationUserGroupId": "eng"}},
-        {"type": "organization", "id": "o1", "accessRole": "viewer"},
-    )
+    _grant(client, t, {"user": {"userId": "fred"}},
+           {"type": "folder", "id": "f1", "organizationId": "o1", "accessRole": "viewer"})
+    _grant(client, t, {"group": {"organizationId": "o1", "organizationUserGroupId": "eng"}},
+           {"type": "organization", "id": "o1", "accessRole": "viewer"})
     result(
         add_activities(
-            client,
-            t,
-            {
-                "featureType": "comment",
-                "actionType": "comment.add",
-                "actionUser": {"userId": "dana"},
-                "targetEntityId": "ann-7",
-            },
-            org="o1",
-            doc="d1",
-        )
-    )
+            client, t, {
+                "featureType": "comment", "actionType": "comment.add", "actionUser": {"userId": "dana"},
+                "targetEntityId": "ann-7"
+            }, org="o1", doc="d1"))
     notify(client, t, "n1", displayBodyMessage="Please review the pricing page")
     return t
 
@@ -145,12 +114,9 @@ def test_explorer_refuses_another_workspaces_ids_and_explains_a_refusal(live, cl
     add_organization(client, other, "theirs", "secret-doc")
     with signed_in(live, t) as http:
         assert http.get(f"/console/explorer?key={other.api_key}").status_code == 404
-        for path in (
-            "/console/explorer/organization?org=theirs",
-            "/console/explorer/document?org=theirs&doc=secret-doc",
-            "/console/explorer/user?org=theirs&user=u1",
-            "/console/explorer/document?org=o1&doc=secret-doc",
-        ):
+        for path in ("/console/explorer/organization?org=theirs",
+                     "/console/explorer/document?org=theirs&doc=secret-doc",
+                     "/console/explorer/user?org=theirs&user=u1", "/console/explorer/document?org=o1&doc=secret-doc"):
             response = http.get(f"{path}&key={t.api_key}")
             assert response.status_code == 404, path
             assert "This API key has no such" in response.text

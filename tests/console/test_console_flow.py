@@ -31,13 +31,8 @@ def test_sign_in_create_a_key_set_a_provider_key_toggle_advanced_queries_and_sig
     assert {"id": new_key, "apiKeyName": "Console key", "type": "testing"} in listed
     # The new key's token works on the API at once.
     assert result(
-        post(
-            client,
-            "/v2/workspace/apikeyconfig/get",
-            {},
-            {"x-service-api-key": new_key, "x-service-auth-token": revealed},
-        )
-    )
+        post(client, "/v2/workspace/apikeyconfig/get", {},
+             {"x-service-api-key": new_key, "x-service-auth-token": revealed}))
     screenshot(page, "console-api-keys")
     check_a11y(page)
     page.reload()
@@ -55,12 +50,8 @@ def test_sign_in_create_a_key_set_a_provider_key_toggle_advanced_queries_and_sig
     assert llm.of("openai")[-1]["headers"]["authorization"] == "Bearer sk-console-test-1234"
 
     # Advanced queries: off, so users/get is refused; toggled on in the console, the API allows it.
-    post(
-        client,
-        "/v2/organizations/add",
-        {"organizations": [{"organizationId": "o1", "organizationName": "O"}]},
-        t.headers,
-    )
+    post(client, "/v2/organizations/add", {"organizations": [{"organizationId": "o1", "organizationName": "O"}]},
+         t.headers)
     assert post(client, "/v2/users/get", {"organizationId": "o1"}, t.headers).status_code == 400
     page.get_by_label("Enable advanced queries").check()
     page.get_by_role("button", name="Save advanced queries").click()
@@ -96,9 +87,8 @@ def test_another_workspace_never_sees_this_workspaces_data(page, live, client):
 def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(page, live, client):
     t = new_tenant(client)
     console_page(page, live, t)
-    response = page.request.post(
-        "/console/settings/advanced-queries", form={"key": t.api_key, "enableAdvancedQueries": "on"}
-    )
+    response = page.request.post("/console/settings/advanced-queries",
+                                 form={"key": t.api_key, "enableAdvancedQueries": "on"})
     assert response.status == 403 and "nothing was changed" in response.text()
     assert result(post(client, "/v2/workspace/apikeyconfig/get", {}, t.headers))["enableAdvancedQueries"] is False
 
@@ -120,14 +110,9 @@ def test_keyboard_only_sign_in_and_navigation(page, live, client):
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r"/console$"))
     # Every nav item is reached with Tab (in order, after the skip link and the brand) and opened with Enter.
-    for label, path in [
-        ("API keys", "/console/keys"),
-        ("Settings", "/console/settings"),
-        ("Webhooks", "/console/webhooks"),
-        ("Data", "/console/explorer"),
-        ("AI", "/console/playground"),
-        ("Overview", "/console"),
-    ]:
+    for label, path in [("API keys", "/console/keys"), ("Settings", "/console/settings"),
+                        ("Webhooks", "/console/webhooks"), ("Data", "/console/explorer"), ("AI", "/console/playground"),
+                        ("Overview", "/console")]:
         for _ in range(40):
             page.keyboard.press("Tab")
             if page.evaluate("document.activeElement.textContent.trim()") == label:

@@ -17,21 +17,15 @@ SESSION = "collab:console:session:"
 def web(live):
     """A plain HTTP client for console pages (HTML: not checked against the API's OpenAPI document); like a browser,
     it sends the page's Origin with each POST."""
-    with httpx.Client(
-        base_url=live.url,
-        timeout=30,
-        follow_redirects=False,
-        headers={"x-forwarded-for": fresh_ip(), "origin": live.url},
-    ) as c:
+    with httpx.Client(base_url=live.url, timeout=30, follow_redirects=False,
+                      headers={"x-forwarded-for": fresh_ip(), "origin": live.url}) as c:
         yield c
 
 
 def sign_in(web: httpx.Client, tenant, **headers) -> httpx.Response:
-    response = web.post(
-        SIGN_IN,
-        data={"workspaceId": tenant.workspace["id"], "authToken": tenant.workspace["authToken"]},
-        headers=headers,
-    )
+    response = web.post(SIGN_IN,
+                        data={"workspaceId": tenant.workspace["id"],
+                              "authToken": tenant.workspace["authToken"]}, headers=headers)
     assert response.status_code == 303, response.text
     assert response.headers["location"] == "/console"
     return response
@@ -63,11 +57,8 @@ def test_sign_in_sets_a_strict_http_only_cookie_and_a_server_side_session(web, c
     overview = web.get("/console")
     assert overview.status_code == 200 and t.workspace["id"] in overview.text
     # Behind a TLS-terminating proxy (trusted: 127.0.0.1) the cookie is Secure.
-    secure = web.post(
-        SIGN_IN,
-        data={"workspaceId": t.workspace["id"], "authToken": t.workspace["authToken"]},
-        headers={"x-forwarded-proto": "https", "origin": live.url.replace("http:", "https:")},
-    )
+    secure = web.post(SIGN_IN, data={"workspaceId": t.workspace["id"], "authToken": t.workspace["authToken"]},
+                      headers={"x-forwarded-proto": "https", "origin": live.url.replace("http:", "https:")})
     assert "Secure" in secure.headers["set-cookie"]
     assert not [path for path in live.app.openapi()["paths"] if path.startswith("/console")]
 
@@ -82,14 +73,11 @@ def test_pages_need_a_session(web):
 
 @pytest.mark.parametrize(
     "data, field, words",
-    [
-        ({"workspaceId": "", "authToken": ""}, "workspaceId", "Enter the workspace id."),
-        ({"workspaceId": "ws_x", "authToken": "  "}, "authToken", "Enter the workspace auth token."),
-        ({"workspaceId": "w" * 5000, "authToken": "t"}, "workspaceId", "at most 200 characters"),
-        ({"workspaceId": "ws_x", "authToken": "t" * 20000}, "authToken", "at most 500 characters"),
-        ({"workspaceId": "ws_unknown", "authToken": "nope"}, "authToken", "do not match a workspace"),
-    ],
-)
+    [({"workspaceId": "", "authToken": ""}, "workspaceId", "Enter the workspace id."),
+     ({"workspaceId": "ws_x", "authToken": "  "}, "authToken", "Enter the workspace auth token."),
+     ({"workspaceId": "w" * 5000, "authToken": "t"}, "workspaceId", "at most 200 characters"),
+     ({"workspaceId": "ws_x", "authToken": "t" * 20000}, "authToken", "at most 500 characters"),
+     ({"workspaceId": "ws_unknown", "authToken": "nope"}, "authToken", "do not match a workspace")])
 def test_bad_sign_in_shows_the_error_next_to_the_field(web, data, field, words):
     response = web.post(SIGN_IN, data=data)
     assert response.status_code == 400
@@ -102,17 +90,11 @@ def test_wrong_token_is_refused_and_failures_are_limited_per_workspace(web, clie
     t = new_tenant(client)
     tune(auth_failures_per_key="3/hour")
     for _ in range(3):
-        wrong = web.post(
-            SIGN_IN,
-            data={"workspaceId": t.workspace["id"], "authToken": "not-the-token"},
-            headers={"x-forwarded-for": fresh_ip()},
-        )
+        wrong = web.post(SIGN_IN, data={"workspaceId": t.workspace["id"], "authToken": "not-the-token"},
+                         headers={"x-forwarded-for": fresh_ip()})
         assert wrong.status_code == 400 and "do not match" in field_error(wrong.text, "authToken")
-    limited = web.post(
-        SIGN_IN,
-        data={"workspaceId": t.workspace["id"], "authToken": "still-wrong"},
-        headers={"x-forwarded-for": fresh_ip()},
-    )
+    limited = web.post(SIGN_IN, data={"workspaceId": t.workspace["id"], "authToken": "still-wrong"},
+                       headers={"x-forwarded-for": fresh_ip()})
     assert limited.status_code == 429 and "Too many failed sign-in attempts" in limited.text
     assert int(limited.headers["retry-after"]) > 0
     sign_in(web, t)  # the owner's real token still passes (known good credentials are not locked out)
@@ -120,11 +102,8 @@ def test_wrong_token_is_refused_and_failures_are_limited_per_workspace(web, clie
 
 def test_sign_in_from_another_origin_is_refused(web, client):
     t = new_tenant(client)
-    response = web.post(
-        SIGN_IN,
-        data={"workspaceId": t.workspace["id"], "authToken": t.workspace["authToken"]},
-        headers={"origin": "https://evil.example"},
-    )
+    response = web.post(SIGN_IN, data={"workspaceId": t.workspace["id"], "authToken": t.workspace["authToken"]},
+                        headers={"origin": "https://evil.example"})
     assert response.status_code == 403 and "set-cookie" not in response.headers
 
 
@@ -161,17 +140,14 @@ def _advanced(client, t) -> bool:
 def test_a_change_without_the_csrf_token_is_refused_and_changes_nothing(web, client):
     t = new_tenant(client)
     sign_in(web, t)
-    for data in (
-        {"key": t.api_key, "enableAdvancedQueries": "on"},
-        {"key": t.api_key, "enableAdvancedQueries": "on", "csrf": "forged"},
-    ):
+    for data in ({"key": t.api_key,
+                  "enableAdvancedQueries": "on"}, {"key": t.api_key, "enableAdvancedQueries": "on", "csrf": "forged"}):
         refused = web.post("/console/settings/advanced-queries", data=data)
         assert refused.status_code == 403 and "nothing was changed" in refused.text
     assert _advanced(client, t) is False
     token = csrf_of(web.get("/console/settings").text)
-    done = web.post(
-        "/console/settings/advanced-queries", data={"key": t.api_key, "enableAdvancedQueries": "on", "csrf": token}
-    )
+    done = web.post("/console/settings/advanced-queries",
+                    data={"key": t.api_key, "enableAdvancedQueries": "on", "csrf": token})
     assert done.status_code == 303 and _advanced(client, t) is True
     assert "Advanced queries enabled." in web.get(done.headers["location"]).text  # the flash, shown once
     assert "Advanced queries enabled." not in web.get("/console/settings").text
@@ -186,9 +162,8 @@ def test_another_workspaces_key_is_not_found(web, client):
     token = csrf_of(web.get("/console/keys").text)
     reset = web.post("/console/keys/reset-token", data={"apiKey": theirs.api_key, "csrf": token})
     assert reset.status_code == 404
-    saved = web.post(
-        "/console/settings/advanced-queries", data={"key": theirs.api_key, "csrf": token, "enableAdvancedQueries": "on"}
-    )
+    saved = web.post("/console/settings/advanced-queries",
+                     data={"key": theirs.api_key, "csrf": token, "enableAdvancedQueries": "on"})
     assert saved.status_code == 404 and _advanced(client, theirs) is False
     result(post(client, "/v2/workspace/apikeyconfig/get", {}, theirs.headers))  # their token still works
 
@@ -207,12 +182,8 @@ def test_resetting_the_workspace_token_ends_every_session_of_the_workspace(web, 
     assert web.get("/console").headers["location"] == SIGN_IN
     old = web.post(SIGN_IN, data={"workspaceId": t.workspace["id"], "authToken": t.workspace["authToken"]})
     assert old.status_code == 400
-    got = post(
-        client,
-        "/v2/workspace/get",
-        {},
-        {"x-service-workspace-id": t.workspace["id"], "x-service-workspace-auth-token": new_token},
-    )
+    got = post(client, "/v2/workspace/get", {},
+               {"x-service-workspace-id": t.workspace["id"], "x-service-workspace-auth-token": new_token})
     assert result(got)["authToken"] == new_token
     error(post(client, "/v2/workspace/get", {}, t.workspace_headers), "UNAUTHENTICATED")
 
@@ -223,15 +194,10 @@ def test_notification_bounds_are_the_apis_and_shown_next_to_the_field(web, clien
     token = csrf_of(web.get("/console/settings").text)
     base = "notificationServiceConfig."
     form = {
-        "csrf": token,
-        "key": t.api_key,
-        "useNotificationService": "on",
-        base + "delayConfig.isEnabled": "on",
-        base + "delayConfig.delaySeconds": "5",
-        base + "batchConfig.document.batchWindowSeconds": "ten",
-        base + "batchConfig.document.maxActivities": "51",
-        base + "batchConfig.user.batchWindowSeconds": "10",
-        base + "batchConfig.user.maxActivities": "2",
+        "csrf": token, "key": t.api_key, "useNotificationService": "on", base + "delayConfig.isEnabled": "on",
+        base + "delayConfig.delaySeconds": "5", base + "batchConfig.document.batchWindowSeconds": "ten",
+        base + "batchConfig.document.maxActivities": "51", base + "batchConfig.user.batchWindowSeconds": "10",
+        base + "batchConfig.user.maxActivities": "2"
     }
     response = web.post("/console/settings/notifications", data=form)
     assert response.status_code == 400
@@ -241,14 +207,10 @@ def test_notification_bounds_are_the_apis_and_shown_next_to_the_field(web, clien
     assert 'value="5"' in response.text  # what was typed stays in the form
     stored = result(post(client, "/v2/workspace/notificationconfig/get", {}, t.headers))
     assert stored["useNotificationService"] is False  # nothing saved
-    form.update(
-        {
-            base + "delayConfig.delaySeconds": "60",
-            base + "batchConfig.document.batchWindowSeconds": "30",
-            base + "batchConfig.document.maxActivities": "5",
-            base + "triggers.huddle.huddle.join": "on",
-        }
-    )
+    form.update({
+        base + "delayConfig.delaySeconds": "60", base + "batchConfig.document.batchWindowSeconds": "30",
+        base + "batchConfig.document.maxActivities": "5", base + "triggers.huddle.huddle.join": "on"
+    })
     assert web.post("/console/settings/notifications", data=form).status_code == 303
     stored = result(post(client, "/v2/workspace/notificationconfig/get", {}, t.headers))
     config = stored["notificationServiceConfig"]
@@ -261,21 +223,16 @@ def test_bad_settings_input_is_a_page_with_the_error_never_a_500(web, client):
     t = new_tenant(client)
     sign_in(web, t)
     token = csrf_of(web.get("/console/settings").text)
-    short = web.post(
-        "/console/settings/provider-key",
-        data={"csrf": token, "key": t.api_key, "provider": "openai", "key_openai": "abc", "action": "set"},
-    )
+    short = web.post("/console/settings/provider-key",
+                     data={"csrf": token, "key": t.api_key, "provider": "openai", "key_openai": "abc", "action": "set"})
     assert short.status_code == 400 and "at least 8" in field_error(short.text, "key_openai")
     assert 'value="abc"' not in short.text  # a secret is never echoed back
     long = web.post(
         "/console/settings/provider-key",
-        data={"csrf": token, "key": t.api_key, "provider": "openai", "key_openai": "k" * 5000, "action": "set"},
-    )
+        data={"csrf": token, "key": t.api_key, "provider": "openai", "key_openai": "k" * 5000, "action": "set"})
     assert long.status_code == 400 and "at most 1000" in field_error(long.text, "key_openai")
-    key = web.post(
-        "/console/settings/webhooks",
-        data={"csrf": token, "key": t.api_key, "isEnabled": "on", "publicKey": "not a key"},
-    )
+    key = web.post("/console/settings/webhooks",
+                   data={"csrf": token, "key": t.api_key, "isEnabled": "on", "publicKey": "not a key"})
     assert key.status_code == 400 and "RSA public key" in field_error(key.text, "publicKey")
     first = web.post("/console/settings/webhooks", data={"csrf": token, "key": t.api_key, "encodeData": "on"})
     assert first.status_code == 400 and "isEnabled: true" in first.text  # the service's precondition, in words
@@ -325,9 +282,8 @@ def test_testing_a_provider_key_that_is_not_stored_says_so(web, client):
     t = new_tenant(client)
     sign_in(web, t)
     token = csrf_of(web.get("/console/settings").text)
-    response = web.post(
-        "/console/settings/provider-key/test", data={"csrf": token, "key": t.api_key, "provider": "gemini"}
-    )
+    response = web.post("/console/settings/provider-key/test",
+                        data={"csrf": token, "key": t.api_key, "provider": "gemini"})
     assert response.status_code == 400 and "No Gemini key is stored" in field_error(response.text, "key_gemini")
 
 
@@ -345,9 +301,7 @@ def test_the_overview_shows_the_workspace_and_its_figures(web, client, live):
     assert t.workspace["name"] in page and owner in page and "<dd>free</dd>" in page
     rows = re.findall(
         r"<tr><td><code>([^<]+)</code></td><td class=\"num\">(\d+)</td>"
-        r"<td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td></tr>",
-        page,
-    )
+        r"<td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td></tr>", page)
     assert ("/v2/workspace/apikeyconfig/get", "200", "3", "3") in rows
     assert ("/v2/users/get", "400", "1", "1") in rows
     assert not any(op.startswith("/console") for op, *_ in rows)
@@ -359,9 +313,8 @@ def test_sign_in_without_an_origin_needs_the_sign_in_pages_token(client, live):
     (cookie and form alike); a same-origin Origin alone is enough, as browsers send it."""
     t = new_tenant(client)
     credentials = {"workspaceId": t.workspace["id"], "authToken": t.workspace["authToken"]}
-    with httpx.Client(
-        base_url=live.url, timeout=30, follow_redirects=False, headers={"x-forwarded-for": fresh_ip()}
-    ) as bare:
+    with httpx.Client(base_url=live.url, timeout=30, follow_redirects=False,
+                      headers={"x-forwarded-for": fresh_ip()}) as bare:
         refused = bare.post(SIGN_IN, data=credentials)
         assert refused.status_code == 403 and "set-cookie" not in refused.headers
         page = bare.get(SIGN_IN)
@@ -371,9 +324,8 @@ def test_sign_in_without_an_origin_needs_the_sign_in_pages_token(client, live):
         assert bare.post(SIGN_IN, data={**credentials, "signInToken": "x" * 43}).status_code == 403  # another token
         signed = bare.post(SIGN_IN, data={**credentials, "signInToken": token})
         assert signed.status_code == 303 and "collab_console=" in signed.headers.get("set-cookie", "")
-    with httpx.Client(
-        base_url=live.url, timeout=30, follow_redirects=False, headers={"x-forwarded-for": fresh_ip(), "origin": "null"}
-    ) as sandboxed:
+    with httpx.Client(base_url=live.url, timeout=30, follow_redirects=False,
+                      headers={"x-forwarded-for": fresh_ip(), "origin": "null"}) as sandboxed:
         assert sandboxed.post(SIGN_IN, data=credentials).status_code == 403
 
 

@@ -15,13 +15,10 @@ from support.factories import add_activities, judged
 from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
 
 pytestmark = pytest.mark.usefixtures("live", "embedding_model")  # the model: conftest.py
-CHECKLIST = [
-    ("Claims", "Every price claim states whether tax is included"),
-    ("Claims", "Comparative claims name the compared product"),
-    ("Privacy", "Forms link to the privacy policy"),
-    ("Privacy", "Tracking pixels are disclosed in the cookie banner"),
-    ("Notes", "N/A"),
-]
+CHECKLIST = [("Claims", "Every price claim states whether tax is included"),
+             ("Claims", "Comparative claims name the compared product"),
+             ("Privacy", "Forms link to the privacy policy"),
+             ("Privacy", "Tracking pixels are disclosed in the cookie banner"), ("Notes", "N/A")]
 
 
 def _checklist() -> bytes:
@@ -43,13 +40,9 @@ def test_search_shows_similarity_and_the_path_taken(page, live, client):
     t = new_tenant(client)
     enable_activities(client, t)
     result(
-        add_activities(
-            client,
-            t,
-            judged("price", "The discount claim needs the original price shown next to the sale price."),
-            judged("alt", "Images are missing alternative text for screen readers.", target="ann2"),
-        )
-    )
+        add_activities(client, t,
+                       judged("price", "The discount claim needs the original price shown next to the sale price."),
+                       judged("alt", "Images are missing alternative text for screen readers.", target="ann2")))
     settle_jobs(live, t)
     console_page(page, live, t)
     page.get_by_role("link", name="AI", exact=True).click()
@@ -91,8 +84,7 @@ def test_extraction_against_the_fake_provider_and_ask_ai(page, live, client, llm
     page.goto(f"/console/playground/extraction?key={t.api_key}")
     check_a11y(page)
     page.get_by_label("Checklist file").set_input_files(
-        files=[{"name": "marketing.csv", "mimeType": "text/csv", "buffer": _checklist()}]
-    )
+        files=[{"name": "marketing.csv", "mimeType": "text/csv", "buffer": _checklist()}])
     page.get_by_label("Provider").select_option("openai")
     page.get_by_role("button", name="Extract agents").click()
     assert page.locator("#total-tasks").inner_text() == "5"
@@ -117,15 +109,11 @@ def test_extraction_against_the_fake_provider_and_ask_ai(page, live, client, llm
     screenshot(page, "playground-ask")
 
 
-@pytest.mark.parametrize(
-    "upload, expected",
-    [
-        (None, "Choose a file to upload."),
-        (("notes.exe", b"MZ\x90\x00", "application/octet-stream"), "not a supported file type"),
-        (("big.csv", b"a,b\n" * (MAX_FILE_BYTES // 4 + 1), "text/csv"), "over 5 MB"),
-        (("empty.csv", b"", "text/csv"), "The file is empty."),
-    ],
-)
+@pytest.mark.parametrize("upload, expected",
+                         [(None, "Choose a file to upload."),
+                          (("notes.exe", b"MZ\x90\x00", "application/octet-stream"), "not a supported file type"),
+                          (("big.csv", b"a,b\n" * (MAX_FILE_BYTES // 4 + 1), "text/csv"), "over 5 MB"),
+                          (("empty.csv", b"", "text/csv"), "The file is empty.")])
 def test_extraction_upload_errors_show_next_to_the_file_field(live, client, llm, upload, expected):
     t = _ai_tenant(client)
     with signed_in(live, t) as http:
@@ -144,20 +132,14 @@ def test_playground_refuses_missing_csrf_other_workspaces_and_bad_ask_input(live
         refused = http.post("/console/playground/extraction", data={"key": t.api_key}, files=files)
         assert refused.status_code == 403
         token = csrf(http, f"/console/playground/ask?key={t.api_key}")
-        foreign = http.post(
-            "/console/playground/ask",
-            data={"csrf": token, "key": other.api_key, "model": "gpt-4o", "prompt": "p", "text": "t"},
-        )
+        foreign = http.post("/console/playground/ask",
+                            data={"csrf": token, "key": other.api_key, "model": "gpt-4o", "prompt": "p", "text": "t"})
         assert foreign.status_code == 404
-        unknown = http.post(
-            "/console/playground/ask",
-            data={"csrf": token, "key": t.api_key, "model": "llama-3", "prompt": "p", "text": "t"},
-        )
+        unknown = http.post("/console/playground/ask",
+                            data={"csrf": token, "key": t.api_key, "model": "llama-3", "prompt": "p", "text": "t"})
         assert unknown.status_code == 400 and field_error(unknown.text, "model")
-        blank = http.post(
-            "/console/playground/ask",
-            data={"csrf": token, "key": t.api_key, "model": "gpt-4o", "prompt": "p", "text": " "},
-        )
+        blank = http.post("/console/playground/ask",
+                          data={"csrf": token, "key": t.api_key, "model": "gpt-4o", "prompt": "p", "text": " "})
         assert blank.status_code == 400 and field_error(blank.text, "text")
         assert http.get(f"/console/playground?key={other.api_key}").status_code == 404
     assert llm.requests == []

@@ -40,14 +40,9 @@ def test_endpoint_made_in_the_console_logs_the_delivery_an_api_call_caused_and_r
 
     # An activity added over the API becomes a message the worker delivers; the log shows it with its attempt.
     result(
-        add_activities(
-            client,
-            t,
-            {"featureType": "comment", "actionType": "comment.add", "actionUser": {"userId": "u1"}},
-            org="o1",
-            doc="d1",
-        )
-    )
+        add_activities(client, t,
+                       {"featureType": "comment", "actionType": "comment.add", "actionUser": {"userId": "u1"}},
+                       org="o1", doc="d1"))
     settle(live, t)
     page.reload()
     log = page.get_by_role("table", name="Messages sent to this endpoint, newest first, with every attempt")
@@ -127,27 +122,18 @@ def test_webhook_forms_refuse_bad_input_other_workspaces_and_missing_csrf(live, 
         created = http.post("/console/webhooks/create", data={"csrf": token, "key": t.api_key, "url": receiver.url()})
         assert created.status_code == 303
         theirs = result(
-            client.post(
-                "/v2/workspace/advancedwebhook/endpoints/create",
-                json={"data": {"url": receiver.url("/theirs")}},
-                headers=other.headers,
-            )
-        )
+            client.post("/v2/workspace/advancedwebhook/endpoints/create",
+                        json={"data": {"url": receiver.url("/theirs")}}, headers=other.headers))
         assert http.get(f"/console/webhooks?key={t.api_key}&endpoint={theirs['id']}").status_code == 404
         gone = http.post("/console/webhooks/delete", data={"csrf": token, "key": t.api_key, "endpoint": theirs["id"]})
         assert gone.status_code == 404
-        assert (
-            http.post(
-                "/console/webhooks/delete", data={"csrf": token, "key": other.api_key, "endpoint": theirs["id"]}
-            ).status_code
-            == 404
-        )
+        assert (http.post("/console/webhooks/delete",
+                          data={"csrf": token, "key": other.api_key, "endpoint": theirs["id"]}).status_code == 404)
         assert [e["id"] for e in result_endpoints(client, other)] == [theirs["id"]]
         # A retry of a message that does not exist: a message on the page, not a 500.
         mine = result_endpoints(client, t)[0]["id"]
-        missing = http.post(
-            "/console/webhooks/retry", data={"csrf": token, "key": t.api_key, "endpoint": mine, "message": "msg_nope"}
-        )
+        missing = http.post("/console/webhooks/retry",
+                            data={"csrf": token, "key": t.api_key, "endpoint": mine, "message": "msg_nope"})
         assert missing.status_code == 404 and "Message not found" in missing.text
 
 

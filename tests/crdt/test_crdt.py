@@ -50,13 +50,11 @@ def local_edit(doc: Doc, edit) -> bytes:
 
 # --- add and get -----------------------------------------------------------------------------------------
 
-CASES = [
-    ("text", "Hello, wörld 😀"),
-    ("map", {"title": "Plan", "count": 3, "ratio": 0.5, "done": False, "tags": ["a", "b"], "meta": {"x": None}}),
-    ("array", [1, "two", {"three": 3}, [4, 5], None, True]),
-    ("xml", '<p class="lead">Hello <b>bold</b> &amp; more</p><ul><li>one</li><li>two</li></ul>tail'),
-    ("xmltext", "Plain text in an XmlText"),
-]
+CASES = [("text", "Hello, wörld 😀"),
+         ("map", {"title": "Plan", "count": 3, "ratio": 0.5, "done": False, "tags": ["a", "b"], "meta": {"x": None}}),
+         ("array", [1, "two", {"three": 3}, [4, 5], None, True]),
+         ("xml", '<p class="lead">Hello <b>bold</b> &amp; more</p><ul><li>one</li><li>two</li></ul>tail'),
+         ("xmltext", "Plain text in an XmlText")]
 
 
 @pytest.mark.parametrize("kind,data", CASES)
@@ -66,15 +64,9 @@ def test_round_trip_of_every_type(client, clock, kind, data):
     assert response.status_code == 200, response.text
     assert response.json() == {"result": {"status": "success", "message": "CRDT data added successfully."}}
     clock["now"] += 1.5
-    assert get(client, t) == [
-        {
-            "data": data,
-            "id": "e1",
-            "lastUpdate": "2027-01-15T08:00:00.000Z",
-            "lastUpdatedBy": "u1",
-            "sessionId": "s1",
-        }
-    ]
+    assert get(client, t) == [{
+        "data": data, "id": "e1", "lastUpdate": "2027-01-15T08:00:00.000Z", "lastUpdatedBy": "u1", "sessionId": "s1"
+    }]
     # The state is a real Yjs document: the content sits under "content" in the shared type of its kind.
     doc = fetch_doc(client, t)
     root = doc.get("content", type=ROOTS[kind])
@@ -135,17 +127,12 @@ def test_already_exists(client):
 # --- validation --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "kind,data,message",
-    [
-        ("text", {"a": 1}, "Data must be a string for type text."),
-        ("map", "x", "Data must be an object for type map."),
-        ("map", [1], "Data must be an object for type map."),
-        ("array", {"a": 1}, "Data must be an array for type array."),
-        ("xml", ["<p/>"], "Data must be a string for type xml."),
-        ("xmltext", 5, "Data must be a string for type xmltext."),
-    ],
-)
+@pytest.mark.parametrize("kind,data,message", [("text", {"a": 1}, "Data must be a string for type text."),
+                                               ("map", "x", "Data must be an object for type map."),
+                                               ("map", [1], "Data must be an object for type map."),
+                                               ("array", {"a": 1}, "Data must be an array for type array."),
+                                               ("xml", ["<p/>"], "Data must be a string for type xml."),
+                                               ("xmltext", 5, "Data must be a string for type xmltext.")])
 def test_data_must_match_type(client, kind, data, message):
     t = new_tenant(client)
     err = error(add(client, t, type=kind, data=data), "INVALID_ARGUMENT")
@@ -154,14 +141,9 @@ def test_data_must_match_type(client, kind, data, message):
     assert get(client, t) == []
 
 
-@pytest.mark.parametrize(
-    "field,message",
-    [
-        ("editorId", "Editor ID is required."),
-        ("organizationId", "Organization ID is required"),
-        ("documentId", "Document ID is required."),
-    ],
-)
+@pytest.mark.parametrize("field,message", [("editorId", "Editor ID is required."),
+                                           ("organizationId", "Organization ID is required"),
+                                           ("documentId", "Document ID is required.")])
 def test_missing_ids_have_their_messages(client, field, message):
     t = new_tenant(client)
     body = {**DOC, "editorId": "e1", "type": "text", "data": "x"}
@@ -180,17 +162,13 @@ def test_missing_ids_have_their_messages(client, field, message):
 def test_a_null_id_is_named_beside_another_id_of_the_wrong_type(client):
     t = new_tenant(client)
     body = {**DOC, "documentId": None, "editorId": 5, "type": "text", "data": "x"}
-    assert sorted(issue_paths(error(post(client, ADD, body, t.headers), "INVALID_ARGUMENT"))) == [
-        ["documentId"],
-        ["editorId"],
-    ]
+    assert sorted(issue_paths(error(post(client, ADD, body, t.headers), "INVALID_ARGUMENT"))) == [["documentId"],
+                                                                                                  ["editorId"]]
     body = {**DOC, "organizationId": 5, "documentId": None, "type": "text"}
-    assert sorted(issue_paths(error(post(client, ADD, body, t.headers), "INVALID_ARGUMENT"))) == [
-        ["data"],
-        ["documentId"],
-        ["editorId"],
-        ["organizationId"],
-    ]
+    assert sorted(issue_paths(error(post(client, ADD, body, t.headers), "INVALID_ARGUMENT"))) == [["data"],
+                                                                                                  ["documentId"],
+                                                                                                  ["editorId"],
+                                                                                                  ["organizationId"]]
 
 
 def test_other_invalid_fields(client):
@@ -216,9 +194,8 @@ def test_other_invalid_fields(client):
         ("xml", "<p>a</p></extra>", ["data"]),
         ("xml", '<!DOCTYPE x [<!ENTITY e "boom">]><x>&e;</x>', ["data"]),
         ("xml", "<a>" * 150 + "</a>" * 150, ["data"]),
-        ("array", [10**400], ["data", "0"]),  # refused at the JSON layer, which names the element
-    ],
-)
+        ("array", [10**400], ["data", "0"])  # refused at the JSON layer, which names the element
+    ])
 def test_content_that_cannot_be_stored(client, kind, data, path):
     t = new_tenant(client)
     err = error(add(client, t, type=kind, data=data), "INVALID_ARGUMENT")
@@ -258,16 +235,11 @@ def test_update_needs_an_existing_editor_and_the_stored_type(client):
     assert one(client, t)["data"] == {"a": 1}
 
 
-@pytest.mark.parametrize(
-    "kind,before,after",
-    [
-        ("text", "Hello world", "Hello brave new world!"),
-        ("xmltext", "abc", "aXbc"),
-        ("map", {"a": 1, "b": {"c": 2}, "gone": True}, {"a": 1, "b": {"c": 3}, "new": [1]}),
-        ("array", [1, 2, 3, 4], [0, 1, 3, 4, 5]),
-        ("xml", "<p>one</p><p>two</p>", "<p>one</p><h1>title</h1><p>TWO</p>"),
-    ],
-)
+@pytest.mark.parametrize("kind,before,after",
+                         [("text", "Hello world", "Hello brave new world!"), ("xmltext", "abc", "aXbc"),
+                          ("map", {"a": 1, "b": {"c": 2}, "gone": True}, {"a": 1, "b": {"c": 3}, "new": [1]}),
+                          ("array", [1, 2, 3, 4], [0, 1, 3, 4, 5]),
+                          ("xml", "<p>one</p><p>two</p>", "<p>one</p><h1>title</h1><p>TWO</p>")])
 def test_update_by_data_changes_only_what_differs(client, clock, kind, before, after):
     t = new_tenant(client)
     result(add(client, t, type=kind, data=before))
@@ -400,12 +372,8 @@ def test_bad_yjs_updates_are_refused_and_nothing_is_written(client):
     s_text.insert(0, "elsewhere")
     orphan = local_edit(stranger, lambda: s_text.insert(0, "x"))
     deep = _nested_any_update(100_000)
-    for bad in (
-        "not base64!",
-        base64.b64encode(b"\x01\x02garbage").decode(),
-        base64.b64encode(orphan).decode(),
-        base64.b64encode(deep).decode(),
-    ):
+    for bad in ("not base64!", base64.b64encode(b"\x01\x02garbage").decode(), base64.b64encode(orphan).decode(),
+                base64.b64encode(deep).decode()):
         err = error(post(client, UPDATE, {**DOC, "editorId": "e1", "yjsUpdate": bad}, t.headers), "INVALID_ARGUMENT")
         assert issue_paths(err) == [["yjsUpdate"]], err
     assert one(client, t, format="yjs")["yjsUpdate"] == state_before
@@ -434,12 +402,12 @@ def test_delete(client):
     body = {**DOC, "editorIds": ["e1", "nope"]}
     assert result(post(client, DELETE, body, t.headers)) == {
         "e1": {"success": True, "id": "e1", "message": "CRDT data deleted."},
-        "nope": {"success": False, "id": "nope", "message": "CRDT data does not exist."},
+        "nope": {"success": False, "id": "nope", "message": "CRDT data does not exist."}
     }
     assert [r["id"] for r in get(client, t)] == ["e2", "e3"]
     assert result(post(client, DELETE, DOC, t.headers)) == {
         "e2": {"success": True, "id": "e2", "message": "CRDT data deleted."},
-        "e3": {"success": True, "id": "e3", "message": "CRDT data deleted."},
+        "e3": {"success": True, "id": "e3", "message": "CRDT data deleted."}
     }
     assert get(client, t) == []
     assert result(post(client, DELETE, DOC, t.headers)) == {}
@@ -470,19 +438,10 @@ def test_forget_user_clears_only_last_updated_by(client, live):
     result(add(client, t, editor="e2", userId="u2"))
     result(
         post(
-            client,
-            ADD,
-            {
-                "organizationId": "org2",
-                "documentId": "doc1",
-                "editorId": "e1",
-                "type": "text",
-                "data": "other org",
-                "userId": "u1",
-            },
-            t.headers,
-        )
-    )
+            client, ADD, {
+                "organizationId": "org2", "documentId": "doc1", "editorId": "e1", "type": "text", "data": "other org",
+                "userId": "u1"
+            }, t.headers))
 
     async def forget(organization_ids):
         async with live.svc.pool.connection() as conn:
@@ -502,41 +461,16 @@ def test_mutated_bodies_never_give_a_500(client):
     result(add(client, t, editor="e1", data="Hello"))
     result(add(client, t, editor="m1", type="map", data={"a": 1}))
     values = [
-        None,
-        True,
-        0,
-        -1,
-        10**20,
-        1.5,
-        "",
-        " ",
-        "x" * 300,
-        "\u0000",
-        "💥",
-        "\ud800",
-        [],
-        [1],
-        {},
-        {"a": 1},
-        [None],
-        "<p>",
-        "AAA=",
-        "AQEBAQ==",
-        -(10**400),
+        None, True, 0, -1, 10**20, 1.5, "", " ", "x" * 300, "\u0000", "💥", "\ud800", [], [1], {}, {"a": 1}, [None],
+        "<p>", "AAA=", "AQEBAQ==", -(10**400)
     ]
     seeds = {
         ADD: {
-            **DOC,
-            "editorId": "e2",
-            "type": "xml",
-            "data": "<p>x</p>",
-            "contentKey": "c",
-            "userId": "u",
-            "sessionId": "s",
-        },
-        GET: {**DOC, "editorId": "e1", "format": "yjs"},
-        UPDATE: {**DOC, "editorId": "m1", "data": {"a": [1, {"b": 2}]}, "userId": "u", "sessionId": "s"},
-        DELETE: {**DOC, "editorIds": ["zz", "e9"]},
+            **DOC, "editorId": "e2", "type": "xml", "data": "<p>x</p>", "contentKey": "c", "userId": "u",
+            "sessionId": "s"
+        }, GET: {**DOC, "editorId": "e1", "format": "yjs"},
+        UPDATE: {**DOC, "editorId": "m1", "data": {"a": [1, {"b": 2}]}, "userId": "u",
+                 "sessionId": "s"}, DELETE: {**DOC, "editorIds": ["zz", "e9"]}
     }
     rng = random.Random(11)
 
@@ -546,7 +480,7 @@ def test_mutated_bodies_never_give_a_500(client):
             return {**obj, key: mutate(obj[key]) if rng.random() < 0.5 else rng.choice(values)}
         if isinstance(obj, list) and obj and rng.random() < 0.7:
             i = rng.randrange(len(obj))
-            return obj[:i] + [mutate(obj[i])] + obj[i + 1 :]
+            return obj[:i] + [mutate(obj[i])] + obj[i + 1:]
         return rng.choice(values)
 
     failures = []

@@ -17,22 +17,12 @@ MIGRATE, STATUS = "/v2/organizations/documents/migrate", "/v2/organizations/docu
 def counts(db, t, doc):
     """Rows of every feature on one document of o1."""
     out = {}
-    for table in (
-        "documents",
-        "activities",
-        "judgments",
-        "judgment_embeddings",
-        "grants",
-        "notifications",
-        "presence",
-        "recordings",
-        "crdt_editors",
-    ):
+    for table in ("documents", "activities", "judgments", "judgment_embeddings", "grants", "notifications", "presence",
+                  "recordings", "crdt_editors"):
         column = {"documents": "id", "grants": "resource_id"}.get(table, "document_id")
         out[table] = db.execute(
             f"select count(*) as n from {table} where api_key_id = %s and organization_id = 'o1' and {column} = %s",
-            (t.api_key, doc),
-        ).fetchone()["n"]
+            (t.api_key, doc)).fetchone()["n"]
     return out
 
 
@@ -55,27 +45,16 @@ def test_migration_moves_every_feature(client, live, db):
     seed(client, live, t)
     before = counts(db, t, "d1")
     assert before == {
-        "documents": 1,
-        "activities": 2,
-        "judgments": 2,
-        "judgment_embeddings": 2,
-        "grants": 1,
-        "notifications": 1,
-        "presence": 1,
-        "recordings": 1,
-        "crdt_editors": 1,
+        "documents": 1, "activities": 2, "judgments": 2, "judgment_embeddings": 2, "grants": 1, "notifications": 1,
+        "presence": 1, "recordings": 1, "crdt_editors": 1
     }
     started = result(
-        post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1-new"}, t.headers)
-    )
+        post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1-new"}, t.headers))
     migration_id = started["migrationId"]
     assert status(client, t, migration_id)["status"] in ("pending", "in_progress", "completed")
     settle_jobs(live, t)
     assert status(client, t, migration_id) == {
-        "migrationId": migration_id,
-        "status": "completed",
-        "documentId": "d1",
-        "newDocumentId": "d1-new",
+        "migrationId": migration_id, "status": "completed", "documentId": "d1", "newDocumentId": "d1-new"
     }
     assert counts(db, t, "d1") == dict.fromkeys(before, 0)
     assert counts(db, t, "d1-new") == before
@@ -83,13 +62,8 @@ def test_migration_moves_every_feature(client, live, db):
     records = post(client, "/v2/activities/get", {"organizationId": "o1", "documentId": "d1-new"}, t.headers).json()
     assert sorted(r["id"] for r in records["result"]["data"]) == ["a1", "a2"]
     got = result(
-        post(
-            client,
-            "/v2/auth/permissions/get",
-            {"organizationId": "o1", "userIds": ["u1"], "documentIds": ["d1-new"]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/auth/permissions/get", {"organizationId": "o1", "userIds": ["u1"], "documentIds": ["d1-new"]},
+             t.headers))
     assert got["u1"]["documents"]["d1-new"] == {"accessRole": "editor"}
     [editor] = result(post(client, "/v2/crdt/get", {"organizationId": "o1", "documentId": "d1-new"}, t.headers))
     assert editor["data"] == "hello" and editor["lastUpdatedBy"] == "u1"
@@ -98,12 +72,10 @@ def test_migration_moves_every_feature(client, live, db):
 def test_migration_failures_are_recorded_with_a_reason(client, live):
     t = new_tenant(client)
     add_organization(client, t, "o1", "d1", "d2")
-    taken = result(
-        post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d2"}, t.headers)
-    )
+    taken = result(post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d2"},
+                        t.headers))
     missing = result(
-        post(client, MIGRATE, {"organizationId": "o1", "documentId": "ghost", "newDocumentId": "d3"}, t.headers)
-    )
+        post(client, MIGRATE, {"organizationId": "o1", "documentId": "ghost", "newDocumentId": "d3"}, t.headers))
     settle_jobs(live, t)
     assert status(client, t, taken["migrationId"])["status"] == "failed"
     assert status(client, t, taken["migrationId"])["reason"] == "Document d2 already exists in organization o1."
@@ -119,15 +91,12 @@ def test_migration_failures_are_recorded_with_a_reason(client, live):
 def test_migration_validation_and_unknown_ids(client):
     a, b = new_tenant(client), new_tenant(client)
     add_organization(client, a, "o1", "d1")
-    error(
-        post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1"}, a.headers),
-        "INVALID_ARGUMENT",
-    )
+    error(post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1"}, a.headers),
+          "INVALID_ARGUMENT")
     error(post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1"}, a.headers), "INVALID_ARGUMENT")
     error(post(client, STATUS, {"organizationId": "o1", "migrationId": "mig_unknown"}, a.headers), "NOT_FOUND")
     started = result(
-        post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d9"}, a.headers)
-    )
+        post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d9"}, a.headers))
     # Another tenant cannot read it, even knowing its id.
     error(post(client, STATUS, {"organizationId": "o1", "migrationId": started["migrationId"]}, b.headers), "NOT_FOUND")
 
@@ -136,8 +105,7 @@ def test_migration_job_run_twice_gives_the_same_state(client, live, db):
     t = new_tenant(client)
     seed(client, live, t)
     started = result(
-        post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d2"}, t.headers)
-    )
+        post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d2"}, t.headers))
     settle_jobs(live, t)
     after = counts(db, t, "d2")
     ctx = {"svc": live.svc, "pool": live.svc.pool}
@@ -161,35 +129,25 @@ def deletion_status(client, t, job_id):
 
 def user_rows(db, t, user):
     return {
-        "grants": db.execute(
-            "select count(*) as n from grants where api_key_id = %s and principal_id = %s", (t.api_key, user)
-        ).fetchone()["n"],
-        "members": db.execute(
-            "select count(*) as n from group_members where api_key_id = %s and user_id = %s", (t.api_key, user)
-        ).fetchone()["n"],
+        "grants": db.execute("select count(*) as n from grants where api_key_id = %s and principal_id = %s",
+                             (t.api_key, user)).fetchone()["n"],
+        "members": db.execute("select count(*) as n from group_members where api_key_id = %s and user_id = %s",
+                              (t.api_key, user)).fetchone()["n"],
         "activities": db.execute(
             "select count(*) as n from activities where api_key_id = %s and action_user->>'userId' = %s",
-            (t.api_key, user),
-        ).fetchone()["n"],
-        "judgments": db.execute(
-            "select count(*) as n from judgments where api_key_id = %s and action_user->>'userId' = %s",
-            (t.api_key, user),
-        ).fetchone()["n"],
-        "notifications": db.execute(
-            "select count(*) as n from notifications"
-            " where api_key_id = %s and (action_user->>'userId' = %s or notify_users_by_user_id ? %s)",
-            (t.api_key, user, user),
-        ).fetchone()["n"],
-        "presence": db.execute(
-            "select count(*) as n from presence where api_key_id = %s and user_id = %s", (t.api_key, user)
-        ).fetchone()["n"],
+            (t.api_key, user)).fetchone()["n"], "judgments": db.execute(
+                "select count(*) as n from judgments where api_key_id = %s and action_user->>'userId' = %s",
+                (t.api_key, user)).fetchone()["n"], "notifications": db.execute(
+                    "select count(*) as n from notifications"
+                    " where api_key_id = %s and (action_user->>'userId' = %s or notify_users_by_user_id ? %s)",
+                    (t.api_key, user, user)).fetchone()["n"],
+        "presence": db.execute("select count(*) as n from presence where api_key_id = %s and user_id = %s",
+                               (t.api_key, user)).fetchone()["n"],
         "recordings": db.execute(
             "select count(*) as n from recordings where api_key_id = %s and from_user->>'userId' = %s",
-            (t.api_key, user),
-        ).fetchone()["n"],
-        "profile": db.execute(
-            "select count(*) as n from users where api_key_id = %s and id = %s", (t.api_key, user)
-        ).fetchone()["n"],
+            (t.api_key, user)).fetchone()["n"],
+        "profile": db.execute("select count(*) as n from users where api_key_id = %s and id = %s",
+                              (t.api_key, user)).fetchone()["n"]
     }
 
 
@@ -197,55 +155,25 @@ def test_user_data_deletion_leaves_nothing_of_the_user_and_touches_no_one_else(c
     t = new_tenant(client)
     seed(client, live, t)
     result(
-        post(
-            client,
-            "/v2/users/add",
-            {"organizationId": "o1", "users": [{"userId": "u1", "name": "Ana"}, {"userId": "u2"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/users/add",
+             {"organizationId": "o1", "users": [{"userId": "u1", "name": "Ana"}, {"userId": "u2"}]}, t.headers))
     result(
-        post(
-            client,
-            "/v2/organizations/usergroups/add",
-            {"organizationId": "o1", "organizationUserGroups": [{"groupId": "g"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/usergroups/add",
+             {"organizationId": "o1", "organizationUserGroups": [{"groupId": "g"}]}, t.headers))
     result(
-        post(
-            client,
-            "/v2/organizations/usergroups/users/add",
-            {"organizationId": "o1", "organizationUserGroupId": "g", "userIds": ["u1", "u2"]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/usergroups/users/add",
+             {"organizationId": "o1", "organizationUserGroupId": "g", "userIds": ["u1", "u2"]}, t.headers))
     result(
-        post(
-            client,
-            "/v2/presence/update",
-            {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u2"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/presence/update", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u2"}]},
+             t.headers))
     # u2 mentions u1 and u3: after the deletion the notification stays, without u1.
     result(
         post(
-            client,
-            "/v2/notifications/add",
-            {
-                "organizationId": "o1",
-                "documentId": "d1",
-                "actionUser": {"userId": "u2"},
-                "notifyAll": False,
-                "notificationId": "by-u2",
-                "displayHeadlineMessageTemplate": "{actionUser} mentioned you",
-                "displayBodyMessage": "@u1 @u3",
-                "notifyUsers": [{"userId": "u1"}, {"userId": "u3"}],
-            },
-            t.headers,
-        )
-    )
+            client, "/v2/notifications/add", {
+                "organizationId": "o1", "documentId": "d1", "actionUser": {"userId": "u2"}, "notifyAll": False,
+                "notificationId": "by-u2", "displayHeadlineMessageTemplate": "{actionUser} mentioned you",
+                "displayBodyMessage": "@u1 @u3", "notifyUsers": [{"userId": "u1"}, {"userId": "u3"}]
+            }, t.headers))
     u2_before = user_rows(db, t, "u2")
     assert all(user_rows(db, t, "u1").values())
 
@@ -253,16 +181,14 @@ def test_user_data_deletion_leaves_nothing_of_the_user_and_touches_no_one_else(c
     assert started["tasksCount"] == len(TASKS)
     settle_jobs(live, t)
     assert deletion_status(client, t, started["jobId"]) == {
-        "isDeleteCompleted": True,
-        "tasksLeft": 0,
-        "lastTaskCompletedTime": int(clock["now"] * 1000),
+        "isDeleteCompleted": True, "tasksLeft": 0, "lastTaskCompletedTime": int(clock["now"] * 1000)
     }
     assert user_rows(db, t, "u1") == dict.fromkeys(u2_before, 0)
     # u2 keeps everything but the notification u1 sent them (u1 created it).
     assert user_rows(db, t, "u2") == u2_before | {"notifications": u2_before["notifications"] - 1}
     mention = db.execute(
-        "select notify_users_by_user_id as m from notifications where id = 'by-u2' and api_key_id = %s", (t.api_key,)
-    ).fetchone()
+        "select notify_users_by_user_id as m from notifications where id = 'by-u2' and api_key_id = %s",
+        (t.api_key, )).fetchone()
     assert mention["m"] == {"u3": True}
     u2_before = user_rows(db, t, "u2")
 
@@ -283,14 +209,8 @@ def test_user_data_deletion_scoped_to_organizations(client, live, db):
     rows = user_rows(db, t, "u1")
     # o1's data went; the o2 access and the profile it still needs stayed.
     assert rows == {
-        "grants": 1,
-        "members": 0,
-        "activities": 0,
-        "judgments": 0,
-        "notifications": 0,
-        "presence": 0,
-        "recordings": 0,
-        "profile": 1,
+        "grants": 1, "members": 0, "activities": 0, "judgments": 0, "notifications": 0, "presence": 0, "recordings": 0,
+        "profile": 1
     }
 
 

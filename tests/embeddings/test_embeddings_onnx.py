@@ -140,6 +140,7 @@ def test_bf16_that_drifts_is_refused_for_fp32(cache, onnx_fp32, monkeypatch, cap
     from collab.embeddings import runtime
 
     class Drifting:
+
         def run(self, _outputs, feeds):
             rows = numpy.zeros((feeds["input_ids"].shape[0], 384), dtype=numpy.float32)
             rows[:, 0] = 1.0  # unit vectors pointing nowhere near the model's
@@ -210,15 +211,13 @@ def test_export_is_cached_by_content_hash_and_nothing_was_downloaded(onnx_fp32, 
 
 def test_a_cached_export_starts_without_torch_or_network(onnx_fp32, cache):
     # A fresh process (like a worker starting): loads the cached export, embeds, never imports torch.
-    code = (
-        "import socket, sys\n"
-        "def refuse(*a, **k): raise OSError('network is off')\n"
-        "socket.socket.connect = lambda self, addr: refuse() if addr[0] not in ('127.0.0.1', '::1') else None\n"
-        "from collab.embeddings.model import load\n"
-        f"e = load(cache_dir={str(cache)!r})\n"
-        "v = e.encode(['hero image alt text', 'ok'])\n"
-        "print(e.model.label, len(v), 'torch' in sys.modules)\n"
-    )
+    code = ("import socket, sys\n"
+            "def refuse(*a, **k): raise OSError('network is off')\n"
+            "socket.socket.connect = lambda self, addr: refuse() if addr[0] not in ('127.0.0.1', '::1') else None\n"
+            "from collab.embeddings.model import load\n"
+            f"e = load(cache_dir={str(cache)!r})\n"
+            "v = e.encode(['hero image alt text', 'ok'])\n"
+            "print(e.model.label, len(v), 'torch' in sys.modules)\n")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -227,12 +226,10 @@ def test_a_cached_export_starts_without_torch_or_network(onnx_fp32, cache):
 
 def test_the_first_export_runs_in_a_child_so_torch_never_stays_in_the_worker(tmp_path):
     # A fresh process with an empty cache (a worker's first start): the export happens, in a child process.
-    code = (
-        "import sys\n"
-        "from collab.embeddings.model import load\n"
-        f"e = load(cache_dir={str(tmp_path)!r})\n"
-        "print(e.model.label, len(e.encode(['hero image alt text', 'ok'])), 'torch' in sys.modules)\n"
-    )
+    code = ("import sys\n"
+            "from collab.embeddings.model import load\n"
+            f"e = load(cache_dir={str(tmp_path)!r})\n"
+            "print(e.model.label, len(e.encode(['hero image alt text', 'ok'])), 'torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-3:] == [DEFAULT_LABEL, "2", "False"]

@@ -30,15 +30,10 @@ def checklist(rows: list[tuple[str, str]]) -> bytes:
     return out.getvalue().encode()
 
 
-SMALL = checklist(
-    [
-        ("Claims", "Every price claim states whether tax is included"),
-        ("Claims", "Comparative claims name the compared product"),
-        ("Privacy", "Forms link to the privacy policy"),
-        ("Privacy", "Tracking pixels are disclosed in the cookie banner"),
-        ("Notes", "N/A"),
-    ]
-)
+SMALL = checklist([("Claims", "Every price claim states whether tax is included"),
+                   ("Claims", "Comparative claims name the compared product"),
+                   ("Privacy", "Forms link to the privacy policy"),
+                   ("Privacy", "Tracking pixels are disclosed in the cookie banner"), ("Notes", "N/A")])
 
 
 @pytest.fixture
@@ -59,15 +54,14 @@ def extract(client, t, data: bytes = SMALL, mime: str = CSV, **extra):
 
 
 def source_row(db, source_id):
-    return db.execute("select * from knowledge_sources where id = %s", (source_id,)).fetchone()
+    return db.execute("select * from knowledge_sources where id = %s", (source_id, )).fetchone()
 
 
 # --- the full path ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "provider, key_provider", [("openai", "openai"), ("claude", "anthropic"), ("gemini", "gemini")]
-)
+@pytest.mark.parametrize("provider, key_provider", [("openai", "openai"), ("claude", "anthropic"),
+                                                    ("gemini", "gemini")])
 def test_extracts_agents_through_each_provider(client, model, db, provider, key_provider):
     t = tenant_with_key(client, key_provider)
     data = result(extract(client, t, provider=provider, fileName="marketing.csv"))
@@ -77,14 +71,13 @@ def test_extracts_agents_through_each_provider(client, model, db, provider, key_
     assert names == ["Claims Review", "Privacy Review"]
     claims = next(a for a in out["agents"] if a["name"] == "Claims Review")
     assert claims["sourceTasks"] == [
-        "Every price claim states whether tax is included",
-        "Comparative claims name the compared product",
+        "Every price claim states whether tax is included", "Comparative claims name the compared product"
     ]
     assert set(claims) == {"name", "description", "prompt", "sourceTasks", "userContextFields"}
     assert "{{brand_name}}" in claims["prompt"]
-    assert claims["userContextFields"] == [
-        {"id": "brand_name", "title": "Brand name", "type": "text", "example": "Acme"}
-    ]
+    assert claims["userContextFields"] == [{
+        "id": "brand_name", "title": "Brand name", "type": "text", "example": "Acme"
+    }]
     assert out["skipped"] == [{"originalText": "N/A", "reason": "Not a check."}]
     assert out["totalTasksParsed"] == 5
     assert isinstance(out["summary"], str) and "2 agents" in out["summary"]
@@ -136,7 +129,7 @@ def test_missing_provider_key_is_internal(client, model, db):
 def test_unknown_provider_passes_validation_then_internal(client, model, db, provider):
     t = tenant_with_key(client)
     error(extract(client, t, provider=provider), "INTERNAL")
-    n = db.execute("select count(*) as n from knowledge_sources where api_key_id = %s", (t.api_key,)).fetchone()["n"]
+    n = db.execute("select count(*) as n from knowledge_sources where api_key_id = %s", (t.api_key, )).fetchone()["n"]
     assert n == 0 and model.requests == []
 
 
@@ -182,7 +175,7 @@ def test_malformed_twice_is_reported_not_passed_through(client, model, db):
     model.script("openai", {"text": bad}, {"text": bad})
     err = error(extract(client, t), "INTERNAL")
     assert "malformed" in err["message"]
-    row = db.execute("select status, error from knowledge_sources where api_key_id = %s", (t.api_key,)).fetchone()
+    row = db.execute("select status, error from knowledge_sources where api_key_id = %s", (t.api_key, )).fetchone()
     assert row["status"] == "failed" and "malformed" in row["error"]
 
 
@@ -208,7 +201,7 @@ def test_job_over_budget_is_deadline_exceeded(client, model, live, db):
         error(extract(client, t), "DEADLINE_EXCEEDED")
     finally:
         live.svc.settings.extraction_timeout_s = 120.0
-    row = db.execute("select status from knowledge_sources where api_key_id = %s", (t.api_key,)).fetchone()
+    row = db.execute("select status from knowledge_sources where api_key_id = %s", (t.api_key, )).fetchone()
     assert row["status"] == "failed"
 
 
@@ -222,26 +215,22 @@ def test_redis_down_is_unavailable_and_nothing_written(client, model, live, db, 
         error(extract(client, t), "UNAVAILABLE")
     finally:
         live.svc.redis = original
-    n = db.execute("select count(*) as n from knowledge_sources where api_key_id = %s", (t.api_key,)).fetchone()["n"]
+    n = db.execute("select count(*) as n from knowledge_sources where api_key_id = %s", (t.api_key, )).fetchone()["n"]
     assert n == 0
 
 
 # --- validation and hostile files --------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "data, paths",
-    [
-        ({}, [["fileBase64"], ["mimeType"]]),
-        ({"fileBase64": "", "mimeType": ""}, [["fileBase64"], ["mimeType"]]),
-        ({"fileBase64": "   \n ", "mimeType": CSV}, [["fileBase64"]]),
-        ({"fileBase64": "###not base64###", "mimeType": CSV}, [["fileBase64"]]),
-        ({"fileBase64": b64(b"a,b"), "mimeType": "image/png"}, [["mimeType"]]),
-        ({"fileBase64": b64(b"a,b"), "mimeType": "application/msword"}, [["mimeType"]]),
-        ({"fileBase64": 12, "mimeType": ["text/csv"]}, [["fileBase64"], ["mimeType"]]),
-        ({"fileBase64": b64(b"a,b"), "mimeType": CSV, "fileName": 5}, [["fileName"]]),
-    ],
-)
+@pytest.mark.parametrize("data, paths",
+                         [({}, [["fileBase64"], ["mimeType"]]),
+                          ({"fileBase64": "", "mimeType": ""}, [["fileBase64"], ["mimeType"]]),
+                          ({"fileBase64": "   \n ", "mimeType": CSV}, [["fileBase64"]]),
+                          ({"fileBase64": "###not base64###", "mimeType": CSV}, [["fileBase64"]]),
+                          ({"fileBase64": b64(b"a,b"), "mimeType": "image/png"}, [["mimeType"]]),
+                          ({"fileBase64": b64(b"a,b"), "mimeType": "application/msword"}, [["mimeType"]]),
+                          ({"fileBase64": 12, "mimeType": ["text/csv"]}, [["fileBase64"], ["mimeType"]]),
+                          ({"fileBase64": b64(b"a,b"), "mimeType": CSV, "fileName": 5}, [["fileName"]])])
 def test_validation(client, model, data, paths):
     t = tenant_with_key(client)
     err = error(post(client, EXTRACT, data, t.headers), "INVALID_ARGUMENT")

@@ -29,51 +29,22 @@ def test_render_refuses_missing_and_extra_variables():
         prompt.render(file_name="x", task_count=1, tasks="t", extra="nope")
 
 
-@pytest.mark.parametrize(
-    "text, problem",
-    [
-        (
-            (
-                'name = "p"\nversion = 1\nvariables = ["a"]\noutput_schema = "s.json"\n'
-                '[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n'
-                '[messages]\nsystem = "$a $b"\nuser = "u"\n'
-            ),
-            "undeclared",
-        ),
-        (
-            (
-                'name = "p"\nversion = 1\nvariables = ["a", "z"]\noutput_schema = "s.json"\n'
-                '[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n'
-                '[messages]\nsystem = "$a"\nuser = "u"\n'
-            ),
-            "unused",
-        ),
-        (
-            (
-                'name = "other"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n'
-                '[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n'
-                '[messages]\nsystem = "s"\nuser = "u"\n'
-            ),
-            "does not match",
-        ),
-        (
-            (
-                'name = "p"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n'
-                '[models]\nopenai="gpt-4o"\n'
-                '[messages]\nsystem = "s"\nuser = "u"\n'
-            ),
-            "no model",
-        ),
-        (
-            (
-                'name = "p"\nversion = 1\nvariables = []\noutput_schema = "missing.json"\n'
-                '[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n'
-                '[messages]\nsystem = "s"\nuser = "u"\n'
-            ),
-            "missing.json",
-        ),
-    ],
-)
+@pytest.mark.parametrize("text, problem",
+                         [(('name = "p"\nversion = 1\nvariables = ["a"]\noutput_schema = "s.json"\n'
+                            '[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n'
+                            '[messages]\nsystem = "$a $b"\nuser = "u"\n'), "undeclared"),
+                          (('name = "p"\nversion = 1\nvariables = ["a", "z"]\noutput_schema = "s.json"\n'
+                            '[models]\nopenai="gpt-4o"\nclaude="claude-x"\ngemini="gemini-x"\n'
+                            '[messages]\nsystem = "$a"\nuser = "u"\n'), "unused"),
+                          (('name = "other"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n'
+                            '[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n'
+                            '[messages]\nsystem = "s"\nuser = "u"\n'), "does not match"),
+                          (('name = "p"\nversion = 1\nvariables = []\noutput_schema = "s.json"\n'
+                            '[models]\nopenai="gpt-4o"\n'
+                            '[messages]\nsystem = "s"\nuser = "u"\n'), "no model"),
+                          (('name = "p"\nversion = 1\nvariables = []\noutput_schema = "missing.json"\n'
+                            '[models]\nopenai="gpt-4o"\nclaude="c"\ngemini="g"\n'
+                            '[messages]\nsystem = "s"\nuser = "u"\n'), "missing.json")])
 def test_invalid_prompt_files_are_refused(tmp_path, text, problem):
     (tmp_path / "s.json").write_text('{"type": "object"}')
     (tmp_path / "p.toml").write_text(text)
@@ -100,9 +71,8 @@ def test_eval_record_then_replay(llm, live, tmp_path):
     llm.reset()
     llm.responder = evaluate.cassette_responder(tmp_path)
     replayed = asyncio.run(evaluate.evaluate(settings, provider="openai"))
-    assert [(r.fixture, r.covered, r.agents, r.ok) for r in replayed] == [
-        (r.fixture, r.covered, r.agents, r.ok) for r in recorded
-    ]
+    assert [(r.fixture, r.covered, r.agents, r.ok) for r in replayed] == [(r.fixture, r.covered, r.agents, r.ok)
+                                                                          for r in recorded]
 
 
 def _small_fixtures(tmp_path):
@@ -142,8 +112,7 @@ def test_compare_scores_two_prompt_versions_side_by_side(llm, live, tmp_path):
     settings = live.settings.model_copy(update={"openai_api_key": "platform-key"})
     a_rows = asyncio.run(evaluate.evaluate(settings, provider="openai", fixtures=fixtures))
     b_rows = asyncio.run(
-        evaluate.evaluate(settings.model_copy(update={"prompts_dir": str(b)}), provider="openai", fixtures=fixtures)
-    )
+        evaluate.evaluate(settings.model_copy(update={"prompts_dir": str(b)}), provider="openai", fixtures=fixtures))
     assert all(r.ok for r in a_rows) and not any(r.ok for r in b_rows)
     out = evaluate.compare_table(a_rows, b_rows, names=("current", "prompts-b"))
     assert "A = current, B = prompts-b" in out
@@ -161,9 +130,5 @@ def test_compare_from_the_command_entry(live, tmp_path, monkeypatch, capsys):
     assert code == 0, out  # the stand-in model answers both versions alike: nothing got worse
     assert "| fixtures ok | 2/2 | 2/2 | +0 |" in out
     with pytest.raises(SystemExit, match="not a directory"):
-        evaluate.main(
-            provider="fake",
-            mode="live",
-            fixtures=_small_fixtures(tmp_path / "x"),
-            compare=("current", str(tmp_path / "none")),
-        )
+        evaluate.main(provider="fake", mode="live", fixtures=_small_fixtures(tmp_path / "x"),
+                      compare=("current", str(tmp_path / "none")))

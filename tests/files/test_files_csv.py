@@ -7,20 +7,16 @@ from support.factories import triples
 
 
 def test_csv_with_header_and_category_column():
-    data = (
-        "ID,Category,Check,Owner\n"
-        "1,Access,Enable MFA for all administrator accounts,alice\n"
-        "2,Access,Remove accounts unused for 90 days,bob\n"
-        "3,Logging,Retain audit logs for one year,carol\n"
-        '4,Logging,"Alert on repeated failed logins, including API keys",carol\n'
-    ).encode()
+    data = ("ID,Category,Check,Owner\n"
+            "1,Access,Enable MFA for all administrator accounts,alice\n"
+            "2,Access,Remove accounts unused for 90 days,bob\n"
+            "3,Logging,Retain audit logs for one year,carol\n"
+            '4,Logging,"Alert on repeated failed logins, including API keys",carol\n').encode()
     decoded = decode(data, "text/csv")
-    assert triples(decoded) == [
-        ("Enable MFA for all administrator accounts", "Access", "row 2"),
-        ("Remove accounts unused for 90 days", "Access", "row 3"),
-        ("Retain audit logs for one year", "Logging", "row 4"),
-        ("Alert on repeated failed logins, including API keys", "Logging", "row 5"),
-    ]
+    assert triples(decoded) == [("Enable MFA for all administrator accounts", "Access", "row 2"),
+                                ("Remove accounts unused for 90 days", "Access", "row 3"),
+                                ("Retain audit logs for one year", "Logging", "row 4"),
+                                ("Alert on repeated failed logins, including API keys", "Logging", "row 5")]
     assert decoded.meta["format"] == "csv"
     assert decoded.meta["taskColumn"] == "Check"
     assert decoded.meta["categoryColumn"] == "Category"
@@ -30,104 +26,81 @@ def test_csv_with_header_and_category_column():
 
 
 def test_csv_without_header_picks_longest_text_and_low_cardinality_category():
-    data = (
-        "Network;Firewall rules are reviewed every quarter\n"
-        "Network;Unused ports are closed on all hosts\n"
-        "Identity;Passwords are at least 12 characters long\n"
-        "Identity;Service accounts have no interactive login\n"
-        "Identity;Every administrator uses a hardware key\n"
-    ).encode()
+    data = ("Network;Firewall rules are reviewed every quarter\n"
+            "Network;Unused ports are closed on all hosts\n"
+            "Identity;Passwords are at least 12 characters long\n"
+            "Identity;Service accounts have no interactive login\n"
+            "Identity;Every administrator uses a hardware key\n").encode()
     decoded = decode(data, "text/csv")
     assert decoded.meta["delimiter"] == ";"
     assert decoded.meta["headerRow"] is None
-    assert triples(decoded) == [
-        ("Firewall rules are reviewed every quarter", "Network", "row 1"),
-        ("Unused ports are closed on all hosts", "Network", "row 2"),
-        ("Passwords are at least 12 characters long", "Identity", "row 3"),
-        ("Service accounts have no interactive login", "Identity", "row 4"),
-        ("Every administrator uses a hardware key", "Identity", "row 5"),
-    ]
+    assert triples(decoded) == [("Firewall rules are reviewed every quarter", "Network", "row 1"),
+                                ("Unused ports are closed on all hosts", "Network", "row 2"),
+                                ("Passwords are at least 12 characters long", "Identity", "row 3"),
+                                ("Service accounts have no interactive login", "Identity", "row 4"),
+                                ("Every administrator uses a hardware key", "Identity", "row 5")]
 
 
 def test_messy_csv_title_rows_blank_rows_two_row_header_duplicates_and_notes():
-    data = (
-        "ACME Corp - Vendor Security Review,,,\n"
-        "Version 3 (internal),,,\n"
-        ",,,\n"
-        "Review item,,Ownership,\n"
-        "Area,Requirement,Owner,Due\n"
-        "Access,Vendor enforces MFA for staff,Security,2024-03-01\n"
-        ",,,\n"
-        ",Vendor offboards staff within 24 hours,HR,2024-03-01\n"
-        "Data,  Customer data is   encrypted at rest  ,Security,2024-04-01\n"
-        "Data,Vendor enforces MFA for staff,Security,2024-04-01\n"
-        "Data,,Security,2024-04-01\n"
-        "Data,ok,Security,2024-04-01\n"
-        ",,,\n"
-        "Notes: answers are due before the contract renewal,,,\n"
-        "Source: procurement template v2,,,\n"
-    ).encode()
+    data = ("ACME Corp - Vendor Security Review,,,\n"
+            "Version 3 (internal),,,\n"
+            ",,,\n"
+            "Review item,,Ownership,\n"
+            "Area,Requirement,Owner,Due\n"
+            "Access,Vendor enforces MFA for staff,Security,2024-03-01\n"
+            ",,,\n"
+            ",Vendor offboards staff within 24 hours,HR,2024-03-01\n"
+            "Data,  Customer data is   encrypted at rest  ,Security,2024-04-01\n"
+            "Data,Vendor enforces MFA for staff,Security,2024-04-01\n"
+            "Data,,Security,2024-04-01\n"
+            "Data,ok,Security,2024-04-01\n"
+            ",,,\n"
+            "Notes: answers are due before the contract renewal,,,\n"
+            "Source: procurement template v2,,,\n").encode()
     decoded = decode(data, "text/csv")
-    assert triples(decoded) == [
-        ("Vendor enforces MFA for staff", "Access", "row 6"),
-        ("Vendor offboards staff within 24 hours", "Access", "row 8"),
-        ("Customer data is encrypted at rest", "Data", "row 9"),
-    ]
+    assert triples(decoded) == [("Vendor enforces MFA for staff", "Access", "row 6"),
+                                ("Vendor offboards staff within 24 hours", "Access", "row 8"),
+                                ("Customer data is encrypted at rest", "Data", "row 9")]
     reasons = [(s.originalText, s.reason) for s in decoded.skipped]
-    assert reasons == [
-        ("ACME Corp - Vendor Security Review", "title row"),
-        ("Version 3 (internal)", "title row"),
-        ("Review item | Ownership", "header row"),
-        ("Area | Requirement | Owner | Due", "header row"),
-        ("Vendor enforces MFA for staff", "duplicate"),
-        ("Data | Security | 2024-04-01", "blank"),
-        ("ok", "too short to be a check"),
-        ("Notes: answers are due before the contract renewal", "note"),
-        ("Source: procurement template v2", "note"),
-    ]
+    assert reasons == [("ACME Corp - Vendor Security Review", "title row"), ("Version 3 (internal)", "title row"),
+                       ("Review item | Ownership", "header row"), ("Area | Requirement | Owner | Due", "header row"),
+                       ("Vendor enforces MFA for staff", "duplicate"), ("Data | Security | 2024-04-01", "blank"),
+                       ("ok", "too short to be a check"),
+                       ("Notes: answers are due before the contract renewal", "note"),
+                       ("Source: procurement template v2", "note")]
     assert decoded.meta["headerRow"] == 5
     assert decoded.meta["taskColumn"] == "Requirement"
     assert decoded.meta["categoryColumn"] == "Area"
 
 
 def test_section_rows_inside_a_table_become_categories():
-    data = (
-        "Ref,Control,Status\n"
-        "Access management,,\n"
-        "A1,Accounts are reviewed monthly,Open\n"
-        "A2,Shared accounts are forbidden,Done\n"
-        "A3,,\n"
-        "Backups,,\n"
-        "B1,Backups are restored in a test every quarter,Open\n"
-    ).encode()
+    data = ("Ref,Control,Status\n"
+            "Access management,,\n"
+            "A1,Accounts are reviewed monthly,Open\n"
+            "A2,Shared accounts are forbidden,Done\n"
+            "A3,,\n"
+            "Backups,,\n"
+            "B1,Backups are restored in a test every quarter,Open\n").encode()
     decoded = decode(data, "text/csv")
-    assert triples(decoded) == [
-        ("Accounts are reviewed monthly", "Access management", "row 3"),
-        ("Shared accounts are forbidden", "Access management", "row 4"),
-        ("Backups are restored in a test every quarter", "Backups", "row 7"),
-    ]
+    assert triples(decoded) == [("Accounts are reviewed monthly", "Access management", "row 3"),
+                                ("Shared accounts are forbidden", "Access management", "row 4"),
+                                ("Backups are restored in a test every quarter", "Backups", "row 7")]
     assert decoded.meta["categoryColumn"] is None
-    assert [(s.originalText, s.reason) for s in decoded.skipped] == [
-        ("Ref | Control | Status", "header row"),
-        ("Access management", "section heading"),
-        ("A3", "blank"),
-        ("Backups", "section heading"),
-    ]
+    assert [(s.originalText, s.reason) for s in decoded.skipped] == [("Ref | Control | Status", "header row"),
+                                                                     ("Access management", "section heading"),
+                                                                     ("A3", "blank"), ("Backups", "section heading")]
 
 
 def test_task_column_prefers_sentences_over_ids_with_the_same_keyword():
-    data = (
-        "Domain,Control,Control Description,Guidance\n"
-        "IAM,AC-1,Access control policy is documented,Review the policy with the CISO every year and file it\n"
-        "IAM,AC-2,Accounts are managed through tickets,Every account change needs an approved ticket reference\n"
-        "LOG,AU-2,Auditable events are defined,List the events in the logging standard and map them to sources\n"
-    ).encode()
+    data = ("Domain,Control,Control Description,Guidance\n"
+            "IAM,AC-1,Access control policy is documented,Review the policy with the CISO every year and file it\n"
+            "IAM,AC-2,Accounts are managed through tickets,Every account change needs an approved ticket reference\n"
+            "LOG,AU-2,Auditable events are defined,List the events in the logging standard and map them to sources\n"
+            ).encode()
     decoded = decode(data, "text/csv")
-    assert triples(decoded) == [
-        ("Access control policy is documented", "IAM", "row 2"),
-        ("Accounts are managed through tickets", "IAM", "row 3"),
-        ("Auditable events are defined", "LOG", "row 4"),
-    ]
+    assert triples(decoded) == [("Access control policy is documented", "IAM", "row 2"),
+                                ("Accounts are managed through tickets", "IAM", "row 3"),
+                                ("Auditable events are defined", "LOG", "row 4")]
     assert decoded.meta["taskColumn"] == "Control Description"
 
 
@@ -135,10 +108,8 @@ def test_tsv_uses_tab_delimiter_and_single_column_header():
     data = "Task\tNotes\nConfirm the DPA is signed\tlegal\nCheck the SOC 2 report date\t\n".encode()
     decoded = decode(data, "text/tab-separated-values")
     assert decoded.meta["format"] == "tsv"
-    assert triples(decoded) == [
-        ("Confirm the DPA is signed", None, "row 2"),
-        ("Check the SOC 2 report date", None, "row 3"),
-    ]
+    assert triples(decoded) == [("Confirm the DPA is signed", None, "row 2"),
+                                ("Check the SOC 2 report date", None, "row 3")]
 
 
 def test_single_column_csv_with_bom_and_cp1252():
@@ -161,10 +132,8 @@ def test_utf16_csv_is_decoded():
 def test_nul_bytes_are_stripped():
     data = b"Check,Area\nDisk\x00 encryption is on,Lap\x00tops\nBack\x00ups are tested,Servers\n"
     decoded = decode(data, "text/csv")
-    assert [(t.text, t.category) for t in decoded.tasks] == [
-        ("Disk encryption is on", "Laptops"),
-        ("Backups are tested", "Servers"),
-    ]
+    assert [(t.text, t.category) for t in decoded.tasks] == [("Disk encryption is on", "Laptops"),
+                                                             ("Backups are tested", "Servers")]
     assert "\x00" not in decoded.canonical_text
     assert all("\x00" not in t.text for t in decoded.tasks)
 

@@ -25,12 +25,7 @@ def error_of(data: bytes, mime: str, **limits) -> DecodeError:
 
 def test_supported_mime_types():
     assert SUPPORTED_MIME_TYPES == {
-        "text/csv",
-        "text/tab-separated-values",
-        XLSX,
-        "application/pdf",
-        "text/plain",
-        "text/markdown",
+        "text/csv", "text/tab-separated-values", XLSX, "application/pdf", "text/plain", "text/markdown"
     }
 
 

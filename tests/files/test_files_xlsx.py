@@ -18,34 +18,23 @@ def kind_of(data: bytes, mime: str = XLSX, **limits) -> str:
 
 
 def test_multi_sheet_workbook():
-    data = make_xlsx(
-        {
-            "Access": [
-                ["Access control review"],
-                [],
-                ["#", "Check", "Done?"],
-                [1, "Admin accounts use MFA", False],
-                [2, "Leavers are removed within a day", True],
-                [3.0, "Access is recertified every quarter", None],
-            ],
-            "Vendors": [
-                ["Domain", "Question", "Answer", "Due"],
-                ["Privacy", "Is customer data processed in the EU?", "Yes", dt.datetime(2024, 3, 1)],
-                [None, "Is there a signed DPA?", "", dt.datetime(2024, 3, 1)],
-                ["Security", "Do you hold an ISO 27001 certificate?", "No", dt.datetime(2024, 4, 1)],
-            ],
-            "Empty": [],
-        }
-    )
+    data = make_xlsx({
+        "Access": [["Access control review"], [], ["#", "Check", "Done?"], [1, "Admin accounts use MFA", False],
+                   [2, "Leavers are removed within a day", True], [3.0, "Access is recertified every quarter", None]],
+        "Vendors": [["Domain", "Question", "Answer", "Due"],
+                    ["Privacy", "Is customer data processed in the EU?", "Yes",
+                     dt.datetime(2024, 3, 1)], [None, "Is there a signed DPA?", "",
+                                                dt.datetime(2024, 3, 1)],
+                    ["Security", "Do you hold an ISO 27001 certificate?", "No",
+                     dt.datetime(2024, 4, 1)]], "Empty": []
+    })
     decoded = decode(data, XLSX, file_name="review.xlsx")
-    assert triples(decoded) == [
-        ("Admin accounts use MFA", "Access", "Access!row 4"),
-        ("Leavers are removed within a day", "Access", "Access!row 5"),
-        ("Access is recertified every quarter", "Access", "Access!row 6"),
-        ("Is customer data processed in the EU?", "Privacy", "Vendors!row 2"),
-        ("Is there a signed DPA?", "Privacy", "Vendors!row 3"),
-        ("Do you hold an ISO 27001 certificate?", "Security", "Vendors!row 4"),
-    ]
+    assert triples(decoded) == [("Admin accounts use MFA", "Access", "Access!row 4"),
+                                ("Leavers are removed within a day", "Access", "Access!row 5"),
+                                ("Access is recertified every quarter", "Access", "Access!row 6"),
+                                ("Is customer data processed in the EU?", "Privacy", "Vendors!row 2"),
+                                ("Is there a signed DPA?", "Privacy", "Vendors!row 3"),
+                                ("Do you hold an ISO 27001 certificate?", "Security", "Vendors!row 4")]
     assert decoded.meta["format"] == "xlsx"
     assert decoded.meta["fileName"] == "review.xlsx"
     assert [s["name"] for s in decoded.meta["sheets"]] == ["Access", "Vendors", "Empty"]
@@ -53,19 +42,15 @@ def test_multi_sheet_workbook():
     assert decoded.meta["sheets"][1]["categoryColumn"] == "Domain"
     assert "## Vendors" in decoded.canonical_text
     assert "2024-03-01" in decoded.canonical_text
-    assert [(s.originalText, s.reason) for s in decoded.skipped][:2] == [
-        ("Access control review", "title row"),
-        ("# | Check | Done?", "header row"),
-    ]
+    assert [(s.originalText, s.reason) for s in decoded.skipped][:2] == [("Access control review", "title row"),
+                                                                         ("# | Check | Done?", "header row")]
 
 
 def test_sparse_rows_far_down_keep_their_row_numbers():
     workbook_rows = [["Check"], ["Firewall rules are reviewed"]] + [[]] * 500 + [["Backups are restored yearly"]]
     decoded = decode(make_xlsx({"S": workbook_rows}), XLSX)
-    assert triples(decoded) == [
-        ("Firewall rules are reviewed", "S", "S!row 2"),
-        ("Backups are restored yearly", "S", "S!row 503"),
-    ]
+    assert triples(decoded) == [("Firewall rules are reviewed", "S", "S!row 2"),
+                                ("Backups are restored yearly", "S", "S!row 503")]
 
 
 def test_zip_bomb_is_refused_quickly():
@@ -89,7 +74,7 @@ def test_high_compression_ratio_member_is_refused():
 
 def test_corrupt_zip_and_non_workbook_zip_are_unreadable():
     good = make_xlsx({"S": [["Check"], ["Something to verify"]]})
-    assert kind_of(good[: len(good) // 2]) == "unreadable"
+    assert kind_of(good[:len(good) // 2]) == "unreadable"
     assert kind_of(b"PK\x03\x04 this is not really a zip") == "unreadable"
     assert kind_of(b"Check,Owner\nNot a workbook at all,me\n") == "unreadable"
     buffer = io.BytesIO()
@@ -100,10 +85,8 @@ def test_corrupt_zip_and_non_workbook_zip_are_unreadable():
 
 def test_xml_entity_expansion_is_refused():
     good = make_xlsx({"S": [["Check"], ["Something to verify"]]})
-    doctype = (
-        '<!DOCTYPE worksheet [<!ENTITY a "lol"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
-        '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>'
-    )
+    doctype = ('<!DOCTYPE worksheet [<!ENTITY a "lol"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+               '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>')
     source, target = zipfile.ZipFile(io.BytesIO(good)), io.BytesIO()
     sheet = source.read("xl/worksheets/sheet1.xml").decode()
     assert "Something to verify" in sheet
@@ -142,14 +125,11 @@ def test_forged_dimension_and_far_away_row_stay_fast():
     sheet = source.read("xl/worksheets/sheet1.xml").decode()
     assert '<dimension ref="A1:A2"' in sheet
     far = '<row r="1048576"><c r="A1048576" t="inlineStr"><is><t>The last row is a check too</t></is></c></row>'
-    sheet = sheet.replace('<dimension ref="A1:A2"', '<dimension ref="A1:XFD1048576"').replace(
-        "</sheetData>", far + "</sheetData>"
-    )
+    sheet = sheet.replace('<dimension ref="A1:A2"',
+                          '<dimension ref="A1:XFD1048576"').replace("</sheetData>", far + "</sheetData>")
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for info in source.infolist():
             archive.writestr(info.filename, sheet if info.filename == "xl/worksheets/sheet1.xml" else source.read(info))
     decoded = decode(target.getvalue(), XLSX)
-    assert triples(decoded) == [
-        ("Something to verify", "S", "S!row 2"),
-        ("The last row is a check too", "S", "S!row 1048576"),
-    ]
+    assert triples(decoded) == [("Something to verify", "S", "S!row 2"),
+                                ("The last row is a check too", "S", "S!row 1048576")]

@@ -46,30 +46,22 @@ def test_five_mb_of_pathological_lines_keeps_its_real_items():
 
 
 def test_headings_and_links_still_read_as_before():
-    text = (
-        "# Access control ##\n"
-        "- See [the runbook](https://example.com/run) before **rotating** keys\n"
-        "## C# services\n"
-        "- [x] Builds [pin] the [SDK](https://example.com/sdk) version\n"
-        "#NotAHeading is a line of text\n"
-    )
+    text = ("# Access control ##\n"
+            "- See [the runbook](https://example.com/run) before **rotating** keys\n"
+            "## C# services\n"
+            "- [x] Builds [pin] the [SDK](https://example.com/sdk) version\n"
+            "#NotAHeading is a line of text\n")
     decoded = decode(text.encode(), "text/markdown")
-    assert [(t.text, t.category) for t in decoded.tasks] == [
-        ("See the runbook before rotating keys", "Access control"),
-        ("Builds [pin] the SDK version", "C# services"),
-    ]
+    assert [(t.text, t.category) for t in decoded.tasks] == [("See the runbook before rotating keys", "Access control"),
+                                                             ("Builds [pin] the SDK version", "C# services")]
 
 
 @pytest.mark.parametrize(
-    "data, delimiter",
-    [
-        (b"Area|Check\nOps|Backups are restored every quarter\nOps|Alerts page the on-call\n", "|"),
-        (b'Area;Check\nOps;"Backups, restores; and logs are kept"\nOps;Alerts page the on-call\n', ";"),
-        (b"Area,Check\nOps,Use a; b and c\nOps,Alerts page; the on-call\nOps,Keys rotate\n", ","),
-        (b"Area\tCheck\nOps\tBackups are restored every quarter\nOps\tAlerts page the on-call\n", "\t"),
-        (b"Check\nBackups are restored every quarter\nAlerts page the on-call\n", ","),
-    ],
-)
+    "data, delimiter", [(b"Area|Check\nOps|Backups are restored every quarter\nOps|Alerts page the on-call\n", "|"),
+                        (b'Area;Check\nOps;"Backups, restores; and logs are kept"\nOps;Alerts page the on-call\n', ";"),
+                        (b"Area,Check\nOps,Use a; b and c\nOps,Alerts page; the on-call\nOps,Keys rotate\n", ","),
+                        (b"Area\tCheck\nOps\tBackups are restored every quarter\nOps\tAlerts page the on-call\n", "\t"),
+                        (b"Check\nBackups are restored every quarter\nAlerts page the on-call\n", ",")])
 def test_csv_delimiter_is_detected_without_the_sniffer(data, delimiter):
     decoded = decode(data, "text/csv")
     assert decoded.meta["delimiter"] == delimiter
@@ -110,12 +102,9 @@ def test_pathological_upload_with_another_tenant_searching_during_it(client, liv
         result(post(client, "/v2/workspace/apikeyconfig/update", key, t.headers))
     enable_activities(client, other)
     activity = {
-        "id": "a1",
-        "featureType": "comment",
-        "actionType": "comment_annotation.reject",
-        "actionUser": {"userId": "u1"},
+        "id": "a1", "featureType": "comment", "actionType": "comment_annotation.reject", "actionUser": {"userId": "u1"},
         "targetEntityId": "ann1",
-        "entityData": {"reasoning": "The discount claim needs the original price shown next to the sale price."},
+        "entityData": {"reasoning": "The discount claim needs the original price shown next to the sale price."}
     }
     body = {"organizationId": "org1", "documentId": "doc1", "activities": [activity]}
     result(post(client, "/v2/activities/add", body, other.headers))

@@ -37,35 +37,20 @@ def test_sample_keeps_every_kind_and_the_relevant_judgments():
 
 
 def test_score_caps_recall_at_what_fits_in_the_top_k():
-    assert evaluate.score(["a", "b", "x"], ["a", "b"]) == {
-        "recall@1": 1.0,
-        "recall@3": 1.0,
-        "recall@10": 1.0,
-        "rr": 1.0,
-    }
+    assert evaluate.score(["a", "b", "x"],
+                          ["a", "b"]) == {"recall@1": 1.0, "recall@3": 1.0, "recall@10": 1.0, "rr": 1.0}
     assert evaluate.score(["x", "a"], ["a", "b"]) == {"recall@1": 0.0, "recall@3": 0.5, "recall@10": 0.5, "rr": 0.5}
     assert evaluate.score(["x"], ["a"])["rr"] == 0.0
 
 
 @pytest.mark.parametrize(
     "judgments, queries, problem",
-    [
-        (
-            '{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment"}}\n',
-            "",
-            "not an activities/add record",
-        ),
-        (
-            (
-                '{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment",'
-                ' "actionType": "comment.add", "actionUser": {"userId": "u"}}}\n'
-            ),
-            '{"id": "q1", "kind": "keyword", "query": "x", "relevant": ["nope"]}\n',
-            "not in judgments.jsonl",
-        ),
-        ("not json\n", "", "line 1"),
-    ],
-)
+    [('{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment"}}\n', "",
+      "not an activities/add record"),
+     (('{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment",'
+       ' "actionType": "comment.add", "actionUser": {"userId": "u"}}}\n'),
+      '{"id": "q1", "kind": "keyword", "query": "x", "relevant": ["nope"]}\n', "not in judgments.jsonl"),
+     ("not json\n", "", "line 1")])
 def test_a_malformed_set_is_refused_with_its_line(tmp_path, capsys, judgments, queries, problem):
     (tmp_path / "judgments.jsonl").write_text(judgments)
     (tmp_path / "queries.jsonl").write_text(queries)
@@ -101,47 +86,33 @@ def test_cli_runs_on_a_slice_of_the_fixture_set(live, db, monkeypatch, capsys):
         _check(ranking, KINDS, 4)
     assert len(report["perQuery"]) == 12 and all(len(d["configured"]["top"]) <= 3 for d in report["perQuery"])
     # The scratch tenant is gone, and with it the 40 activities, judgments and vectors.
-    assert (
-        db.execute("select count(*) as n from workspaces where owner_email = %s", (evaluate.SCRATCH_EMAIL,)).fetchone()[
-            "n"
-        ]
-        == 0
-    )
+    assert (db.execute("select count(*) as n from workspaces where owner_email = %s",
+                       (evaluate.SCRATCH_EMAIL, )).fetchone()["n"] == 0)
 
 
 def test_a_query_finds_the_judgment_it_quotes_under_both_rankings(live, db, tmp_path):
     labelled = evaluate.sample(evaluate.load_set(), queries=3, judgments=30)
     # Self-retrieval: each query is a judgment's own reasoning, so it must come back in the top 10.
-    quoted = [
-        {
-            "id": f"self-{r['activity']['id']}",
-            "kind": "self",
-            "query": r["activity"]["entityData"]["reasoning"],
-            "relevant": [r["activity"]["id"]],
-        }
-        for r in labelled.records[::10]
-    ]
+    quoted = [{
+        "id": f"self-{r['activity']['id']}", "kind": "self", "query": r["activity"]["entityData"]["reasoning"],
+        "relevant": [r["activity"]["id"]]
+    } for r in labelled.records[::10]]
     report = asyncio.run(
-        evaluate.run(live.settings, labelled=evaluate.LabelledSet(labelled.records, quoted), model="default")
-    )
+        evaluate.run(live.settings, labelled=evaluate.LabelledSet(labelled.records, quoted), model="default"))
     assert report["model"] == "all-MiniLM-L6-v2"
     for ranking in report["rankings"].values():
         _check(ranking, {"self"}, 3)
         assert ranking["overall"]["recall@10"] == 1.0 and ranking["overall"]["mrr"] > 0
     assert "vector only" in evaluate.table(report) and "| self |" in evaluate.table(report)
-    assert (
-        db.execute("select count(*) as n from workspaces where owner_email = %s", (evaluate.SCRATCH_EMAIL,)).fetchone()[
-            "n"
-        ]
-        == 0
-    )
+    assert (db.execute("select count(*) as n from workspaces where owner_email = %s",
+                       (evaluate.SCRATCH_EMAIL, )).fetchone()["n"] == 0)
 
 
 def test_leftover_cleanup_never_reaches_a_tenant_that_signed_up_with_the_scratch_address(client, live, db):
     from support.helpers import new_tenant
 
     real = new_tenant(client, ownerEmail=evaluate.SCRATCH_EMAIL, name="Real").workspace["id"]
-    db.execute("update workspaces set created_at = now() - interval '2 days' where id = %s", (real,))
+    db.execute("update workspaces set created_at = now() - interval '2 days' where id = %s", (real, ))
     workspace_id, _ = live.run(evaluate._scratch_tenant(live.svc))  # cleans up leftovers first
     live.run(evaluate._drop_tenant(live.svc, workspace_id=workspace_id))
-    assert db.execute("select count(*) as n from workspaces where id = %s", (real,)).fetchone()["n"] == 1
+    assert db.execute("select count(*) as n from workspaces where id = %s", (real, )).fetchone()["n"] == 1

@@ -7,17 +7,9 @@ from collab.judgments.derive import decision, derive, render
 
 def row(action_type, **fields):
     base = {
-        "action_type": action_type,
-        "organization_id": "o",
-        "document_id": "d",
-        "target_entity_id": "ann",
-        "action_user": {"userId": "u1", "name": "Ana"},
-        "timestamp": 1000,
-        "changes": None,
-        "entity_data": None,
-        "entity_target_data": None,
-        "display_message_template": None,
-        "display_message_template_data": None,
+        "action_type": action_type, "organization_id": "o", "document_id": "d", "target_entity_id": "ann",
+        "action_user": {"userId": "u1", "name": "Ana"}, "timestamp": 1000, "changes": None, "entity_data": None,
+        "entity_target_data": None, "display_message_template": None, "display_message_template_data": None
     }
     base.update(fields)
     return base
@@ -25,33 +17,23 @@ def row(action_type, **fields):
 
 @pytest.mark.parametrize(
     "action_type, fields, decision",
-    [
-        ("comment.add", {}, "comment"),
-        ("comment_annotation.add", {}, "comment"),
-        ("comment_annotation.status_change", {"changes": {"status": {"from": "open", "to": "resolved"}}}, "resolve"),
-        ("comment_annotation.status_change", {"changes": {"status": {"to": "in_progress"}}}, "in_progress"),
-        ("comment_annotation.status_change", {"changes": {"status": {"to": "open"}}}, None),
-        ("comment_annotation.approve", {}, "approved"),
-        ("comment_annotation.accept", {}, "approved"),
-        ("comment.accept", {}, "approved"),
-        ("comment_annotation.suggestion_accept", {}, "approved"),
-        ("comment_annotation.reject", {}, "rejected"),
-        ("comment.reject", {}, "rejected"),
-        ("comment_annotation.suggestion_reject", {}, "rejected"),
-        ("comment.reaction_add", {"entity_data": {"reaction": "agree"}}, "agree"),
-        ("comment.reaction_add", {"entity_data": {"reaction": "+1"}}, "agree"),
-        ("comment.reaction_add", {"entity_data": {"reaction": "👍"}}, "agree"),
-        ("comment.reaction_add", {"entity_data": {"reaction": "disagree"}}, "disagree"),
-        ("comment.reaction_add", {"entity_data": {"reaction": "-1"}}, "disagree"),
-        ("comment.reaction_add", {"entity_data": {"reaction": "👎"}}, "disagree"),
-        ("comment.reaction_add", {"entity_data": {"reaction": "🎉"}}, "endorse"),
-        ("document.approve", {}, "document_approved"),
-        ("document.reject", {}, "document_rejected"),
-        ("comment.update", {}, None),
-        ("comment_annotation.assign", {}, None),
-        ("huddle.create", {}, None),
-    ],
-)
+    [("comment.add", {}, "comment"), ("comment_annotation.add", {}, "comment"),
+     ("comment_annotation.status_change", {"changes": {"status": {"from": "open", "to": "resolved"}}}, "resolve"),
+     ("comment_annotation.status_change", {"changes": {"status": {"to": "in_progress"}}}, "in_progress"),
+     ("comment_annotation.status_change", {"changes": {"status": {"to": "open"}}}, None),
+     ("comment_annotation.approve", {}, "approved"), ("comment_annotation.accept", {}, "approved"),
+     ("comment.accept", {}, "approved"), ("comment_annotation.suggestion_accept", {}, "approved"),
+     ("comment_annotation.reject", {}, "rejected"), ("comment.reject", {}, "rejected"),
+     ("comment_annotation.suggestion_reject", {}, "rejected"),
+     ("comment.reaction_add", {"entity_data": {"reaction": "agree"}}, "agree"),
+     ("comment.reaction_add", {"entity_data": {"reaction": "+1"}}, "agree"),
+     ("comment.reaction_add", {"entity_data": {"reaction": "👍"}}, "agree"),
+     ("comment.reaction_add", {"entity_data": {"reaction": "disagree"}}, "disagree"),
+     ("comment.reaction_add", {"entity_data": {"reaction": "-1"}}, "disagree"),
+     ("comment.reaction_add", {"entity_data": {"reaction": "👎"}}, "disagree"),
+     ("comment.reaction_add", {"entity_data": {"reaction": "🎉"}}, "endorse"),
+     ("document.approve", {}, "document_approved"), ("document.reject", {}, "document_rejected"),
+     ("comment.update", {}, None), ("comment_annotation.assign", {}, None), ("huddle.create", {}, None)])
 def test_decision_mapping(action_type, fields, decision):
     judgment = derive(row(action_type, **fields))
     assert (judgment or {}).get("decision") == decision
@@ -61,16 +43,9 @@ def test_fields_from_entity_data_and_target():
     agent = {"agentId": "ag1", "agentType": "qa", "executionId": "ex1", "agentFields": {"k": 1}}
     judgment = derive(
         row(
-            "comment_annotation.reject",
-            entity_data={
-                "reasoning": "Claim lacks a source",
-                "commentText": "ignored",
-                "confidence": 0.7,
-                "agent": agent,
-            },
-            entity_target_data={"content": "Best price in town", "text": "ignored", "contentType": "marketing"},
-        )
-    )
+            "comment_annotation.reject", entity_data={
+                "reasoning": "Claim lacks a source", "commentText": "ignored", "confidence": 0.7, "agent": agent
+            }, entity_target_data={"content": "Best price in town", "text": "ignored", "contentType": "marketing"}))
     assert judgment["reasoning"] == "Claim lacks a source"
     assert judgment["content"] == "Best price in town" and judgment["content_type"] == "marketing"
     assert judgment["confidence"] == 0.7 and judgment["agent"] == agent and judgment["judge_type"] == "agent"
@@ -80,13 +55,8 @@ def test_fields_from_entity_data_and_target():
 def test_reasoning_falls_back_to_comment_then_display_message():
     assert derive(row("comment.add", entity_data={"commentText": "Nice"}))["reasoning"] == "Nice"
     judgment = derive(
-        row(
-            "comment_annotation.approve",
-            display_message_template="{{actionUser.name}} approved {{doc}}",
-            display_message_template_data={"doc": "Q3 plan"},
-            entity_target_data={"text": "Body"},
-        )
-    )
+        row("comment_annotation.approve", display_message_template="{{actionUser.name}} approved {{doc}}",
+            display_message_template_data={"doc": "Q3 plan"}, entity_target_data={"text": "Body"}))
     assert judgment["reasoning"] == "Ana approved Q3 plan"
     assert judgment["content"] == "Body" and judgment["confidence"] == 1.0 and judgment["judge_type"] == "human"
     assert derive(row("document.approve"))["reasoning"] == "document_approved"

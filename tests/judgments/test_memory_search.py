@@ -17,13 +17,12 @@ CORPUS = {
     "legal": "Add the legal disclaimer about investment risk in the footer.",
     "contrast": "Button text colour fails the contrast ratio on the dark background.",
     "typo": "There is a spelling mistake in the second paragraph: 'recieve'.",
-    "date": "The launch date in the banner is wrong; it should be March 3rd.",
+    "date": "The launch date in the banner is wrong; it should be March 3rd."
 }
 QUERIES = {
-    "price": "show the previous cost beside the reduced price",
-    "alt": "pictures lack descriptions for blind users",
+    "price": "show the previous cost beside the reduced price", "alt": "pictures lack descriptions for blind users",
     "gdpr": "newsletter opt-in permission missing on registration",
-    "contrast": "low colour contrast makes the label unreadable",
+    "contrast": "low colour contrast makes the label unreadable"
 }
 
 
@@ -95,9 +94,8 @@ def test_scope_errors(client, corpus):
     # With filters.annotationId, document scope needs only organizationId.
     body["filters"] = {"annotationId": "ann1"}
     assert result_of(post(client, SEARCH, body, corpus.headers))["results"]
-    err = error(
-        post(client, SEARCH, {"query": "x", "filters": {"annotationId": "ann1"}}, corpus.headers), "INVALID_ARGUMENT"
-    )
+    err = error(post(client, SEARCH, {"query": "x", "filters": {"annotationId": "ann1"}}, corpus.headers),
+                "INVALID_ARGUMENT")
     assert issue_paths(err) == [["organizationId"]]
 
 
@@ -108,40 +106,18 @@ def result_of(response):
 
 def test_every_validation_failure_is_listed(client, corpus):
     body = {
-        "query": "",
-        "embeddingType": "summary",
-        "scope": "team",
-        "limit": 51,
-        "recencyDays": 0,
-        "filters": {
-            "decision": "maybe",
-            "judgeType": "robot",
-            "dateRange": {"start": "2026-02-01", "end": "2026-01-01"},
-            "excludeDocumentIds": [],
-        },
+        "query": "", "embeddingType": "summary", "scope": "team", "limit": 51, "recencyDays": 0, "filters": {
+            "decision": "maybe", "judgeType": "robot", "dateRange": {"start": "2026-02-01", "end": "2026-01-01"},
+            "excludeDocumentIds": []
+        }
     }
     err = error(post(client, SEARCH, body, corpus.headers), "INVALID_ARGUMENT")
-    assert sorted(issue_paths(err)) == sorted(
-        [
-            ["query"],
-            ["embeddingType"],
-            ["scope"],
-            ["limit"],
-            ["recencyDays"],
-            ["filters", "decision"],
-            ["filters", "judgeType"],
-            ["filters", "dateRange", "start"],
-            ["filters", "excludeDocumentIds"],
-        ]
-    )
-    for bad in (
-        {"limit": 0},
-        {"limit": "5"},
-        {"recencyDays": 366},
-        {"filters": {"excludeDocumentIds": [""]}},
-        {"filters": {"excludeDocumentIds": [f"d{i}" for i in range(21)]}},
-        {"filters": {"dateRange": {"start": "soon"}}},
-    ):
+    assert sorted(issue_paths(err)) == sorted([["query"], ["embeddingType"], ["scope"], ["limit"], ["recencyDays"],
+                                               ["filters", "decision"], ["filters", "judgeType"],
+                                               ["filters", "dateRange", "start"], ["filters", "excludeDocumentIds"]])
+    for bad in ({"limit": 0}, {"limit": "5"}, {"recencyDays": 366}, {"filters": {"excludeDocumentIds": [""]}},
+                {"filters": {"excludeDocumentIds": [f"d{i}" for i in range(21)]}
+                 }, {"filters": {"dateRange": {"start": "soon"}}}):
         error(post(client, SEARCH, {"query": "x", **bad}, corpus.headers), "INVALID_ARGUMENT")
 
 
@@ -151,15 +127,11 @@ def test_annotation_thread_oldest_first_without_vector_search(client, live, cloc
     t = new_tenant(client)
     enable_activities(client, t)
     now = int(clock["now"] * 1000)
-    add(
-        client,
-        t,
-        [
-            judged("t2", "second", ts=now - 1000, target="thread"),
-            judged("t1", "first", ts=now - 2000, target="thread"),
-            judged("other", "elsewhere", ts=now - 3000, target="ann9"),
-        ],
-    )
+    add(client, t, [
+        judged("t2", "second", ts=now - 1000, target="thread"),
+        judged("t1", "first", ts=now - 2000, target="thread"),
+        judged("other", "elsewhere", ts=now - 3000, target="ann9")
+    ])
     settle_jobs(live, t)
     out = search(client, t, organizationId="org1", filters={"annotationId": "thread"}, recencyDays=1)
     assert [r["recordId"] for r in out["results"]] == ["t1", "t2"]
@@ -168,11 +140,8 @@ def test_annotation_thread_oldest_first_without_vector_search(client, live, cloc
     original = live.svc.redis
     live.svc.redis = redis_client(f"unix://{tmp_path}/none.sock")
     try:
-        r = client.post(
-            "/v2/memory/search",
-            headers=t.headers,
-            json={"data": {"query": "q", "organizationId": "org1", "filters": {"annotationId": "thread"}}},
-        )
+        r = client.post("/v2/memory/search", headers=t.headers,
+                        json={"data": {"query": "q", "organizationId": "org1", "filters": {"annotationId": "thread"}}})
     finally:
         live.svc.redis = original
     assert (r.status_code, r.json()["error"]["status"]) == (503, "UNAVAILABLE")
@@ -185,16 +154,12 @@ def test_recency_days_complete_utc_days(client, live, clock):
     today = int(datetime(2026, 11, 21, tzinfo=timezone.utc).timestamp() * 1000)
     t = new_tenant(client)
     enable_activities(client, t)
-    add(
-        client,
-        t,
-        [
-            judged("yesterday-late", "a", ts=today - 60_000),
-            judged("today", "b", ts=today + 60_000),
-            judged("two-days", "c", ts=today - DAY - 60_000),
-            judged("old", "d", ts=today - 10 * DAY),
-        ],
-    )
+    add(client, t, [
+        judged("yesterday-late", "a", ts=today - 60_000),
+        judged("today", "b", ts=today + 60_000),
+        judged("two-days", "c", ts=today - DAY - 60_000),
+        judged("old", "d", ts=today - 10 * DAY)
+    ])
     settle_jobs(live, t)
     ids = lambda out: [r["recordId"] for r in out["results"]]  # noqa: E731
     assert ids(search(client, t, recencyDays=1)) == ["yesterday-late"]
@@ -210,12 +175,8 @@ def test_filters_apply_after_retrieving_limit_times_three(client, live):
     enable_activities(client, t)
     # Nine close matches are rejections; one approval on the same topic ranks last of ten.
     texts = [f"The price claim in variant {i} needs the original price shown" for i in range(9)]
-    add(
-        client,
-        t,
-        [judged(f"r{i}", text) for i, text in enumerate(texts)]
-        + [judged("ok", "Unrelated: approved the hero image crop", action="comment_annotation.approve")],
-    )
+    add(client, t, [judged(f"r{i}", text) for i, text in enumerate(texts)] +
+        [judged("ok", "Unrelated: approved the hero image crop", action="comment_annotation.approve")])
     settle_jobs(live, t)
     query = "original price must be shown for the price claim"
     assert search(client, t, query=query, limit=2, filters={"decision": "approved"})["results"] == []
@@ -233,9 +194,8 @@ def test_exclude_documents_and_reviewer_and_dates(client, live, clock):
     add(client, t, [judged("d2", "Price claim is missing a source too", ts=now - DAY, user="u2")], doc="docB")
     settle_jobs(live, t)
     query = "price claim source"
-    assert [
-        r["recordId"] for r in search(client, t, query=query, filters={"excludeDocumentIds": ["docA"]})["results"]
-    ] == ["d2"]
+    assert [r["recordId"]
+            for r in search(client, t, query=query, filters={"excludeDocumentIds": ["docA"]})["results"]] == ["d2"]
     assert [r["recordId"] for r in search(client, t, query=query, filters={"reviewerId": "u2"})["results"]] == ["d2"]
     window = {"start": now - 6 * DAY, "end": now - 4 * DAY}
     assert [r["recordId"] for r in search(client, t, query=query, filters={"dateRange": window})["results"]] == ["d1"]
@@ -247,29 +207,17 @@ def test_content_embedding_type_and_agent_judgments(client, live):
     t = new_tenant(client)
     enable_activities(client, t)
     agent = {"agentId": "ag", "agentType": "qa", "executionId": "ex", "agentFields": {"rule": "7"}}
-    add(
-        client,
-        t,
-        [
-            judged(
-                "c1",
-                "Needs a source",
-                entity={"agent": agent, "confidence": 0.8},
-                entityTargetData={"content": "Our coffee is the best in the world", "contentType": "ad"},
-            ),
-            judged(
-                "c2",
-                "Typo",
-                entityTargetData={"content": "Quarterly revenue grew by twelve percent", "contentType": "report"},
-            ),
-        ],
-    )
+    add(client, t, [
+        judged("c1", "Needs a source", entity={"agent": agent, "confidence": 0.8},
+               entityTargetData={"content": "Our coffee is the best in the world", "contentType": "ad"}),
+        judged("c2", "Typo",
+               entityTargetData={"content": "Quarterly revenue grew by twelve percent", "contentType": "report"})
+    ])
     settle_jobs(live, t)
     out = search(client, t, query="finance results increased", embeddingType="content", limit=1)
     assert out["results"][0]["recordId"] == "c2"
-    out = search(
-        client, t, query="best coffee", embeddingType="content", filters={"contentType": "ad", "judgeType": "agent"}
-    )
+    out = search(client, t, query="best coffee", embeddingType="content",
+                 filters={"contentType": "ad", "judgeType": "agent"})
     [record] = out["results"]
     assert record["agent"] == agent and record["confidence"] == 0.8
 
@@ -281,8 +229,7 @@ def test_updating_and_deleting_activities_updates_judgments(client, live):
     settle_jobs(live, t)
     assert search(client, t, query="blurry logo")["results"][0]["reasoning"] == "The logo is blurry"
     body = {
-        "organizationId": "org1",
-        "activities": [{"id": "j1", "entityData": {"reasoning": "Wrong legal entity name"}}],
+        "organizationId": "org1", "activities": [{"id": "j1", "entityData": {"reasoning": "Wrong legal entity name"}}]
     }
     result(post(client, "/v2/activities/update", body, t.headers))
     settle_jobs(live, t)
@@ -325,15 +272,12 @@ def test_small_tenant_inside_a_large_table_gets_full_results(client, live, db):
         select %(key)s, id, 'review', %(model)s, 'h', 'org1', 'doc1',
                (select array_agg(random() - 0.5)::vector from generate_series(1, %(dims)s) where j.id is not null)
         from j
-        """,
-        {"key": big.api_key, "model": model["name"], "dims": model["dimensions"]},
-    )
+        """, {"key": big.api_key, "model": model["name"], "dims": model["dimensions"]})
     try:
         out = search(client, small, query="pricing page review note", limit=10)
         assert out["totalInScope"] == 10 and all(r["recordId"].startswith("s") for r in out["results"])
-        out = search(
-            client, small, organizationId="org1", documentId="doc1", query="pricing page review note", limit=50
-        )
+        out = search(client, small, organizationId="org1", documentId="doc1", query="pricing page review note",
+                     limit=50)
         assert out["totalInScope"] == 12
         # The big tenant's own scope is over the threshold: the HNSW path, still answering in full.
         assert search(client, big, query="anything", limit=50)["totalInScope"] == 50
@@ -352,10 +296,8 @@ def test_scope_sizes_remembered_for_speed_never_hide_rows(client, live, db):
         settle_jobs(live, t)
         assert search(client, t, query="pricing page", limit=10)["totalInScope"] == 8
         # Past the threshold its size is remembered for a while; if it shrinks meanwhile, every row left is found.
-        db.execute(
-            "delete from judgment_embeddings where api_key_id = %s and judgment_id <> all(%s)",
-            (t.api_key, ["p0", "p1", "p2"]),
-        )
+        db.execute("delete from judgment_embeddings where api_key_id = %s and judgment_id <> all(%s)",
+                   (t.api_key, ["p0", "p1", "p2"]))
         out = search(client, t, query="pricing page", limit=10)
         assert sorted(r["recordId"] for r in out["results"]) == ["p0", "p1", "p2"]
     finally:
@@ -370,8 +312,8 @@ def test_the_hnsw_path_returns_full_precision_cosines(client, live, db):
     add(client, t, [judged(f"h{i}", f"Hero image {i} lacks alternative text for screen readers") for i in range(8)])
     settle_jobs(live, t)
     stored = db.execute(
-        "select decision || ': ' || reasoning as text from judgments where api_key_id = %s and id = 'h3'", (t.api_key,)
-    ).fetchone()["text"]  # the text the model embedded for h3
+        "select decision || ': ' || reasoning as text from judgments where api_key_id = %s and id = 'h3'",
+        (t.api_key, )).fetchone()["text"]  # the text the model embedded for h3
     live.svc.settings.search_exact_threshold = 5  # 8 rows: the HNSW path
     try:
         out = search(client, t, query=stored, limit=8)
@@ -382,9 +324,7 @@ def test_the_hnsw_path_returns_full_precision_cosines(client, live, db):
         for row in db.execute(
             "select e.judgment_id, 1 - (e.embedding <=> q.embedding) as cos from judgment_embeddings e,"
             " judgment_embeddings q where e.api_key_id = %(k)s and q.api_key_id = %(k)s and q.judgment_id = 'h3'"
-            " and e.kind = 'review' and q.kind = 'review'",
-            {"k": t.api_key},
-        ).fetchall()
+            " and e.kind = 'review' and q.kind = 'review'", {"k": t.api_key}).fetchall()
     }
     assert out["results"][0]["recordId"] == "h3" and len(out["results"]) == 8
     for r in out["results"]:
@@ -406,21 +346,20 @@ def test_while_the_half_precision_index_is_being_built_searches_answer_in_full(c
     live.svc.settings.search_exact_threshold = 5  # 8 rows: the index path
     try:
         built = search(client, t, query="upload size limit", limit=8)
-        db.execute("update pg_index set indisvalid = false where indexrelid = %s::regclass", (index,))
+        db.execute("update pg_index set indisvalid = false where indexrelid = %s::regclass", (index, ))
         search_module._indexed.clear()  # as a process that starts before the build ends finds it
         building = search(client, t, query="upload size limit", limit=8)
         seen = [
             known for (_, name, kind), (_, known) in search_module._indexed.items() if (name, kind) == (model, "review")
         ]
     finally:
-        db.execute("update pg_index set indisvalid = true where indexrelid = %s::regclass", (index,))
+        db.execute("update pg_index set indisvalid = true where indexrelid = %s::regclass", (index, ))
         search_module._indexed.clear()
         live.svc.settings.search_exact_threshold = 20_000
     assert seen == [False]  # the search saw the index unbuilt, so it took the full-precision order
     assert len(building["results"]) == 8
-    assert [(r["recordId"], r["similarity"]) for r in building["results"]] == [
-        (r["recordId"], r["similarity"]) for r in built["results"]
-    ]
+    assert [(r["recordId"], r["similarity"]) for r in building["results"]] == [(r["recordId"], r["similarity"])
+                                                                               for r in built["results"]]
 
 
 def test_judgments_query_lists_with_filters_and_pages(client, corpus):
@@ -432,7 +371,6 @@ def test_judgments_query_lists_with_filters_and_pages(client, corpus):
     ids = [r["recordId"] for r in page["data"] + rest.json()["result"]["data"]]
     assert sorted(ids) == sorted(CORPUS) and rest.json()["result"]["pageToken"] is None
     assert post(client, path, {"decision": "approved"}, corpus.headers).json()["result"]["data"] == []
-    assert (
-        len(post(client, path, {"decision": "rejected", "orgId": "org1"}, corpus.headers).json()["result"]["data"]) == 8
-    )
+    assert (len(post(client, path, {"decision": "rejected", "orgId": "org1"},
+                     corpus.headers).json()["result"]["data"]) == 8)
     error(post(client, path, {"decision": "maybe"}, corpus.headers), "INVALID_ARGUMENT")

@@ -11,13 +11,8 @@ from support.helpers import enable_activities, new_tenant, post, result, settle_
 pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 TEXTS = [
-    "The price claim lacks a source",
-    "Alt text missing on hero image",
-    "Tone is too casual",
-    "Legal footer absent",
-    "Consent checkbox missing",
-    "Typo in heading",
-    "Wrong launch date",
+    "The price claim lacks a source", "Alt text missing on hero image", "Tone is too casual", "Legal footer absent",
+    "Consent checkbox missing", "Typo in heading", "Wrong launch date"
 ]
 
 
@@ -37,24 +32,13 @@ class Counting(Embedder):
 def seeded(client, live):
     t = new_tenant(client)
     enable_activities(client, t)
-    activities = [
-        {
-            "id": f"j{i}",
-            "featureType": "comment",
-            "actionType": "comment_annotation.reject",
-            "actionUser": {"userId": "u"},
-            "entityData": {"reasoning": text},
-        }
-        for i, text in enumerate(TEXTS)
-    ]
+    activities = [{
+        "id": f"j{i}", "featureType": "comment", "actionType": "comment_annotation.reject",
+        "actionUser": {"userId": "u"}, "entityData": {"reasoning": text}
+    } for i, text in enumerate(TEXTS)]
     result(
-        post(
-            client,
-            "/v2/activities/add",
-            {"organizationId": "o", "documentId": "d", "activities": activities},
-            t.headers,
-        )
-    )
+        post(client, "/v2/activities/add", {"organizationId": "o", "documentId": "d", "activities": activities},
+             t.headers))
     settle_jobs(live, t)
     return t
 
@@ -63,52 +47,37 @@ def test_reembed_killed_halfway_then_resumed_embeds_each_row_once(client, live, 
     t = seeded(client, live)
     model = Counting(f"copy-{uuid.uuid4().hex[:6]}")
     first = live.run(
-        reembed(
-            live.svc,
-            model,
-            source="default",
-            kinds=("review",),
-            batch_size=3,
-            max_batches=1,
-            only=t.api_key,
-            progress=None,
-        )
-    )
+        reembed(live.svc, model, source="default", kinds=("review", ), batch_size=3, max_batches=1, only=t.api_key,
+                progress=None))
     assert first["embedded"] == 3  # "killed" after the first batch
     second = live.run(
-        reembed(live.svc, model, source="default", kinds=("review",), batch_size=3, only=t.api_key, progress=None)
-    )
+        reembed(live.svc, model, source="default", kinds=("review", ), batch_size=3, only=t.api_key, progress=None))
     assert {k: second[k] for k in ("judgments", "embedded", "skipped")} == {"judgments": 7, "embedded": 4, "skipped": 3}
     assert sorted(model.seen) == sorted(f"rejected: {text}" for text in TEXTS)
     rows = db.execute(
         "select judgment_id, count(*) as n from judgment_embeddings where api_key_id = %s and model = %s group by 1",
-        (t.api_key, model.name),
-    ).fetchall()
+        (t.api_key, model.name)).fetchall()
     assert len(rows) == 7 and all(r["n"] == 1 for r in rows)
     # The old model's vectors are still there; search still uses it until activation.
-    old = db.execute(
-        "select count(*) as n from judgment_embeddings where api_key_id = %s and model <> %s", (t.api_key, model.name)
-    ).fetchone()["n"]
+    old = db.execute("select count(*) as n from judgment_embeddings where api_key_id = %s and model <> %s",
+                     (t.api_key, model.name)).fetchone()["n"]
     assert old == 7
-    assert (
-        db.execute("select active from embedding_models where name = %s", (model.name,)).fetchone()["active"] is False
-    )
+    assert (db.execute("select active from embedding_models where name = %s", (model.name, )).fetchone()["active"]
+            is False)
 
 
 def test_reembed_activate_switches_search(client, live, db):
     t = seeded(client, live)
     previous = db.execute("select name from embedding_models where active").fetchone()["name"]
     name = f"copy-{uuid.uuid4().hex[:6]}"
-    db.execute("insert into embedding_models (name, source, dimensions) values (%s, 'default', 384)", (name,))
+    db.execute("insert into embedding_models (name, source, dimensions) values (%s, 'default', 384)", (name, ))
     model = Counting(name)
     try:
         live.run(
-            reembed(live.svc, model, source="default", batch_size=100, only=t.api_key, activate=True, progress=None)
-        )
+            reembed(live.svc, model, source="default", batch_size=100, only=t.api_key, activate=True, progress=None))
         assert db.execute("select name from embedding_models where active").fetchone()["name"] == name
-        hnsw = db.execute(
-            "select count(*) as n from pg_indexes where indexdef like %s", (f"%model = '{name}'%",)
-        ).fetchone()
+        hnsw = db.execute("select count(*) as n from pg_indexes where indexdef like %s",
+                          (f"%model = '{name}'%", )).fetchone()
         assert hnsw["n"] == 2
         out = post(client, "/v2/memory/search", {"query": "hero image alt text"}, t.headers).json()["result"]
         assert out["results"][0]["recordId"] == "j1"
@@ -125,7 +94,7 @@ def test_reembed_activate_switches_search(client, live, db):
 
 def test_backfill_rederives_lost_judgments(client, live, db):
     t = seeded(client, live)
-    db.execute("delete from judgments where api_key_id = %s", (t.api_key,))
+    db.execute("delete from judgments where api_key_id = %s", (t.api_key, ))
     assert post(client, "/v2/memory/search", {"query": "typo"}, t.headers).json()["result"]["results"] == []
     seen = live.run(backfill(live.svc, load(), only=t.api_key, progress=None))
     assert seen == 7

@@ -65,9 +65,7 @@ def test_a_tiny_organization_in_a_large_table_gets_full_pages(client, live, db):
         select %(key)s, id, 'review', %(model)s, 'h', organization_id, 'doc1',
                (select array_agg(random() - 0.5)::vector from generate_series(1, %(dims)s) where j.id is not null)
         from j
-        """,
-        {"key": t.api_key, "model": model["name"], "dims": model["dimensions"]},
-    )
+        """, {"key": t.api_key, "model": model["name"], "dims": model["dimensions"]})
     settings = live.svc.settings
     settings.search_exact_threshold, settings.search_ef_search_max = 20, 40
     try:
@@ -82,12 +80,9 @@ def test_a_tiny_organization_in_a_large_table_gets_full_pages(client, live, db):
 def test_a_judgments_page_token_only_continues_its_own_filters(client, live):
     t = new_tenant(client)
     enable_activities(client, t)
-    add(
-        client,
-        t,
-        [judged(f"r{i}", f"note {i}") for i in range(4)]
-        + [judged(f"a{i}", f"ok {i}", action="comment_annotation.approve") for i in range(4)],
-    )
+    add(client, t,
+        [judged(f"r{i}", f"note {i}")
+         for i in range(4)] + [judged(f"a{i}", f"ok {i}", action="comment_annotation.approve") for i in range(4)])
     settle_jobs(live, t)
     path = "/v2/memory/judgments/query"
     first = post(client, path, {"decision": "rejected", "pageSize": 2}, t.headers).json()["result"]
@@ -104,15 +99,11 @@ def test_a_megabytes_long_reasoning_is_derived_and_searchable_with_its_batch(cli
     enable_activities(client, t)
     # ~2 MB of distinct words: their lexemes pass tsvector's 1 MiB limit, which once failed the whole batch.
     words = " ".join(f"w{i:06d}" for i in range(260_000))
-    add(
-        client,
-        t,
-        [
-            judged("long", f"Rejected after the audit: {words}"),
-            judged("ticket", "Approved once the vendor showed the retention policy; see SEC-5001.", target="ann2"),
-            judged("alt", "The hero image has no alt text, screen readers skip it.", target="ann3"),
-        ],
-    )
+    add(client, t, [
+        judged("long", f"Rejected after the audit: {words}"),
+        judged("ticket", "Approved once the vendor showed the retention policy; see SEC-5001.", target="ann2"),
+        judged("alt", "The hero image has no alt text, screen readers skip it.", target="ann3")
+    ])
     settle_jobs(live, t)
     assert ids(client, t, query="w000042", limit=1) == ["long"]
     assert ids(client, t, query="SEC-5001", limit=1) == ["ticket"]
@@ -140,19 +131,14 @@ def test_a_stored_text_the_query_repeats_comes_first(client, live, db):
     reasoning = "The retry limit of 300 requests per minute is too low for the nightly batch importer; raise it."
     # Shorter texts sharing the identifier rank above it lexically (by term density); the near-duplicate is also
     # second by vector, so by ranks alone (1/62 + 1/61 against 1/61 + 1/63) it would win.
-    add(
-        client,
-        t,
-        [
-            judged("long", reasoning),
-            judged("near", "Retry limit of 300 requests per minute is too low."),
-            judged("other", "Ticket 300 about the importer needs a follow-up review next week."),
-        ],
-    )
+    add(client, t, [
+        judged("long", reasoning),
+        judged("near", "Retry limit of 300 requests per minute is too low."),
+        judged("other", "Ticket 300 about the importer needs a follow-up review next week.")
+    ])
     settle_jobs(live, t)
-    decision = db.execute(
-        "select decision from judgments where api_key_id = %s and id = 'long'", (t.api_key,)
-    ).fetchone()
+    decision = db.execute("select decision from judgments where api_key_id = %s and id = 'long'",
+                          (t.api_key, )).fetchone()
     exact = f"{decision['decision']}: {reasoning}"  # the text that was embedded
     assert ids(client, t, query=exact, limit=3)[0] == "long"
     assert ids(client, t, query="300", limit=1) != ["long"]  # by the identifier alone, the lexical order stands

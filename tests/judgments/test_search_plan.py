@@ -27,21 +27,16 @@ def test_pgvector_0_8_scans_iteratively():
     assert int(how.settings["hnsw.ef_search"]) >= 30
     # The tuple budget covers the scope's selectivity (about 1 in 50 rows): far more than k * 50 tuples.
     assert int(how.settings["hnsw.max_scan_tuples"]) >= 30 * 50
-    assert (
-        plan(pgvector=(1, 0), in_scope=50_000, total=60_000, **ARGS).settings["hnsw.iterative_scan"] == "relaxed_order"
-    )
+    assert (plan(pgvector=(1, 0), in_scope=50_000, total=60_000,
+                 **ARGS).settings["hnsw.iterative_scan"] == "relaxed_order")
 
 
 def test_the_first_beam_widens_over_a_graph_of_a_million_rows():
     # Measured: 100 keeps recall@10 at 0.99 over 100k rows; over 1M the half-precision graph needs 300 for 0.98.
     assert plan(pgvector=(0, 8, 2), in_scope=80_000, total=100_000, **ARGS).settings["hnsw.ef_search"] == "100"
     assert plan(pgvector=(0, 8, 2), in_scope=800_000, total=1_000_000, **ARGS).settings["hnsw.ef_search"] == "300"
-    assert (
-        plan(pgvector=(0, 8, 2), in_scope=800_000, total=1_000_000, k=30, exact_threshold=20_000, ef_max=150).settings[
-            "hnsw.ef_search"
-        ]
-        == "150"
-    )  # never past the operator's cap
+    assert (plan(pgvector=(0, 8, 2), in_scope=800_000, total=1_000_000, k=30, exact_threshold=20_000,
+                 ef_max=150).settings["hnsw.ef_search"] == "150")  # never past the operator's cap
 
 
 def test_pgvector_0_6_widens_the_beam_without_iterative_scans():
@@ -68,18 +63,14 @@ LEGACY = "legacy-model"  # a model whose indexes a release before half precision
 
 def _legacy_indexes(db):
     for name, kind in zip([registry.index_name(LEGACY, kind, half=False) for kind in registry.KINDS], registry.KINDS):
-        db.execute(
-            f"create index {name} on judgment_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops)"
-            f" where model = '{LEGACY}' and kind = '{kind}'"
-        )
+        db.execute(f"create index {name} on judgment_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops)"
+                   f" where model = '{LEGACY}' and kind = '{kind}'")
 
 
 def _indexes(db):
     rows = db.execute(
         "select c.relname, i.indisvalid, pg_get_indexdef(c.oid) as def from pg_index i"
-        " join pg_class c on c.oid = i.indexrelid where pg_get_indexdef(c.oid) like %s",
-        (f"%'{LEGACY}'%",),
-    )
+        " join pg_class c on c.oid = i.indexrelid where pg_get_indexdef(c.oid) like %s", (f"%'{LEGACY}'%", ))
     return {r["relname"]: (r["indisvalid"], r["def"]) for r in rows.fetchall()}
 
 
@@ -93,6 +84,7 @@ def _upgrade(live):
 
 
 def _indexed(live, kinds=registry.KINDS, ask=registry.indexed):
+
     async def check():
         async with live.svc.pool.connection() as conn:
             return await ask(conn, LEGACY, kinds)
@@ -109,14 +101,9 @@ def test_an_upgraded_database_gets_half_precision_indexes_beside_the_old_ones_th
         with db.transaction():
             db.execute("set local enable_seqscan = off")
             db.execute("set local enable_sort = off")
-            plan_text = "\n".join(
-                r["QUERY PLAN"]
-                for r in db.execute(
-                    "explain select judgment_id from judgment_embeddings where model = %s and kind = 'review'"
-                    " order by embedding::vector(3) <=> '[1,0,0]'::vector(3) limit 5",
-                    (LEGACY,),
-                ).fetchall()
-            )
+            plan_text = "\n".join(r["QUERY PLAN"] for r in db.execute(
+                "explain select judgment_id from judgment_embeddings where model = %s and kind = 'review'"
+                " order by embedding::vector(3) <=> '[1,0,0]'::vector(3) limit 5", (LEGACY, )).fetchall())
         assert f"Index Scan using {registry.index_name(LEGACY, 'review', half=False)}" in plan_text
         assert _upgrade(live) is True
         found = _indexes(db)
@@ -131,11 +118,9 @@ def test_an_upgraded_database_gets_half_precision_indexes_beside_the_old_ones_th
 def _sparser_indexes(db, kinds=registry.KINDS):
     """The half-precision indexes an earlier release built (ef_construction 64)."""
     for kind in kinds:
-        db.execute(
-            f"create index {registry.sparser_name(LEGACY, kind)} on judgment_embeddings"
-            " using hnsw ((embedding::halfvec(3)) halfvec_cosine_ops) with (m = 16, ef_construction = 64)"
-            f" where model = '{LEGACY}' and kind = '{kind}'"
-        )
+        db.execute(f"create index {registry.sparser_name(LEGACY, kind)} on judgment_embeddings"
+                   " using hnsw ((embedding::halfvec(3)) halfvec_cosine_ops) with (m = 16, ef_construction = 64)"
+                   f" where model = '{LEGACY}' and kind = '{kind}'")
 
 
 def _serving(live, kinds=registry.KINDS):
@@ -160,9 +145,9 @@ def test_the_sparser_graph_of_an_earlier_release_serves_until_its_replacement_is
 def test_searches_of_a_kind_with_no_half_precision_index_order_by_the_full_precision_one(live, db):
     _legacy_indexes(db)
     try:
-        assert not _serving(live) and not _serving(live, ("review",))
-        _sparser_indexes(db, ("review",))
-        assert _serving(live, ("review",)) and not _serving(live, ("content",))
+        assert not _serving(live) and not _serving(live, ("review", ))
+        _sparser_indexes(db, ("review", ))
+        assert _serving(live, ("review", )) and not _serving(live, ("content", ))
     finally:
         _drop_all(db)
 
@@ -187,9 +172,9 @@ def test_an_interrupted_build_is_built_again(live, db):
         assert _upgrade(live) is True
         # What a build cut short leaves behind (CREATE INDEX CONCURRENTLY): the index, marked invalid.
         review = registry.index_name(LEGACY, "review")
-        db.execute("update pg_index set indisvalid = false where indexrelid = %s::regclass", (review,))
-        assert not _indexed(live) and not _indexed(live, ("review",))
-        assert _indexed(live, ("content",))  # each kind's searches ask for their own index
+        db.execute("update pg_index set indisvalid = false where indexrelid = %s::regclass", (review, ))
+        assert not _indexed(live) and not _indexed(live, ("review", ))
+        assert _indexed(live, ("content", ))  # each kind's searches ask for their own index
         assert _upgrade(live) is True
         assert _indexed(live) and _indexes(db)[review][0] is True
     finally:
@@ -197,6 +182,7 @@ def test_an_interrupted_build_is_built_again(live, db):
 
 
 def test_registration_builds_what_is_missing_or_invalid_in_its_transaction(live, db):
+
     async def ensure():
         async with live.svc.pool.connection() as conn:
             async with conn.transaction():
@@ -207,10 +193,8 @@ def test_registration_builds_what_is_missing_or_invalid_in_its_transaction(live,
         live.run(ensure())
         found = _indexes(db)
         assert set(found) == {registry.index_name(LEGACY, kind) for kind in registry.KINDS}
-        db.execute(
-            "update pg_index set indisvalid = false where indexrelid = %s::regclass",
-            (registry.index_name(LEGACY, "content"),),
-        )
+        db.execute("update pg_index set indisvalid = false where indexrelid = %s::regclass",
+                   (registry.index_name(LEGACY, "content"), ))
         live.run(ensure())
         assert all(valid for valid, _ in _indexes(db).values()) and _indexed(live)
     finally:
@@ -218,6 +202,7 @@ def test_registration_builds_what_is_missing_or_invalid_in_its_transaction(live,
 
 
 def test_the_active_models_hnsw_search_is_served_by_its_half_precision_index(live):
+
     async def go():
         async with live.svc.pool.connection() as conn:
             active = await registry.active(conn)
@@ -228,23 +213,14 @@ def test_the_active_models_hnsw_search_is_served_by_its_half_precision_index(liv
                 # the order at all.
                 await conn.execute("set local enable_seqscan = off")
                 await conn.execute("set local enable_sort = off")
-                candidates = repo.sql.SQL(repo.q.candidates_indexed).format(
-                    distance=repo._distance(dims),
-                    order=repo._distance(dims, half=True),
-                    where=repo._scope_where(None, None),
-                )
+                candidates = repo.sql.SQL(repo.q.candidates_indexed).format(distance=repo._distance(dims),
+                                                                            order=repo._distance(dims, half=True),
+                                                                            where=repo._scope_where(None, None))
                 cur = await conn.execute(
-                    repo.sql.SQL("explain ") + candidates,
-                    {
-                        "k": 30,
-                        "vector": repo.vector_literal([1.0] + [0.0] * (dims - 1)),
-                        "model": active["name"],
-                        "kind": "review",
-                        "api_key_id": "nobody",
-                        "organization_id": None,
-                        "document_id": None,
-                    },
-                )
+                    repo.sql.SQL("explain ") + candidates, {
+                        "k": 30, "vector": repo.vector_literal([1.0] + [0.0] * (dims - 1)), "model": active["name"],
+                        "kind": "review", "api_key_id": "nobody", "organization_id": None, "document_id": None
+                    })
                 return active["name"], "\n".join(row["QUERY PLAN"] for row in await cur.fetchall())
 
     model, plan_text = live.run(go())
@@ -252,6 +228,7 @@ def test_the_active_models_hnsw_search_is_served_by_its_half_precision_index(liv
 
 
 def test_the_embedded_server_reports_pgvector_0_8_or_later(live):
+
     async def version():
         async with live.svc.pool.connection() as conn:
             return await registry.pgvector_version(conn)
@@ -270,7 +247,7 @@ def test_a_vector_reaches_postgres_exactly_as_the_model_gave_it(live):
     async def stored():
         async with live.svc.pool.connection() as conn:
             literal = repo.vector_literal(vector.tolist())
-            return (await (await conn.execute("select %s::vector::text as v", (literal,))).fetchone())["v"]
+            return (await (await conn.execute("select %s::vector::text as v", (literal, ))).fetchone())["v"]
 
     back = numpy.asarray([float(x) for x in live.run(stored())[1:-1].split(",")], dtype=numpy.float32)
     assert numpy.array_equal(back, vector)  # every float32 value, not 7 digits of it
@@ -309,10 +286,8 @@ def test_fusion_ranks_agreement_first_and_keeps_the_vector_order_without_lexical
     assert [r["id"] for r in fused][:1] == ["c"] and {r["id"] for r in fused} == {"a", "b", "c", "z"}
     assert [r["id"] for r in fuse(vector, lexical, vector_weight=1, lexical_weight=0, rrf_k=60)] == ["a", "b", "c"]
     # The two top hits tie: the exact-term match goes first.
-    assert [r["id"] for r in fuse(vector, [row("z", 0.1)], vector_weight=1, lexical_weight=1, rrf_k=60)][:2] == [
-        "z",
-        "a",
-    ]
+    assert [r["id"]
+            for r in fuse(vector, [row("z", 0.1)], vector_weight=1, lexical_weight=1, rrf_k=60)][:2] == ["z", "a"]
 
 
 def test_a_text_the_query_repeats_comes_first_whatever_the_lexical_ranking():

@@ -7,17 +7,12 @@ from support.helpers import error, fresh_ip, new_tenant, post, result
 
 PROBE = "/v2/workspace/activityconfig/get"  # a cheap [API-key auth] read
 
-
 # --- failed-authentication limits -----------------------------------------------------------------------------
 
 
 def bad_api_key_call(client, t, ip):
-    return post(
-        client,
-        PROBE,
-        {},
-        {"x-service-api-key": t.api_key, "x-service-auth-token": "wrong-token", "x-forwarded-for": ip},
-    )
+    return post(client, PROBE, {},
+                {"x-service-api-key": t.api_key, "x-service-auth-token": "wrong-token", "x-forwarded-for": ip})
 
 
 def test_failed_api_key_auth_is_limited_per_address(client, live, clock, monkeypatch):
@@ -32,11 +27,9 @@ def test_failed_api_key_auth_is_limited_per_address(client, live, clock, monkeyp
     # That address is refused even with credentials it never proved, and unknown keys alike...
     error(post(client, PROBE, {}, {**bystander.headers, "x-forwarded-for": ip}), "RESOURCE_EXHAUSTED")
     error(
-        post(
-            client, PROBE, {}, {"x-service-api-key": "key_unknown", "x-service-auth-token": "x", "x-forwarded-for": ip}
-        ),
-        "RESOURCE_EXHAUSTED",
-    )
+        post(client, PROBE, {},
+             {"x-service-api-key": "key_unknown", "x-service-auth-token": "x", "x-forwarded-for": ip}),
+        "RESOURCE_EXHAUSTED")
     # ...while other addresses are not, and credentials that authenticated before still pass from it.
     result(post(client, PROBE, {}, {**bystander.headers, "x-forwarded-for": fresh_ip()}))
     result(post(client, PROBE, {}, {**victim.headers, "x-forwarded-for": ip}))
@@ -65,9 +58,7 @@ def test_failed_workspace_auth_is_limited(client, live, clock, monkeypatch):
     t, ip = new_tenant(client), fresh_ip()
     monkeypatch.setattr(live.svc.settings, "auth_failures_per_address", "3/minute")
     bad = {
-        "x-service-workspace-id": t.workspace["id"],
-        "x-service-workspace-auth-token": "wrong",
-        "x-forwarded-for": ip,
+        "x-service-workspace-id": t.workspace["id"], "x-service-workspace-auth-token": "wrong", "x-forwarded-for": ip
     }
     error(post(client, "/v2/workspace/get", {}, bad), "UNAUTHENTICATED")
     error(post(client, "/v2/workspace/get", {}, {**bad, "x-service-workspace-id": "ws_nope"}), "NOT_FOUND")

@@ -20,7 +20,7 @@ def test_an_organization_deleted_between_the_check_and_the_insert_answers_as_mis
         # The check passes; then a concurrent request deletes the organization (committed) before the insert.
         missing = await check(conn, **kwargs)
         async with await psycopg.AsyncConnection.connect(servers["database_url"], autocommit=True) as other:
-            await other.execute("delete from organizations where api_key_id = %s and id = 'o1'", (t.api_key,))
+            await other.execute("delete from organizations where api_key_id = %s and id = 'o1'", (t.api_key, ))
         return missing
 
     monkeypatch.setattr(users_service, "_missing_scope", check_then_lose_the_organization)
@@ -28,8 +28,8 @@ def test_an_organization_deleted_between_the_check_and_the_insert_answers_as_mis
     answer = result(post(client, "/v2/users/add", body, t.headers))
     assert answer == {u: {"success": False, "id": u, "message": "Organization does not exist"} for u in ("u1", "u2")}
     # Nothing of the call was kept: no grant, no profile.
-    assert db.execute("select count(*) as n from grants where api_key_id = %s", (t.api_key,)).fetchone()["n"] == 0
-    assert db.execute("select count(*) as n from users where api_key_id = %s", (t.api_key,)).fetchone()["n"] == 0
+    assert db.execute("select count(*) as n from grants where api_key_id = %s", (t.api_key, )).fetchone()["n"] == 0
+    assert db.execute("select count(*) as n from users where api_key_id = %s", (t.api_key, )).fetchone()["n"] == 0
     monkeypatch.undo()
     # And once the organization is back, the same call succeeds.
     add_organization(client, t, "o1")
@@ -41,15 +41,11 @@ def test_a_taken_uid_is_already_exists_on_create_and_update(client):
     result(post(client, "/v2/workspace/advancedwebhookconfig/update", {"isEnabled": True}, t.headers))
     first = result(post(client, f"{BASE}/endpoints/create", {"url": "https://example.com/a", "uid": "one"}, t.headers))
     second = result(post(client, f"{BASE}/endpoints/create", {"url": "https://example.com/b"}, t.headers))
-    taken = error(
-        post(client, f"{BASE}/endpoints/create", {"url": "https://example.com/c", "uid": "one"}, t.headers),
-        "ALREADY_EXISTS",
-    )
+    taken = error(post(client, f"{BASE}/endpoints/create", {"url": "https://example.com/c", "uid": "one"}, t.headers),
+                  "ALREADY_EXISTS")
     assert taken["message"] == "Another endpoint of this API key has this uid."
-    again = error(
-        post(client, f"{BASE}/endpoints/update", {"endpointId": second["id"], "uid": "one"}, t.headers),
-        "ALREADY_EXISTS",
-    )
+    again = error(post(client, f"{BASE}/endpoints/update", {"endpointId": second["id"], "uid": "one"}, t.headers),
+                  "ALREADY_EXISTS")
     assert again == taken
     assert first["uid"] == "one"
 
@@ -66,19 +62,15 @@ def test_the_mapper_reads_the_constraint_name(client, db):
     add_organization(client, t, "o1")
     # A registered constraint answers with its domain's words.
     exc = _violation(
-        db,
-        "insert into grants (api_key_id, organization_id, principal_type, principal_id, resource_type,"
+        db, "insert into grants (api_key_id, organization_id, principal_type, principal_id, resource_type,"
         " resource_id, access_role, created_at, updated_at)"
-        " values (%s, 'gone', 'user', 'u1', 'organization', 'gone', 'editor', 0, 0)",
-        (t.api_key,),
-    )
+        " values (%s, 'gone', 'user', 'u1', 'organization', 'gone', 'editor', 0, 0)", (t.api_key, ))
     assert isinstance(exc, ForeignKeyViolation)
     mapped = constraints.to_api_error(exc)
     assert (mapped.code, mapped.message) == ("NOT_FOUND", "Organization does not exist")
     # One nobody registered still answers by its kind; a caller may name the record it meant.
-    exc = _violation(
-        db, "insert into organizations (api_key_id, id, created_at, updated_at) values (%s, 'o1', 0, 0)", (t.api_key,)
-    )
+    exc = _violation(db, "insert into organizations (api_key_id, id, created_at, updated_at) values (%s, 'o1', 0, 0)",
+                     (t.api_key, ))
     assert constraints.to_api_error(exc).code == "ALREADY_EXISTS"
     assert constraints.to_api_error(exc, ALREADY_EXISTS="Organization o1 exists.").message == "Organization o1 exists."
     with pytest.raises(Exception) as raised:
@@ -98,17 +90,12 @@ def test_an_unmapped_violation_reaching_the_app_answers_by_its_kind(client, db):
     add_organization(client, t, "o1")
     caught = {
         "fk": _violation(
-            db,
-            "insert into grants (api_key_id, organization_id, principal_type, principal_id,"
+            db, "insert into grants (api_key_id, organization_id, principal_type, principal_id,"
             " resource_type, resource_id, access_role, created_at, updated_at)"
-            " values (%s, 'gone', 'user', 'u1', 'organization', 'gone', 'editor', 0, 0)",
-            (t.api_key,),
-        ),
+            " values (%s, 'gone', 'user', 'u1', 'organization', 'gone', 'editor', 0, 0)", (t.api_key, )),
         "unique": _violation(
-            db,
-            "insert into organizations (api_key_id, id, created_at, updated_at) values (%s, 'o1', 0, 0)",
-            (t.api_key,),
-        ),
+            db, "insert into organizations (api_key_id, id, created_at, updated_at) values (%s, 'o1', 0, 0)",
+            (t.api_key, ))
     }
     app = FastAPI()
     install_handlers(app)

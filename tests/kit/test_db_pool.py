@@ -43,37 +43,26 @@ async def _cursor_rows(conn, sql, params):
 
 async def _prepared(conn) -> list[str]:
     cur = await conn.execute(
-        "select name from pg_prepared_statements where statement like '%%from direct_t%%' order by name", prepare=False
-    )
+        "select name from pg_prepared_statements where statement like '%%from direct_t%%' order by name", prepare=False)
     return [r["name"] for r in await cur.fetchall()]
 
 
 def test_helpers_answer_as_an_unprepared_query(servers):
+
     async def body(pool):
         async with pool.connection() as conn:
-            insert = (
-                "insert into direct_t (id, n, flag, doc, tags, note)"
-                " values (%(id)s, %(n)s, %(flag)s, %(doc)s, %(tags)s, %(note)s)"
-            )
-            for i, row in enumerate(
-                [
-                    ("a", 2**40, True, '{"k": [1, "x"]}', ["p", "q"], None),
-                    ("b", -3, False, '{"k": null}', [], "ünïcode"),
-                    ("c", 0, None, None, None, ""),
-                ]
-            ):
+            insert = ("insert into direct_t (id, n, flag, doc, tags, note)"
+                      " values (%(id)s, %(n)s, %(flag)s, %(doc)s, %(tags)s, %(note)s)")
+            for i, row in enumerate([("a", 2**40, True, '{"k": [1, "x"]}', ["p", "q"], None),
+                                     ("b", -3, False, '{"k": null}', [], "ünïcode"), ("c", 0, None, None, None, "")]):
                 params = dict(zip(("id", "n", "flag", "doc", "tags", "note"), row))
                 assert await execute(conn, insert, params) == 1
-            queries = [
-                ("select * from direct_t order by id", {}),
-                ("select * from direct_t where id = any(%(ids)s) order by id", {"ids": ["a", "c", "zz"]}),
-                (
-                    "select id, n from direct_t where n > %(n)s and (%(note)s::text is null or note = %(note)s)",
-                    {"n": -10, "note": None},
-                ),
-                ("select count(*) as c, sum(n) as s from direct_t where id > %(after)s", {"after": "a"}),
-                ("select * from direct_t where id = %(id)s", {"id": "missing"}),
-            ]
+            queries = [("select * from direct_t order by id", {}),
+                       ("select * from direct_t where id = any(%(ids)s) order by id", {"ids": ["a", "c", "zz"]}),
+                       ("select id, n from direct_t where n > %(n)s and (%(note)s::text is null or note = %(note)s)",
+                        {"n": -10, "note": None}),
+                       ("select count(*) as c, sum(n) as s from direct_t where id > %(after)s", {"after": "a"}),
+                       ("select * from direct_t where id = %(id)s", {"id": "missing"})]
             for sql, params in queries:
                 expected = await _cursor_rows(conn, sql, params)
                 assert await fetch_all(conn, sql, params) == expected
@@ -92,6 +81,7 @@ def test_helpers_answer_as_an_unprepared_query(servers):
 
 
 def test_statements_are_prepared_once_per_connection(servers):
+
     async def body(pool):
         async with pool.connection() as conn:
             for n in range(5):
@@ -105,6 +95,7 @@ def test_statements_are_prepared_once_per_connection(servers):
 
 
 def test_errors_and_transactions(servers):
+
     async def body(pool):
         async with pool.connection() as conn:
             insert = "insert into direct_t (id) values (%(id)s)"
@@ -148,6 +139,7 @@ def test_prepared_statements_are_capped_per_connection(servers, monkeypatch):
 
 
 def test_a_prepared_statement_survives_a_table_change(servers):
+
     async def body(pool):
         async with pool.connection() as conn:
             read = "select * from direct_t where id = %(id)s"
@@ -169,6 +161,7 @@ def test_a_prepared_statement_survives_a_table_change(servers):
 
 
 def test_statements_outlive_psycopgs_rollback_cleanup(servers):
+
     async def body(pool):
         async with pool.connection() as conn:
             read = "select id from direct_t where id = %(id)s"
@@ -219,13 +212,12 @@ def _limits(row) -> tuple[str, str]:
     return row["statement_timeout"], row["idle_in_transaction_session_timeout"]
 
 
-LIMITS = (
-    "select current_setting('statement_timeout') as statement_timeout, "
-    "current_setting('idle_in_transaction_session_timeout') as idle_in_transaction_session_timeout"
-)
+LIMITS = ("select current_setting('statement_timeout') as statement_timeout, "
+          "current_setting('idle_in_transaction_session_timeout') as idle_in_transaction_session_timeout")
 
 
 def test_the_services_pool_limits_every_connection(live):
+
     async def read():
         async with live.svc.pool.connection() as conn:
             return await fetch_one(conn, LIMITS, {})
@@ -234,10 +226,10 @@ def test_the_services_pool_limits_every_connection(live):
 
 
 def test_a_runaway_statement_is_cancelled_and_its_connection_serves_again(servers):
+
     async def scenario():
-        pool = create_pool(
-            servers["database_url"], min_size=1, max_size=1, statement_timeout_s=0.2, idle_in_transaction_timeout_s=5
-        )
+        pool = create_pool(servers["database_url"], min_size=1, max_size=1, statement_timeout_s=0.2,
+                           idle_in_transaction_timeout_s=5)
         await pool.open()
         try:
             async with pool.connection() as conn:
@@ -265,11 +257,8 @@ def test_the_urls_own_options_are_kept(servers):
         try:
             async with pool.connection() as conn:
                 row = await fetch_one(
-                    conn,
-                    "select current_setting('application_name') as name, "
-                    "current_setting('statement_timeout') as limit_",
-                    {},
-                )
+                    conn, "select current_setting('application_name') as name, "
+                    "current_setting('statement_timeout') as limit_", {})
         finally:
             await pool.close()
         return row

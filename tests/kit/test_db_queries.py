@@ -43,9 +43,8 @@ def test_every_block_has_a_one_line_description():
     [
         "-- name: one\nselect 1\n",  # no description
         "-- name: one\n--\nselect 1\n",  # an empty one
-        "-- name: one\n-- Only words.\n",  # no statement
-    ],
-)
+        "-- name: one\n-- Only words.\n"  # no statement
+    ])
 def test_a_block_without_description_or_statement_is_refused(tmp_path, text):
     path = tmp_path / "queries.sql"
     path.write_text(text)

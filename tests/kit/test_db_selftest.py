@@ -40,16 +40,14 @@ def _make_distance_crash(url: str) -> None:
         conn.execute("""create function public.crashing_distance(a vecext.vector, b vecext.vector) returns float8
                         language plpgsql as $$ begin perform pg_terminate_backend(pg_backend_pid()); return 0;
                         end $$""")
+        conn.execute("create operator public.<=> (leftarg = vecext.vector, rightarg = vecext.vector, "
+                     "function = public.crashing_distance)")
         conn.execute(
-            "create operator public.<=> (leftarg = vecext.vector, rightarg = vecext.vector, "
-            "function = public.crashing_distance)"
-        )
-        conn.execute(
-            sql.SQL("alter database {} set search_path = public, vecext").format(sql.Identifier(conn.info.dbname))
-        )
+            sql.SQL("alter database {} set search_path = public, vecext").format(sql.Identifier(conn.info.dbname)))
 
 
 def _prepare(url: str, **kwargs) -> selftest.Versions:
+
     async def go():
         await selftest.versions(url)
         await migrate(url)
@@ -62,7 +60,7 @@ def test_the_self_test_passes_on_the_embedded_server(scratch_db):
     found = _prepare(scratch_db)
     assert found.server.startswith("18.") and found.vector_tuple >= (0, 8)
     with psycopg.connect(scratch_db) as conn:  # the throwaway table went with its rolled-back transaction
-        assert conn.execute("select to_regclass('collab_vector_check')").fetchone() == (None,)
+        assert conn.execute("select to_regclass('collab_vector_check')").fetchone() == (None, )
 
 
 def test_a_server_whose_vector_statements_crash_is_refused_once_then_at_once(scratch_db, caplog):
@@ -91,37 +89,25 @@ def test_a_server_whose_vector_statements_crash_is_refused_once_then_at_once(scr
         conn.execute("drop operator public.<=> (vecext.vector, vecext.vector)")
     assert _prepare(scratch_db, retry_known=True).vector_tuple >= (0, 8)
     with psycopg.connect(scratch_db) as conn:
-        assert conn.execute("select count(*) from vector_self_test_failures").fetchone() == (0,)
+        assert conn.execute("select count(*) from vector_self_test_failures").fetchone() == (0, )
     _prepare(scratch_db)  # and a plain start passes
 
 
 def test_a_server_without_pgvector_is_refused_with_the_fix(monkeypatch, scratch_db):
     # A server with no pgvector answers the version query with nulls.
     monkeypatch.setattr(
-        selftest.q,
-        "_sql",
-        {
-            **selftest.q._sql,
-            "versions": (
-                "select current_setting('server_version') as server_version, null as installed, null as available"
-            ),
-        },
-    )
+        selftest.q, "_sql", {
+            **selftest.q._sql, "versions": (
+                "select current_setting('server_version') as server_version, null as installed, null as available")
+        })
     with pytest.raises(selftest.SelfTestFailed) as refused:
         asyncio.run(selftest.versions(scratch_db))
     assert "no pgvector extension available" in str(refused.value) and "pgvector 0.8" in str(refused.value)
 
 
 def test_an_old_pgvector_is_refused(monkeypatch, scratch_db):
-    monkeypatch.setattr(
-        selftest.q,
-        "_sql",
-        {
-            **selftest.q._sql,
-            "versions": "select current_setting('server_version') as server_version, '0.4.4' as installed, "
-            "'0.4.4' as available",
-        },
-    )
+    versions = "select current_setting('server_version') as server_version, '0.4.4' as installed, '0.4.4' as available"
+    monkeypatch.setattr(selftest.q, "_sql", {**selftest.q._sql, "versions": versions})
     with pytest.raises(selftest.SelfTestFailed) as refused:
         asyncio.run(selftest.versions(scratch_db))
     assert "pgvector 0.4.4 is too old" in str(refused.value) and "ALTER EXTENSION vector UPDATE" in str(refused.value)
@@ -131,9 +117,8 @@ def test_the_cli_refuses_to_start_with_the_message(scratch_db, tmp_path):
     _make_distance_crash(scratch_db)
     env = dict(os.environ, COLLAB_DATABASE_URL=scratch_db, COLLAB_DATA_DIR=str(tmp_path))
     for command in (["selftest"], ["worker"]):
-        run = subprocess.run(
-            [sys.executable, "-m", "collab.cli", *command], env=env, capture_output=True, text=True, timeout=120
-        )
+        run = subprocess.run([sys.executable, "-m", "collab.cli", *command], env=env, capture_output=True, text=True,
+                             timeout=120)
         assert run.returncode == 1, run.stderr[-2000:]
         assert "collab: refusing to start: The database backend died" in run.stderr and "'nearest'" in run.stderr
         assert "Traceback" not in run.stderr

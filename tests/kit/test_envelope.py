@@ -15,20 +15,14 @@ pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, em
 
 ACTIVITY_GET = "/v2/workspace/activityconfig/get"
 
-
 ACTIVITIES, NOTIFICATIONS, CRDT = "/v2/activities", "/v2/notifications", "/v2/crdt"
 USER = {"userId": "u1", "name": "Ana"}
 
 
-@pytest.mark.parametrize(
-    "content, headers",
-    [
-        (b"{not json", {"content-type": "application/json"}),
-        (b"", {"content-type": "application/json"}),
-        (b"\xff\xfe\x00", {"content-type": "application/json"}),
-        (b'{"data": {"ownerEmail": "a@b.io"}', {}),
-    ],
-)
+@pytest.mark.parametrize("content, headers", [(b"{not json", {"content-type": "application/json"}),
+                                              (b"", {"content-type": "application/json"}),
+                                              (b"\xff\xfe\x00", {"content-type": "application/json"}),
+                                              (b'{"data": {"ownerEmail": "a@b.io"}', {})])
 def test_malformed_json_is_invalid_argument(client, content, headers):
     err = error(client.post("/v2/workspace/create", content=content, headers=headers), "INVALID_ARGUMENT")
     assert err["details"]["issues"]
@@ -45,25 +39,18 @@ def test_body_must_be_object_with_data_object(client, body):
 
 def test_json_without_content_type_is_accepted(client):
     tenant = new_tenant(client)
-    response = client.post(
-        ACTIVITY_GET, content=b'{"data": {}}', headers={**tenant.headers, "content-type": "text/plain"}
-    )
+    response = client.post(ACTIVITY_GET, content=b'{"data": {}}',
+                           headers={**tenant.headers, "content-type": "text/plain"})
     result(response)
 
 
 @pytest.mark.parametrize(
     "path, body",
-    [
-        (
-            "/v2/activities/add",
-            '{"data":{"organizationId":"o","documentId":"d","activities":[{"featureType":"comment",'
-            '"actionType":"comment.add","actionUser":{"userId":"u"},"entityData":{"x":NaN}}]}}',
-        ),
-        ("/v2/memory/search", '{"data":{"query":"x","filters":{"dateRange":{"start":Infinity}}}}'),
-        ("/v2/memory/search", '{"data":{"query":"x","filters":{"dateRange":{"start":1e300}}}}'),
-        ("/v2/workspace/activityconfig/update", '{"data":{"activityServiceConfig":{"enabledTime":-Infinity}}}'),
-    ],
-)
+    [("/v2/activities/add", '{"data":{"organizationId":"o","documentId":"d","activities":[{"featureType":"comment",'
+      '"actionType":"comment.add","actionUser":{"userId":"u"},"entityData":{"x":NaN}}]}}'),
+     ("/v2/memory/search", '{"data":{"query":"x","filters":{"dateRange":{"start":Infinity}}}}'),
+     ("/v2/memory/search", '{"data":{"query":"x","filters":{"dateRange":{"start":1e300}}}}'),
+     ("/v2/workspace/activityconfig/update", '{"data":{"activityServiceConfig":{"enabledTime":-Infinity}}}')])
 def test_non_finite_numbers_are_invalid_not_500(client, path, body):
     tenant = new_tenant(client)
     response = client.post(path, content=body, headers={**tenant.headers, "content-type": "application/json"})
@@ -73,23 +60,15 @@ def test_non_finite_numbers_are_invalid_not_500(client, path, body):
 def test_nul_characters_are_stripped_before_storage(client, db):
     tenant = new_tenant(client)
     result(
-        post(
-            client,
-            "/v2/workspace/activityconfig/update",
-            {"activityServiceConfig": {"isEnabled": True}},
-            tenant.headers,
-        )
-    )
-    body = (
-        '{"data":{"organizationId":"o\\u0000rg","documentId":"d","activities":[{"id":"a1","featureType":"comment",'
-        '"actionType":"comment.add","actionUser":{"userId":"u","name":"A\\u0000na"},'
-        '"entityData":{"comm\\u0000entText":"x\\u0000y"},"displayMessageTemplate":"t\\u0000"}]}}'
-    )
-    response = client.post(
-        "/v2/activities/add", content=body, headers={**tenant.headers, "content-type": "application/json"}
-    )
+        post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}},
+             tenant.headers))
+    body = ('{"data":{"organizationId":"o\\u0000rg","documentId":"d","activities":[{"id":"a1","featureType":"comment",'
+            '"actionType":"comment.add","actionUser":{"userId":"u","name":"A\\u0000na"},'
+            '"entityData":{"comm\\u0000entText":"x\\u0000y"},"displayMessageTemplate":"t\\u0000"}]}}')
+    response = client.post("/v2/activities/add", content=body,
+                           headers={**tenant.headers, "content-type": "application/json"})
     result(response)
-    row = db.execute("select * from activities where api_key_id = %s", (tenant.api_key,)).fetchone()
+    row = db.execute("select * from activities where api_key_id = %s", (tenant.api_key, )).fetchone()
     assert row["organization_id"] == "org" and row["action_user"]["name"] == "Ana"
     assert row["entity_data"] == {"commentText": "xy"} and row["display_message_template"] == "t"
 
@@ -121,23 +100,16 @@ def test_json_nesting_depth(client):
     assert "nested deeper" in err["details"]["issues"][0]["message"]
     # Far deeper than Python's own parser allows: still a clean 400.
     deep = b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    response = client.post(
-        "/v2/organizations/get", content=deep, headers={**t.headers, "content-type": "application/json"}
-    )
+    response = client.post("/v2/organizations/get", content=deep,
+                           headers={**t.headers, "content-type": "application/json"})
     error(response, "INVALID_ARGUMENT")
 
 
 def add_notification(client, t, notification_id, **fields):
     body = {
-        "organizationId": "o1",
-        "documentId": "d1",
-        "notificationId": notification_id,
-        "createOrganization": True,
-        "actionUser": USER,
-        "displayHeadlineMessageTemplate": "x",
-        "displayBodyMessage": "hello",
-        "notifyUsers": [{"userId": "u2"}],
-        **fields,
+        "organizationId": "o1", "documentId": "d1", "notificationId": notification_id, "createOrganization": True,
+        "actionUser": USER, "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
+        "notifyUsers": [{"userId": "u2"}], **fields
     }
     return result(post(client, f"{NOTIFICATIONS}/add", body, t.headers))
 
@@ -161,30 +133,22 @@ def test_unsafe_integers_are_refused_on_write_with_their_path(client, name):
 def test_every_unsafe_integer_of_a_body_is_named(client):
     t = new_tenant(client)
     body = {
-        "organizationId": "o1",
-        "documentId": "d1",
-        "actionUser": USER,
-        "createOrganization": True,
-        "displayHeadlineMessageTemplate": "x",
-        "displayBodyMessage": "hello",
-        "displayHeadlineMessageTemplateData": {"big": 2**64},
-        "notificationSourceData": {"list": [1, -(2**63) - 1]},
-        "notifyUsers": [],
+        "organizationId": "o1", "documentId": "d1", "actionUser": USER, "createOrganization": True,
+        "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
+        "displayHeadlineMessageTemplateData": {"big": 2**64}, "notificationSourceData": {"list": [1, -(2**63) - 1]},
+        "notifyUsers": []
     }
     err = error(post(client, f"{NOTIFICATIONS}/add", body, t.headers), "INVALID_ARGUMENT")
-    assert sorted(issue_paths(err)) == [
-        ["displayHeadlineMessageTemplateData", "big"],
-        ["notificationSourceData", "list", "1"],
-    ]
+    assert sorted(issue_paths(err)) == [["displayHeadlineMessageTemplateData", "big"],
+                                        ["notificationSourceData", "list", "1"]]
     assert {i["code"] for i in err["details"]["issues"]} == {"too_big"}
 
 
 @pytest.mark.parametrize("name", sorted(RAW_BODIES))
 def test_raw_pathological_bodies_are_invalid_argument(client, name):
     t = new_tenant(client)
-    response = client.post(
-        f"{ACTIVITIES}/get", content=RAW_BODIES[name], headers={**t.headers, "content-type": "application/json"}
-    )
+    response = client.post(f"{ACTIVITIES}/get", content=RAW_BODIES[name],
+                           headers={**t.headers, "content-type": "application/json"})
     error(response, "INVALID_ARGUMENT")
 
 
@@ -216,15 +180,10 @@ def test_rows_stored_before_the_check_still_read(client, db):
     add_notification(client, t, "n1", organizationId="org1", documentId="doc1")
     legacy = {"big": 2**64, "negative": -(2**63) - 1, "huge": 10**30, "nested": [[{"n": 2**70}]], "ok": 5}
     db.execute("update activities set entity_data = %s where api_key_id = %s", (Jsonb(legacy), t.api_key))
-    db.execute(
-        "update notifications set notification_source_data = %s where api_key_id = %s", (Jsonb(legacy), t.api_key)
-    )
+    db.execute("update notifications set notification_source_data = %s where api_key_id = %s",
+               (Jsonb(legacy), t.api_key))
     expected = {
-        "big": float(2**64),
-        "negative": float(-(2**63) - 1),
-        "huge": 1e30,
-        "nested": [[{"n": float(2**70)}]],
-        "ok": 5,
+        "big": float(2**64), "negative": float(-(2**63) - 1), "huge": 1e30, "nested": [[{"n": float(2**70)}]], "ok": 5
     }
     [record] = page_of(client, f"{ACTIVITIES}/get", t, organizationId="org1")["data"]
     assert record["entityData"] == expected

@@ -61,14 +61,10 @@ def test_batch_cap_is_inclusive(client):
 
 @pytest.mark.parametrize(
     "path, field, at_limit, over",
-    [
-        ("/v2/organizations/get", "pageSize", 1000, 1001),
-        ("/v2/organizations/get", "pageSize", 1, 0),
-        ("/v2/users/get", "userIds", [f"u{i}" for i in range(30)], [f"u{i}" for i in range(31)]),
-        ("/v2/notifications/get", "notificationIds", [f"n{i}" for i in range(30)], [f"n{i}" for i in range(31)]),
-        ("/v2/organizations/get", "organizationIds", ["o" * 200], ["o" * 201]),
-    ],
-)
+    [("/v2/organizations/get", "pageSize", 1000, 1001), ("/v2/organizations/get", "pageSize", 1, 0),
+     ("/v2/users/get", "userIds", [f"u{i}" for i in range(30)], [f"u{i}" for i in range(31)]),
+     ("/v2/notifications/get", "notificationIds", [f"n{i}" for i in range(30)], [f"n{i}" for i in range(31)]),
+     ("/v2/organizations/get", "organizationIds", ["o" * 200], ["o" * 201])])
 def test_page_sizes_id_lists_and_string_lengths(client, path, field, at_limit, over):
     t = new_tenant(client)
     enable_advanced_queries(client, t)
@@ -79,10 +75,8 @@ def test_page_sizes_id_lists_and_string_lengths(client, path, field, at_limit, o
     assert issue_paths(err)[0][0] == field
 
 
-@pytest.mark.parametrize(
-    "field, over",
-    [("limit", 51), ("limit", 0), ("recencyDays", 366), ("excludeDocumentIds", [f"d{i}" for i in range(21)])],
-)
+@pytest.mark.parametrize("field, over", [("limit", 51), ("limit", 0), ("recencyDays", 366),
+                                         ("excludeDocumentIds", [f"d{i}" for i in range(21)])])
 def test_search_bounds_from_the_spec(client, field, over):
     t = new_tenant(client)
     data = {"query": "q", "scope": "organization", "organizationId": "o"}

@@ -77,24 +77,16 @@ def build(*, planned: bool) -> tuple[FastAPI, Calls]:
     return app, calls
 
 
-BODIES = [
-    (b'{"data": {"name": "a", "count": 2, "tags": ["x"]}}', "application/json"),
-    (b'{"data": {"name": "a"}, "extra": 1}', "application/json"),
-    (b'{"data": {"name": 5}}', "application/json"),
-    (b'{"data": {"name": "a", "count": "2"}}', "application/json"),
-    (b'{"data": {"count": 1}}', "application/json"),
-    (b'{"nodata": {}}', "application/json"),
-    (b"[]", "application/json"),
-    (b'"text"', "application/json"),
-    (b'{"data": {"name": "a", "count": 9007199254740993}}', "application/json"),
-    (b'{"data": {"name": "a", "count": NaN}}', "application/json"),
-    (b'{"data": {"name": "a"', "application/json"),
-    (b"", "application/json"),
-    (b'{"data": {"name": "a"}}', "application/json; charset=utf-8"),
-    (b'{"data": {"name": "a"}}', "text/plain"),
-    (b'{"data": {"name": "a"}}', None),
-    (b'{"data": {"name": "a\\u0000b"}}', "application/json"),
-]
+BODIES = [(b'{"data": {"name": "a", "count": 2, "tags": ["x"]}}', "application/json"),
+          (b'{"data": {"name": "a"}, "extra": 1}', "application/json"), (b'{"data": {"name": 5}}', "application/json"),
+          (b'{"data": {"name": "a", "count": "2"}}', "application/json"),
+          (b'{"data": {"count": 1}}', "application/json"), (b'{"nodata": {}}', "application/json"),
+          (b"[]", "application/json"), (b'"text"', "application/json"),
+          (b'{"data": {"name": "a", "count": 9007199254740993}}', "application/json"),
+          (b'{"data": {"name": "a", "count": NaN}}', "application/json"),
+          (b'{"data": {"name": "a"', "application/json"), (b"", "application/json"),
+          (b'{"data": {"name": "a"}}', "application/json; charset=utf-8"), (b'{"data": {"name": "a"}}', "text/plain"),
+          (b'{"data": {"name": "a"}}', None), (b'{"data": {"name": "a\\u0000b"}}', "application/json")]
 
 
 @pytest.mark.parametrize("path", ["/v2/items/add", "/v2/items/plain", "/v2/items/query?limit=7"])
@@ -137,8 +129,7 @@ def _planned(app: FastAPI) -> dict[str, bool]:
     """Each API route's path (under /v1 and /v2), and whether it has a plan."""
     return {
         route.path: plan(route) is not None
-        for route in app.routes
-        if isinstance(route, APIRoute) and route.path.startswith(("/v1/", "/v2/"))
+        for route in app.routes if isinstance(route, APIRoute) and route.path.startswith(("/v1/", "/v2/"))
     }
 
 

@@ -6,6 +6,7 @@ from collab.kit import heap
 
 
 def test_settle_freezes_what_start_up_made_and_later_garbage_is_still_collected():
+
     class Node:
         pass
 

@@ -12,14 +12,14 @@ ACTIVITY_GET = "/v2/workspace/activityconfig/get"
 
 def test_declared_oversize_body_is_refused_with_413(client):
     size = 8 * 1024 * 1024 + 1
-    response = client.post(
-        "/v2/workspace/create", content=b"{" + b" " * (size - 2) + b"}", headers={"content-type": "application/json"}
-    )
+    response = client.post("/v2/workspace/create", content=b"{" + b" " * (size - 2) + b"}",
+                           headers={"content-type": "application/json"})
     assert response.status_code == 413
     assert response.json()["error"]["status"] == "INVALID_ARGUMENT"
 
 
 def test_chunked_oversize_body_is_refused_with_413(client):
+
     def chunks():
         yield b'{"data": {"ownerEmail": "'
         for _ in range(9):
@@ -35,10 +35,8 @@ def test_oversize_refused_before_read_whole(live):
     """The server answers 413 from the declared length without waiting for the body."""
     host, port = live.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(
-            b"POST /v2/workspace/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 100000000\r\n\r\n{"
-        )
+        sock.sendall(b"POST /v2/workspace/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100000000\r\n\r\n{")
         reply = sock.recv(4096)
     assert reply.startswith(b"HTTP/1.1 413")
 
@@ -111,9 +109,6 @@ def test_body_size_limit_is_413_in_the_envelope(client, live):
     t = new_tenant(client)
     limit = live.settings.max_body_bytes
     padding = "x" * (limit - 100)
-    err = error(
-        client.post("/v2/organizations/get", json={"data": {}, "p": padding + "x" * 200}, headers=t.headers),
-        "INVALID_ARGUMENT",
-        413,
-    )
+    err = error(client.post("/v2/organizations/get", json={"data": {}, "p": padding + "x" * 200}, headers=t.headers),
+                "INVALID_ARGUMENT", 413)
     assert err["details"]["issues"][0]["code"] == "too_big"

@@ -17,13 +17,8 @@ from support.helpers import new_tenant, post, result
 
 pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
-STAND_IN = ApiError(
-    "RESOURCE_EXHAUSTED",
-    "The stand-in provider is out of quota; retry in 7 seconds.",
-    details={"retryAfterSeconds": 7},
-    headers={"Retry-After": "7"},
-)
-
+STAND_IN = ApiError("RESOURCE_EXHAUSTED", "The stand-in provider is out of quota; retry in 7 seconds.",
+                    details={"retryAfterSeconds": 7}, headers={"Retry-After": "7"})
 
 crash_sql = Queries.beside(__file__, "crash.sql")
 
@@ -48,15 +43,10 @@ def test_a_failing_job_answers_identically_on_every_awaiting_endpoint(client, ll
     monkeypatch.setattr(judgments_search, "run", _fails)
     calls = {
         "ask-ai": ("/v2/rewriter/ask-ai", {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}),
-        "extract": (
-            "/v2/agents/extract",
-            {
-                "fileBase64": base64.b64encode(b"Category,Check\nA,B\n").decode(),
-                "mimeType": "text/csv",
-                "provider": "openai",
-            },
-        ),
-        "search": ("/v2/memory/search", {"query": "review"}),
+        "extract": ("/v2/agents/extract", {
+            "fileBase64": base64.b64encode(b"Category,Check\nA,B\n").decode(), "mimeType": "text/csv",
+            "provider": "openai"
+        }), "search": ("/v2/memory/search", {"query": "review"})
     }
     answers = {}
     for name, (path, data) in calls.items():
@@ -72,23 +62,20 @@ def test_the_failure_shape_round_trips():
     failure = STAND_IN.as_failure()
     assert failure == {
         "failure": {
-            "code": "RESOURCE_EXHAUSTED",
-            "message": STAND_IN.message,
-            "details": {"retryAfterSeconds": 7},
-            "headers": {"Retry-After": "7"},
+            "code": "RESOURCE_EXHAUSTED", "message": STAND_IN.message, "details": {"retryAfterSeconds": 7},
+            "headers": {"Retry-After": "7"}
         }
     }
     with pytest.raises(ApiError) as raised:
         raise_failure(failure)
     assert raised.value.body() == STAND_IN.body() and raised.value.headers == STAND_IN.headers
     # A success, even one that names a failure field of its own, is returned as it is.
-    assert raise_failure({"success": False, "error": "No API key configured"}) == {
-        "success": False,
-        "error": "No API key configured",
-    }
+    assert raise_failure({"success": False,
+                          "error": "No API key configured"}) == {"success": False, "error": "No API key configured"}
 
 
 def test_an_awaited_job_returns_its_failure_instead_of_raising():
+
     @reports_failures
     async def job(ctx, *, fail: str):
         if fail == "api":
@@ -128,43 +115,30 @@ def test_a_job_that_kills_its_backend_fails_for_good_after_one_retry(client, liv
     # The first loss: retried once (arq's Retry), nothing of the job's transaction kept.
     with pytest.raises(Retry):
         live.run(crash_test_job(ctx, bad))
-    row = db.execute("select status, connection_losses from jobs where id = %s", (bad,)).fetchone()
+    row = db.execute("select status, connection_losses from jobs where id = %s", (bad, )).fetchone()
     assert row == {"status": "running", "connection_losses": 1}
 
     # Another tenant's job, on the same pool, completes meanwhile.
     assert live.run(crash_test_job(ctx, good)) == {"done": "good"}
-    assert db.execute("select status, result from jobs where id = %s", (good,)).fetchone() == {
-        "status": "succeeded",
-        "result": {"done": "good"},
-    }
+    assert db.execute("select status, result from jobs where id = %s",
+                      (good, )).fetchone() == {"status": "succeeded", "result": {"done": "good"}}
 
     # The second loss fails it for good: the tenant reads the generic reason; the log and the detail name the
     # statement.
     caplog.clear()
     assert live.run(crash_test_job(ctx, bad)) is None
-    row = db.execute(
-        "select status, attempts, connection_losses, error, error_detail from jobs where id = %s", (bad,)
-    ).fetchone()
+    row = db.execute("select status, attempts, connection_losses, error, error_detail from jobs where id = %s",
+                     (bad, )).fetchone()
     assert (row["status"], row["attempts"], row["connection_losses"]) == ("failed", 2, 2)
     assert row["error"] == GENERIC_FAILURE.format(tries=2)
     assert "crash.sql:terminate_own_backend" in row["error_detail"]
-    assert any(
-        "failed for good" in r.getMessage() and "crash.sql:terminate_own_backend" in r.getMessage()
-        for r in caplog.records
-    )
+    assert any("failed for good" in r.getMessage() and "crash.sql:terminate_own_backend" in r.getMessage()
+               for r in caplog.records)
     # A redelivery of the failed job runs nothing; the crashed transactions left no rows, the good one its own.
     assert live.run(crash_test_job(ctx, bad)) is None
-    assert db.execute(
-        "select job, tenant from crash_test_work where tenant in (%s, %s)", (poisoned.api_key, other.api_key)
-    ).fetchall() == [{"job": "good", "tenant": other.api_key}]
+    assert db.execute("select job, tenant from crash_test_work where tenant in (%s, %s)",
+                      (poisoned.api_key, other.api_key)).fetchall() == [{"job": "good", "tenant": other.api_key}]
     # And the pool serves the next request as usual.
-    assert (
-        post(
-            client,
-            "/v2/workspace/activityconfig/update",
-            {"activityServiceConfig": {"isEnabled": True}},
-            poisoned.headers,
-        ).status_code
-        == 200
-    )
+    assert (post(client, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}},
+                 poisoned.headers).status_code == 200)
     db.execute("drop table crash_test_work")  # the isolation suite lists every table of the shared database

@@ -25,15 +25,13 @@ def test_declared_options_reach_arq(live):
     ask = served["ask_ai"]  # awaited: a deadline just past the API's, a second try, a short-lived result
     assert (ask.timeout_s, ask.max_tries, ask.keep_result_s) == (live.settings.ask_ai_timeout_s + 5, 2, 30)
     deliver = served["deliver_webhook"]  # tracked: one try more than its own, for tries that end with no outcome
-    assert (deliver.timeout_s, deliver.max_tries, deliver.keep_result_s) == (
-        live.settings.webhooks_timeout_s + 30,
-        4,
-        None,
-    )
+    assert (deliver.timeout_s, deliver.max_tries, deliver.keep_result_s) == (live.settings.webhooks_timeout_s + 30, 4,
+                                                                             None)
     assert lane("search_judgments").name == "search" and lane("migrate_document").name == "bulk"
 
 
 def test_an_undeclared_job_is_refused_before_its_row_commits(live, db):
+
     async def go():
         async with transaction(live.svc.pool, live.svc.redis) as tx:
             await tx.enqueue("echo_tracked", api_key_id=None, value="kept?")
@@ -46,7 +44,9 @@ def test_an_undeclared_job_is_refused_before_its_row_commits(live, db):
 
 
 def test_two_jobs_of_one_name_are_refused():
+
     def twin():
+
         async def echo(ctx: dict) -> None:
             """Not the probe of the same name."""
 

@@ -10,7 +10,7 @@ from collab.kit.redisclient import redis_client
 
 
 def _job(db, job_id):
-    return db.execute("select * from jobs where id = %s", (job_id,)).fetchone()
+    return db.execute("select * from jobs where id = %s", (job_id, )).fetchone()
 
 
 async def _enqueue_and_wait(live, **args):
@@ -30,6 +30,7 @@ def test_job_runs_after_commit_and_records_success(live, db):
 
 
 def test_rollback_drops_the_job(live, db):
+
     class Boom(Exception):
         pass
 
@@ -57,7 +58,7 @@ def test_redis_down_at_commit_leaves_job_for_the_sweep(live, db, tmp_path):
     row = _job(db, job_id)
     assert row["status"] == "queued" and row["enqueued_at"] is None
     # The sweep re-sends it once it is older than the sweep threshold.
-    db.execute("update jobs set created_at = now() - interval '1 hour' where id = %s", (job_id,))
+    db.execute("update jobs set created_at = now() - interval '1 hour' where id = %s", (job_id, ))
     ctx = {"pool": live.svc.pool, "redis": live.svc.redis, "settings": live.settings}
     assert live.run(sweep(ctx)) >= 1
 
@@ -71,6 +72,7 @@ def test_redis_down_at_commit_leaves_job_for_the_sweep(live, db, tmp_path):
 
 
 def test_a_job_committed_without_a_queue_is_not_marked_sent(live, db):
+
     async def commit_without_redis():
         async with transaction(live.svc.pool, None) as tx:
             return await tx.enqueue("echo_tracked", api_key_id=None, value=3)
@@ -82,6 +84,7 @@ def test_a_job_committed_without_a_queue_is_not_marked_sent(live, db):
 
 
 def test_failing_job_retries_then_records_failure(live, db):
+
     async def go():
         # Recorded but not queued (no Redis for this transaction): the live worker must not run it beside us.
         async with transaction(live.svc.pool, None) as tx:
@@ -174,5 +177,5 @@ def test_enqueue_writes_arqs_job_once_per_id(live):
 
     first, again, info, ttl = live.run(scenario())
     assert (first, again) == (True, False)
-    assert (info.function, info.args, info.kwargs, info.job_try) == ("echo", (1,), {"value": 2}, None)
+    assert (info.function, info.args, info.kwargs, info.job_try) == ("echo", (1, ), {"value": 2}, None)
     assert 0 < ttl <= 60_000

@@ -43,16 +43,11 @@ class FakeRedis:
 
 
 def test_messages_arrive_and_a_lost_link_is_not_live_until_resubscribed():
+
     async def run():
         fake, messages, states = FakeRedis(), [], asyncio.Queue()
-        listener = Listener(
-            redis_client(await fake.start()),
-            "collab:test",
-            on_message=messages.append,
-            on_live=states.put_nowait,
-            ping_s=WAIT_S,
-            retry_s=0,
-        )
+        listener = Listener(redis_client(await fake.start()), "collab:test", on_message=messages.append,
+                            on_live=states.put_nowait, ping_s=WAIT_S, retry_s=0)
         await listener.start()
         reader, writer = await asyncio.wait_for(fake.links.get(), WAIT_S)
         assert await FakeRedis.commands(reader, 2) == [[b"AUTH", b"user", b"secret"], [b"SUBSCRIBE", b"collab:test"]]
@@ -78,16 +73,11 @@ def test_messages_arrive_and_a_lost_link_is_not_live_until_resubscribed():
 
 
 def test_a_redis_that_stops_answering_pings_is_not_live():
+
     async def run():
         fake, states = FakeRedis(), asyncio.Queue()
-        listener = Listener(
-            redis_client(await fake.start()),
-            "collab:test",
-            on_message=lambda _: None,
-            on_live=states.put_nowait,
-            ping_s=0.01,
-            retry_s=WAIT_S,
-        )
+        listener = Listener(redis_client(await fake.start()), "collab:test", on_message=lambda _: None,
+                            on_live=states.put_nowait, ping_s=0.01, retry_s=WAIT_S)
         reader, writer, _ = await fake.subscribed(listener)
         assert await asyncio.wait_for(states.get(), WAIT_S) is True
         assert await FakeRedis.commands(reader, 1) == [[b"PING"]]  # never answered: Redis is frozen
@@ -100,16 +90,11 @@ def test_a_redis_that_stops_answering_pings_is_not_live():
 
 
 def test_an_error_from_redis_drops_the_link():
+
     async def run():
         fake, states = FakeRedis(), asyncio.Queue()
-        listener = Listener(
-            redis_client(await fake.start()),
-            "collab:test",
-            on_message=lambda _: None,
-            on_live=states.put_nowait,
-            ping_s=WAIT_S,
-            retry_s=WAIT_S,
-        )
+        listener = Listener(redis_client(await fake.start()), "collab:test", on_message=lambda _: None,
+                            on_live=states.put_nowait, ping_s=WAIT_S, retry_s=WAIT_S)
         await listener.start()
         reader, writer = await asyncio.wait_for(fake.links.get(), WAIT_S)
         await FakeRedis.commands(reader, 2)

@@ -26,15 +26,9 @@ BUDGET = 4096
 
 def add_notification(client, t, notification_id, **fields):
     body = {
-        "organizationId": "o1",
-        "documentId": "d1",
-        "notificationId": notification_id,
-        "createOrganization": True,
-        "actionUser": USER,
-        "displayHeadlineMessageTemplate": "x",
-        "displayBodyMessage": "hello",
-        "notifyUsers": [{"userId": "u2"}],
-        **fields,
+        "organizationId": "o1", "documentId": "d1", "notificationId": notification_id, "createOrganization": True,
+        "actionUser": USER, "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
+        "notifyUsers": [{"userId": "u2"}], **fields
     }
     return result(post(client, f"{NOTIFICATIONS}/add", body, t.headers))
 
@@ -100,14 +94,8 @@ def test_judgment_queries_stop_at_the_byte_budget(client, live, small_pages):
     t = new_tenant(client)
     enable_activities(client, t)
     judged = [
-        activity(
-            id=f"j{i}",
-            actionType="comment_annotation.reject",
-            timestamp=1_000 + i,
-            targetEntityId="ann1",
-            entityData={"reasoning": f"{i} " + "r" * 1500},
-        )
-        for i in range(5)
+        activity(id=f"j{i}", actionType="comment_annotation.reject", timestamp=1_000 + i, targetEntityId="ann1",
+                 entityData={"reasoning": f"{i} " + "r" * 1500}) for i in range(5)
     ]
     result(add_activities(client, t, *judged))
     settle_jobs(live, t)
@@ -119,34 +107,17 @@ def test_judgment_queries_stop_at_the_byte_budget(client, live, small_pages):
 
 def test_recordings_pages_stop_at_the_byte_budget(client, small_pages):
     t = new_tenant(client)
-    files = [
-        {
-            "url": f"https://cdn.example.com/{'v' * 1400}.webm",
-            "mimeType": "video/webm",
-            "name": "r.webm",
-            "type": "video",
-            "size": 1,
-        }
-    ]
-    recordings = [
-        {
-            "annotationId": f"r{i}",
-            "recordingType": "screen",
-            "mode": "floating",
-            "displayName": "Walk",
-            "recordedTime": {"duration": 1000},
-            "attachments": files,
-        }
-        for i in range(5)
-    ]
+    files = [{
+        "url": f"https://cdn.example.com/{'v' * 1400}.webm", "mimeType": "video/webm", "name": "r.webm",
+        "type": "video", "size": 1
+    }]
+    recordings = [{
+        "annotationId": f"r{i}", "recordingType": "screen", "mode": "floating", "displayName": "Walk",
+        "recordedTime": {"duration": 1000}, "attachments": files
+    } for i in range(5)]
     result(
-        post(
-            client,
-            "/v2/recordings/add",
-            {"organizationId": "o1", "documentId": "d1", "recordings": recordings},
-            t.headers,
-        )
-    )
+        post(client, "/v2/recordings/add", {"organizationId": "o1", "documentId": "d1", "recordings": recordings},
+             t.headers))
     pages = every_page(client, "/v2/recordings/get", t, organizationId="o1")
     assert_paged_by_bytes(pages, [f"r{i}" for i in range(5)], small_pages, key="annotationId")
     assert [len(p) for p in pages] == [2, 2, 1]
@@ -160,19 +131,9 @@ def test_crdt_editors_come_in_pages_of_the_byte_budget(client, small_pages, fmt)
     t = new_tenant(client)
     for i in range(5):
         result(
-            post(
-                client,
-                f"{CRDT}/add",
-                {
-                    "organizationId": "o1",
-                    "documentId": "d1",
-                    "editorId": f"e{i}",
-                    "type": "text",
-                    "data": f"{i}" * 1200,
-                },
-                t.headers,
-            )
-        )
+            post(client, f"{CRDT}/add", {
+                "organizationId": "o1", "documentId": "d1", "editorId": f"e{i}", "type": "text", "data": f"{i}" * 1200
+            }, t.headers))
     pages = every_page(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1", format=fmt)
     assert_paged_by_bytes(pages, [f"e{i}" for i in range(5)], small_pages)
     assert [r["data"] for page in pages for r in page] == [f"{i}" * 1200 for i in range(5)]
@@ -185,13 +146,9 @@ def test_small_crdt_documents_stay_one_page(client):
     t = new_tenant(client)
     for i in range(3):
         result(
-            post(
-                client,
-                f"{CRDT}/add",
-                {"organizationId": "o1", "documentId": "d1", "editorId": f"e{i}", "type": "map", "data": {"k": i}},
-                t.headers,
-            )
-        )
+            post(client, f"{CRDT}/add",
+                 {"organizationId": "o1", "documentId": "d1", "editorId": f"e{i}", "type": "map", "data": {"k": i}},
+                 t.headers))
     page = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")
     assert [r["id"] for r in page["data"]] == ["e0", "e1", "e2"] and page["pageToken"] is None
 
@@ -208,13 +165,8 @@ def test_activity_page_tokens_only_work_with_their_filters_and_order(client):
     # The same query goes on (list filters compare as sets; pageSize may change).
     same = {**query, "featureTypes": ["reaction", "comment"], "pageSize": 5, "pageToken": token}
     assert [r["id"] for r in page_of(client, f"{ACTIVITIES}/get", t, **same)["data"]] == ["a1", "a0"]
-    for changed in (
-        {"documentId": "doc2"},
-        {"order": "asc"},
-        {"featureTypes": ["comment"]},
-        {"userId": "u1"},
-        {"organizationId": "org2"},
-    ):
+    for changed in ({"documentId": "doc2"}, {"order": "asc"}, {"featureTypes": ["comment"]}, {"userId": "u1"},
+                    {"organizationId": "org2"}):
         response = post(client, f"{ACTIVITIES}/get", {**query, **changed, "pageToken": token}, t.headers)
         assert issue_paths(error(response, "INVALID_ARGUMENT")) == [["pageToken"]], changed
 
@@ -238,19 +190,9 @@ def test_crdt_page_tokens_only_work_with_their_document(client, small_pages):
     for doc in ("d1", "d2"):
         for i in range(3):
             result(
-                post(
-                    client,
-                    f"{CRDT}/add",
-                    {
-                        "organizationId": "o1",
-                        "documentId": doc,
-                        "editorId": f"e{i}",
-                        "type": "text",
-                        "data": "w" * 2500,
-                    },
-                    t.headers,
-                )
-            )
+                post(client, f"{CRDT}/add", {
+                    "organizationId": "o1", "documentId": doc, "editorId": f"e{i}", "type": "text", "data": "w" * 2500
+                }, t.headers))
     token = page_of(client, f"{CRDT}/get", t, organizationId="o1", documentId="d1")["pageToken"]
     assert token is not None
     response = post(client, f"{CRDT}/get", {"organizationId": "o1", "documentId": "d2", "pageToken": token}, t.headers)

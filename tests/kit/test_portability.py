@@ -45,10 +45,8 @@ def _as_server_user() -> list[str]:
 def _script() -> str:
     # Single-user mode with -j ends a statement at a semicolon and an empty line.
     statements = ["create extension vector"] + [getattr(selftest.q, name) for name in selftest.STATEMENTS]
-    statements.append(
-        "select (select e from collab_vector_check where id = 7) <=> "
-        "(select e from collab_vector_check where id = 7) as self_distance"
-    )
+    statements.append("select (select e from collab_vector_check where id = 7) <=> "
+                      "(select e from collab_vector_check where id = 7) as self_distance")
     return "".join(f"{statement};\n\n" for statement in statements)
 
 
@@ -64,18 +62,12 @@ def test_vector_statements_run_on_a_cpu_without_avx512():
 
 def _run_under_qemu(data: Path, as_user: list[str]) -> None:
     subprocess.run(
-        [*as_user, str(BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "utf8"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+        [*as_user, str(BIN / "initdb"), "-D",
+         str(data), "-A", "trust", "-U", "postgres", "-E", "utf8"], check=True, capture_output=True, timeout=120)
     run = subprocess.run(
-        [*as_user, QEMU, "-cpu", "max", str(BIN / "postgres"), "--single", "-j", "-D", str(data), "postgres"],
-        input=_script(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+        [*as_user, QEMU, "-cpu", "max",
+         str(BIN / "postgres"), "--single", "-j", "-D",
+         str(data), "postgres"], input=_script(), capture_output=True, text=True, timeout=300)
     output = run.stdout + run.stderr
     assert "Illegal instruction" not in output and "signal 4" not in output, output[-2000:]
     assert run.returncode == 0, output[-2000:]

@@ -44,6 +44,7 @@ async def _hit(limits: Reservations, redis, bucket: str, rate: str, now: float =
 
 
 def test_two_processes_together_admit_exactly_the_limit(servers):
+
     async def run():
         redis = redis_client(servers["redis_url"])
         a, b, bucket = Reservations(), Reservations(), f"api-key:{uuid.uuid4().hex}"
@@ -59,6 +60,7 @@ def test_two_processes_together_admit_exactly_the_limit(servers):
 
 
 def test_a_process_that_stops_asking_strands_few_hits(servers):
+
     async def run():
         redis = redis_client(servers["redis_url"])
         a, b, bucket = Reservations(), Reservations(), f"api-key:{uuid.uuid4().hex}"
@@ -75,6 +77,7 @@ def test_a_process_that_stops_asking_strands_few_hits(servers):
 
 
 def test_concurrent_requests_share_one_reservation(servers):
+
     async def run():
         redis = redis_client(servers["redis_url"])
         limits, bucket = Reservations(), f"api-key:{uuid.uuid4().hex}"
@@ -104,6 +107,7 @@ def test_a_small_limit_is_counted_hit_by_hit(servers, rate):
 
 
 def test_without_redis_the_limit_fails_open():
+
     async def run():
         return [await _hit(Reservations(), None, "api-key:x", "1/minute") for _ in range(3)]
 

@@ -33,9 +33,8 @@ def test_a_found_route_answers_every_kind_of_request_as_fastapis_loop_does(clien
     broken = client.post(path, content=b'{"data": ', headers={**t.headers, "content-type": "application/json"})
     assert broken.status_code == 400 and broken.json()["error"]["details"]["issues"][0]["code"] == "invalid_json"
     # Another label goes to FastAPI's own handler of the route, read as JSON all the same.
-    labelled = client.post(
-        path, content=b'{"data": {"organizationIds": ["o1"]}}', headers={**t.headers, "content-type": "text/plain"}
-    )
+    labelled = client.post(path, content=b'{"data": {"organizationIds": ["o1"]}}',
+                           headers={**t.headers, "content-type": "text/plain"})
     assert labelled.status_code == 200 and labelled.json()["result"]["data"] == [org]
 
 

@@ -78,20 +78,12 @@ def _running(pid: int) -> bool:
 def test_collab_api_serves_from_several_worker_processes(servers, tmp_path):
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAB_")}
-    env.update(
-        COLLAB_DATABASE_URL=servers["database_url"],
-        COLLAB_REDIS_URL=servers["redis_url"],
-        COLLAB_DATA_DIR=str(tmp_path),
-        COLLAB_SECRET_KEY="test-secret-key-0123456789-abcdefghij",
-        COLLAB_LOG_LEVEL="WARNING",
-    )
-    api = subprocess.Popen(
-        [sys.executable, "-m", "collab.cli", "api", "--port", str(port), "--workers", "2"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    env.update(COLLAB_DATABASE_URL=servers["database_url"], COLLAB_REDIS_URL=servers["redis_url"],
+               COLLAB_DATA_DIR=str(tmp_path), COLLAB_SECRET_KEY="test-secret-key-0123456789-abcdefghij",
+               COLLAB_LOG_LEVEL="WARNING")
+    api = subprocess.Popen([sys.executable, "-m", "collab.cli", "api", "--port",
+                            str(port), "--workers", "2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline, ready = time.monotonic() + 120, False
@@ -127,12 +119,8 @@ def test_collab_api_serves_from_several_worker_processes(servers, tmp_path):
             for conn in burst:
                 conn.close()
         # A second server on the same port is refused, not let into the first one's group of sockets.
-        again = subprocess.run(
-            [sys.executable, "-m", "collab.cli", "api", "--port", str(port), "--workers", "2"],
-            env=env,
-            capture_output=True,
-            timeout=60,
-        )
+        again = subprocess.run([sys.executable, "-m", "collab.cli", "api", "--port",
+                                str(port), "--workers", "2"], env=env, capture_output=True, timeout=60)
         assert again.returncode != 0 and b"cannot listen" in again.stdout + again.stderr
     finally:
         api.send_signal(signal.SIGINT)

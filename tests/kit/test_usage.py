@@ -18,11 +18,9 @@ pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, em
 
 MINUTE = 60_000
 KEY = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-usage-key"}]}
-CSV = (
-    b"Category,Check\n"
-    b"Claims,Every price claim states whether tax is included\n"
-    b"Privacy,Forms link to the privacy policy\n"
-)
+CSV = (b"Category,Check\n"
+       b"Claims,Every price claim states whether tax is included\n"
+       b"Privacy,Forms link to the privacy policy\n")
 
 
 def flush(live):
@@ -32,10 +30,8 @@ def flush(live):
 
 def overview(live, t, *, since_ms, until_ms, bucket_s=300):
     return live.run(
-        usage.overview(
-            live.svc, workspace_id=t.workspace["id"], since_ms=since_ms, until_ms=until_ms, bucket_s=bucket_s
-        )
-    )
+        usage.overview(live.svc, workspace_id=t.workspace["id"], since_ms=since_ms, until_ms=until_ms,
+                       bucket_s=bucket_s))
 
 
 def usage_template(path, root, own):
@@ -63,13 +59,8 @@ def test_a_workspaces_activity_shows_in_its_overview_only(client, live, llm, rec
     asked = post(client, "/v2/rewriter/ask-ai", {"model": "gpt-4o", "prompt": "Formal.", "text": "hey"}, t.headers)
     assert asked.status_code == 200 and asked.json()["result"]["success"] is True, asked.text
     result(
-        post(
-            client,
-            "/v2/agents/extract",
-            {"fileBase64": base64.b64encode(CSV).decode(), "mimeType": "text/csv", "provider": "openai"},
-            t.headers,
-        )
-    )
+        post(client, "/v2/agents/extract",
+             {"fileBase64": base64.b64encode(CSV).decode(), "mimeType": "text/csv", "provider": "openai"}, t.headers))
     notify(client, t, "n1")
     settle(live, t)
     receiver.reply(410)  # a failed attempt that is not retried (Gone), so the counts hold still
@@ -85,15 +76,11 @@ def test_a_workspaces_activity_shows_in_its_overview_only(client, live, llm, rec
     until = live.svc.now_ms() + MINUTE
     view = overview(live, t, since_ms=since, until_ms=until)
     totals = view["totals"]
-    assert {k: totals[k] for k in totals if k != "api_calls"} == {
-        "judgments_added": 2,
-        "searches": 1,
-        "extractions": 1,
-        "ask_ai": 1,
-        "webhooks_succeeded": 1,
-        "webhooks_failed": 1,
-        "notifications_sent": 2,
-    }
+    assert {k: totals[k]
+            for k in totals if k != "api_calls"} == {
+                "judgments_added": 2, "searches": 1, "extractions": 1, "ask_ai": 1, "webhooks_succeeded": 1,
+                "webhooks_failed": 1, "notifications_sent": 2
+            }
     by_call = calls(view)
     assert by_call[("/v2/memory/search", 200)] == 1
     assert by_call[("/v2/rewriter/ask-ai", 200)] == 1
@@ -128,9 +115,8 @@ def test_workspace_auth_calls_count_for_their_workspace(client, live):
 
 def process(live, clock):
     """Another process's view of the service: the same database, a buffer of its own, a clock the test sets."""
-    return SimpleNamespace(
-        pool=live.svc.pool, settings=live.svc.settings, clock=lambda: clock["now"], usage=usage.Usage()
-    )
+    return SimpleNamespace(pool=live.svc.pool, settings=live.svc.settings, clock=lambda: clock["now"],
+                           usage=usage.Usage())
 
 
 def test_two_processes_flushes_add_up(client, live):
@@ -185,12 +171,8 @@ def test_series_buckets_follow_the_clock_with_zeros(client, live):
         usage.count(svc, "extractions", workspace_id=t.workspace["id"], n=n)
     live.run(usage.flush(svc))
     view = overview(live, t, since_ms=start, until_ms=start + 3600_000, bucket_s=900)
-    assert view["series"]["extractions"] == [
-        {"t": start, "count": 3},
-        {"t": start + 900_000, "count": 0},
-        {"t": start + 1800_000, "count": 0},
-        {"t": start + 2700_000, "count": 3},
-    ]
+    assert view["series"]["extractions"] == [{"t": start, "count": 3}, {"t": start + 900_000, "count": 0},
+                                             {"t": start + 1800_000, "count": 0}, {"t": start + 2700_000, "count": 3}]
     assert view["totals"]["extractions"] == 6 and view["series"]["api_calls"][1] == {"t": start + 900_000, "count": 0}
 
 
@@ -205,12 +187,14 @@ def test_old_rows_are_deleted_by_the_retention_cron(client, live, db):
     live.run(usage.flush(svc))
     clock["now"] = now
     assert live.run(usage.drop_old({"svc": svc})) >= 1
-    left = db.execute("select minute_ms from usage_minutes where workspace_id = %s", (t.workspace["id"],)).fetchall()
+    left = db.execute("select minute_ms from usage_minutes where workspace_id = %s", (t.workspace["id"], )).fetchall()
     assert [r["minute_ms"] for r in left] == [int(now - 7 * 86_400) // 60 * MINUTE]
 
 
 def test_counts_stay_buffered_when_postgres_is_unreachable():
+
     class Down:
+
         def connection(self):
             raise OSError("connection refused")
 
@@ -226,9 +210,8 @@ def test_counts_stay_buffered_when_postgres_is_unreachable():
     [
         (0, 3600_000, 30, "bucketSeconds"),
         (3600_000, 0, 60, "until"),
-        (0, 7 * 86_400_000, 60, "bucketSeconds"),  # 10,080 buckets
-    ],
-)
+        (0, 7 * 86_400_000, 60, "bucketSeconds")  # 10,080 buckets
+    ])
 def test_bad_windows_are_invalid_argument(live, since, until, bucket_s, path):
     with pytest.raises(ApiError) as caught:
         live.run(usage.overview(live.svc, workspace_id="w", since_ms=since, until_ms=until, bucket_s=bucket_s))

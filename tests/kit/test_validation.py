@@ -20,13 +20,10 @@ def test_nested_paths_are_relative_to_data(client):
     tenant = new_tenant(client)
     body = {"notificationServiceConfig": {"batchConfig": {"user": {"maxActivities": "many"}}}}
     err = error(post(client, "/v2/workspace/notificationconfig/update", body, tenant.headers), "INVALID_ARGUMENT")
-    assert err["details"]["issues"] == [
-        {
-            "code": "invalid_type",
-            "path": ["notificationServiceConfig", "batchConfig", "user", "maxActivities"],
-            "message": err["details"]["issues"][0]["message"],
-        }
-    ]
+    assert err["details"]["issues"] == [{
+        "code": "invalid_type", "path": ["notificationServiceConfig", "batchConfig", "user", "maxActivities"],
+        "message": err["details"]["issues"][0]["message"]
+    }]
 
 
 def _resolve(openapi: dict, schema: dict) -> dict:
@@ -49,7 +46,8 @@ def _types(openapi: dict, schema: dict) -> set[str] | None:
     if "enum" in schema or "const" in schema:
         values = schema.get("enum", [schema.get("const")])
         return {
-            "boolean" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) else "string" for v in values
+            "boolean" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) else "string"
+            for v in values
         }
     kind = schema.get("type")
     if kind is None:
@@ -92,7 +90,8 @@ def _operations(live) -> list[tuple[str, str, dict]]:
     """(path, auth, data schema) of every authenticated /v2 operation that takes a JSON body."""
     openapi = live.app.openapi()
     routes = {
-        c.path: c.original_route for c in iter_route_contexts(live.app.routes) if isinstance(c.original_route, APIRoute)
+        c.path: c.original_route
+        for c in iter_route_contexts(live.app.routes) if isinstance(c.original_route, APIRoute)
     }
     found = []
     for path, item in openapi["paths"].items():
@@ -138,8 +137,8 @@ def test_every_field_of_the_wrong_type_is_listed(client, live):
         data = {name: value for name, value in data.items() if value is not ...}
         answer = post(client, path, data, _headers(t, auth))
         heads = {tuple(p[:1]) for p in issue_paths(error(answer, "INVALID_ARGUMENT"))}
-        if any((name,) not in heads for name in data):
-            missed[path] = sorted(name for name in data if (name,) not in heads)
+        if any((name, ) not in heads for name in data):
+            missed[path] = sorted(name for name in data if (name, ) not in heads)
     assert missed == {}
 
 
@@ -154,8 +153,8 @@ def test_crdt_add_lists_ids_beside_a_bad_type(client, kind):
     err = error(post(client, CRDT_ADD, body, t.headers), "INVALID_ARGUMENT")
     assert sorted(issue_paths(err)) == [["data"], ["documentId"], ["organizationId"], ["type"]]
     messages = {tuple(i["path"]): i["message"] for i in err["details"]["issues"]}
-    assert messages[("documentId",)] == "Document ID is required."
-    assert messages[("organizationId",)] == "Organization ID is required"
+    assert messages[("documentId", )] == "Document ID is required."
+    assert messages[("organizationId", )] == "Organization ID is required"
 
 
 def test_crdt_ids_alone_keep_their_messages(client):
@@ -163,10 +162,9 @@ def test_crdt_ids_alone_keep_their_messages(client):
     body = {"organizationId": "o1", "documentId": None, "editorId": None, "type": "text", "data": "x"}
     err = error(post(client, CRDT_ADD, body, t.headers), "INVALID_ARGUMENT")
     assert err["message"] == "Document ID is required."
-    assert err["details"]["issues"] == [
-        {"code": "invalid_type", "path": ["documentId"], "message": "Document ID is required."},
-        {"code": "invalid_type", "path": ["editorId"], "message": "Editor ID is required."},
-    ]
+    assert err["details"]["issues"] == [{
+        "code": "invalid_type", "path": ["documentId"], "message": "Document ID is required."
+    }, {"code": "invalid_type", "path": ["editorId"], "message": "Editor ID is required."}]
 
 
 GRANT = "/v2/auth/permissions/add"
@@ -176,64 +174,39 @@ def test_a_resource_without_its_organization_names_organization_id(client):
     t = new_tenant(client)
     data = {"user": {"userId": "u1"}, "permissions": {"resources": [{"type": "document", "id": "d1"}]}}
     err = error(post(client, GRANT, data, t.headers), "INVALID_ARGUMENT")
-    assert err["details"]["issues"] == [
-        {
-            "code": "custom",
-            "path": ["permissions", "resources", "0", "organizationId"],
-            "message": "organizationId is required when type is document",
-        }
-    ]
+    assert err["details"]["issues"] == [{
+        "code": "custom", "path": ["permissions", "resources", "0", "organizationId"],
+        "message": "organizationId is required when type is document"
+    }]
 
 
 def test_a_grant_lists_the_principal_rule_and_every_bad_resource(client):
     t = new_tenant(client)
     data = {
         "permissions": {
-            "resources": [
-                {"type": "document", "id": "d1"},
-                {"type": "folder", "id": "f1", "organizationId": "o1", "accessRole": "owner"},
-                {"type": "organization", "id": "o1", "organizationId": "o2"},
-            ]
+            "resources": [{"type": "document",
+                           "id": "d1"}, {"type": "folder", "id": "f1", "organizationId": "o1", "accessRole": "owner"},
+                          {"type": "organization", "id": "o1", "organizationId": "o2"}]
         }
     }
     err = error(post(client, GRANT, data, t.headers), "INVALID_ARGUMENT")
-    assert sorted(issue_paths(err)) == [
-        [],
-        ["permissions", "resources", "0", "organizationId"],
-        ["permissions", "resources", "1", "accessRole"],
-        ["permissions", "resources", "2", "organizationId"],
-    ]
+    assert sorted(issue_paths(err)) == [[], ["permissions", "resources", "0", "organizationId"],
+                                        ["permissions", "resources", "1", "accessRole"],
+                                        ["permissions", "resources", "2", "organizationId"]]
 
 
 @pytest.mark.parametrize(
     "path,data,wanted",
-    [
-        (
-            "/v2/activities/add",
-            {
-                "organizationId": "o1",
-                "documentId": 5,
-                "activities": [{"featureType": "custom", "actionType": "x", "actionUser": {"userId": "u"}}],
-            },
-            [["activities", "0", "targetEntityId"], ["documentId"]],
-        ),
-        (
-            "/v2/organizations/documents/migrate",
-            {"organizationId": 5, "documentId": "d1", "newDocumentId": "d1"},
-            [["newDocumentId"], ["organizationId"]],
-        ),
-        (
-            "/v2/users/get",
-            {"organizationId": "o1", "groupByDocumentId": True, "pageSize": 0},
-            [["groupByDocumentId"], ["pageSize"]],
-        ),
-        (
-            "/v2/memory/search",
-            {"query": "q", "filters": {"dateRange": {"start": 5, "end": 1}}, "limit": "x"},
-            [["filters", "dateRange", "start"], ["limit"]],
-        ),
-    ],
-)
+    [("/v2/activities/add", {
+        "organizationId": "o1", "documentId": 5,
+        "activities": [{"featureType": "custom", "actionType": "x", "actionUser": {"userId": "u"}}]
+    }, [["activities", "0", "targetEntityId"], ["documentId"]]),
+     ("/v2/organizations/documents/migrate", {"organizationId": 5, "documentId": "d1", "newDocumentId": "d1"
+                                              }, [["newDocumentId"], ["organizationId"]]),
+     ("/v2/users/get", {"organizationId": "o1", "groupByDocumentId": True, "pageSize": 0}, [["groupByDocumentId"],
+                                                                                            ["pageSize"]]),
+     ("/v2/memory/search", {"query": "q", "filters": {"dateRange": {"start": 5, "end": 1}}, "limit": "x"
+                            }, [["filters", "dateRange", "start"], ["limit"]])])
 def test_single_field_rules_name_their_field_beside_other_failures(client, path, data, wanted):
     t = new_tenant(client)
     err = error(post(client, path, data, t.headers), "INVALID_ARGUMENT")
@@ -246,15 +219,9 @@ class _Pair(Model):
     note: str = None
 
     _rules = rules(
-        rule("kind", "size")(
-            lambda v: (
-                Broken("size", "size is required for boxes")
-                if v.get("kind") == "box" and v.get("size") is None
-                else None
-            )
-        ),
-        rule("size", "note")(lambda v: Broken(None, "Provide size or note") if not v else None),
-    )
+        rule("kind", "size")(lambda v: (Broken("size", "size is required for boxes")
+                                        if v.get("kind") == "box" and v.get("size") is None else None)),
+        rule("size", "note")(lambda v: Broken(None, "Provide size or note") if not v else None))
 
 
 class _Outer(BaseModel):
@@ -269,10 +236,10 @@ def _issues(model: type[BaseModel], data: dict) -> list[dict]:
 
 def test_rules_run_beside_failing_fields_and_skip_their_own_failed_fields():
     assert _issues(_Outer, {"pairs": [{"kind": "box", "note": 5}, {"kind": 1}, {"kind": "box", "size": "x"}]}) == [
-        {"code": "invalid_type", "path": ["pairs", "0", "note"], "message": "Input should be a valid string"},
-        {"code": "custom", "path": ["pairs", "0", "size"], "message": "size is required for boxes"},
+        {"code": "invalid_type", "path": ["pairs", "0", "note"], "message": "Input should be a valid string"
+         }, {"code": "custom", "path": ["pairs", "0", "size"], "message": "size is required for boxes"},
         {"code": "invalid_type", "path": ["pairs", "1", "kind"], "message": "Input should be a valid string"},
         {"code": "custom", "path": ["pairs", "1"], "message": "Provide size or note"},
-        {"code": "invalid_type", "path": ["pairs", "2", "size"], "message": "Input should be a valid integer"},
+        {"code": "invalid_type", "path": ["pairs", "2", "size"], "message": "Input should be a valid integer"}
     ]
     assert _Outer.model_validate({"pairs": [{"kind": "box", "size": 1}]}).pairs[0].size == 1

@@ -5,8 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-SCRIPT = textwrap.dedent(
-    """
+SCRIPT = textwrap.dedent("""
     import asyncio, json, socket, sys
 
     real_connect = socket.socket.connect
@@ -35,18 +34,14 @@ SCRIPT = textwrap.dedent(
 
     asyncio.run(main())
     print(json.dumps(out))
-    """
-)
+    """)
 
 
 def test_first_call_per_provider_in_a_fresh_process(llm):
     bases = {p: llm.base_url(p) for p in ("openai", "anthropic", "gemini")}
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps(bases)], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(bases)], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
-        "anthropic": "rewritten: u",
-        "gemini": "rewritten: u",
-        "openai": "rewritten: u",
+        "anthropic": "rewritten: u", "gemini": "rewritten: u", "openai": "rewritten: u"
     }

@@ -22,31 +22,18 @@ pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, em
 ADD, GET = "/v1/notifications/add", "/v2/notifications/get"
 ACTOR = {"userId": "u0", "name": "Ana", "email": "ana@example.com"}
 RECORD_KEYS = {
-    "id",
-    "notificationSource",
-    "notificationSourceData",
-    "actionUser",
-    "displayBodyMessage",
-    "displayHeadlineMessageTemplate",
-    "displayHeadlineMessageTemplateData",
-    "metadata",
-    "notifyUsers",
-    "notifyUsersByUserId",
-    "timestamp",
-    "readByUserIds",
+    "id", "notificationSource", "notificationSourceData", "actionUser", "displayBodyMessage",
+    "displayHeadlineMessageTemplate", "displayHeadlineMessageTemplateData", "metadata", "notifyUsers",
+    "notifyUsersByUserId", "timestamp", "readByUserIds"
 }
 
 
 def notification(**fields):
     return {
-        "organizationId": "o1",
-        "documentId": "d1",
-        "actionUser": ACTOR,
+        "organizationId": "o1", "documentId": "d1", "actionUser": ACTOR,
         "displayHeadlineMessageTemplate": "{actionUser} mentioned {recipientUser} in {docName}",
-        "displayHeadlineMessageTemplateData": {"docName": "Plan"},
-        "displayBodyMessage": "Please review",
-        "notifyUsers": [{"userId": "u1", "email": "u1@example.com"}],
-        **fields,
+        "displayHeadlineMessageTemplateData": {"docName": "Plan"}, "displayBodyMessage": "Please review",
+        "notifyUsers": [{"userId": "u1", "email": "u1@example.com"}], **fields
     }
 
 
@@ -77,10 +64,8 @@ def test_notify_all_false_and_repeated_id(client):
 def test_add_validation_and_missing_organization(client):
     t = new_tenant(client)
     for bad_id in ("a b", "a.b", "ä", "x" * 201):
-        err = error(
-            post(client, ADD, notification(notificationId=bad_id, createOrganization=True), t.headers),
-            "INVALID_ARGUMENT",
-        )
+        err = error(post(client, ADD, notification(notificationId=bad_id, createOrganization=True), t.headers),
+                    "INVALID_ARGUMENT")
         assert issue_paths(err) == [["notificationId"]]
     for field in ("actionUser", "displayHeadlineMessageTemplate", "displayBodyMessage", "notifyUsers", "documentId"):
         body = notification()
@@ -101,18 +86,11 @@ def test_get_rules(client):
     enable_advanced_queries(client, t)
     assert issue_paths(error(post(client, GET, {"organizationId": "o1"}, t.headers), "INVALID_ARGUMENT")) == [[]]
     err = error(
-        post(
-            client,
-            GET,
-            {"organizationId": "o1", "userId": "u", "notificationIds": [str(i) for i in range(31)]},
-            t.headers,
-        ),
-        "INVALID_ARGUMENT",
-    )
+        post(client, GET, {"organizationId": "o1", "userId": "u", "notificationIds": [str(i) for i in range(31)]},
+             t.headers), "INVALID_ARGUMENT")
     assert issue_paths(err) == [["notificationIds"]]
-    err = error(
-        post(client, GET, {"organizationId": "o1", "userId": "u", "order": "newest"}, t.headers), "INVALID_ARGUMENT"
-    )
+    err = error(post(client, GET, {"organizationId": "o1", "userId": "u", "order": "newest"}, t.headers),
+                "INVALID_ARGUMENT")
     assert issue_paths(err) == [["order"]]
 
 
@@ -124,16 +102,10 @@ def test_filters_order_and_paging(client, clock):
         result(post(client, ADD, notification(notificationId=f"n{i:02}", **location), t.headers))
     ids = [r["id"] for r in listed(client, t, userId="u1")["data"]]
     assert ids == [f"n{i:02}" for i in reversed(range(12))]
-    assert [r["id"] for r in listed(client, t, documentId="d1", locationId="loc", order="asc")["data"]] == [
-        "n00",
-        "n03",
-        "n06",
-        "n09",
-    ]
-    assert [r["id"] for r in listed(client, t, documentId="d1", notificationIds=["n05", "n01"])["data"]] == [
-        "n05",
-        "n01",
-    ]
+    assert [r["id"] for r in listed(client, t, documentId="d1", locationId="loc", order="asc")["data"]
+            ] == ["n00", "n03", "n06", "n09"]
+    assert [r["id"]
+            for r in listed(client, t, documentId="d1", notificationIds=["n05", "n01"])["data"]] == ["n05", "n01"]
     assert listed(client, t, userId="nobody")["data"] == []
     seen, token = [], None
     while True:
@@ -154,13 +126,9 @@ def test_private_comment_reaches_only_its_users(client):
     assert listed(client, t, userId="u2")["data"] == []
     restricted = {"commentAnnotation": {"visibility": {"type": "restricted", "userIds": ["u2"]}}}
     result(
-        post(
-            client,
-            ADD,
-            notification(notifyUsers=[{"userId": "u1"}, {"userId": "u2"}], notificationSourceData=restricted),
-            t.headers,
-        )
-    )
+        post(client, ADD,
+             notification(notifyUsers=[{"userId": "u1"}, {"userId": "u2"}], notificationSourceData=restricted),
+             t.headers))
     assert len(listed(client, t, userId="u2")["data"]) == 1 and len(listed(client, t, userId="u1")["data"]) == 1
 
 
@@ -169,27 +137,19 @@ def test_update_and_delete(client):
     result(post(client, ADD, notification(notificationId="n1"), t.headers))
     changed = result(
         post(
-            client,
-            "/v2/notifications/update",
-            {
-                "organizationId": "o1",
-                "notifications": [
-                    {"id": "n1", "readByUserIds": ["u1"], "displayBodyMessage": "Updated"},
-                    {"id": "zz", "readByUserIds": ["u1"]},
-                ],
-            },
-            t.headers,
-        )
-    )
+            client, "/v2/notifications/update", {
+                "organizationId": "o1", "notifications": [{
+                    "id": "n1", "readByUserIds": ["u1"], "displayBodyMessage": "Updated"
+                }, {"id": "zz", "readByUserIds": ["u1"]}]
+            }, t.headers))
     assert changed == {
         "n1": {"success": True, "id": "n1", "message": "Notification updated."},
-        "zz": {"success": False, "id": "zz", "message": "Notification does not exist."},
+        "zz": {"success": False, "id": "zz", "message": "Notification does not exist."}
     }
     [record] = listed(client, t, documentId="d1")["data"]
     assert record["readByUserIds"] == ["u1"] and record["displayBodyMessage"] == "Updated"
     gone = result(
-        post(client, "/v2/notifications/delete", {"organizationId": "o1", "notificationIds": ["n1", "zz"]}, t.headers)
-    )
+        post(client, "/v2/notifications/delete", {"organizationId": "o1", "notificationIds": ["n1", "zz"]}, t.headers))
     assert gone["n1"]["success"] and not gone["zz"]["success"]
     assert listed(client, t, documentId="d1")["data"] == []
 
@@ -200,17 +160,11 @@ def test_another_tenants_notifications_are_invisible(client):
     result(post(client, ADD, notification(notificationId="n1"), a.headers))
     assert listed(client, b, documentId="d1")["data"] == [] and listed(client, b, userId="u1")["data"] == []
     upd = result(
-        post(
-            client,
-            "/v2/notifications/update",
-            {"organizationId": "o1", "notifications": [{"id": "n1", "readByUserIds": ["x"]}]},
-            b.headers,
-        )
-    )
+        post(client, "/v2/notifications/update",
+             {"organizationId": "o1", "notifications": [{"id": "n1", "readByUserIds": ["x"]}]}, b.headers))
     assert upd["n1"]["success"] is False
     gone = result(
-        post(client, "/v2/notifications/delete", {"organizationId": "o1", "notificationIds": ["n1"]}, b.headers)
-    )
+        post(client, "/v2/notifications/delete", {"organizationId": "o1", "notificationIds": ["n1"]}, b.headers))
     assert gone["n1"]["success"] is False
     [record] = listed(client, a, documentId="d1")["data"]
     assert record["readByUserIds"] == []
@@ -229,19 +183,14 @@ def test_comment_activity_notifies_the_documents_users_but_the_actor(client):
     # A retry of the same activity id does not notify twice; a trigger set false stops notifications.
     comment(client, t, "a1")
     result(
-        post(
-            client,
-            "/v2/workspace/notificationconfig/update",
-            {"notificationServiceConfig": {"triggers": {"comment": {"comment_annotation.add": False}}}},
-            t.headers,
-        )
-    )
+        post(client, "/v2/workspace/notificationconfig/update",
+             {"notificationServiceConfig": {"triggers": {"comment": {"comment_annotation.add": False}}}}, t.headers))
     comment(client, t, "a2")
     assert batches(client, t) == [["a1"]]
 
 
 def test_service_off_creates_nothing(client):
-    t = tenant_with_users(client, doc_users=("u1",))
+    t = tenant_with_users(client, doc_users=("u1", ))
     enable_activities(client, t)
     comment(client, t, "a1")
     assert listed(client, t, documentId="d1")["data"] == []
@@ -279,9 +228,8 @@ def test_delay_holds_notifications_back(client, live, clock):
 
 
 def test_document_batches_of_3_3_1(client, live, clock):
-    t = service_tenant(
-        client, {"batchConfig": {"document": {"isEnabled": True, "batchWindowSeconds": 60, "maxActivities": 3}}}
-    )
+    t = service_tenant(client,
+                       {"batchConfig": {"document": {"isEnabled": True, "batchWindowSeconds": 60, "maxActivities": 3}}})
     start = clock["now"]
     for i in range(7):
         comment(client, t, f"a{i}")
@@ -302,8 +250,7 @@ def test_document_batches_of_3_3_1(client, live, clock):
 
 def test_concurrent_events_make_exactly_ceil_n_over_max_batches(client, live, clock):
     t = service_tenant(
-        client, {"batchConfig": {"document": {"isEnabled": True, "batchWindowSeconds": 600, "maxActivities": 3}}}
-    )
+        client, {"batchConfig": {"document": {"isEnabled": True, "batchWindowSeconds": 600, "maxActivities": 3}}})
     with concurrent.futures.ThreadPoolExecutor(max_workers=10) as pool:
         list(pool.map(lambda i: comment(client, t, f"c{i:02}"), range(50)))
     clock["now"] += 600
@@ -315,9 +262,8 @@ def test_concurrent_events_make_exactly_ceil_n_over_max_batches(client, live, cl
 
 
 def test_user_batches_go_to_each_recipient(client, live, clock):
-    t = service_tenant(
-        client, {"batchConfig": {"user": {"isEnabled": True, "batchWindowSeconds": 30, "maxActivities": 5}}}
-    )
+    t = service_tenant(client,
+                       {"batchConfig": {"user": {"isEnabled": True, "batchWindowSeconds": 30, "maxActivities": 5}}})
     comment(client, t, "a1")
     comment(client, t, "a2")
     clock["now"] += 30
@@ -343,13 +289,9 @@ def test_user_data_deletion_removes_their_notifications_and_mentions(client, liv
     t = service_tenant(client, doc_users=("u0", "u1", "u2"))
     comment(client, t, "by-u1", user="u1")
     result(
-        post(
-            client,
-            ADD,
-            notification(notificationId="mention", notifyAll=False, notifyUsers=[{"userId": "u1"}, {"userId": "u2"}]),
-            t.headers,
-        )
-    )
+        post(client, ADD,
+             notification(notificationId="mention", notifyAll=False, notifyUsers=[{"userId": "u1"}, {"userId": "u2"}]),
+             t.headers))
     response = post(client, "/v2/users/data/delete", {"userIds": ["u1"]}, t.headers)
     assert response.status_code == 202
     settle_jobs(live, t)

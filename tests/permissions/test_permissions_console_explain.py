@@ -25,32 +25,17 @@ def test_explain_names_direct_folder_organization_and_group_grants(live, client)
     t = new_tenant(client)
     add_organization(client, t, "o1", "d1", folder="f1")
     result(
-        post(
-            client,
-            "/v2/organizations/usergroups/add",
-            {"organizationId": "o1", "organizationUserGroups": [{"groupId": "eng"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/usergroups/add",
+             {"organizationId": "o1", "organizationUserGroups": [{"groupId": "eng"}]}, t.headers))
     result(
-        post(
-            client,
-            "/v2/organizations/usergroups/users/add",
-            {"organizationId": "o1", "organizationUserGroupId": "eng", "userIds": ["gina"]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/usergroups/users/add",
+             {"organizationId": "o1", "organizationUserGroupId": "eng", "userIds": ["gina"]}, t.headers))
     grant(client, t, "dana", {"type": "document", "id": "d1", "organizationId": "o1", "accessRole": "editor"})
     grant(client, t, "fred", {"type": "folder", "id": "f1", "organizationId": "o1", "accessRole": "viewer"})
     grant(client, t, "olga", {"type": "organization", "id": "o1", "accessRole": "viewer"})
     grant(client, t, "olga", {"type": "document", "id": "d1", "organizationId": "o1", "accessRole": "editor"})
-    grant(
-        client,
-        t,
-        None,
-        {"type": "organization", "id": "o1", "accessRole": "viewer"},
-        group={"organizationId": "o1", "organizationUserGroupId": "eng"},
-    )
+    grant(client, t, None, {"type": "organization", "id": "o1", "accessRole": "viewer"},
+          group={"organizationId": "o1", "organizationUserGroupId": "eng"})
 
     got = explained(live, t, "o1", "d1")
     assert got["folderPath"] == ["f1"] and got["disabled"] is False
@@ -68,13 +53,8 @@ def test_explain_names_direct_folder_organization_and_group_grants(live, client)
 
     # The same answer as the API's effective access for every user listed.
     effective = result(
-        post(
-            client,
-            "/v2/auth/permissions/get",
-            {"organizationId": "o1", "userIds": sorted(users), "documentIds": ["d1"]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/auth/permissions/get",
+             {"organizationId": "o1", "userIds": sorted(users), "documentIds": ["d1"]}, t.headers))
     for user, entry in users.items():
         assert effective[user]["documents"]["d1"]["accessRole"] == entry["accessRole"]
 
@@ -84,13 +64,8 @@ def test_explain_a_disabled_organization_denies_everyone(live, client):
     add_organization(client, t, "o1", "d1")
     grant(client, t, "dana", {"type": "document", "id": "d1", "organizationId": "o1"})
     result(
-        post(
-            client,
-            "/v2/organizations/access/disablestate/update",
-            {"organizationIds": ["o1"], "disabled": True},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/access/disablestate/update", {"organizationIds": ["o1"], "disabled": True},
+             t.headers))
     got = explained(live, t, "o1", "d1")
     assert got["disabled"] is True
     assert got["users"][0]["errorCode"] == "permission_denied" and "accessRole" not in got["users"][0]

@@ -23,14 +23,8 @@ def jwks(client, t):
 def verify_like_a_relying_party(token, keys, audience):
     """What a relying party does with a stock library: pick the JWK by the token's kid, then jwt.decode."""
     key = jwt.PyJWKSet.from_dict(keys)[jwt.get_unverified_header(token)["kid"]]  # KeyError: no such kid
-    return jwt.decode(
-        token,
-        key.key,
-        algorithms=["EdDSA"],
-        audience=audience,
-        issuer="collab",
-        options={"verify_exp": False, "verify_iat": False},
-    )
+    return jwt.decode(token, key.key, algorithms=["EdDSA"], audience=audience, issuer="collab",
+                      options={"verify_exp": False, "verify_iat": False})
 
 
 # --- per-tenant token keys ----------------------------------------------------------------------------------
@@ -50,9 +44,9 @@ def test_each_api_key_signs_its_tokens_with_its_own_key(client):
     # A relying party verifies with the published public key alone, and the claims name the issuer and audience.
     claims = verify_like_a_relying_party(token_a, keys_a, audience=a.api_key)
     assert claims["iss"] == "collab" and claims["aud"] == a.api_key and claims["sub"] == "u1"
-    assert claims["permissions"]["resources"] == [
-        {"type": "document", "id": "d1", "organizationId": "o1", "accessRole": "editor"}
-    ]
+    assert claims["permissions"]["resources"] == [{
+        "type": "document", "id": "d1", "organizationId": "o1", "accessRole": "editor"
+    }]
     # Neither tenant's keys verify the other's token, even forced past the kid.
     with pytest.raises(KeyError):
         verify_like_a_relying_party(token_a, keys_b, audience=a.api_key)
@@ -74,9 +68,8 @@ def test_the_service_verifies_its_tokens_and_refuses_another_tenants(client, liv
     with pytest.raises(jwt.ExpiredSignatureError):
         tokens.verify(live.svc.keyring, token, api_key_id=a.api_key, version=1, now_s=now + 48 * 3600)
     # A token re-signed with B's key but naming A as its audience is still B's: refused for A and for B.
-    forged = tokens.issue(
-        live.svc.keyring.token_key(b.api_key, 1), claims={"sub": "u1"}, audience=a.api_key, now_s=int(now)
-    )
+    forged = tokens.issue(live.svc.keyring.token_key(b.api_key, 1), claims={"sub": "u1"}, audience=a.api_key,
+                          now_s=int(now))
     with pytest.raises(jwt.InvalidSignatureError):
         tokens.verify(live.svc.keyring, forged, api_key_id=a.api_key, version=1, now_s=now)
     with pytest.raises(jwt.InvalidAudienceError):
@@ -86,18 +79,13 @@ def test_the_service_verifies_its_tokens_and_refuses_another_tenants(client, liv
 def test_token_decoding_refuses_other_algorithms_and_missing_claims(live):
     keys = live.svc.keyring.token_keys("key_x", 1)
     claims = {"sub": "u1", "iss": "collab", "aud": "key_x", "iat": 1, "exp": 10**10}
-    for token in (
-        jwt.encode(claims, key=None, algorithm="none", headers={"kid": keys[0].kid}),
-        jwt.encode(claims, SECRET, algorithm="HS256", headers={"kid": keys[0].kid}),
-    ):
+    for token in (jwt.encode(claims, key=None, algorithm="none", headers={"kid": keys[0].kid}),
+                  jwt.encode(claims, SECRET, algorithm="HS256", headers={"kid": keys[0].kid})):
         with pytest.raises(jwt.InvalidAlgorithmError):
             tokens.decode(keys, token, audience="key_x", now_s=2)
-    no_exp = jwt.encode(
-        {k: v for k, v in claims.items() if k != "exp"},
-        keys[0].private,
-        algorithm="EdDSA",
-        headers={"kid": keys[0].kid},
-    )
+    no_exp = jwt.encode({k: v
+                         for k, v in claims.items() if k != "exp"}, keys[0].private, algorithm="EdDSA",
+                        headers={"kid": keys[0].kid})
     with pytest.raises(jwt.MissingRequiredClaimError):
         tokens.decode(keys, no_exp, audience="key_x", now_s=2)
     with pytest.raises(jwt.DecodeError):
@@ -110,9 +98,8 @@ def test_rotating_the_token_key_keeps_the_previous_one_verifying(client, live, c
     rotated = result(post(client, ROTATE, {}, t.headers))
     assert rotated == jwks(client, t)
     second = token_for(client, t)
-    assert (
-        jwt.get_unverified_header(second)["kid"] == rotated["keys"][0]["kid"] != jwt.get_unverified_header(first)["kid"]
-    )
+    assert (jwt.get_unverified_header(second)["kid"] == rotated["keys"][0]["kid"] !=
+            jwt.get_unverified_header(first)["kid"])
     for token in (first, second):
         verify_like_a_relying_party(token, rotated, audience=t.api_key)
         tokens.verify(live.svc.keyring, token, api_key_id=t.api_key, version=2, now_s=clock["now"])
@@ -151,6 +138,5 @@ def test_previous_secret_keeps_tokens_verifying(client, live, clock):
 def test_token_key_operations_need_api_key_auth(client):
     t = new_tenant(client)
     error(post(client, KEYS, {}, {}), "UNAUTHENTICATED")
-    error(
-        post(client, ROTATE, {}, {"x-service-api-key": t.api_key, "x-service-auth-token": "nope"}), "PERMISSION_DENIED"
-    )
+    error(post(client, ROTATE, {}, {"x-service-api-key": t.api_key, "x-service-auth-token": "nope"}),
+          "PERMISSION_DENIED")

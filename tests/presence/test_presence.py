@@ -34,10 +34,9 @@ def test_update_add_and_get(client, clock):
     assert result(update(client, t, {"userId": "u2", "name": "Bo", "email": "bo@example.com"})) == {"success": True}
     clock["now"] += 1
     assert result(update(client, t, {"userId": "u1", "status": "busy"}, path=ADD)) == {"success": True}
-    assert present(client, t) == [
-        {"userId": "u1", "status": "busy", "lastSeen": ms(clock)},
-        {"userId": "u2", "name": "Bo", "email": "bo@example.com", "status": "online", "lastSeen": ms(clock) - 1000},
-    ]
+    assert present(client, t) == [{"userId": "u1", "status": "busy", "lastSeen": ms(clock)}, {
+        "userId": "u2", "name": "Bo", "email": "bo@example.com", "status": "online", "lastSeen": ms(clock) - 1000
+    }]
     # Both versions of the path answer, and the envelope carries a message.
     body = post(client, "/v1/presence/get", WHERE, t.headers).json()["result"]
     assert body["status"] == "success" and body["message"] and len(body["data"]) == 2
@@ -48,9 +47,9 @@ def test_update_keeps_name_and_email_and_defaults_status_to_online(client, clock
     result(update(client, t, {"userId": "u1", "name": "Ana", "email": "ana@example.com", "status": "busy"}))
     clock["now"] += 30
     result(update(client, t, {"userId": "u1"}))
-    assert present(client, t) == [
-        {"userId": "u1", "name": "Ana", "email": "ana@example.com", "status": "online", "lastSeen": ms(clock)}
-    ]
+    assert present(client, t) == [{
+        "userId": "u1", "name": "Ana", "email": "ana@example.com", "status": "online", "lastSeen": ms(clock)
+    }]
     result(update(client, t, {"userId": "u1", "name": "Ana B."}))
     [user] = present(client, t)
     assert user["name"] == "Ana B." and user["email"] == "ana@example.com"
@@ -60,21 +59,13 @@ def test_away_and_offline_at_exact_boundaries(client, clock):
     t = new_tenant(client)
     start = clock["now"]
     result(
-        update(
-            client,
-            t,
-            {"userId": "online"},
-            {"userId": "busy", "status": "busy"},
-            {"userId": "gone", "status": "offline"},
-        )
-    )
-    expected = [
-        (299.999, {"online": "online", "busy": "busy", "gone": "offline"}),
-        (300, {"online": "away", "busy": "away", "gone": "offline"}),
-        (599.999, {"online": "away", "busy": "away", "gone": "offline"}),
-        (600, {"online": "offline", "busy": "offline", "gone": "offline"}),
-        (86_400, {"online": "offline", "busy": "offline", "gone": "offline"}),
-    ]
+        update(client, t, {"userId": "online"}, {"userId": "busy", "status": "busy"},
+               {"userId": "gone", "status": "offline"}))
+    expected = [(299.999, {"online": "online", "busy": "busy", "gone": "offline"}),
+                (300, {"online": "away", "busy": "away", "gone": "offline"}),
+                (599.999, {"online": "away", "busy": "away", "gone": "offline"}),
+                (600, {"online": "offline", "busy": "offline", "gone": "offline"}),
+                (86_400, {"online": "offline", "busy": "offline", "gone": "offline"})]
     for elapsed, reads in expected:
         clock["now"] = start + elapsed
         assert statuses(client, t) == reads, elapsed
@@ -135,28 +126,22 @@ def test_concurrent_heartbeats_naming_the_same_users(client, live):
 
 @pytest.mark.parametrize(
     "path, body, paths",
-    [
-        (UPDATE, {}, [["documentId"], ["organizationId"], ["users"]]),
-        (UPDATE, {**WHERE, "users": []}, [["users"]]),
-        (UPDATE, {**WHERE, "users": [{"name": "x"}]}, [["users", "0", "userId"]]),
-        (UPDATE, {**WHERE, "users": [{"userId": 5}]}, [["users", "0", "userId"]]),
-        (UPDATE, {**WHERE, "users": [{"userId": "u1", "status": ""}]}, [["users", "0", "status"]]),
-        (UPDATE, {**WHERE, "users": [{"userId": "u1", "status": "   "}]}, [["users", "0", "status"]]),
-        (UPDATE, {**WHERE, "users": [{"userId": "u1", "status": "x" * 51}]}, [["users", "0", "status"]]),
-        (UPDATE, {**WHERE, "users": [{"userId": "u1", "status": True}]}, [["users", "0", "status"]]),
-        (UPDATE, {**WHERE, "users": [{"userId": "u1", "name": "x" * 501}]}, [["users", "0", "name"]]),
-        (UPDATE, {**WHERE, "users": [{"userId": "u1", "email": "e" * 321}]}, [["users", "0", "email"]]),
-        (UPDATE, {**WHERE, "users": [{"userId": "u1"}, {"userId": "u1"}]}, [["users"]]),
-        (UPDATE, {**WHERE, "users": [{"userId": f"u{i}"} for i in range(1001)]}, [["users"]]),
-        (UPDATE, {**WHERE, "users": {"userId": "u1"}}, [["users"]]),
-        (ADD, {"organizationId": 1, "documentId": "d1", "users": [{"userId": "u1"}]}, [["organizationId"]]),
-        (ADD, {"organizationId": "o1", "documentId": "x" * 201, "users": [{"userId": "u1"}]}, [["documentId"]]),
-        (GET, {"organizationId": "o1"}, [["documentId"]]),
-        (DELETE, WHERE, [["userIds"]]),
-        (DELETE, {**WHERE, "userIds": []}, [["userIds"]]),
-        (DELETE, {**WHERE, "userIds": "u1"}, [["userIds"]]),
-    ],
-)
+    [(UPDATE, {}, [["documentId"], ["organizationId"], ["users"]]), (UPDATE, {**WHERE, "users": []}, [["users"]]),
+     (UPDATE, {**WHERE, "users": [{"name": "x"}]}, [["users", "0", "userId"]]),
+     (UPDATE, {**WHERE, "users": [{"userId": 5}]}, [["users", "0", "userId"]]),
+     (UPDATE, {**WHERE, "users": [{"userId": "u1", "status": ""}]}, [["users", "0", "status"]]),
+     (UPDATE, {**WHERE, "users": [{"userId": "u1", "status": "   "}]}, [["users", "0", "status"]]),
+     (UPDATE, {**WHERE, "users": [{"userId": "u1", "status": "x" * 51}]}, [["users", "0", "status"]]),
+     (UPDATE, {**WHERE, "users": [{"userId": "u1", "status": True}]}, [["users", "0", "status"]]),
+     (UPDATE, {**WHERE, "users": [{"userId": "u1", "name": "x" * 501}]}, [["users", "0", "name"]]),
+     (UPDATE, {**WHERE, "users": [{"userId": "u1", "email": "e" * 321}]}, [["users", "0", "email"]]),
+     (UPDATE, {**WHERE, "users": [{"userId": "u1"}, {"userId": "u1"}]}, [["users"]]),
+     (UPDATE, {**WHERE, "users": [{"userId": f"u{i}"} for i in range(1001)]}, [["users"]]),
+     (UPDATE, {**WHERE, "users": {"userId": "u1"}}, [["users"]]),
+     (ADD, {"organizationId": 1, "documentId": "d1", "users": [{"userId": "u1"}]}, [["organizationId"]]),
+     (ADD, {"organizationId": "o1", "documentId": "x" * 201, "users": [{"userId": "u1"}]}, [["documentId"]]),
+     (GET, {"organizationId": "o1"}, [["documentId"]]), (DELETE, WHERE, [["userIds"]]),
+     (DELETE, {**WHERE, "userIds": []}, [["userIds"]]), (DELETE, {**WHERE, "userIds": "u1"}, [["userIds"]])])
 def test_validation(client, path, body, paths):
     t = new_tenant(client)
     err = error(post(client, path, body, t.headers), "INVALID_ARGUMENT")
@@ -181,11 +166,11 @@ def test_forget_user_scoped_and_unscoped(client, live):
     result(update(client, t, {"userId": "u1"}, organizationId="o3", documentId="d9"))
 
     def forget(organization_ids):
+
         async def run():
             async with transaction(live.svc.pool, None) as tx:
-                return await presence_repo.forget_user(
-                    tx.conn, api_key_id=t.api_key, user_ids=["u1"], organization_ids=organization_ids
-                )
+                return await presence_repo.forget_user(tx.conn, api_key_id=t.api_key, user_ids=["u1"],
+                                                       organization_ids=organization_ids)
 
         return live.run(run())
 

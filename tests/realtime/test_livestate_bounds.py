@@ -7,9 +7,8 @@ KEY = {"organizationId": "org", "documentId": "doc"}
 
 
 def _broadcast(client, t, live_state_id, data, **key):
-    return post(
-        client, "/v2/livestate/broadcast", {**(key or KEY), "liveStateDataId": live_state_id, "data": data}, t.headers
-    )
+    return post(client, "/v2/livestate/broadcast", {**(key or KEY), "liveStateDataId": live_state_id, "data": data},
+                t.headers)
 
 
 def _kept(client, t, **key):
@@ -54,12 +53,8 @@ def test_a_documents_values_fit_the_response_budget(client, tune):
     assert 0 < kept < 8
     # Merging into a kept object is measured on the merged value.
     result(_broadcast(client, t, "obj", {"a": "y" * 1000}))
-    refused = post(
-        client,
-        "/v2/livestate/broadcast",
-        {**KEY, "liveStateDataId": "obj", "data": {"b": blob}, "merge": True},
-        t.headers,
-    )
+    refused = post(client, "/v2/livestate/broadcast",
+                   {**KEY, "liveStateDataId": "obj", "data": {"b": blob}, "merge": True}, t.headers)
     error(refused, "INVALID_ARGUMENT")
     answer = post(client, "/v2/livestate/get", KEY, t.headers)
     assert answer.status_code == 200 and len(answer.content) <= 256 * 1024
@@ -72,30 +67,15 @@ def test_values_follow_their_document(client, live):
     result(_broadcast(client, t, "mode", {"draw": True}))
     result(_broadcast(client, t, "mode", "bye", organizationId="org", documentId="gone"))
     started = result(
-        post(
-            client,
-            "/v2/organizations/documents/migrate",
-            {"organizationId": "org", "documentId": "doc", "newDocumentId": "doc-2"},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/documents/migrate",
+             {"organizationId": "org", "documentId": "doc", "newDocumentId": "doc-2"}, t.headers))
     settle_jobs(live, t)
-    assert (
-        result(
-            post(
-                client,
-                "/v2/organizations/documents/migrate/status",
-                {"organizationId": "org", "migrationId": started["migrationId"]},
-                t.headers,
-            )
-        )["status"]
-        == "completed"
-    )
+    assert (result(
+        post(client, "/v2/organizations/documents/migrate/status",
+             {"organizationId": "org", "migrationId": started["migrationId"]}, t.headers))["status"] == "completed")
     assert _kept(client, t) == []
     assert [v["data"] for v in _kept(client, t, organizationId="org", documentId="doc-2")] == [{"draw": True}]
     result(
-        post(
-            client, "/v2/organizations/documents/delete", {"organizationId": "org", "documentIds": ["gone"]}, t.headers
-        )
-    )
+        post(client, "/v2/organizations/documents/delete", {"organizationId": "org", "documentIds": ["gone"]},
+             t.headers))
     assert _kept(client, t, organizationId="org", documentId="gone") == []

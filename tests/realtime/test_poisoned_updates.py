@@ -19,11 +19,11 @@ POISON = pathological_yjs.NOT_UTF8
 
 
 def _pending(live, t, editor="e1") -> list[bytes]:
+
     async def read():
         async with live.svc.pool.connection() as conn:
-            found = await crdt_repo.pending(
-                conn, api_key_id=t.api_key, organization_id="org", document_id="doc", editor_ids=[editor]
-            )
+            found = await crdt_repo.pending(conn, api_key_id=t.api_key, organization_id="org", document_id="doc",
+                                            editor_ids=[editor])
         return [p["yjs_update"] for p in found.get(editor, [])]
 
     return live.run(read())
@@ -34,16 +34,8 @@ def _append(live, t, update: bytes, editor="e1") -> None:
 
     async def append():
         async with transaction(live.svc.pool, None) as tx:
-            await crdt_repo.append_update(
-                tx.conn,
-                api_key_id=t.api_key,
-                organization_id="org",
-                document_id="doc",
-                editor_id=editor,
-                update=update,
-                user_id="mallory",
-                now=0,
-            )
+            await crdt_repo.append_update(tx.conn, api_key_id=t.api_key, organization_id="org", document_id="doc",
+                                          editor_id=editor, update=update, user_id="mallory", now=0)
 
     live.run(append())
 
@@ -52,13 +44,9 @@ def test_socket_updates_that_would_break_the_editor_close_with_4400(client, live
     t = new_tenant(client)
     room(client, t)
     result(
-        post(
-            client,
-            "/v2/crdt/add",
-            {"organizationId": "org", "documentId": "doc", "editorId": "m1", "type": "map", "data": {"a": 1}},
-            t.headers,
-        )
-    )
+        post(client, "/v2/crdt/add",
+             {"organizationId": "org", "documentId": "doc", "editorId": "m1", "type": "map", "data": {"a": 1}},
+             t.headers))
     token = token_for(client, t, "mallory", "org", "doc")
 
     async def send(editor: str, update: bytes) -> int:
@@ -109,18 +97,12 @@ def test_an_update_stored_before_the_checks_is_quarantined_not_retried(client, l
     # Reads and writes go on without it (they used to answer 500), and a new socket syncs.
     assert crdt_text(client, t) == "Hello"
     result(
-        post(
-            client,
-            "/v2/crdt/update",
-            {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": "Hello, world"},
-            t.headers,
-        )
-    )
+        post(client, "/v2/crdt/update",
+             {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": "Hello, world"}, t.headers))
     assert crdt_text(client, t) == "Hello, world"
     with psycopg.connect(servers["database_url"]) as db:
-        kept = db.execute(
-            "select yjs_update, reason from crdt_quarantine where api_key_id = %s", (t.api_key,)
-        ).fetchall()
+        kept = db.execute("select yjs_update, reason from crdt_quarantine where api_key_id = %s",
+                          (t.api_key, )).fetchall()
     assert [bytes(k[0]) for k in kept] == [POISON] and "cannot be applied" in kept[0][1]
 
     # The sweep does the same for an editor no write touches: the bad update leaves, the good one is folded.
@@ -129,15 +111,9 @@ def test_an_update_stored_before_the_checks_is_quarantined_not_retried(client, l
     before.apply_update(
         base64.b64decode(
             result(
-                post(
-                    client,
-                    "/v2/crdt/get",
-                    {"organizationId": "org", "documentId": "doc", "editorId": "e1", "format": "yjs"},
-                    t.headers,
-                )
-            )[0]["yjsUpdate"]
-        )
-    )
+                post(client, "/v2/crdt/get",
+                     {"organizationId": "org", "documentId": "doc", "editorId": "e1", "format": "yjs"},
+                     t.headers))[0]["yjsUpdate"]))
     seen = before.get_state()
     before.get("content", type=Text).insert(12, "!")
     _append(live, t, before.get_update(seen))
@@ -159,27 +135,14 @@ def test_a_stored_document_that_cannot_be_read_answers_a_defined_error(client, l
     t = new_tenant(client)
     add_organization(client, t, "org", "doc")
     result(
-        post(
-            client,
-            "/v2/crdt/add",
-            {"organizationId": "org", "documentId": "doc", "editorId": "m1", "type": "map", "data": {}},
-            t.headers,
-        )
-    )
+        post(client, "/v2/crdt/add",
+             {"organizationId": "org", "documentId": "doc", "editorId": "m1", "type": "map", "data": {}}, t.headers))
 
     async def spoil():  # what compacting an earlier release's deep-nesting update left behind
         async with transaction(live.svc.pool, None) as tx:
-            await crdt_repo.save(
-                tx.conn,
-                api_key_id=t.api_key,
-                organization_id="org",
-                document_id="doc",
-                editor_id="m1",
-                state=pathological_yjs.deep_map(),
-                last_updated_by="mallory",
-                session_id=None,
-                now=0,
-            )
+            await crdt_repo.save(tx.conn, api_key_id=t.api_key, organization_id="org", document_id="doc",
+                                 editor_id="m1", state=pathological_yjs.deep_map(), last_updated_by="mallory",
+                                 session_id=None, now=0)
 
     live.run(spoil())
     body = {"organizationId": "org", "documentId": "doc", "editorId": "m1"}
@@ -197,13 +160,9 @@ def test_the_compaction_sweep_takes_api_keys_in_turns(client, live, tune):
         add_organization(client, t, "org", "doc")
         for editor in editors:
             result(
-                post(
-                    client,
-                    "/v2/crdt/add",
-                    {"organizationId": "org", "documentId": "doc", "editorId": editor, "type": "text", "data": ""},
-                    t.headers,
-                )
-            )
+                post(client, "/v2/crdt/add",
+                     {"organizationId": "org", "documentId": "doc", "editorId": editor, "type": "text", "data": ""},
+                     t.headers))
             doc = Doc()
             doc.get("content", type=Text).insert(0, "x")
             _append(live, t, doc.get_update(), editor)

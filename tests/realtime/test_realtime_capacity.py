@@ -57,13 +57,8 @@ def test_the_access_recheck_runs_whatever_presence_writes_do(client, live, tune,
         # A write is due at every tick (presence rows refresh at a third of presence_away_s), and every one fails.
         tune(realtime_heartbeat_s=0.05, realtime_access_recheck_s=0.1, presence_away_s=0.03)
         result(
-            post(
-                client,
-                "/v2/organizations/access/disablestate/update",
-                {"organizationIds": ["org"], "disabled": True},
-                t.headers,
-            )
-        )
+            post(client, "/v2/organizations/access/disablestate/update", {"organizationIds": ["org"], "disabled": True},
+                 t.headers))
         assert await a.closed(timeout=20) == NO_ACCESS
 
     asyncio.run(scenario())
@@ -74,13 +69,8 @@ def test_one_organization_failing_its_recheck_does_not_hold_back_another(client,
     room(client, t, org="broken")
     add_organization(client, t, "org", "doc")
     result(
-        post(
-            client,
-            "/v2/crdt/add",
-            {"organizationId": "org", "documentId": "doc", "editorId": "e1", "type": "text", "data": ""},
-            t.headers,
-        )
-    )
+        post(client, "/v2/crdt/add",
+             {"organizationId": "org", "documentId": "doc", "editorId": "e1", "type": "text", "data": ""}, t.headers))
     first = token_for(client, t, "alice", "broken", "doc")
     second = token_for(client, t, "alice", "org", "doc")
     rt = live.app.state.realtime
@@ -96,13 +86,8 @@ def test_one_organization_failing_its_recheck_does_not_hold_back_another(client,
         b = await YClient.open(url(live, "org", "doc", "e1", second))
         monkeypatch.setattr(access, "roles", roles)
         result(
-            post(
-                client,
-                "/v2/organizations/access/disablestate/update",
-                {"organizationIds": ["org"], "disabled": True},
-                t.headers,
-            )
-        )
+            post(client, "/v2/organizations/access/disablestate/update", {"organizationIds": ["org"], "disabled": True},
+                 t.headers))
         live.run(rt.upkeep.recheck())
         assert await b.closed() == NO_ACCESS
         await a.close()

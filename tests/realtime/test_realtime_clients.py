@@ -42,19 +42,9 @@ class Room:
         self.org, self.doc, self.editor = org, doc or f"doc-{uuid.uuid4().hex[:6]}", editor
         add_organization(client, self.tenant, self.org, self.doc)
         result(
-            post(
-                client,
-                "/v2/crdt/add",
-                {
-                    "organizationId": self.org,
-                    "documentId": self.doc,
-                    "editorId": self.editor,
-                    "type": type,
-                    "data": data,
-                },
-                self.tenant.headers,
-            )
-        )
+            post(client, "/v2/crdt/add", {
+                "organizationId": self.org, "documentId": self.doc, "editorId": self.editor, "type": type, "data": data
+            }, self.tenant.headers))
 
     def token(self, user: str, role: str = "editor") -> str:
         resource = {"type": "document", "id": self.doc, "organizationId": self.org, "accessRole": role}
@@ -63,33 +53,20 @@ class Room:
 
     def join(self, clients: Clients, url: str, user: str, role: str = "editor", version: str = "v2") -> YjsClient:
         """A synced client of `user` on the API at `url`."""
-        return clients.open(
-            url,
-            organization=self.org,
-            document=self.doc,
-            editor=self.editor,
-            token=self.token(user, role),
-            version=version,
-        ).synced()
+        return clients.open(url, organization=self.org, document=self.doc, editor=self.editor,
+                            token=self.token(user, role), version=version).synced()
 
     def stored(self) -> str:
         """The editor's content as crdt/get returns it."""
         records = result(
-            post(
-                self.http,
-                "/v2/crdt/get",
-                {"organizationId": self.org, "documentId": self.doc, "editorId": self.editor},
-                self.tenant.headers,
-            )
-        )
+            post(self.http, "/v2/crdt/get",
+                 {"organizationId": self.org, "documentId": self.doc, "editorId": self.editor}, self.tenant.headers))
         return records[0]["data"]
 
     def presence(self) -> dict[str, str]:
         users = result(
-            post(
-                self.http, "/v2/presence/get", {"organizationId": self.org, "documentId": self.doc}, self.tenant.headers
-            )
-        )
+            post(self.http, "/v2/presence/get", {"organizationId": self.org, "documentId": self.doc},
+                 self.tenant.headers))
         return {u["userId"]: u["status"] for u in users}
 
 
@@ -152,13 +129,9 @@ def test_rest_update_reaches_every_client(client, live, clients):
     ana, ben = room.join(clients, live.url, "ana"), room.join(clients, live.url, "ben")
     ana.wait_text("draft")
     result(
-        post(
-            client,
-            "/v2/crdt/update",
-            {"organizationId": room.org, "documentId": room.doc, "editorId": room.editor, "data": "final draft"},
-            room.tenant.headers,
-        )
-    )
+        post(client, "/v2/crdt/update",
+             {"organizationId": room.org, "documentId": room.doc, "editorId": room.editor, "data": "final draft"},
+             room.tenant.headers))
     assert ana.wait_text("final draft") == ben.wait_text("final draft") == "final draft"
     # A client's edit after the REST one merges with it.
     ben.insert("end", ", approved")
@@ -200,13 +173,9 @@ def test_clients_on_two_api_processes_converge(client, live, api2, clients):
     assert room.stored() == merged
     # A REST write on one process reaches a client on the other.
     result(
-        post(
-            client,
-            "/v2/crdt/update",
-            {"organizationId": room.org, "documentId": room.doc, "editorId": room.editor, "data": merged + " three"},
-            room.tenant.headers,
-        )
-    )
+        post(client, "/v2/crdt/update",
+             {"organizationId": room.org, "documentId": room.doc, "editorId": room.editor, "data": merged + " three"},
+             room.tenant.headers))
     assert there.wait_text(merged + " three")
 
 

@@ -47,13 +47,8 @@ def test_rest_update_reaches_connected_clients(client, live):
     async def scenario():
         a = await YClient.open(url(live, "org", "doc", "e1", token))
         result(
-            post(
-                client,
-                "/v2/crdt/update",
-                {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": "Hello there"},
-                t.headers,
-            )
-        )
+            post(client, "/v2/crdt/update",
+                 {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": "Hello there"}, t.headers))
         await a.until(lambda: str(a.text) == "Hello there")
         # A client's own edits on top of it merge with REST writes that follow (b sees them once they are stored).
         b = await YClient.open(url(live, "org", "doc", "e1", token))
@@ -61,13 +56,9 @@ def test_rest_update_reaches_connected_clients(client, live):
         await a.edit(lambda text: text.insert(len(str(text).encode()), "!"))
         await b.until(lambda: str(b.text) == ">> Hello there!")
         result(
-            post(
-                client,
-                "/v2/crdt/update",
-                {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": ">> Hello there!?"},
-                t.headers,
-            )
-        )
+            post(client, "/v2/crdt/update",
+                 {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": ">> Hello there!?"},
+                 t.headers))
         await a.until(lambda: str(a.text) == ">> Hello there!?")
         await b.until(lambda: str(b.text) == ">> Hello there!?")
         await a.close()
@@ -120,7 +111,7 @@ def test_viewer_edits_are_dropped_and_nothing_is_stored(client, live, db):
 
     asyncio.run(scenario())
     assert crdt_text(client, t) == "Hello!"
-    rows = db.execute("select user_id from crdt_updates where api_key_id = %s", (t.api_key,)).fetchall()
+    rows = db.execute("select user_id from crdt_updates where api_key_id = %s", (t.api_key, )).fetchall()
     assert {r["user_id"] for r in rows} <= {"alice"}
 
 
@@ -173,16 +164,9 @@ def test_tokens_that_open_nothing(client, live, clock):
     outsider = token_for(client, t, "bob", "org", "doc", role="viewer")
     # Bob's grant goes; his token still verifies, the permissions model says no.
     result(
-        post(
-            client,
-            "/v2/auth/permissions/remove",
-            {
-                "userId": "bob",
-                "permissions": {"resources": [{"type": "document", "id": "doc", "organizationId": "org"}]},
-            },
-            t.headers,
-        )
-    )
+        post(client, "/v2/auth/permissions/remove", {
+            "userId": "bob", "permissions": {"resources": [{"type": "document", "id": "doc", "organizationId": "org"}]}
+        }, t.headers))
 
     async def scenario():
         assert await refused(url(live, "org", "doc", "e1", theirs)) == 4401  # another tenant's token
@@ -242,13 +226,8 @@ def test_a_disabled_organization_closes_connections(client, live):
     async def scenario():
         a = await YClient.open(url(live, "org", "doc", "e1", token))
         result(
-            post(
-                client,
-                "/v2/organizations/access/disablestate/update",
-                {"organizationIds": ["org"], "disabled": True},
-                t.headers,
-            )
-        )
+            post(client, "/v2/organizations/access/disablestate/update", {"organizationIds": ["org"], "disabled": True},
+                 t.headers))
         live.run(rt.upkeep.recheck())
         assert await a.closed() == 4403
         assert await refused(url(live, "org", "doc", "e1", token)) == 4403
@@ -264,13 +243,8 @@ def test_edits_to_a_deleted_editor_close_with_4404(client, live):
     async def scenario():
         a = await YClient.open(url(live, "org", "doc", "e1", token))
         result(
-            post(
-                client,
-                "/v2/crdt/delete",
-                {"organizationId": "org", "documentId": "doc", "editorIds": ["e1"]},
-                t.headers,
-            )
-        )
+            post(client, "/v2/crdt/delete", {"organizationId": "org", "documentId": "doc", "editorIds": ["e1"]},
+                 t.headers))
         await a.edit(lambda text: text.insert(0, "gone? "))
         assert await a.closed() == 4404
 

@@ -20,13 +20,8 @@ def test_awareness_relays_between_clients_and_presence_follows_connections(clien
     alice = token_for(client, t, "alice", "org", "doc")
     bob = token_for(client, t, "bob", "org", "doc", role="viewer")
     result(
-        post(
-            client,
-            "/v2/presence/update",
-            {"organizationId": "org", "documentId": "doc", "users": [{"userId": "carol"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/presence/update",
+             {"organizationId": "org", "documentId": "doc", "users": [{"userId": "carol"}]}, t.headers))
 
     async def scenario():
         a = await YClient.open(url(live, "org", "doc", "e1", alice))
@@ -111,27 +106,16 @@ def test_livestate_broadcast_get_merge_and_subscribe(client, live):
     async def scenario():
         a = await YClient.open(url(live, "org", "doc", "e1", token))
         await a.livestate_op("subscribe", "cursor-mode")
+        result(post(client, "/v2/livestate/broadcast", {**key, "liveStateDataId": "other", "data": 1},
+                    t.headers))  # not subscribed: not sent
         result(
-            post(client, "/v2/livestate/broadcast", {**key, "liveStateDataId": "other", "data": 1}, t.headers)
-        )  # not subscribed: not sent
-        result(
-            post(
-                client,
-                "/v2/livestate/broadcast",
-                {**key, "liveStateDataId": "cursor-mode", "data": {"mode": "draw", "size": 2}},
-                t.headers,
-            )
-        )
+            post(client, "/v2/livestate/broadcast",
+                 {**key, "liveStateDataId": "cursor-mode", "data": {"mode": "draw", "size": 2}}, t.headers))
         await a.until(lambda: len(a.livestate) == 1)
         assert a.livestate[0]["op"] == "data" and a.livestate[0]["data"] == {"mode": "draw", "size": 2}
         result(
-            post(
-                client,
-                "/v2/livestate/broadcast",
-                {**key, "liveStateDataId": "cursor-mode", "data": {"size": 3}, "merge": True},
-                t.headers,
-            )
-        )
+            post(client, "/v2/livestate/broadcast",
+                 {**key, "liveStateDataId": "cursor-mode", "data": {"size": 3}, "merge": True}, t.headers))
         await a.until(lambda: len(a.livestate) == 2)
         assert a.livestate[1]["data"] == {"mode": "draw", "size": 3}
         assert all(m["liveStateDataId"] == "cursor-mode" for m in a.livestate)
@@ -146,21 +130,14 @@ def test_livestate_broadcast_get_merge_and_subscribe(client, live):
 
     asyncio.run(scenario())
     kept = result(post(client, "/v2/livestate/get", key, t.headers))
-    assert [(v["liveStateDataId"], v["data"]) for v in kept] == [
-        ("cursor-mode", {"mode": "draw", "size": 3}),
-        ("other", 1),
-    ]
+    assert [(v["liveStateDataId"], v["data"]) for v in kept] == [("cursor-mode", {"mode": "draw", "size": 3}),
+                                                                 ("other", 1)]
     one = result(post(client, "/v2/livestate/get", {**key, "liveStateDataId": "other"}, t.headers))
     assert [v["data"] for v in one] == [1]
     # merge over a value that is not an object replaces it.
     result(
-        post(
-            client,
-            "/v2/livestate/broadcast",
-            {**key, "liveStateDataId": "other", "data": {"a": 1}, "merge": True},
-            t.headers,
-        )
-    )
+        post(client, "/v2/livestate/broadcast", {**key, "liveStateDataId": "other", "data": {"a": 1}, "merge": True},
+             t.headers))
     kept = result(post(client, "/v2/livestate/get", {**key, "liveStateDataId": "other"}, t.headers))
     assert kept[0]["data"] == {"a": 1}
     # Another tenant sees none of it.
@@ -169,12 +146,8 @@ def test_livestate_broadcast_get_merge_and_subscribe(client, live):
 
 def test_livestate_validation(client):
     t = new_tenant(client)
-    bad = post(
-        client,
-        "/v2/livestate/broadcast",
-        {"organizationId": "org", "documentId": "doc", "liveStateDataId": "x"},
-        t.headers,
-    )
+    bad = post(client, "/v2/livestate/broadcast",
+               {"organizationId": "org", "documentId": "doc", "liveStateDataId": "x"}, t.headers)
     assert bad.status_code == 400 and bad.json()["error"]["status"] == "INVALID_ARGUMENT"
     assert bad.json()["error"]["details"]["issues"][0]["path"] == ["data"]
     wrong = post(client, "/v2/livestate/get", {"organizationId": 5, "documentId": "doc"}, t.headers)
@@ -188,7 +161,7 @@ def test_compaction_folds_updates_and_keeps_content(client, live, db, tune):
     token = token_for(client, t, "alice", "org", "doc")
 
     def pending():
-        return db.execute("select count(*) as n from crdt_updates where api_key_id = %s", (t.api_key,)).fetchone()["n"]
+        return db.execute("select count(*) as n from crdt_updates where api_key_id = %s", (t.api_key, )).fetchone()["n"]
 
     async def scenario():
         a = await YClient.open(url(live, "org", "doc", "e1", token))
@@ -227,17 +200,8 @@ async def _append(live, t, suffix):
     from collab.kit.jobs import transaction
 
     async with live.svc.pool.connection() as conn:
-        rows = await crdt_repo.list_editors(
-            conn,
-            api_key_id=t.api_key,
-            organization_id="org",
-            document_id="doc",
-            editor_id="e1",
-            after_id=None,
-            limit=1,
-            yjs=False,
-            budget=2**62,
-        )
+        rows = await crdt_repo.list_editors(conn, api_key_id=t.api_key, organization_id="org", document_id="doc",
+                                            editor_id="e1", after_id=None, limit=1, yjs=False, budget=2**62)
     doc = Doc()
     doc.apply_update(rows[0]["state"])
     for update in rows[0]["pending"] or []:
@@ -246,16 +210,8 @@ async def _append(live, t, suffix):
     before = doc.get_state()
     text.insert(len(str(text)), suffix)
     async with transaction(live.svc.pool, None) as tx:
-        await crdt_repo.append_update(
-            tx.conn,
-            api_key_id=t.api_key,
-            organization_id="org",
-            document_id="doc",
-            editor_id="e1",
-            update=doc.get_update(before),
-            user_id="alice",
-            now=0,
-        )
+        await crdt_repo.append_update(tx.conn, api_key_id=t.api_key, organization_id="org", document_id="doc",
+                                      editor_id="e1", update=doc.get_update(before), user_id="alice", now=0)
 
 
 def test_rate_and_connection_limits_close_with_4429(client, live, tune):
@@ -300,9 +256,8 @@ def test_socket_edits_stop_at_the_document_size_cap(client, live, tune):
 def test_a_slow_consumer_is_closed_not_buffered():
     from collab.realtime.rooms import Connection
 
-    conn = Connection(
-        None, user=None, role="editor", organization_id="o", document_id="d", editor_id="e", queue=3, rate=10
-    )
+    conn = Connection(None, user=None, role="editor", organization_id="o", document_id="d", editor_id="e", queue=3,
+                      rate=10)
     for i in range(3):
         conn.send(b"x")
     assert conn.close_code is None and len(conn.pending) == 3
@@ -314,13 +269,8 @@ def test_socket_edits_fire_crdt_webhooks(client, live, receiver, clock):
     t, _ = webhook_tenant(client, receiver)
     add_organization(client, t, "o1", "d1")
     result(
-        post(
-            client,
-            "/v2/crdt/add",
-            {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text", "data": "hi"},
-            t.headers,
-        )
-    )
+        post(client, "/v2/crdt/add",
+             {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text", "data": "hi"}, t.headers))
     settle_webhooks(live, t)
     clock["now"] += 10
     settle_webhooks(live, t)
@@ -365,13 +315,9 @@ def test_rooms_span_api_processes(client, live):
             await b.set_awareness(7, 1, {"user": "b"})
             await a.until(lambda: 7 in a.awareness)
             result(
-                post(
-                    client,
-                    "/v2/crdt/update",
-                    {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": "A Hello B C"},
-                    t.headers,
-                )
-            )
+                post(client, "/v2/crdt/update",
+                     {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": "A Hello B C"},
+                     t.headers))
             await a.until(lambda: str(a.text) == "A Hello B C")
             await b.until(lambda: str(b.text) == "A Hello B C")
             await b.close()
@@ -401,13 +347,9 @@ def test_a_user_still_connected_elsewhere_stays_online(client, live):
         a = await YClient.open(url(live, "org", "doc", "e1", token))
         # What the other process does: write offline, then publish LEFT (delivered here by the hub).
         result(
-            post(
-                client,
-                "/v2/presence/update",
-                {"organizationId": "org", "documentId": "doc", "users": [{"userId": "alice", "status": "offline"}]},
-                t.headers,
-            )
-        )
+            post(client, "/v2/presence/update",
+                 {"organizationId": "org", "documentId": "doc", "users": [{"userId": "alice", "status": "offline"}]},
+                 t.headers))
         assert presence(client, t)["alice"]["status"] == "offline"
         live.run(elsewhere_left())
         assert presence(client, t)["alice"]["status"] == "online"

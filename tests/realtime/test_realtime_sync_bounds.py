@@ -52,13 +52,8 @@ def test_sync_answers_come_from_the_rooms_document(client, live, monkeypatch):
     assert len(folds) == 1  # 5 opens and 15 sync requests of one version
     # A REST write reaches the room's document: the next socket's sync answers with it, without a new fold.
     result(
-        post(
-            client,
-            "/v2/crdt/update",
-            {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": "changed"},
-            t.headers,
-        )
-    )
+        post(client, "/v2/crdt/update",
+             {"organizationId": "org", "documentId": "doc", "editorId": "e1", "data": "changed"}, t.headers))
 
     async def after_the_write():
         await sockets[0].until(lambda: str(sockets[0].text) == "changed")

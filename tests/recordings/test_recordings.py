@@ -12,23 +12,16 @@ from support.helpers import error, issue_paths, new_tenant, post, result
 
 ADD, GET, DELETE = (f"/v2/recordings/{op}" for op in ("add", "get", "delete"))
 VIDEO = {
-    "url": "https://cdn.example.com/r1.webm",
-    "mimeType": "video/webm",
-    "name": "r1.webm",
-    "type": "video",
-    "size": 1_048_576,
+    "url": "https://cdn.example.com/r1.webm", "mimeType": "video/webm", "name": "r1.webm", "type": "video",
+    "size": 1_048_576
 }
 THUMB = {"url": "http://cdn.example.com/r1.png", "mimeType": "image/png", "name": "r1.png", "type": "image", "size": 0}
 
 
 def recording(annotation_id=None, **fields):
     record = {
-        "recordingType": "screen",
-        "mode": "floating",
-        "displayName": "Walkthrough",
-        "recordedTime": {"duration": 3_723_000},
-        "attachments": [VIDEO],
-        **fields,
+        "recordingType": "screen", "mode": "floating", "displayName": "Walkthrough",
+        "recordedTime": {"duration": 3_723_000}, "attachments": [VIDEO], **fields
     }
     if annotation_id is not None:
         record["annotationId"] = annotation_id
@@ -53,19 +46,14 @@ def test_add_and_get_in_the_spec_shape(client):
     assert added == {"ann1": {"success": True, "id": "ann1", "message": "Recording added."}}
     page = listed(client, t)
     assert page["pageToken"] is None
-    assert page["data"] == [
-        {
-            "type": "recorder",
-            "recordingType": "screen",
-            "mode": "floating",
-            "metadata": {"apiKey": t.api_key, "documentId": "d1", "organizationId": "o1"},
-            "recordedTime": {"duration": 3_723_000, "display": "01:02:03"},
-            "displayName": "Walkthrough",
-            "annotationId": "ann1",
-            "attachments": [{"attachmentId": 1, **VIDEO}, {"attachmentId": 2, **THUMB}],
-            "latestVersion": 1,
-        }
-    ]
+    assert page["data"] == [{
+        "type": "recorder", "recordingType": "screen", "mode": "floating",
+        "metadata": {"apiKey": t.api_key, "documentId": "d1",
+                     "organizationId": "o1"}, "recordedTime": {"duration": 3_723_000, "display": "01:02:03"},
+        "displayName": "Walkthrough", "annotationId": "ann1", "attachments": [{"attachmentId": 1, **VIDEO},
+                                                                              {"attachmentId": 2,
+                                                                               **THUMB}], "latestVersion": 1
+    }]
     v1 = post(client, "/v1/recordings/get", {"organizationId": "o1"}, t.headers)
     assert v1.json()["result"]["data"] == page["data"]
 
@@ -82,33 +70,25 @@ def test_generated_annotation_ids(client):
 def test_versions_and_latest_version(client, db):
     t = new_tenant(client)
     result(add(client, t, recording("ann1", attachments=[VIDEO, THUMB])))
-    second = recording(
-        "ann1", displayName="Take 2", mode="thread", attachments=[THUMB], recordedTime={"duration": 5_000}
-    )
-    assert result(add(client, t, second)) == {
-        "ann1": {"success": True, "id": "ann1", "message": "Recording version 2 added."}
-    }
+    second = recording("ann1", displayName="Take 2", mode="thread", attachments=[THUMB],
+                       recordedTime={"duration": 5_000})
+    assert result(add(client, t,
+                      second)) == {"ann1": {"success": True, "id": "ann1", "message": "Recording version 2 added."}}
     [record] = got(client, t)
     assert record["latestVersion"] == 2 and record["displayName"] == "Take 2" and record["mode"] == "thread"
     assert record["attachments"] == [{"attachmentId": 1, **THUMB}]
     assert record["recordedTime"] == {"duration": 5_000, "display": "00:00:05"}
     assert result(add(client, t, recording("ann1")))["ann1"]["message"] == "Recording version 3 added."
     assert got(client, t)[0]["latestVersion"] == 3
-    rows = db.execute("select version from recordings where api_key_id = %s order by version", (t.api_key,)).fetchall()
+    rows = db.execute("select version from recordings where api_key_id = %s order by version", (t.api_key, )).fetchall()
     assert [r["version"] for r in rows] == [1, 2, 3]
 
 
 def test_display_is_hh_mm_ss_from_milliseconds(client):
     t = new_tenant(client)
     cases = {
-        0: "00:00:00",
-        999: "00:00:00",
-        59_999: "00:00:59",
-        60_000: "00:01:00",
-        3_723_000: "01:02:03",
-        86_399_000: "23:59:59",
-        97_200_000: "27:00:00",
-        360_000_000: "100:00:00",
+        0: "00:00:00", 999: "00:00:00", 59_999: "00:00:59", 60_000: "00:01:00", 3_723_000: "01:02:03",
+        86_399_000: "23:59:59", 97_200_000: "27:00:00", 360_000_000: "100:00:00"
     }
     result(add(client, t, *(recording(f"ann{d:012d}", recordedTime={"duration": d}) for d in cases)))
     assert {r["recordedTime"]["duration"]: r["recordedTime"]["display"] for r in got(client, t)} == cases
@@ -136,12 +116,10 @@ def test_annotation_on_another_document_is_refused_per_item(client):
     moved = result(add(client, t, recording("ann1"), recording("ann2"), doc="d2"))
     assert moved == {
         "ann1": {"success": False, "id": "ann1", "message": "Recording belongs to another document."},
-        "ann2": {"success": True, "id": "ann2", "message": "Recording added."},
+        "ann2": {"success": True, "id": "ann2", "message": "Recording added."}
     }
-    assert [(r["annotationId"], r["metadata"]["documentId"], r["latestVersion"]) for r in got(client, t)] == [
-        ("ann1", "d1", 1),
-        ("ann2", "d2", 1),
-    ]
+    assert [(r["annotationId"], r["metadata"]["documentId"], r["latestVersion"])
+            for r in got(client, t)] == [("ann1", "d1", 1), ("ann2", "d2", 1)]
     # The same annotationId in another organization is another recording.
     assert result(add(client, t, recording("ann1"), org="o2", doc="d2"))["ann1"]["message"] == "Recording added."
 
@@ -197,12 +175,11 @@ def test_delete_removes_every_version(client, db):
     gone = result(post(client, DELETE, {"organizationId": "o1", "annotationIds": ["ann1", "zz"]}, t.headers))
     assert gone == {
         "ann1": {"success": True, "id": "ann1", "message": "Recording deleted."},
-        "zz": {"success": False, "id": "zz", "message": "Recording does not exist."},
+        "zz": {"success": False, "id": "zz", "message": "Recording does not exist."}
     }
     assert [r["annotationId"] for r in got(client, t)] == ["ann2"]
-    count = db.execute(
-        "select count(*) as n from recordings where api_key_id = %s and annotation_id = 'ann1'", (t.api_key,)
-    ).fetchone()["n"]
+    count = db.execute("select count(*) as n from recordings where api_key_id = %s and annotation_id = 'ann1'",
+                       (t.api_key, )).fetchone()["n"]
     assert count == 0
     # Deleted means gone: the id starts again at version 1, on any document.
     assert result(add(client, t, recording("ann1"), doc="d9"))["ann1"]["message"] == "Recording added."
@@ -220,122 +197,53 @@ def _without(key):
 
 @pytest.mark.parametrize(
     "body, paths",
-    [
-        ({}, [["documentId"], ["organizationId"], ["recordings"]]),
-        ({"organizationId": "o1", "documentId": "d1", "recordings": []}, [["recordings"]]),
-        ({"organizationId": 7, "documentId": "d1", "recordings": [recording("x")]}, [["organizationId"]]),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [{"annotationId": "x"}]},
-            [
-                ["recordings", "0", "attachments"],
-                ["recordings", "0", "displayName"],
-                ["recordings", "0", "mode"],
-                ["recordings", "0", "recordedTime"],
-                ["recordings", "0", "recordingType"],
-            ],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x"), recording("x")]},
-            [["recordings"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x" * 201)]},
-            [["recordings", "0", "annotationId"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", recordingType="s" * 51)]},
-            [["recordings", "0", "recordingType"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", displayName="")]},
-            [["recordings", "0", "displayName"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", displayName="n" * 501)]},
-            [["recordings", "0", "displayName"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", recordedTime={"duration": -1})]},
-            [["recordings", "0", "recordedTime", "duration"]],
-        ),
-        (
-            {
-                "organizationId": "o1",
-                "documentId": "d1",
-                "recordings": [recording("x", recordedTime={"duration": 1.5})],
-            },
-            [["recordings", "0", "recordedTime", "duration"]],
-        ),
-        (
-            {
-                "organizationId": "o1",
-                "documentId": "d1",
-                "recordings": [recording("x", recordedTime={"duration": "10"})],
-            },
-            [["recordings", "0", "recordedTime", "duration"]],
-        ),
-        (
-            {
-                "organizationId": "o1",
-                "documentId": "d1",
-                "recordings": [recording("x", recordedTime={"duration": 2**53})],
-            },
-            [["recordings", "0", "recordedTime", "duration"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", recordedTime={})]},
-            [["recordings", "0", "recordedTime", "duration"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", attachments=[])]},
-            [["recordings", "0", "attachments"]],
-        ),
-        (
-            {
-                "organizationId": "o1",
-                "documentId": "d1",
-                "recordings": [_attachment(url="ftp://cdn.example.com/r.webm")],
-            },
-            [["recordings", "0", "attachments", "0", "url"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(url="javascript:alert(1)")]},
-            [["recordings", "0", "attachments", "0", "url"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(url="https://" + "a" * 2000)]},
-            [["recordings", "0", "attachments", "0", "url"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(size=-1)]},
-            [["recordings", "0", "attachments", "0", "size"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(size=10.5)]},
-            [["recordings", "0", "attachments", "0", "size"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(size="10")]},
-            [["recordings", "0", "attachments", "0", "size"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [_without("mimeType")]},
-            [["recordings", "0", "attachments", "0", "mimeType"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(type="t" * 51)]},
-            [["recordings", "0", "attachments", "0", "type"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", attachments=[VIDEO] * 101)]},
-            [["recordings", "0", "attachments"]],
-        ),
-        (
-            {"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", **{"from": {"name": "Ana"}})]},
-            [["recordings", "0", "from", "userId"]],
-        ),
-    ],
-)
+    [({}, [["documentId"], ["organizationId"], ["recordings"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": []}, [["recordings"]]),
+     ({"organizationId": 7, "documentId": "d1", "recordings": [recording("x")]}, [["organizationId"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [{"annotationId": "x"}]
+       }, [["recordings", "0", "attachments"], ["recordings", "0", "displayName"], ["recordings", "0", "mode"],
+           ["recordings", "0", "recordedTime"], ["recordings", "0", "recordingType"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x"), recording("x")]}, [["recordings"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x" * 201)]
+       }, [["recordings", "0", "annotationId"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", recordingType="s" * 51)]
+       }, [["recordings", "0", "recordingType"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", displayName="")]
+       }, [["recordings", "0", "displayName"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", displayName="n" * 501)]
+       }, [["recordings", "0", "displayName"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", recordedTime={"duration": -1})]
+       }, [["recordings", "0", "recordedTime", "duration"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", recordedTime={"duration": 1.5})]
+       }, [["recordings", "0", "recordedTime", "duration"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", recordedTime={"duration": "10"})]
+       }, [["recordings", "0", "recordedTime", "duration"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", recordedTime={"duration": 2**53})]
+       }, [["recordings", "0", "recordedTime", "duration"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", recordedTime={})]
+       }, [["recordings", "0", "recordedTime", "duration"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", attachments=[])]
+       }, [["recordings", "0", "attachments"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(url="ftp://cdn.example.com/r.webm")]
+       }, [["recordings", "0", "attachments", "0", "url"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(url="javascript:alert(1)")]
+       }, [["recordings", "0", "attachments", "0", "url"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(url="https://" + "a" * 2000)]
+       }, [["recordings", "0", "attachments", "0", "url"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(size=-1)]
+       }, [["recordings", "0", "attachments", "0", "size"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(size=10.5)]
+       }, [["recordings", "0", "attachments", "0", "size"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(size="10")]
+       }, [["recordings", "0", "attachments", "0", "size"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [_without("mimeType")]
+       }, [["recordings", "0", "attachments", "0", "mimeType"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [_attachment(type="t" * 51)]
+       }, [["recordings", "0", "attachments", "0", "type"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", attachments=[VIDEO] * 101)]
+       }, [["recordings", "0", "attachments"]]),
+     ({"organizationId": "o1", "documentId": "d1", "recordings": [recording("x", **{"from": {"name": "Ana"}})]
+       }, [["recordings", "0", "from", "userId"]])])
 def test_add_validation(client, body, paths):
     t = new_tenant(client)
     err = error(post(client, ADD, body, t.headers), "INVALID_ARGUMENT")
@@ -343,22 +251,19 @@ def test_add_validation(client, body, paths):
     assert got(client, t) == []
 
 
-@pytest.mark.parametrize(
-    "path, body, paths",
-    [
-        (GET, {}, [["organizationId"]]),
-        (GET, {"organizationId": "o1", "pageSize": 0}, [["pageSize"]]),
-        (GET, {"organizationId": "o1", "pageSize": 1001}, [["pageSize"]]),
-        (GET, {"organizationId": "o1", "pageSize": "10"}, [["pageSize"]]),
-        (GET, {"organizationId": "o1", "recordingIds": []}, [["recordingIds"]]),
-        (GET, {"organizationId": "o1", "recordingIds": "ann1"}, [["recordingIds"]]),
-        (GET, {"organizationId": "o1", "recordingIds": [f"a{i}" for i in range(101)]}, [["recordingIds"]]),
-        (GET, {"organizationId": "o1", "documentId": 3}, [["documentId"]]),
-        (DELETE, {"organizationId": "o1"}, [["annotationIds"]]),
-        (DELETE, {"organizationId": "o1", "annotationIds": ["a", "a"]}, [["annotationIds"]]),
-        (DELETE, {"annotationIds": ["a"]}, [["organizationId"]]),
-    ],
-)
+@pytest.mark.parametrize("path, body, paths",
+                         [(GET, {}, [["organizationId"]]),
+                          (GET, {"organizationId": "o1", "pageSize": 0}, [["pageSize"]]),
+                          (GET, {"organizationId": "o1", "pageSize": 1001}, [["pageSize"]]),
+                          (GET, {"organizationId": "o1", "pageSize": "10"}, [["pageSize"]]),
+                          (GET, {"organizationId": "o1", "recordingIds": []}, [["recordingIds"]]),
+                          (GET, {"organizationId": "o1", "recordingIds": "ann1"}, [["recordingIds"]]),
+                          (GET, {"organizationId": "o1", "recordingIds": [f"a{i}"
+                                                                          for i in range(101)]}, [["recordingIds"]]),
+                          (GET, {"organizationId": "o1", "documentId": 3}, [["documentId"]]),
+                          (DELETE, {"organizationId": "o1"}, [["annotationIds"]]),
+                          (DELETE, {"organizationId": "o1", "annotationIds": ["a", "a"]}, [["annotationIds"]]),
+                          (DELETE, {"annotationIds": ["a"]}, [["organizationId"]])])
 def test_get_and_delete_validation(client, path, body, paths):
     t = new_tenant(client)
     err = error(post(client, path, body, t.headers), "INVALID_ARGUMENT")
@@ -373,17 +278,11 @@ def test_another_tenants_ids_are_invisible_and_independent(client):
     gone = result(post(client, DELETE, {"organizationId": "o1", "annotationIds": ["ann1"]}, b.headers))
     assert gone == {"ann1": {"success": False, "id": "ann1", "message": "Recording does not exist."}}
     # b's ann1 is b's own first version, even on another document.
-    assert result(add(client, b, recording("ann1", displayName="B's"), doc="d2"))["ann1"] == {
-        "success": True,
-        "id": "ann1",
-        "message": "Recording added.",
-    }
+    assert result(add(client, b, recording("ann1", displayName="B's"),
+                      doc="d2"))["ann1"] == {"success": True, "id": "ann1", "message": "Recording added."}
     [mine] = got(client, a)
-    assert (mine["displayName"], mine["latestVersion"], mine["metadata"]) == (
-        "Walkthrough",
-        1,
-        {"apiKey": a.api_key, "documentId": "d1", "organizationId": "o1"},
-    )
+    assert (mine["displayName"], mine["latestVersion"],
+            mine["metadata"]) == ("Walkthrough", 1, {"apiKey": a.api_key, "documentId": "d1", "organizationId": "o1"})
     [theirs] = got(client, b)
     assert (theirs["displayName"], theirs["latestVersion"], theirs["metadata"]["apiKey"]) == ("B's", 1, b.api_key)
 
@@ -396,20 +295,18 @@ def test_forget_user_deletes_what_they_recorded(client, live):
     result(add(client, t, recording("elsewhere", **u1), org="o2"))
 
     def forget(organization_ids):
+
         async def run():
             async with transaction(live.svc.pool, None) as tx:
-                return await recordings_repo.forget_user(
-                    tx.conn, api_key_id=t.api_key, user_ids=["u1"], organization_ids=organization_ids
-                )
+                return await recordings_repo.forget_user(tx.conn, api_key_id=t.api_key, user_ids=["u1"],
+                                                         organization_ids=organization_ids)
 
         return live.run(run())
 
     assert forget(["o1"]) == 2
     # u2's annotation keeps u2's version; u1's own annotation is gone; o2 is untouched.
-    assert [(r["annotationId"], r["latestVersion"], r["displayName"]) for r in got(client, t)] == [
-        ("nobody", 1, "Walkthrough"),
-        ("theirs", 1, "Walkthrough"),
-    ]
+    assert [(r["annotationId"], r["latestVersion"], r["displayName"])
+            for r in got(client, t)] == [("nobody", 1, "Walkthrough"), ("theirs", 1, "Walkthrough")]
     assert [r["annotationId"] for r in got(client, t, organizationId="o2")] == ["elsewhere"]
     assert forget(None) == 1
     assert got(client, t, organizationId="o2") == []

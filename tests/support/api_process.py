@@ -45,16 +45,8 @@ class ApiProcess:
         env.update(settings_env(self.settings))
         env["COLLAB_LOG_LEVEL"] = "WARNING"
         command = [
-            sys.executable,
-            "-m",
-            "collab.cli",
-            "api",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--workers",
-            "1",
+            sys.executable, "-m", "collab.cli", "api", "--host", "127.0.0.1", "--port",
+            str(self.port), "--workers", "1"
         ]
         self.process = subprocess.Popen(command, env=env, start_new_session=True)
         deadline = time.monotonic() + timeout

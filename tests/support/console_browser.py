@@ -29,9 +29,8 @@ def browser():
     # Module scope, not session: while a sync Playwright driver runs, the test thread counts as running an asyncio
     # loop, and every later test that calls asyncio.run() would fail.
     with sync_playwright() as driver:
-        chromium = driver.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox", "--disable-dev-shm-usage"]
-        )
+        chromium = driver.chromium.launch(executable_path=executable, headless=True,
+                                          args=["--no-sandbox", "--disable-dev-shm-usage"])
         yield chromium
         chromium.close()
 
@@ -77,17 +76,12 @@ def axe_violations(page) -> list[dict]:
     return page.evaluate(
         "async () => (await axe.run(document, {runOnly: {type: 'tag', values: "
         "['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}})).violations"
-        ".map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))}))"
-    )
+        ".map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))}))")
 
 
 def check_a11y(page) -> None:
     """Fail on any serious or critical axe-core violation of the page as it is now."""
     violations = axe_violations(page)
     failing = [v for v in violations if v["impact"] in FAILING]
-    assert not failing, (
-        "accessibility violations on "
-        + page.url
-        + ":\n"
-        + "\n".join(f"- {v['impact']} {v['id']}: {v['help']} at {v['nodes'][:5]}" for v in failing)
-    )
+    assert not failing, ("accessibility violations on " + page.url + ":\n" +
+                         "\n".join(f"- {v['impact']} {v['id']}: {v['help']} at {v['nodes'][:5]}" for v in failing))

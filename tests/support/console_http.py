@@ -14,9 +14,8 @@ _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 def signed_in(live, tenant) -> Iterator[httpx.Client]:
     """An httpx client holding a console session of the tenant's workspace (redirects not followed)."""
     with httpx.Client(base_url=live.url, timeout=60, follow_redirects=False, headers={"origin": live.url}) as client:
-        response = client.post(
-            "/console/sign-in", data={"workspaceId": tenant.workspace["id"], "authToken": tenant.workspace["authToken"]}
-        )
+        response = client.post("/console/sign-in",
+                               data={"workspaceId": tenant.workspace["id"], "authToken": tenant.workspace["authToken"]})
         assert response.status_code == 303, response.text
         yield client
 

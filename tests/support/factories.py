@@ -13,7 +13,6 @@ WEBHOOKS = "/v2/workspace/advancedwebhook"
 ANA = {"userId": "u1", "name": "Ana", "email": "ana@example.com"}
 DELAYED = {"delayConfig": {"isEnabled": True, "delaySeconds": 20}}
 
-
 # Reads.
 
 
@@ -40,13 +39,9 @@ def activity(**fields):
 def judged(record_id, reasoning, *, action="comment_annotation.reject", ts=None, target="ann1", user="u1", **extra):
     """A review activity whose `reasoning` becomes a judgment (`entity` adds entityData fields)."""
     record = {
-        "id": record_id,
-        "featureType": "comment",
-        "actionType": action,
-        "actionUser": {"userId": user, "name": f"User {user}"},
-        "targetEntityId": target,
-        "entityData": {"reasoning": reasoning, **extra.pop("entity", {})},
-        **extra,
+        "id": record_id, "featureType": "comment", "actionType": action,
+        "actionUser": {"userId": user, "name": f"User {user}"}, "targetEntityId": target,
+        "entityData": {"reasoning": reasoning, **extra.pop("entity", {})}, **extra
     }
     if ts is not None:
         record["timestamp"] = ts
@@ -55,28 +50,18 @@ def judged(record_id, reasoning, *, action="comment_annotation.reject", ts=None,
 
 def add_activities(client, t, *activities, org="org1", doc="doc1"):
     """The response to adding `activities` to one document."""
-    return post(
-        client,
-        "/v2/activities/add",
-        {"organizationId": org, "documentId": doc, "activities": list(activities)},
-        t.headers,
-    )
+    return post(client, "/v2/activities/add",
+                {"organizationId": org, "documentId": doc, "activities": list(activities)}, t.headers)
 
 
 def comment(client, t, activity_id, user="u0", **entity):
     """Log a comment_annotation.add activity on o1/d1 (`entity` adds entityData fields)."""
     body = {
-        "organizationId": "o1",
-        "documentId": "d1",
-        "activities": [
-            {
-                "id": activity_id,
-                "featureType": "comment",
-                "actionType": "comment_annotation.add",
-                "actionUser": {"userId": user, "name": f"User {user}"},
-                "entityData": {"commentText": f"text {activity_id}", **entity},
-            }
-        ],
+        "organizationId": "o1", "documentId": "d1", "activities": [{
+            "id": activity_id, "featureType": "comment", "actionType": "comment_annotation.add",
+            "actionUser": {"userId": user,
+                           "name": f"User {user}"}, "entityData": {"commentText": f"text {activity_id}", **entity}
+        }]
     }
     result(post(client, "/v2/activities/add", body, t.headers))
 
@@ -92,14 +77,9 @@ def notifications(client, t, **data):
 def ping(client, t, by, to, notification_id=None, doc="d1"):
     """Add a notification on o1/`doc` from user `by` to user `to` only."""
     body = {
-        "organizationId": "o1",
-        "documentId": doc,
-        "notifyAll": False,
-        "actionUser": {"userId": by},
-        "displayHeadlineMessageTemplate": "{actionUser} pinged you",
-        "displayBodyMessage": "hi",
-        "notifyUsers": [{"userId": to}],
-        **({"notificationId": notification_id} if notification_id else {}),
+        "organizationId": "o1", "documentId": doc, "notifyAll": False, "actionUser": {"userId": by},
+        "displayHeadlineMessageTemplate": "{actionUser} pinged you", "displayBodyMessage": "hi",
+        "notifyUsers": [{"userId": to}], **({"notificationId": notification_id} if notification_id else {})
     }
     return result(post(client, "/v2/notifications/add", body, t.headers))
 
@@ -111,22 +91,12 @@ def tenant_with_users(client, *org_users, doc_users=()):
     enable_advanced_queries(client, t)
     if org_users:
         result(
-            post(
-                client,
-                "/v2/users/add",
-                {"organizationId": "o1", "users": [{"userId": u} for u in org_users]},
-                t.headers,
-            )
-        )
+            post(client, "/v2/users/add", {"organizationId": "o1", "users": [{"userId": u} for u in org_users]},
+                 t.headers))
     if doc_users:
         result(
-            post(
-                client,
-                "/v2/users/add",
-                {"organizationId": "o1", "documentId": "d1", "users": [{"userId": u} for u in doc_users]},
-                t.headers,
-            )
-        )
+            post(client, "/v2/users/add",
+                 {"organizationId": "o1", "documentId": "d1", "users": [{"userId": u} for u in doc_users]}, t.headers))
     return t
 
 
@@ -191,17 +161,11 @@ def secret_of(client, t, endpoint_id):
 def notify(client, t, notification_id="n1", **fields):
     """Add a notification (a `notification.add` event), creating its organization and document."""
     body = {
-        "organizationId": "o1",
-        "documentId": "d1",
-        "notificationId": notification_id,
-        "notifyAll": False,
-        "actionUser": {"userId": "u0", "name": "Ana", "email": "ana@example.com"},
-        "displayHeadlineMessageTemplate": "{actionUser} pinged you",
-        "displayBodyMessage": "Hello",
-        "notifyUsers": [{"userId": "u1", "email": "u1@example.com"}],
-        "createOrganization": True,
-        "createDocument": True,
-        **fields,
+        "organizationId": "o1", "documentId": "d1", "notificationId": notification_id, "notifyAll": False,
+        "actionUser": {"userId": "u0", "name": "Ana",
+                       "email": "ana@example.com"}, "displayHeadlineMessageTemplate": "{actionUser} pinged you",
+        "displayBodyMessage": "Hello", "notifyUsers": [{"userId": "u1", "email": "u1@example.com"}],
+        "createOrganization": True, "createDocument": True, **fields
     }
     return result(post(client, "/v1/notifications/add", body, t.headers))
 
@@ -263,64 +227,25 @@ def seed_document(client, t, *, to, notification_id=None):
     """o1/d1 with u1's grant, presence, recording, CRDT content and notification to `to`; o1/keep empty."""
     add_organization(client, t, "o1", "d1", "keep")
     result(
-        post(
-            client,
-            "/v2/users/add",
-            {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
+             t.headers))
     ping(client, t, "u1", to, notification_id)
     result(
-        post(
-            client,
-            "/v2/presence/update",
-            {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/presence/update", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
+             t.headers))
     result(
         post(
-            client,
-            "/v2/recordings/add",
-            {
-                "organizationId": "o1",
-                "documentId": "d1",
-                "recordings": [
-                    {
-                        "annotationId": "rec1",
-                        "recordingType": "screen",
-                        "mode": "floating",
-                        "displayName": "Demo",
-                        "recordedTime": {"duration": 5000},
-                        "from": {"userId": "u1"},
-                        "attachments": [
-                            {
-                                "url": "https://cdn.example.com/r.webm",
-                                "mimeType": "video/webm",
-                                "name": "r.webm",
-                                "type": "video",
-                                "size": 100,
-                            }
-                        ],
-                    }
-                ],
-            },
-            t.headers,
-        )
-    )
+            client, "/v2/recordings/add", {
+                "organizationId": "o1", "documentId": "d1", "recordings": [{
+                    "annotationId": "rec1", "recordingType": "screen", "mode": "floating", "displayName": "Demo",
+                    "recordedTime": {"duration": 5000}, "from": {"userId": "u1"}, "attachments": [{
+                        "url": "https://cdn.example.com/r.webm", "mimeType": "video/webm", "name": "r.webm",
+                        "type": "video", "size": 100
+                    }]
+                }]
+            }, t.headers))
     result(
-        post(
-            client,
-            "/v2/crdt/add",
-            {
-                "organizationId": "o1",
-                "documentId": "d1",
-                "editorId": "e1",
-                "type": "text",
-                "data": "hello",
-                "userId": "u1",
-            },
-            t.headers,
-        )
-    )
+        post(client, "/v2/crdt/add", {
+            "organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text", "data": "hello",
+            "userId": "u1"
+        }, t.headers))

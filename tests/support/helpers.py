@@ -36,7 +36,7 @@ class Tenant:
     def workspace_headers(self) -> dict[str, str]:
         return {
             "x-service-workspace-id": self.workspace["id"],
-            "x-service-workspace-auth-token": self.workspace["authToken"],
+            "x-service-workspace-auth-token": self.workspace["authToken"]
         }
 
 
@@ -57,11 +57,8 @@ def new_tenant(client: httpx.Client, **data: Any) -> Tenant:
     workspace = response.json()["result"]["data"]
     api_key = next(iter(workspace["apiKeyList"]))
     tokens = post(
-        client,
-        "/v2/workspace/authtokens/get",
-        {"apiKey": api_key},
-        headers={"x-service-workspace-id": workspace["id"], "x-service-workspace-auth-token": workspace["authToken"]},
-    )
+        client, "/v2/workspace/authtokens/get", {"apiKey": api_key},
+        headers={"x-service-workspace-id": workspace["id"], "x-service-workspace-auth-token": workspace["authToken"]})
     assert tokens.status_code == 200, tokens.text
     return Tenant(workspace, api_key, tokens.json()["result"]["data"]["authTokens"][0]["token"])
 
@@ -101,9 +98,8 @@ def settle_jobs(live, tenant: Tenant) -> None:
 
     async def wait():
         async with live.svc.pool.connection() as conn:
-            cur = await conn.execute(
-                "select id from jobs where api_key_id = %s and status in ('queued', 'running')", (tenant.api_key,)
-            )
+            cur = await conn.execute("select id from jobs where api_key_id = %s and status in ('queued', 'running')",
+                                     (tenant.api_key, ))
             ids = [row["id"] for row in await cur.fetchall()]
         for job_id in ids:
             await Job(job_id, live.svc.redis).result(timeout=60, poll_delay=0.01)
@@ -111,9 +107,8 @@ def settle_jobs(live, tenant: Tenant) -> None:
     live.run(wait(), timeout=90)
 
 
-def add_organization(
-    client: httpx.Client, tenant: Tenant, org: str, *documents: str, folder: str | None = None
-) -> None:
+def add_organization(client: httpx.Client, tenant: Tenant, org: str, *documents: str,
+                     folder: str | None = None) -> None:
     """Create an organization (and documents in it, optionally in a new folder)."""
     result(post(client, "/v2/organizations/add", {"organizations": [{"organizationId": org}]}, tenant.headers))
     if documents:

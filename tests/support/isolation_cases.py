@@ -16,27 +16,8 @@ from support.helpers import Tenant, new_tenant, post, result, settle_jobs
 
 HOOKS = "/v2/workspace/advancedwebhook"
 # Ids the client chooses: A names them "<kind>-<tag>"; tenant B's skeleton reuses the container ones.
-CLIENT_KINDS = (
-    "org",
-    "org2",
-    "folder",
-    "subfolder",
-    "doc",
-    "doc2",
-    "docm",
-    "docn",
-    "user",
-    "user2",
-    "gone",
-    "group",
-    "ntf",
-    "act",
-    "act2",
-    "ann",
-    "rec",
-    "editor",
-    "uid",
-)
+CLIENT_KINDS = ("org", "org2", "folder", "subfolder", "doc", "doc2", "docm", "docn", "user", "user2", "gone", "group",
+                "ntf", "act", "act2", "ann", "rec", "editor", "uid")
 SKELETON_KINDS = ("org", "folder", "doc", "user", "group")
 
 
@@ -56,8 +37,8 @@ def scramble(value: str) -> str:
     head = prefix.group(0) if prefix else ""
     classes = ("0123456789abcdef", "ghijklmnopqrstuvwxyz", string.ascii_uppercase)
     while True:
-        tail = "".join(next((secrets.choice(c) for c in classes if ch in c), ch) for ch in value[len(head) :])
-        if tail != value[len(head) :]:
+        tail = "".join(next((secrets.choice(c) for c in classes if ch in c), ch) for ch in value[len(head):])
+        if tail != value[len(head):]:
             return head + tail
 
 
@@ -81,32 +62,23 @@ class Alpha:
 
 def checklist(tag: str) -> bytes:
     """A small CSV checklist whose category names carry the tag (the fake model names agents after them)."""
-    return (
-        f"Category,Check\nAlpha{tag},Every price claim states whether tax is included\n"
-        f"Alpha{tag},Comparative claims name the compared product\n"
-    ).encode()
+    return (f"Category,Check\nAlpha{tag},Every price claim states whether tax is included\n"
+            f"Alpha{tag},Comparative claims name the compared product\n").encode()
 
 
 def recording(annotation_id: str | None, name: str, url: str, user: str) -> dict[str, Any]:
     record = {
-        "recordingType": "screen",
-        "mode": "floating",
-        "displayName": name,
-        "recordedTime": {"duration": 5000},
+        "recordingType": "screen", "mode": "floating", "displayName": name, "recordedTime": {"duration": 5000},
         "from": {"userId": user},
-        "attachments": [{"url": url, "mimeType": "video/webm", "name": "r.webm", "type": "video", "size": 100}],
+        "attachments": [{"url": url, "mimeType": "video/webm", "name": "r.webm", "type": "video", "size": 100}]
     }
     return record | ({"annotationId": annotation_id} if annotation_id else {})
 
 
 def review(activity_id: str, annotation: str, user: str, reasoning: str, action: str) -> dict[str, Any]:
     return {
-        "id": activity_id,
-        "featureType": "comment",
-        "actionType": action,
-        "targetEntityId": annotation,
-        "actionUser": {"userId": user},
-        "entityData": {"reasoning": reasoning},
+        "id": activity_id, "featureType": "comment", "actionType": action, "targetEntityId": annotation,
+        "actionUser": {"userId": user}, "entityData": {"reasoning": reasoning}
     }
 
 
@@ -115,16 +87,12 @@ def build_alpha(client: httpx.Client, live, hook_url: str) -> Alpha:
     tag = secrets.token_hex(6)
     ids = Ids({kind: f"{kind}-{tag}" for kind in CLIENT_KINDS}, tag=tag)
     t = new_tenant(client, ownerEmail=f"alpha-{tag}@example.com", name=f"Ana {tag}", workspaceName=f"Alpha {tag}")
-    a = Alpha(
-        t, ids, [t.workspace["name"], t.workspace["owner"]["name"], t.workspace["apiKeyList"][t.api_key]["apiKeyName"]]
-    )
+    a = Alpha(t, ids,
+              [t.workspace["name"], t.workspace["owner"]["name"], t.workspace["apiKeyList"][t.api_key]["apiKeyName"]])
     ids |= {
-        "api_key": t.api_key,
-        "auth_token": t.auth_token,
-        "workspace": t.workspace["id"],
-        "workspace_token": t.workspace["authToken"],
-        "email": t.workspace["owner"]["email"],
-        "owner": t.workspace["owner"]["id"],
+        "api_key": t.api_key, "auth_token": t.auth_token, "workspace": t.workspace["id"],
+        "workspace_token": t.workspace["authToken"], "email": t.workspace["owner"]["email"],
+        "owner": t.workspace["owner"]["id"]
     }
 
     def call(path: str, data: dict[str, Any]) -> Any:
@@ -164,174 +132,107 @@ def _configure(call, tag: str) -> None:
     call("/v2/workspace/notificationconfig/update", {"useNotificationService": True})
     call(
         "/v2/workspace/apikeyconfig/update",
-        {"enableAdvancedQueries": True, "aiModelApiKey": [{"provider": "openai", "customerApiKey": f"sk-alpha-{tag}"}]},
-    )
+        {"enableAdvancedQueries": True, "aiModelApiKey": [{"provider": "openai", "customerApiKey": f"sk-alpha-{tag}"}]})
 
 
 def _containers(call, i: Ids, tag: str) -> None:
     call(
-        "/v2/organizations/add",
-        {
-            "organizations": [
-                {"organizationId": i.org, "organizationName": f"Alpha Org {tag}"},
-                {"organizationId": i.org2, "organizationName": f"Beta Org {tag}"},
-            ]
-        },
-    )
+        "/v2/organizations/add", {
+            "organizations": [{"organizationId": i.org, "organizationName": f"Alpha Org {tag}"},
+                              {"organizationId": i.org2, "organizationName": f"Beta Org {tag}"}]
+        })
     call(
-        "/v2/organizations/folders/add",
-        {
-            "organizationId": i.org,
-            "folders": [
-                {"folderId": i.folder, "folderName": f"Alpha Folder {tag}"},
-                {"folderId": i.subfolder, "folderName": f"Alpha Subfolder {tag}", "parentFolderId": i.folder},
-            ],
-        },
-    )
+        "/v2/organizations/folders/add", {
+            "organizationId": i.org, "folders": [{"folderId": i.folder, "folderName": f"Alpha Folder {tag}"}, {
+                "folderId": i.subfolder, "folderName": f"Alpha Subfolder {tag}", "parentFolderId": i.folder
+            }]
+        })
     call(
-        "/v2/organizations/documents/add",
-        {
-            "organizationId": i.org,
-            "folderId": i.folder,
-            "documents": [
-                {"documentId": i.doc, "documentName": f"Alpha Doc {tag}"},
-                {"documentId": i.doc2, "documentName": f"Alpha Doc2 {tag}"},
-                {"documentId": i.docm, "documentName": f"Alpha Moved {tag}"},
-            ],
-        },
-    )
+        "/v2/organizations/documents/add", {
+            "organizationId": i.org, "folderId": i.folder, "documents": [{
+                "documentId": i.doc, "documentName": f"Alpha Doc {tag}"
+            }, {"documentId": i.doc2, "documentName": f"Alpha Doc2 {tag}"
+                }, {"documentId": i.docm, "documentName": f"Alpha Moved {tag}"}]
+        })
     call(
-        "/v2/users/add",
-        {
-            "organizationId": i.org,
-            "users": [
-                {"userId": i.user, "name": f"Ana {tag}", "email": f"ana-{tag}@alpha.example", "accessRole": "editor"},
-                {"userId": i.user2, "name": f"Bo {tag}", "email": f"bo-{tag}@alpha.example", "accessRole": "viewer"},
-            ],
-        },
-    )
+        "/v2/users/add", {
+            "organizationId": i.org, "users": [{
+                "userId": i.user, "name": f"Ana {tag}", "email": f"ana-{tag}@alpha.example", "accessRole": "editor"
+            }, {"userId": i.user2, "name": f"Bo {tag}", "email": f"bo-{tag}@alpha.example", "accessRole": "viewer"}]
+        })
     call(
-        "/v2/users/add",
-        {
-            "organizationId": i.org,
-            "documentId": i.doc,
-            "users": [{"userId": i.user2, "accessRole": "editor"}, {"userId": i.gone, "name": f"Gone {tag}"}],
-        },
-    )
+        "/v2/users/add", {
+            "organizationId": i.org, "documentId": i.doc, "users": [{"userId": i.user2, "accessRole": "editor"},
+                                                                    {"userId": i.gone, "name": f"Gone {tag}"}]
+        })
+    call("/v2/organizations/usergroups/add",
+         {"organizationId": i.org, "organizationUserGroups": [{"groupId": i.group, "groupName": f"Alpha Group {tag}"}]})
+    call("/v2/organizations/usergroups/users/add",
+         {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user2]})
     call(
-        "/v2/organizations/usergroups/add",
-        {"organizationId": i.org, "organizationUserGroups": [{"groupId": i.group, "groupName": f"Alpha Group {tag}"}]},
-    )
+        "/v2/auth/permissions/add", {
+            "user": {"userId": i.user2}, "permissions": {
+                "resources": [{
+                    "type": "folder", "id": i.subfolder, "organizationId": i.org, "expiresAt": 4_000_000_000
+                }]
+            }
+        })
     call(
-        "/v2/organizations/usergroups/users/add",
-        {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user2]},
-    )
-    call(
-        "/v2/auth/permissions/add",
-        {
-            "user": {"userId": i.user2},
-            "permissions": {
-                "resources": [
-                    {"type": "folder", "id": i.subfolder, "organizationId": i.org, "expiresAt": 4_000_000_000}
-                ]
-            },
-        },
-    )
-    call(
-        "/v2/auth/permissions/add",
-        {
+        "/v2/auth/permissions/add", {
             "group": {"organizationId": i.org, "organizationUserGroupId": i.group},
-            "permissions": {"resources": [_grant(i, "document", i.doc2)]},
-        },
-    )
+            "permissions": {"resources": [_grant(i, "document", i.doc2)]}
+        })
 
 
 def _features(call, i: Ids, tag: str) -> None:
     where = {"organizationId": i.org, "documentId": i.doc}
     call(
-        "/v2/notifications/add",
-        {
-            **where,
-            "notificationId": i.ntf,
-            "actionUser": {"userId": i.user},
-            "displayHeadlineMessageTemplate": f"{{actionUser}} alpha {tag}",
-            "displayBodyMessage": f"Alpha body {tag}",
-            "notifyAll": False,
-            "notifyUsers": [{"userId": i.user2}],
-            "notificationSourceData": {"note": f"Alpha source {tag}"},
-        },
-    )
+        "/v2/notifications/add", {
+            **where, "notificationId": i.ntf, "actionUser": {"userId": i.user},
+            "displayHeadlineMessageTemplate": f"{{actionUser}} alpha {tag}", "displayBodyMessage": f"Alpha body {tag}",
+            "notifyAll": False, "notifyUsers": [{"userId": i.user2}
+                                                ], "notificationSourceData": {"note": f"Alpha source {tag}"}
+        })
     call(
-        "/v2/notifications/add",
-        {
-            **where,
-            "actionUser": {"userId": i.user2},
-            "displayHeadlineMessageTemplate": "hi",
-            "displayBodyMessage": f"Alpha second body {tag}",
-            "notifyUsers": [],
-        },
-    )
+        "/v2/notifications/add", {
+            **where, "actionUser": {"userId": i.user2}, "displayHeadlineMessageTemplate": "hi",
+            "displayBodyMessage": f"Alpha second body {tag}", "notifyUsers": []
+        })
     call(
-        "/v2/activities/add",
-        {
-            **where,
-            "activities": [
-                review(
-                    i.act,
-                    i.ann,
-                    i.user,
-                    f"Alpha reasoning {tag}: the price claim needs the original price.",
-                    "comment_annotation.reject",
-                ),
-                review(i.act2, i.ann, i.user2, f"Alpha comment {tag}", "comment.add"),
-            ],
-        },
-    )
-    call(
-        "/v2/presence/update",
-        {**where, "users": [{"userId": i.user, "name": f"Ana present {tag}", "status": "online"}]},
-    )
+        "/v2/activities/add", {
+            **where, "activities": [
+                review(i.act, i.ann, i.user, f"Alpha reasoning {tag}: the price claim needs the original price.",
+                       "comment_annotation.reject"),
+                review(i.act2, i.ann, i.user2, f"Alpha comment {tag}", "comment.add")
+            ]
+        })
+    call("/v2/presence/update",
+         {**where, "users": [{"userId": i.user, "name": f"Ana present {tag}", "status": "online"}]})
     url = f"https://cdn.alpha.example/{tag}.webm"
     call(
-        "/v2/recordings/add",
-        {
-            **where,
-            "recordings": [
+        "/v2/recordings/add", {
+            **where, "recordings": [
                 recording(i.rec, f"Alpha recording {tag}", url, i.user),
-                recording(None, f"Alpha recording two {tag}", url, i.user2),
-            ],
-        },
-    )
+                recording(None, f"Alpha recording two {tag}", url, i.user2)
+            ]
+        })
     call("/v2/crdt/add", {**where, "editorId": i.editor, "type": "text", "data": f"Alpha text {tag}", "userId": i.user})
     call("/v2/livestate/broadcast", {**where, "liveStateDataId": i.editor, "data": {"note": f"Alpha live {tag}"}})
     call(
-        "/v2/commentannotations/add",
-        {
-            **where,
-            "commentAnnotations": [
-                {
-                    "annotationId": i.ann,
-                    "location": {"id": f"loc-{tag}"},
-                    "assignedTo": {"userId": i.user2},
-                    "commentData": [
-                        {
-                            "commentText": f"Alpha thread {tag}",
-                            "from": {"userId": i.user, "name": f"Ana {tag}"},
-                            "taggedUserContacts": [{"userId": i.user2}],
-                        }
-                    ],
-                },
-                {
-                    "visibility": {"type": "restricted", "userIds": [i.user2]},
-                    "commentData": [{"commentText": f"Alpha private {tag}", "from": {"userId": i.user}}],
-                },
-            ],
-        },
-    )
-    call(
-        "/v2/commentannotations/comments/reactions/add",
-        {**where, "annotationId": i.ann, "commentId": 1, "reaction": f"alpha-{tag}", "userId": i.user2},
-    )
+        "/v2/commentannotations/add", {
+            **where, "commentAnnotations": [{
+                "annotationId": i.ann, "location": {"id": f"loc-{tag}"}, "assignedTo": {"userId": i.user2},
+                "commentData": [{
+                    "commentText": f"Alpha thread {tag}", "from": {"userId": i.user, "name": f"Ana {tag}"},
+                    "taggedUserContacts": [{"userId": i.user2}]
+                }]
+            }, {
+                "visibility": {"type": "restricted", "userIds": [i.user2]},
+                "commentData": [{"commentText": f"Alpha private {tag}", "from": {"userId": i.user}}]
+            }]
+        })
+    call("/v2/commentannotations/comments/reactions/add",
+         {**where, "annotationId": i.ann, "commentId": 1, "reaction": f"alpha-{tag}", "userId": i.user2})
     call("/v2/commentannotations/read/update", {**where, "userId": i.user2})
 
 
@@ -339,27 +240,20 @@ def _endpoints(call, i: Ids, tag: str, hook_url: str) -> None:
     # Created after the features: A's later writes and jobs emit events to both endpoints.
     first = call(
         f"{HOOKS}/endpoints/create",
-        {"url": hook_url, "uid": i.uid, "description": f"Alpha hooks {tag}", "metadata": {"team": f"alpha {tag}"}},
-    )
+        {"url": hook_url, "uid": i.uid, "description": f"Alpha hooks {tag}", "metadata": {"team": f"alpha {tag}"}})
     second = call(f"{HOOKS}/endpoints/create", {"url": hook_url, "description": f"Alpha hooks two {tag}"})
     i |= {"endpoint": first["id"], "endpoint2": second["id"]}
     call(
-        "/v2/crdt/update",
-        {
-            "organizationId": i.org,
-            "documentId": i.doc,
-            "editorId": i.editor,
-            "data": f"Alpha text {tag} edited",
-            "userId": i.user,
-        },
-    )
+        "/v2/crdt/update", {
+            "organizationId": i.org, "documentId": i.doc, "editorId": i.editor, "data": f"Alpha text {tag} edited",
+            "userId": i.user
+        })
 
 
 def _jobs(call, i: Ids, tag: str) -> list[str]:
     """A migration, a user-data deletion and an extraction; the names of the extracted agents."""
-    started = call(
-        "/v2/organizations/documents/migrate", {"organizationId": i.org, "documentId": i.docm, "newDocumentId": i.docn}
-    )
+    started = call("/v2/organizations/documents/migrate",
+                   {"organizationId": i.org, "documentId": i.docm, "newDocumentId": i.docn})
     deletion = call("/v2/users/data/delete", {"userIds": [i.gone], "organizationIds": [i.org]})
     extracted = call("/v2/agents/extract", _extract(i))["extractionResult"]
     i |= {"migration": started["migrationId"], "job": deletion["jobId"], "source": extracted["memory"]["sourceId"]}
@@ -393,20 +287,18 @@ def _page_tokens(client: httpx.Client, t: Tenant, i: Ids) -> None:
     """A's page tokens of every paged list (B must not be able to use, or recognise, them)."""
     pages = {
         "orgs_token": ("/v2/organizations/get", {"pageSize": 1}, "pageToken"),
-        "docs_token": ("/v2/organizations/documents/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
-        "users_token": ("/v2/users/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
-        "ntfs_token": (
-            "/v2/notifications/get",
-            {"organizationId": i.org, "documentId": i.doc, "pageSize": 1},
-            "pageToken",
-        ),
-        "acts_token": ("/v2/activities/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
+        "docs_token": ("/v2/organizations/documents/get", {"organizationId": i.org, "pageSize": 1},
+                       "pageToken"), "users_token": ("/v2/users/get", {"organizationId": i.org,
+                                                                       "pageSize": 1}, "pageToken"),
+        "ntfs_token": ("/v2/notifications/get", {"organizationId": i.org, "documentId": i.doc, "pageSize": 1},
+                       "pageToken"), "acts_token": ("/v2/activities/get", {"organizationId": i.org,
+                                                                           "pageSize": 1}, "pageToken"),
         "recs_token": ("/v2/recordings/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
         "comments_token": ("/v2/commentannotations/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
-        "export_token": ("/v2/users/data/get", {"userIds": [i.user], "pageSize": 1}, "pageToken"),
-        "judgments_token": ("/v2/memory/judgments/query", {"pageSize": 1}, "pageToken"),
-        "endpoints_iterator": (f"{HOOKS}/endpoints/get", {"limit": 1}, "iterator"),
-        "messages_iterator": (f"{HOOKS}/messages/get", {"limit": 1}, "iterator"),
+        "export_token": ("/v2/users/data/get", {"userIds": [i.user], "pageSize": 1},
+                         "pageToken"), "judgments_token": ("/v2/memory/judgments/query", {"pageSize": 1}, "pageToken"),
+        "endpoints_iterator": (f"{HOOKS}/endpoints/get", {"limit": 1},
+                               "iterator"), "messages_iterator": (f"{HOOKS}/messages/get", {"limit": 1}, "iterator")
     }
     for kind, (path, data, name) in pages.items():
         body = post(client, path, data, t.headers).json()["result"]
@@ -426,36 +318,16 @@ def prepare(client: httpx.Client, ids: Ids) -> Tenant:
     """
     t = new_tenant(client)
     # Independent writes go side by side (the waits are the service's, not this machine's work).
-    _together(
-        client,
-        t,
-        [
-            ("/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}}),
-            ("/v2/workspace/apikeyconfig/update", {"enableAdvancedQueries": True}),
-            ("/v2/workspace/advancedwebhookconfig/update", {"isEnabled": True}),
-            (
-                "/v2/organizations/documents/add",
-                {
-                    "organizationId": ids.org,
-                    "createOrganization": True,
-                    "folderId": ids.folder,
-                    "createFolder": True,
-                    "documents": [{"documentId": ids.doc}],
-                },
-            ),
-        ],
-    )
-    _together(
-        client,
-        t,
-        [
-            ("/v2/users/add", {"organizationId": ids.org, "users": [{"userId": ids.user}]}),
-            (
-                "/v2/organizations/usergroups/add",
-                {"organizationId": ids.org, "organizationUserGroups": [{"groupId": ids.group}]},
-            ),
-        ],
-    )
+    _together(client, t, [("/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}}),
+                          ("/v2/workspace/apikeyconfig/update", {"enableAdvancedQueries": True}),
+                          ("/v2/workspace/advancedwebhookconfig/update", {"isEnabled": True}),
+                          ("/v2/organizations/documents/add", {
+                              "organizationId": ids.org, "createOrganization": True, "folderId": ids.folder,
+                              "createFolder": True, "documents": [{"documentId": ids.doc}]
+                          })])
+    _together(client, t, [("/v2/users/add", {"organizationId": ids.org, "users": [{"userId": ids.user}]}),
+                          ("/v2/organizations/usergroups/add",
+                           {"organizationId": ids.org, "organizationUserGroups": [{"groupId": ids.group}]})])
     return t
 
 
@@ -483,9 +355,8 @@ class Case:
 
 def own_judgment(client: httpx.Client, t: Tenant, i: Ids) -> None:
     """A judged activity of B's own in its skeleton document: a search then runs the vector query in B's scope."""
-    activity = review(
-        "b-review", "b-annotation", "b-user", "The price claim needs the original price.", "comment_annotation.reject"
-    )
+    activity = review("b-review", "b-annotation", "b-user", "The price claim needs the original price.",
+                      "comment_annotation.reject")
     result(post(client, "/v2/activities/add", _where(i, activities=[activity]), t.headers))
 
 
@@ -494,15 +365,9 @@ def _where(i: Ids, **more: Any) -> dict[str, Any]:
 
 
 def _notification(i: Ids, **more: Any) -> dict[str, Any]:
-    return _where(
-        i,
-        notificationId=i.ntf,
-        actionUser={"userId": i.user},
-        displayHeadlineMessageTemplate="{actionUser} hi",
-        displayBodyMessage="b",
-        notifyUsers=[{"userId": i.user2}],
-        **more,
-    )
+    return _where(i, notificationId=i.ntf, actionUser={"userId": i.user},
+                  displayHeadlineMessageTemplate="{actionUser} hi", displayBodyMessage="b",
+                  notifyUsers=[{"userId": i.user2}], **more)
 
 
 def _grant(i: Ids, kind: str, ident: str) -> dict[str, Any]:
@@ -512,21 +377,16 @@ def _grant(i: Ids, kind: str, ident: str) -> dict[str, Any]:
 def _extract(i: Ids) -> dict[str, Any]:
     # A's very file (same bytes, same name): a cache shared across tenants would answer B from A's extraction.
     return {
-        "fileBase64": base64.b64encode(checklist(i.tag)).decode(),
-        "mimeType": "text/csv",
-        "provider": "openai",
-        "fileName": f"alpha-{i.tag}.csv",
+        "fileBase64": base64.b64encode(checklist(i.tag)).decode(), "mimeType": "text/csv", "provider": "openai",
+        "fileName": f"alpha-{i.tag}.csv"
     }
 
 
 _RECORDING = {
-    "recordingType": "screen",
-    "mode": "floating",
-    "displayName": "b",
-    "recordedTime": {"duration": 1},
-    "attachments": [
-        {"url": "https://cdn.b.example/b.webm", "mimeType": "video/webm", "name": "b", "type": "video", "size": 1}
-    ],
+    "recordingType": "screen", "mode": "floating", "displayName": "b", "recordedTime": {"duration": 1},
+    "attachments": [{
+        "url": "https://cdn.b.example/b.webm", "mimeType": "video/webm", "name": "b", "type": "video", "size": 1
+    }]
 }
 
 
@@ -554,209 +414,139 @@ CASES: dict[str, Case] = {
     # Webhook endpoints and messages: by id and by uid.
     f"{HOOKS}/endpoints/create": Case(lambda i: {"url": "http://127.0.0.1:9/b", "uid": i.uid}),
     f"{HOOKS}/endpoints/get": Case(lambda i: {"limit": 1, "iterator": i.endpoints_iterator}),
-    f"{HOOKS}/endpoints/update": Case(
-        lambda i: {"endpointId": i.endpoint, "description": "b"}, lambda i: {"endpointId": i.uid, "disabled": True}
-    ),
+    f"{HOOKS}/endpoints/update": Case(lambda i: {"endpointId": i.endpoint, "description": "b"},
+                                      lambda i: {"endpointId": i.uid, "disabled": True}),
     f"{HOOKS}/endpoints/delete": Case(lambda i: {"endpointId": i.endpoint}, lambda i: {"endpointId": i.uid}),
     f"{HOOKS}/endpoints/secret/get": Case(lambda i: {"endpointId": i.endpoint}, lambda i: {"endpointId": i.uid}),
     f"{HOOKS}/endpoints/secret/rotate": Case(lambda i: {"endpointId": i.endpoint}, lambda i: {"endpointId": i.uid}),
-    f"{HOOKS}/messages/get": Case(
-        lambda i: {"endpointId": i.endpoint},
-        lambda i: {"endpointId": i.uid},
-        lambda i: {"iterator": i.messages_iterator},
-        lambda i: {},
-    ),
-    f"{HOOKS}/messages/retry": Case(
-        lambda i: {"messageId": i.message, "endpointId": i.endpoint},
-        lambda i: {"messageId": i.message, "endpointId": i.uid},
-    ),
+    f"{HOOKS}/messages/get": Case(lambda i: {"endpointId": i.endpoint}, lambda i: {"endpointId": i.uid},
+                                  lambda i: {"iterator": i.messages_iterator}, lambda i: {}),
+    f"{HOOKS}/messages/retry": Case(lambda i: {"messageId": i.message, "endpointId": i.endpoint},
+                                    lambda i: {"messageId": i.message, "endpointId": i.uid}),
     # Organizations: `org` is in B's skeleton, `org2` only in A.
     "/v2/organizations/add": Case(lambda i: {"organizations": [{"organizationId": i.org}, {"organizationId": i.org2}]}),
-    "/v2/organizations/get": Case(
-        lambda i: {"organizationIds": [i.org, i.org2]}, lambda i: {"pageToken": i.orgs_token}, lambda i: {}
-    ),
+    "/v2/organizations/get": Case(lambda i: {"organizationIds": [i.org, i.org2]}, lambda i: {"pageToken": i.orgs_token},
+                                  lambda i: {}),
     "/v2/organizations/update": Case(
         lambda i: {
-            "organizations": [
-                {"organizationId": i.org, "organizationName": "b"},
-                {"organizationId": i.org2, "organizationName": "b"},
-            ]
-        }
-    ),
+            "organizations": [{"organizationId": i.org, "organizationName": "b"},
+                              {"organizationId": i.org2, "organizationName": "b"}]
+        }),
     "/v2/organizations/delete": Case(lambda i: {"organizationIds": [i.org, i.org2]}),
     "/v2/organizations/access/disablestate/update": Case(
-        lambda i: {"organizationIds": [i.org, i.org2], "disabled": True}
-    ),
+        lambda i: {"organizationIds": [i.org, i.org2], "disabled": True}),
     # Documents, folders, migrations.
     "/v2/organizations/documents/add": Case(
         lambda i: {"organizationId": i.org, "folderId": i.subfolder, "documents": [{"documentId": i.doc2}]},
         lambda i: {"organizationId": i.org, "documents": [{"documentId": i.doc}, {"documentId": i.docn}]},
-        lambda i: {"organizationId": i.org2, "documents": [{"documentId": i.doc}]},
-    ),
-    "/v2/organizations/documents/get": Case(
-        lambda i: {"organizationId": i.org, "documentIds": [i.doc, i.doc2, i.docn]},
-        lambda i: {"organizationId": i.org, "folderId": i.subfolder},
-        lambda i: {"organizationId": i.org2},
-        lambda i: {"organizationId": i.org, "pageToken": i.docs_token},
-    ),
+        lambda i: {"organizationId": i.org2, "documents": [{"documentId": i.doc}]}),
+    "/v2/organizations/documents/get": Case(lambda i: {"organizationId": i.org, "documentIds": [i.doc, i.doc2, i.docn]},
+                                            lambda i: {"organizationId": i.org, "folderId": i.subfolder},
+                                            lambda i: {"organizationId": i.org2},
+                                            lambda i: {"organizationId": i.org, "pageToken": i.docs_token}),
     "/v2/organizations/documents/update": Case(
         lambda i: {
-            "organizationId": i.org,
-            "documents": [{"documentId": i.doc, "documentName": "b"}, {"documentId": i.doc2, "documentName": "b"}],
-        },
-        lambda i: {"organizationId": i.org, "documents": [{"documentId": i.doc, "folderId": i.subfolder}]},
-    ),
+            "organizationId": i.org, "documents": [{"documentId": i.doc, "documentName": "b"},
+                                                   {"documentId": i.doc2, "documentName": "b"}]
+        }, lambda i: {"organizationId": i.org, "documents": [{"documentId": i.doc, "folderId": i.subfolder}]}),
     "/v2/organizations/documents/delete": Case(
-        lambda i: {"organizationId": i.org, "documentIds": [i.doc2, i.docn, i.doc]}
-    ),
+        lambda i: {"organizationId": i.org, "documentIds": [i.doc2, i.docn, i.doc]}),
     "/v2/organizations/documents/migrate": Case(
         lambda i: {"organizationId": i.org, "documentId": i.docm, "newDocumentId": i.doc2},
-        lambda i: {"organizationId": i.org, "documentId": i.doc, "newDocumentId": i.docn},
-    ),
+        lambda i: {"organizationId": i.org, "documentId": i.doc, "newDocumentId": i.docn}),
     "/v2/organizations/documents/migrate/status": Case(lambda i: {"organizationId": i.org, "migrationId": i.migration}),
     "/v2/organizations/folders/add": Case(
         lambda i: {
-            "organizationId": i.org,
-            "folders": [{"folderId": i.folder}, {"folderId": i.subfolder, "parentFolderId": i.folder}],
-        },
-        lambda i: {"organizationId": i.org2, "folders": [{"folderId": i.folder}]},
-    ),
-    "/v2/organizations/folders/get": Case(
-        lambda i: {"organizationId": i.org, "folderId": i.subfolder},
-        lambda i: {"organizationId": i.org},
-        lambda i: {"organizationId": i.org2},
-    ),
+            "organizationId": i.org, "folders": [{"folderId": i.folder},
+                                                 {"folderId": i.subfolder, "parentFolderId": i.folder}]
+        }, lambda i: {"organizationId": i.org2, "folders": [{"folderId": i.folder}]}),
+    "/v2/organizations/folders/get": Case(lambda i: {"organizationId": i.org, "folderId": i.subfolder},
+                                          lambda i: {"organizationId": i.org}, lambda i: {"organizationId": i.org2}),
     # Users and groups.
-    "/v2/users/add": Case(
-        lambda i: {"organizationId": i.org, "documentId": i.doc2, "users": [{"userId": i.user2}]},
-        lambda i: {"organizationId": i.org, "documentId": i.doc, "users": [{"userId": i.user2}]},
-    ),
+    "/v2/users/add": Case(lambda i: {"organizationId": i.org, "documentId": i.doc2, "users": [{"userId": i.user2}]},
+                          lambda i: {"organizationId": i.org, "documentId": i.doc, "users": [{"userId": i.user2}]}),
     "/v2/users/update": Case(
-        lambda i: {
-            "organizationId": i.org,
-            "users": [{"userId": i.user, "name": "b"}, {"userId": i.user2, "name": "b"}],
-        },
-        lambda i: {
-            "organizationId": i.org,
-            "documentId": i.doc,
-            "users": [{"userId": i.user2, "accessRole": "viewer"}],
-        },
-    ),
-    "/v2/users/get": Case(
-        lambda i: {"organizationId": i.org, "userIds": [i.user, i.user2]},
-        lambda i: {"organizationId": i.org, "organizationUserGroupIds": [i.group]},
-        lambda i: {"organizationId": i.org, "documentId": i.doc},
-        lambda i: {"organizationId": i.org, "folderId": i.subfolder},
-        lambda i: {"organizationId": i.org, "allDocuments": True, "groupByDocumentId": True},
-        lambda i: {"organizationId": i.org, "pageToken": i.users_token},
-    ),
-    "/v2/users/delete": Case(
-        lambda i: {"organizationId": i.org, "documentId": i.doc, "userIds": [i.user2]},
-        lambda i: {"organizationId": i.org, "userIds": [i.user, i.user2]},
-    ),
-    "/v2/users/data/delete": Case(
-        lambda i: {"userIds": [i.user, i.user2], "organizationIds": [i.org]}, lambda i: {"userIds": [i.user2, i.gone]}
-    ),
+        lambda i:
+        {"organizationId": i.org, "users": [{"userId": i.user, "name": "b"}, {"userId": i.user2, "name": "b"}]}, lambda
+        i: {"organizationId": i.org, "documentId": i.doc, "users": [{"userId": i.user2, "accessRole": "viewer"}]}),
+    "/v2/users/get": Case(lambda i: {"organizationId": i.org, "userIds": [i.user, i.user2]},
+                          lambda i: {"organizationId": i.org, "organizationUserGroupIds": [i.group]},
+                          lambda i: {"organizationId": i.org, "documentId": i.doc},
+                          lambda i: {"organizationId": i.org, "folderId": i.subfolder},
+                          lambda i: {"organizationId": i.org, "allDocuments": True, "groupByDocumentId": True},
+                          lambda i: {"organizationId": i.org, "pageToken": i.users_token}),
+    "/v2/users/delete": Case(lambda i: {"organizationId": i.org, "documentId": i.doc, "userIds": [i.user2]},
+                             lambda i: {"organizationId": i.org, "userIds": [i.user, i.user2]}),
+    "/v2/users/data/delete": Case(lambda i: {"userIds": [i.user, i.user2], "organizationIds": [i.org]},
+                                  lambda i: {"userIds": [i.user2, i.gone]}),
     "/v2/users/data/delete/status": Case(lambda i: {"jobId": i.job}),
-    "/v2/users/data/get": Case(
-        lambda i: {"userIds": [i.user, i.user2, i.gone]},
-        lambda i: {"userIds": [i.user], "organizationIds": [i.org, i.org2]},
-        lambda i: {"userIds": [i.user], "pageSize": 1, "pageToken": i.export_token},
-    ),
+    "/v2/users/data/get": Case(lambda i: {"userIds": [i.user, i.user2, i.gone]},
+                               lambda i: {"userIds": [i.user], "organizationIds": [i.org, i.org2]},
+                               lambda i: {"userIds": [i.user], "pageSize": 1, "pageToken": i.export_token}),
     "/v2/organizations/usergroups/add": Case(
-        lambda i: {"organizationId": i.org, "organizationUserGroups": [{"groupId": i.group}]}
-    ),
+        lambda i: {"organizationId": i.org, "organizationUserGroups": [{"groupId": i.group}]}),
     "/v2/organizations/usergroups/users/add": Case(
-        lambda i: {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user, i.user2]}
-    ),
+        lambda i: {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user, i.user2]}),
     "/v2/organizations/usergroups/users/delete": Case(
-        lambda i: {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user2]}
-    ),
+        lambda i: {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user2]}),
     # Permissions and user tokens.
     "/v2/auth/permissions/add": Case(
         lambda i: {"user": {"userId": i.user2}, "permissions": {"resources": [_grant(i, "document", i.doc)]}},
         lambda i: {"user": {"userId": i.user}, "permissions": {"resources": [_grant(i, "folder", i.subfolder)]}},
         lambda i: {
             "group": {"organizationId": i.org, "organizationUserGroupId": i.group},
-            "permissions": {"resources": [_grant(i, "document", i.doc2)]},
-        },
-    ),
+            "permissions": {"resources": [_grant(i, "document", i.doc2)]}
+        }),
     "/v2/auth/permissions/get": Case(
         lambda i: {
-            "organizationId": i.org,
-            "userIds": [i.user, i.user2],
-            "documentIds": [i.doc, i.doc2],
-            "folderIds": [i.folder, i.subfolder],
-        }
-    ),
+            "organizationId": i.org, "userIds": [i.user, i.user2], "documentIds": [i.doc, i.doc2],
+            "folderIds": [i.folder, i.subfolder]
+        }),
     "/v2/auth/permissions/remove": Case(
-        lambda i: {"userId": i.user2, "permissions": {"resources": [_grant(i, "folder", i.subfolder)]}},
-        lambda i: {
+        lambda i: {"userId": i.user2, "permissions": {"resources": [_grant(i, "folder", i.subfolder)]}}, lambda i: {
             "group": {"organizationId": i.org, "organizationUserGroupId": i.group},
-            "permissions": {"resources": [_grant(i, "document", i.doc2)]},
-        },
-    ),
+            "permissions": {"resources": [_grant(i, "document", i.doc2)]}
+        }),
     "/v2/auth/generate_token": Case(
-        lambda i: {"userId": i.user2, "permissions": {"resources": [_grant(i, "document", i.doc)]}}
-    ),
+        lambda i: {"userId": i.user2, "permissions": {"resources": [_grant(i, "document", i.doc)]}}),
     # They take no ids: each answers the caller's own public keys (`kid`, `x` derive from its own API key).
     "/v2/auth/tokenkeys/get": Case(lambda i: {}),
     "/v2/auth/tokenkeys/rotate": Case(lambda i: {}),
     # Notifications.
     "/v2/notifications/add": Case(lambda i: _notification(i), lambda i: _notification(i, organizationId=i.org2)),
-    "/v2/notifications/get": Case(
-        lambda i: _where(i, notificationIds=[i.ntf, i.ntf_generated]),
-        lambda i: {"organizationId": i.org, "userId": i.user2},
-        lambda i: _where(i, pageToken=i.ntfs_token),
-    ),
+    "/v2/notifications/get": Case(lambda i: _where(i, notificationIds=[i.ntf, i.ntf_generated]),
+                                  lambda i: {"organizationId": i.org, "userId": i.user2},
+                                  lambda i: _where(i, pageToken=i.ntfs_token)),
     "/v2/notifications/update": Case(
         lambda i: {
-            "organizationId": i.org,
-            "notifications": [
-                {"id": i.ntf, "displayBodyMessage": "b"},
-                {"id": i.ntf_generated, "readByUserIds": [i.user2]},
-            ],
-        }
-    ),
-    "/v2/notifications/delete": Case(
-        lambda i: {"organizationId": i.org, "notificationIds": [i.ntf, i.ntf_generated]}, lambda i: _where(i)
-    ),
+            "organizationId": i.org, "notifications": [{"id": i.ntf, "displayBodyMessage": "b"},
+                                                       {"id": i.ntf_generated, "readByUserIds": [i.user2]}]
+        }),
+    "/v2/notifications/delete": Case(lambda i: {"organizationId": i.org, "notificationIds": [i.ntf, i.ntf_generated]},
+                                     lambda i: _where(i)),
     # Activities and presence.
-    "/v2/activities/add": Case(
-        lambda i: _where(
-            i,
-            activities=[
-                review(i.act, i.ann, i.user, "b", "comment.add"),
-                review(i.act2, i.ann, i.user2, "b", "comment.add"),
-            ],
-        )
-    ),
-    "/v2/activities/update": Case(
-        lambda i: {
-            "organizationId": i.org,
-            "activities": [{"id": i.act, "entityData": {"b": 1}}, {"id": i.act2, "actionIcon": "b"}],
-        }
-    ),
-    "/v2/activities/get": Case(
-        lambda i: _where(i, activityIds=[i.act, i.act2]),
-        lambda i: {"organizationId": i.org, "userId": i.user},
-        lambda i: {"organizationId": i.org, "targetEntityId": i.ann},
-        lambda i: {"organizationId": i.org, "pageToken": i.acts_token},
-    ),
-    "/v2/activities/delete": Case(
-        lambda i: {"organizationId": i.org, "activityIds": [i.act, i.act2]}, lambda i: _where(i)
-    ),
+    "/v2/activities/add": Case(lambda i: _where(
+        i, activities=
+        [review(i.act, i.ann, i.user, "b", "comment.add"),
+         review(i.act2, i.ann, i.user2, "b", "comment.add")])),
+    "/v2/activities/update": Case(lambda i: {
+        "organizationId": i.org, "activities": [{"id": i.act, "entityData": {"b": 1}},
+                                                {"id": i.act2, "actionIcon": "b"}]
+    }),
+    "/v2/activities/get": Case(lambda i: _where(i, activityIds=[i.act, i.act2]),
+                               lambda i: {"organizationId": i.org, "userId": i.user},
+                               lambda i: {"organizationId": i.org, "targetEntityId": i.ann},
+                               lambda i: {"organizationId": i.org, "pageToken": i.acts_token}),
+    "/v2/activities/delete": Case(lambda i: {"organizationId": i.org, "activityIds": [i.act, i.act2]},
+                                  lambda i: _where(i)),
     "/v2/presence/update": Case(lambda i: _where(i, users=[{"userId": i.user, "status": "away"}])),
     "/v2/presence/add": Case(lambda i: _where(i, users=[{"userId": i.user2}])),
     "/v2/presence/delete": Case(lambda i: _where(i, userIds=[i.user, i.user2])),
     "/v2/presence/get": Case(lambda i: _where(i)),
     # Recordings.
     "/v2/recordings/add": Case(lambda i: _where(i, recordings=[_RECORDING | {"annotationId": i.rec}])),
-    "/v2/recordings/get": Case(
-        lambda i: {"organizationId": i.org, "recordingIds": [i.rec, i.rec_generated]},
-        lambda i: _where(i),
-        lambda i: {"organizationId": i.org, "pageToken": i.recs_token},
-    ),
+    "/v2/recordings/get": Case(lambda i: {"organizationId": i.org, "recordingIds": [i.rec, i.rec_generated]},
+                               lambda i: _where(i), lambda i: {"organizationId": i.org, "pageToken": i.recs_token}),
     "/v2/recordings/delete": Case(lambda i: {"organizationId": i.org, "annotationIds": [i.rec, i.rec_generated]}),
     # CRDT editors.
     "/v2/crdt/add": Case(lambda i: _where(i, editorId=i.editor, type="text", data="b")),
@@ -768,64 +558,46 @@ CASES: dict[str, Case] = {
     "/v2/livestate/get": Case(lambda i: _where(i), lambda i: _where(i, liveStateDataId=i.editor)),
     # AI: extraction (knowledge sources), judgments, Ask AI.
     "/v2/agents/extract": Case(_extract),
-    "/v2/memory/search": Case(
-        lambda i: _where(i, query="price claim"),
-        lambda i: {"query": "price claim", "scope": "apiKey"},
-        lambda i: {"query": "q", "organizationId": i.org, "filters": {"annotationId": i.ann}},
-        lambda i: {"query": "q", "recencyDays": 30, "filters": {"reviewerId": i.user}},
-        seed=own_judgment,
-    ),
-    "/v2/memory/judgments/query": Case(
-        lambda i: {"organizationId": i.org, "annotationId": i.ann},
-        lambda i: {"reviewerId": i.user},
-        lambda i: {"pageToken": i.judgments_token},
-        lambda i: {},
-    ),
+    "/v2/memory/search": Case(lambda i: _where(i, query="price claim"),
+                              lambda i: {"query": "price claim", "scope": "apiKey"},
+                              lambda i: {"query": "q", "organizationId": i.org, "filters": {"annotationId": i.ann}},
+                              lambda i: {"query": "q", "recencyDays": 30, "filters": {"reviewerId": i.user}},
+                              seed=own_judgment),
+    "/v2/memory/judgments/query": Case(lambda i: {"organizationId": i.org, "annotationId": i.ann},
+                                       lambda i: {"reviewerId": i.user}, lambda i: {"pageToken": i.judgments_token},
+                                       lambda i: {}),
     # Comment threads.
-    "/v2/commentannotations/add": Case(
-        lambda i: _where(
-            i,
-            commentAnnotations=[{"annotationId": i.ann, "commentData": [_COMMENT(i)]}, {"commentData": [_COMMENT(i)]}],
-        )
-    ),
+    "/v2/commentannotations/add": Case(lambda i: _where(
+        i, commentAnnotations=[{"annotationId": i.ann, "commentData": [_COMMENT(i)]}, {"commentData": [_COMMENT(i)]}])),
     "/v2/commentannotations/get": Case(
-        lambda i: {"organizationId": i.org, "annotationIds": [i.ann]},
-        lambda i: _where(i, userId=i.user2),
+        lambda i: {"organizationId": i.org, "annotationIds": [i.ann]}, lambda i: _where(i, userId=i.user2),
         lambda i: {"organizationId": i.org, "mentionedUserIds": [i.user2], "groupByDocumentId": True},
-        lambda i: {"organizationId": i.org, "pageToken": i.comments_token},
-    ),
+        lambda i: {"organizationId": i.org, "pageToken": i.comments_token}),
     "/v2/commentannotations/update": Case(
         lambda i: _where(i, annotationIds=[i.ann], updatedData={"status": {"id": "resolved"}}),
-        lambda i: _where(i, updateUsers=[{"from": {"userId": i.user}, "to": {"userId": i.user2}}]),
-    ),
+        lambda i: _where(i, updateUsers=[{"from": {"userId": i.user}, "to": {"userId": i.user2}}])),
     "/v2/commentannotations/delete": Case(lambda i: _where(i, annotationIds=[i.ann]), lambda i: _where(i)),
     "/v2/commentannotations/count/get": Case(
         lambda i: {"organizationId": i.org, "userId": i.user2},
-        lambda i: {"organizationId": i.org, "userId": i.user, "documentIds": [i.doc, i.doc2]},
-    ),
-    "/v2/commentannotations/read/update": Case(
-        lambda i: _where(i, userId=i.user2), lambda i: _where(i, userId=i.user, annotationIds=[i.ann])
-    ),
+        lambda i: {"organizationId": i.org, "userId": i.user, "documentIds": [i.doc, i.doc2]}),
+    "/v2/commentannotations/read/update": Case(lambda i: _where(i, userId=i.user2),
+                                               lambda i: _where(i, userId=i.user, annotationIds=[i.ann])),
     "/v2/commentannotations/comments/add": Case(lambda i: _where(i, annotationId=i.ann, commentData=[_COMMENT(i)])),
-    "/v2/commentannotations/comments/get": Case(
-        lambda i: _where(i, annotationId=i.ann), lambda i: _where(i, annotationId=i.ann, commentIds=[1])
-    ),
+    "/v2/commentannotations/comments/get": Case(lambda i: _where(i, annotationId=i.ann),
+                                                lambda i: _where(i, annotationId=i.ann, commentIds=[1])),
     "/v2/commentannotations/comments/update": Case(
-        lambda i: _where(i, annotationId=i.ann, commentIds=[1], updatedData={"commentText": "b"})
-    ),
+        lambda i: _where(i, annotationId=i.ann, commentIds=[1], updatedData={"commentText": "b"})),
     "/v2/commentannotations/comments/delete": Case(lambda i: _where(i, annotationId=i.ann, commentIds=[1])),
     "/v2/commentannotations/comments/reactions/add": Case(
-        lambda i: _where(i, annotationId=i.ann, commentId=1, reaction="b", userId=i.user)
-    ),
+        lambda i: _where(i, annotationId=i.ann, commentId=1, reaction="b", userId=i.user)),
     "/v2/commentannotations/comments/reactions/delete": Case(
-        lambda i: _where(i, annotationId=i.ann, commentId=1, reaction="b", userId=i.user2)
-    ),
-    "/v2/rewriter/ask-ai": Case(lambda i: {"model": "gpt-4o", "prompt": "p", "text": "t"}),
+        lambda i: _where(i, annotationId=i.ann, commentId=1, reaction="b", userId=i.user2)),
+    "/v2/rewriter/ask-ai": Case(lambda i: {"model": "gpt-4o", "prompt": "p", "text": "t"})
 }
 
 # Operations with nothing to isolate, and why (the test checks that they are public).
 NOTHING_TO_ISOLATE = {
     "/v2/workspace/create": "public: it takes no ids and reads no tenant's rows; it names only an owner e-mail, and "
     "the spec itself answers an e-mail that already owns workspaces differently "
-    "(ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED)",
+    "(ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED)"
 }

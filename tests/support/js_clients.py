@@ -21,29 +21,14 @@ class ClientError(AssertionError):
 class YjsClient:
     """One WebsocketProvider on one room, in its own Node process."""
 
-    def __init__(
-        self,
-        http_url: str,
-        *,
-        organization: str,
-        document: str,
-        editor: str,
-        token: str,
-        type: str = "text",
-        key: str = "content",
-        version: str = "v2",
-    ):
+    def __init__(self, http_url: str, *, organization: str, document: str, editor: str, token: str, type: str = "text",
+                 key: str = "content", version: str = "v2"):
         base = http_url.replace("http://", "ws://", 1) + f"/{version}/realtime"
         room = "/".join(quote(part, safe="") for part in (organization, document, editor))
         options = json.dumps({"type": type, "key": key, "maxBackoffTime": 300})
-        self.process = subprocess.Popen(
-            [node(), str(JS_DIR / "client.mjs"), base, room, token, options],
-            cwd=JS_DIR,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        self.process = subprocess.Popen([node(), str(JS_DIR / "client.mjs"), base, room, token, options], cwd=JS_DIR,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
         self._ids = itertools.count(1)
         self._answers: dict[int, queue.Queue] = {}
         self._lock = threading.Lock()

@@ -34,17 +34,13 @@ FIVE_MB_MARKDOWN = _fill(ATX_LINE + b"\n" + BRACKETS_LINE + b"\n" + LINK_OPENERS
 CSV_ITEMS = b"Check,Area\n" + b"".join(b"Check item %d is done,Ops\n" % i for i in range(40))
 FIVE_MB_CSV = _fill(SNIFF_LINE + b"\n", head=CSV_ITEMS)
 
-CASES: list[tuple[str, bytes, str]] = [
-    ("atx_heading_spaces", ATX_LINE + b"\n" + REAL_ITEMS, MARKDOWN),
-    ("atx_heading_spaces_text", ATX_LINE + b"\n" + REAL_ITEMS, TEXT),
-    ("bracket_run", BRACKETS_LINE + b"\n" + REAL_ITEMS, MARKDOWN),
-    ("link_openers", LINK_OPENERS_LINE + b"\n" + REAL_ITEMS, MARKDOWN),
-    ("setext_and_rules", SETEXT_AND_RULES + REAL_ITEMS, MARKDOWN),
-    ("long_line", LONG_LINE, TEXT),
-    ("csv_sniff_quotes", SNIFF_LINE + b"\n", CSV),
-    ("csv_sniff_quote_lines", SNIFF_LINES, CSV),
-    ("tsv_long_cells", (b"Check\t" + b"a " * 60_000 + b"\n") * 20, TSV),
-    ("five_mb_markdown", FIVE_MB_MARKDOWN, MARKDOWN),
-    ("five_mb_text", FIVE_MB_MARKDOWN, TEXT),
-    ("five_mb_csv", FIVE_MB_CSV, CSV),
-]
+CASES: list[tuple[str, bytes, str]] = [("atx_heading_spaces", ATX_LINE + b"\n" + REAL_ITEMS, MARKDOWN),
+                                       ("atx_heading_spaces_text", ATX_LINE + b"\n" + REAL_ITEMS, TEXT),
+                                       ("bracket_run", BRACKETS_LINE + b"\n" + REAL_ITEMS, MARKDOWN),
+                                       ("link_openers", LINK_OPENERS_LINE + b"\n" + REAL_ITEMS, MARKDOWN),
+                                       ("setext_and_rules", SETEXT_AND_RULES + REAL_ITEMS, MARKDOWN),
+                                       ("long_line", LONG_LINE, TEXT), ("csv_sniff_quotes", SNIFF_LINE + b"\n", CSV),
+                                       ("csv_sniff_quote_lines", SNIFF_LINES, CSV),
+                                       ("tsv_long_cells", (b"Check\t" + b"a " * 60_000 + b"\n") * 20, TSV),
+                                       ("five_mb_markdown", FIVE_MB_MARKDOWN, MARKDOWN),
+                                       ("five_mb_text", FIVE_MB_MARKDOWN, TEXT), ("five_mb_csv", FIVE_MB_CSV, CSV)]

@@ -17,28 +17,19 @@ def nested(value, depth: int = 40):
 
 # Integers JSON readers cannot all hold exactly: just past the safe range, the 64-bit edges, far beyond.
 BIG_INTEGERS = {
-    "2^53": 2**53,
-    "-2^53": -(2**53),
-    "2^63": 2**63,
-    "2^64": 2**64,
-    "-2^63-1": -(2**63) - 1,
-    "10^30": 10**30,
-    "-10^30": -(10**30),
+    "2^53": 2**53, "-2^53": -(2**53), "2^63": 2**63, "2^64": 2**64, "-2^63-1": -(2**63) - 1, "10^30": 10**30,
+    "-10^30": -(10**30)
 }
 
 VALUES = {
-    **BIG_INTEGERS,
-    "nested 2^64": nested(2**64),
-    "nested 10^30 in a list": nested([1, 2, 10**30]),
-    "2^64 among safe values": {"ok": MAX_SAFE_INTEGER, "also": -MAX_SAFE_INTEGER, "bad": 2**64},
+    **BIG_INTEGERS, "nested 2^64": nested(2**64), "nested 10^30 in a list": nested([1, 2, 10**30]),
+    "2^64 among safe values": {"ok": MAX_SAFE_INTEGER, "also": -MAX_SAFE_INTEGER, "bad": 2**64}
 }
 
 # Values at the edge that must still be accepted, and come back exactly as sent.
 SAFE_VALUES = {
-    "2^53-1": MAX_SAFE_INTEGER,
-    "-(2^53-1)": -MAX_SAFE_INTEGER,
-    "long digit string": "123456789012345678901234567890",
-    "large float": 1e300,
+    "2^53-1": MAX_SAFE_INTEGER, "-(2^53-1)": -MAX_SAFE_INTEGER, "long digit string": "123456789012345678901234567890",
+    "large float": 1e300
 }
 
 RAW_BODIES = {
@@ -46,5 +37,5 @@ RAW_BODIES = {
     "5000-digit integer": b'{"data": {"n": 1' + b"0" * 5000 + b"}}",
     # An exponent is a float, not an integer: 1e400 is out of double range and refused.
     "1e400": b'{"data": {"n": 1e400}}',
-    "integer outside data": b'{"data": {}, "extra": 18446744073709551616}',
+    "integer outside data": b'{"data": {}, "extra": 18446744073709551616}'
 }

@@ -41,7 +41,7 @@ URLS = [
     "http://-a.com/",  # a label starting with a hyphen
     "http://./",  # a host that is only a dot
     "ftp://example.com/",  # not http(s)
-    "http:///path",  # no host
+    "http:///path"  # no host
 ]
 
 # publicKeys that advancedwebhookconfig/update must refuse (only a base64 DER RSA key of 2048+ bits passes).
@@ -55,10 +55,8 @@ PUBLIC_KEYS = [
     short_rsa_key(768),
     base64.b64encode(_spki(rsa.generate_private_key(public_exponent=65537, key_size=1024).public_key())).decode(),
     base64.b64encode(_spki(ec.generate_private_key(ec.SECP256R1()).public_key())).decode(),  # not RSA
-    rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    .public_key()
-    .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    .decode(),  # PEM, not base64 DER
+    rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()  # PEM, not base64 DER
 ]
 
 # Integers that orjson cannot write (beyond 64 bits): rows holding them were stored before ingress refused them.

@@ -24,11 +24,9 @@ def frame(kind: int, *parts: bytes, step: int | None = None) -> bytes:
 def token_for(client, t: Tenant, user: str, org: str, doc: str, role: str = "editor", **resource: Any) -> str:
     """A user token granting `role` on the document (the grant is stored too)."""
     body = {
-        "userId": user,
-        "userProperties": {"name": user.title(), "email": f"{user}@example.com"},
-        "permissions": {
+        "userId": user, "userProperties": {"name": user.title(), "email": f"{user}@example.com"}, "permissions": {
             "resources": [{"type": "document", "id": doc, "organizationId": org, "accessRole": role, **resource}]
-        },
+        }
     }
     return result(post(client, "/v2/auth/generate_token", body, t.headers))["token"]
 
@@ -37,13 +35,8 @@ def room(client, t: Tenant, *, org: str = "org", doc: str = "doc", editor: str =
     """An organization, a document in it and a text editor of that document."""
     add_organization(client, t, org, doc)
     result(
-        post(
-            client,
-            "/v2/crdt/add",
-            {"organizationId": org, "documentId": doc, "editorId": editor, "type": "text", "data": text},
-            t.headers,
-        )
-    )
+        post(client, "/v2/crdt/add",
+             {"organizationId": org, "documentId": doc, "editorId": editor, "type": "text", "data": text}, t.headers))
 
 
 def crdt_text(client, t: Tenant, *, org: str = "org", doc: str = "doc", editor: str = "e1") -> str:

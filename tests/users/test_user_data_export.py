@@ -22,96 +22,51 @@ def call(client, t, path, data):
 
 def thread(client, t, annotation_id, user, text, where=WHERE):
     call(
-        client,
-        t,
-        f"{COMMENTS}/add",
-        {
-            **where,
-            "commentAnnotations": [
-                {"annotationId": annotation_id, "commentData": [{"commentText": text, "from": {"userId": user}}]}
-            ],
-        },
-    )
+        client, t, f"{COMMENTS}/add", {
+            **where, "commentAnnotations": [{
+                "annotationId": annotation_id, "commentData": [{"commentText": text, "from": {"userId": user}}]
+            }]
+        })
 
 
 def reply(client, t, annotation_id, user, text, where=WHERE):
-    call(
-        client,
-        t,
-        f"{COMMENTS}/comments/add",
-        {**where, "annotationId": annotation_id, "commentData": [{"commentText": text, "from": {"userId": user}}]},
-    )
+    call(client, t, f"{COMMENTS}/comments/add",
+         {**where, "annotationId": annotation_id, "commentData": [{"commentText": text, "from": {"userId": user}}]})
 
 
 def react(client, t, annotation_id, comment_id, user, reaction, where=WHERE):
-    call(
-        client,
-        t,
-        f"{COMMENTS}/comments/reactions/add",
-        {**where, "annotationId": annotation_id, "commentId": comment_id, "reaction": reaction, "userId": user},
-    )
+    call(client, t, f"{COMMENTS}/comments/reactions/add",
+         {**where, "annotationId": annotation_id, "commentId": comment_id, "reaction": reaction, "userId": user})
 
 
 def notify(client, t, notification_id, actor, to, body="hello", where=WHERE):
     call(
-        client,
-        t,
-        "/v2/notifications/add",
-        {
-            **where,
-            "notificationId": notification_id,
-            "actionUser": {"userId": actor},
-            "displayHeadlineMessageTemplate": "x",
-            "displayBodyMessage": body,
-            "notifyAll": False,
-            "notifyUsers": [{"userId": u} for u in to],
-        },
-    )
+        client, t, "/v2/notifications/add", {
+            **where, "notificationId": notification_id, "actionUser": {"userId": actor
+                                                                       }, "displayHeadlineMessageTemplate": "x",
+            "displayBodyMessage": body, "notifyAll": False, "notifyUsers": [{"userId": u} for u in to]
+        })
 
 
 def record(client, t, annotation_id, user, name, where=WHERE, url="https://cdn.example.com/r.webm"):
     call(
-        client,
-        t,
-        "/v2/recordings/add",
-        {
-            **where,
-            "recordings": [
-                {
-                    "annotationId": annotation_id,
-                    "recordingType": "screen",
-                    "mode": "floating",
-                    "displayName": name,
-                    "recordedTime": {"duration": 5000},
-                    "from": {"userId": user},
-                    "attachments": [
-                        {"url": url, "mimeType": "video/webm", "name": "r.webm", "type": "video", "size": 1}
-                    ],
-                }
-            ],
-        },
-    )
+        client, t, "/v2/recordings/add", {
+            **where, "recordings": [{
+                "annotationId": annotation_id, "recordingType": "screen", "mode": "floating", "displayName": name,
+                "recordedTime": {"duration": 5000}, "from": {"userId": user},
+                "attachments": [{"url": url, "mimeType": "video/webm", "name": "r.webm", "type": "video", "size": 1}]
+            }]
+        })
 
 
 def act(client, t, activity_id, user, text, where=WHERE):
     call(
-        client,
-        t,
-        "/v2/activities/add",
-        {
-            **where,
-            "activities": [
-                {
-                    "id": activity_id,
-                    "featureType": "comment",
-                    "actionType": "comment.add",
-                    "actionUser": {"userId": user},
-                    "targetEntityId": "elsewhere",
-                    "entityData": {"text": text},
-                }
-            ],
-        },
-    )
+        client, t, "/v2/activities/add", {
+            **where, "activities": [{
+                "id": activity_id, "featureType": "comment", "actionType": "comment.add",
+                "actionUser": {"userId": user}, "targetEntityId": "elsewhere", "entityData": {"text": text}
+            }]
+        })
 
 
 def export(client, t, **data):
@@ -136,11 +91,9 @@ def ident(item):
     """What a record is, in a form two answers can compare."""
     r = item["record"]
     return {
-        "comment": lambda: (r["annotationId"], r["comment"]["commentId"]),
-        "reaction": lambda: (r["annotationId"], r["commentId"], r["reaction"], r["userId"]),
-        "notification": lambda: r["id"],
-        "activity": lambda: r["id"],
-        "recording": lambda: (r["annotationId"], r["version"]),
+        "comment": lambda: (r["annotationId"], r["comment"]["commentId"]), "reaction": lambda:
+        (r["annotationId"], r["commentId"], r["reaction"], r["userId"]), "notification": lambda: r["id"],
+        "activity": lambda: r["id"], "recording": lambda: (r["annotationId"], r["version"])
     }[item["type"]]()
 
 
@@ -181,48 +134,28 @@ def test_a_users_data_from_every_feature_comes_back_and_nothing_of_others(client
     assert {i["type"] for i in records} == set(KINDS)
     assert all(i["userIds"] == ["u1"] for i in records)
     comments = of(records, "comment")
-    assert {
-        (c["record"]["organizationId"], c["record"]["annotationId"], c["record"]["comment"]["commentText"])
-        for c in comments
-    } == {("org", "a1", "u1 opens a1"), ("org", "a2", "u1 answers in a2"), ("org2", "b1", "u1 in org2")}
+    assert {(c["record"]["organizationId"], c["record"]["annotationId"], c["record"]["comment"]["commentText"])
+            for c in comments} == {("org", "a1", "u1 opens a1"), ("org", "a2", "u1 answers in a2"),
+                                   ("org2", "b1", "u1 in org2")}
     # u1's comment shows the reactions it got (u2's), as in the thread.
     first = next(c["record"]["comment"] for c in comments if c["record"]["annotationId"] == "a1")
     assert first["reactions"] == [{"reaction": "🎉", "userIds": ["u2"]}] and first["from"] == {"userId": "u1"}
-    assert [
-        (r["record"]["annotationId"], r["record"]["commentId"], r["record"]["reaction"])
-        for r in of(records, "reaction")
-    ] == [("a1", 2, "👍")]
+    assert [(r["record"]["annotationId"], r["record"]["commentId"], r["record"]["reaction"])
+            for r in of(records, "reaction")] == [("a1", 2, "👍")]
     assert sorted(n["record"]["id"] for n in of(records, "notification")) == ["n-by-u1", "n-to-u1"]
     activities = of(records, "activity")
     assert "act-u1" in {a["record"]["id"] for a in activities}
     assert {a["record"]["actionUser"]["userId"] for a in activities} == {"u1"}
-    assert {a["record"]["actionType"] for a in activities} >= {
-        "comment_annotation.add",
-        "comment.add",
-        "comment.reaction_add",
-    }
+    assert {a["record"]["actionType"]
+            for a in activities} >= {"comment_annotation.add", "comment.add", "comment.reaction_add"}
     [recording] = of(records, "recording")
     assert recording["record"] | {"createdAt": 0} == {
-        "organizationId": "org",
-        "documentId": "doc",
-        "annotationId": "r1",
-        "version": 1,
-        "recordingType": "screen",
-        "mode": "floating",
-        "displayName": "u1 recording",
-        "recordedTime": {"duration": 5000, "display": "00:00:05"},
-        "attachments": [
-            {
-                "attachmentId": 1,
-                "url": "https://cdn.example.com/r.webm",
-                "mimeType": "video/webm",
-                "name": "r.webm",
-                "type": "video",
-                "size": 1,
-            }
-        ],
-        "from": {"userId": "u1"},
-        "createdAt": 0,
+        "organizationId": "org", "documentId": "doc", "annotationId": "r1", "version": 1, "recordingType": "screen",
+        "mode": "floating", "displayName": "u1 recording", "recordedTime": {"duration": 5000, "display": "00:00:05"},
+        "attachments": [{
+            "attachmentId": 1, "url": "https://cdn.example.com/r.webm", "mimeType": "video/webm", "name": "r.webm",
+            "type": "video", "size": 1
+        }], "from": {"userId": "u1"}, "createdAt": 0
     }
     # u1's own activities may quote what they acted on (a reaction's comment); the rest holds nothing of u2.
     text = json.dumps([i for i in records if i["type"] != "activity"], ensure_ascii=False)
@@ -233,7 +166,9 @@ def test_a_users_data_from_every_feature_comes_back_and_nothing_of_others(client
 def test_several_users_and_organizations_filter(client):
     t = populated(client)
     alone = {
-        u: {(i["type"], json.dumps(ident(i))) for i in export(client, t, userIds=[u])["data"]} for u in ("u1", "u2")
+        u: {(i["type"], json.dumps(ident(i)))
+            for i in export(client, t, userIds=[u])["data"]}
+        for u in ("u1", "u2")
     }
     both = export(client, t, userIds=["u2", "u1"])["data"]
     assert {(i["type"], json.dumps(ident(i))) for i in both} == alone["u1"] | alone["u2"]
@@ -258,9 +193,8 @@ def test_another_tenants_users_answer_like_unknown_ones(client):
     # A page token is the tenant's own: another tenant cannot use one.
     token = export(client, t, userIds=["u1"], pageSize=1)["pageToken"]
     assert token
-    err = error(
-        post(client, EXPORT, {"userIds": ["u1"], "pageSize": 1, "pageToken": token}, other.headers), "INVALID_ARGUMENT"
-    )
+    err = error(post(client, EXPORT, {"userIds": ["u1"], "pageSize": 1, "pageToken": token}, other.headers),
+                "INVALID_ARGUMENT")
     assert issue_paths(err) == [["pageToken"]]
 
 
@@ -312,23 +246,16 @@ def test_a_page_token_is_bound_to_its_users_and_organizations(client):
         assert issue_paths(err) == [["pageToken"]]
 
 
-@pytest.mark.parametrize(
-    "data, path",
-    [
-        ({}, ["userIds"]),
-        ({"userIds": []}, ["userIds"]),
-        ({"userIds": "u1"}, ["userIds"]),
-        ({"userIds": [1]}, ["userIds", "0"]),
-        ({"userIds": ["u1", "u1"]}, ["userIds"]),
-        ({"userIds": [f"u{n}" for n in range(101)]}, ["userIds"]),
-        ({"userIds": ["u1"], "organizationIds": []}, ["organizationIds"]),
-        ({"userIds": ["u1"], "organizationIds": [f"o{n}" for n in range(101)]}, ["organizationIds"]),
-        ({"userIds": ["u1"], "pageSize": 0}, ["pageSize"]),
-        ({"userIds": ["u1"], "pageSize": 1001}, ["pageSize"]),
-        ({"userIds": ["u1"], "pageSize": "10"}, ["pageSize"]),
-        ({"userIds": ["u1"], "pageToken": "not-a-token"}, ["pageToken"]),
-    ],
-)
+@pytest.mark.parametrize("data, path",
+                         [({}, ["userIds"]), ({"userIds": []}, ["userIds"]), ({"userIds": "u1"}, ["userIds"]),
+                          ({"userIds": [1]}, ["userIds", "0"]), ({"userIds": ["u1", "u1"]}, ["userIds"]),
+                          ({"userIds": [f"u{n}" for n in range(101)]}, ["userIds"]),
+                          ({"userIds": ["u1"], "organizationIds": []}, ["organizationIds"]),
+                          ({"userIds": ["u1"], "organizationIds": [f"o{n}" for n in range(101)]}, ["organizationIds"]),
+                          ({"userIds": ["u1"], "pageSize": 0}, ["pageSize"]),
+                          ({"userIds": ["u1"], "pageSize": 1001}, ["pageSize"]),
+                          ({"userIds": ["u1"], "pageSize": "10"}, ["pageSize"]),
+                          ({"userIds": ["u1"], "pageToken": "not-a-token"}, ["pageToken"])])
 def test_bad_input_is_invalid_argument(client, data, path):
     t = new_tenant(client)
     err = error(post(client, EXPORT, data, t.headers), "INVALID_ARGUMENT")

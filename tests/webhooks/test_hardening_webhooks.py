@@ -30,9 +30,7 @@ from support.factories import (
     settle,
     webhook_tenant,
 )
-from support.factories import (
-    WEBHOOKS as BASE,
-)
+from support.factories import WEBHOOKS as BASE
 from support.helpers import error, issue_paths, new_tenant, post, result
 from support.pathological_webhooks import BIG_INTEGERS, PUBLIC_KEYS, URLS, short_rsa_key
 
@@ -56,10 +54,8 @@ def test_pathological_urls_are_invalid_argument_on_create_and_update(client, liv
     live.svc.settings.webhooks_allow_private_targets = allow_private
     try:
         for url in URLS:
-            for path, data in (
-                ("endpoints/create", {"url": url}),
-                ("endpoints/update", {"endpointId": endpoint["id"], "url": url}),
-            ):
+            for path, data in (("endpoints/create", {"url": url}), ("endpoints/update",
+                                                                    {"endpointId": endpoint["id"], "url": url})):
                 response = post(client, f"{BASE}/{path}", data, t.headers)
                 assert response.status_code == 400, (url, path, response.status_code, response.text)
                 assert issue_paths(error(response, "INVALID_ARGUMENT")) == [["url"]], url
@@ -100,8 +96,7 @@ def test_encrypted_body_is_versioned_aes_gcm_and_tampering_is_detected(client, l
     assert envelope["version"] == 2 and envelope["alg"] == "RSA-OAEP-256+A256GCM"
     key = private.decrypt(
         base64.b64decode(envelope["encryptedKey"]),
-        asymmetric.OAEP(mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None),
-    )
+        asymmetric.OAEP(mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None))
     iv, data = base64.b64decode(envelope["iv"]), base64.b64decode(envelope["encryptedData"])
     assert len(iv) == 12
     assert json.loads(AESGCM(key).decrypt(iv, data, None))["data"]["payload"]["id"] == "n1"
@@ -137,32 +132,15 @@ def test_poisoned_tenants_cannot_stop_other_tenants_crons(client, live, receiver
     comment(client, a3, "a3")
     poisoned = [a1.api_key, a2.api_key, a3.api_key]
     try:
+        _plant(db, "update api_keys set webhook_config = webhook_config || %s where id = %s",
+               Jsonb({"encryptData": True, "publicKey": short_rsa_key(512)}), a1.api_key)
         _plant(
-            db,
-            "update api_keys set webhook_config = webhook_config || %s where id = %s",
-            Jsonb({"encryptData": True, "publicKey": short_rsa_key(512)}),
-            a1.api_key,
-        )
-        _plant(
-            db,
-            "insert into webhook_crdt_pending (api_key_id, organization_id, document_id, editor_id, first_at,"
-            " last_at, due_at) values (%s, 'o1', 'd1', 'e1', %s, %s, %s)",
-            a1.api_key,
-            now,
-            now,
-            now + 20_000,
-        )
-        _plant(
-            db,
-            "update notification_batch_items set entity_data = entity_data || %s where api_key_id = %s",
-            Jsonb({"n": BIG_INTEGERS[-1]}),
-            a2.api_key,
-        )
-        _plant(
-            db,
-            "update notification_batch_items set action_user = '\"corrupt\"'::jsonb where api_key_id = %s",
-            a3.api_key,
-        )
+            db, "insert into webhook_crdt_pending (api_key_id, organization_id, document_id, editor_id, first_at,"
+            " last_at, due_at) values (%s, 'o1', 'd1', 'e1', %s, %s, %s)", a1.api_key, now, now, now + 20_000)
+        _plant(db, "update notification_batch_items set entity_data = entity_data || %s where api_key_id = %s",
+               Jsonb({"n": BIG_INTEGERS[-1]}), a2.api_key)
+        _plant(db, "update notification_batch_items set action_user = '\"corrupt\"'::jsonb where api_key_id = %s",
+               a3.api_key)
 
         clock["now"] += 20
         flush(live)
@@ -181,15 +159,13 @@ def test_poisoned_tenants_cannot_stop_other_tenants_crons(client, live, receiver
         assert all(m["status"] == "failed" and "2048 bits" in m["error"] for m in a1_log), a1_log
         [a2_message] = messages(client, a2)["messages"]
         assert a2_message["status"] == "failed" and "64-bit" in a2_message["error"]
-        assert [
-            r["notificationSourceData"]["activityIds"] for r in notifications(client, a2, documentId="d1")["data"]
-        ] == [["a2"]]
+        assert [r["notificationSourceData"]["activityIds"]
+                for r in notifications(client, a2, documentId="d1")["data"]] == [["a2"]]
 
         # A3's batch is tried again after 1 and 5 minutes, then failed for good with its reason; never again.
         def a3_batch():
-            return db.execute(
-                "select status, attempts, error from notification_batches where api_key_id = %s", (a3.api_key,)
-            ).fetchone()
+            return db.execute("select status, attempts, error from notification_batches where api_key_id = %s",
+                              (a3.api_key, )).fetchone()
 
         assert (a3_batch()["attempts"], a3_batch()["error"]) == (1, FLUSH_FAILED)
         for step, tries in ((60, 2), (300, 3), (3600, 3)):
@@ -204,8 +180,8 @@ def test_poisoned_tenants_cannot_stop_other_tenants_crons(client, live, receiver
         assert batches(client, b) == [["b1"], ["b2"]]
     finally:
         for table in ("notification_batches", "webhook_crdt_pending", "webhook_messages"):
-            db.execute(f"delete from {table} where api_key_id = any(%s)", (poisoned,))
-        db.execute("update api_keys set webhook_config = webhook_config - 'publicKey' where id = any(%s)", (poisoned,))
+            db.execute(f"delete from {table} where api_key_id = any(%s)", (poisoned, ))
+        db.execute("update api_keys set webhook_config = webhook_config - 'publicKey' where id = any(%s)", (poisoned, ))
 
 
 def test_a_send_that_never_finishes_is_given_up_with_its_reason(client, live, receiver, clock, db):
@@ -217,15 +193,12 @@ def test_a_send_that_never_finishes_is_given_up_with_its_reason(client, live, re
     # As if its job had died MAX_LOST_LEASES times already: the row says `sending`, its lease over.
     db.execute(
         "update webhook_deliveries set status = 'sending', lease_until = %s, lost_leases = %s where api_key_id = %s",
-        (now - 1, MAX_LOST_LEASES, t.api_key),
-    )
+        (now - 1, MAX_LOST_LEASES, t.api_key))
     live.run(sweep({"svc": live.svc}))
     [message] = messages(client, t)["messages"]
     assert message["status"] == "failed"
-    assert [(a["attempt"], a["statusCode"], a["error"]) for a in message["attempts"]] == [
-        (1, 500, None),
-        (2, None, LOST),
-    ]
+    assert [(a["attempt"], a["statusCode"], a["error"]) for a in message["attempts"]] == [(1, 500, None),
+                                                                                          (2, None, LOST)]
     clock["now"] += 86_400
     settle(live, t)
     assert len(receiver.requests) == 1  # never sent again
@@ -246,8 +219,7 @@ def test_sweep_takes_every_tenants_due_deliveries_in_turns(client, live, receive
     for key, due in ((busy.api_key, now + 100_000), (quiet.api_key, now + 101_000)):
         db.execute(
             "update webhook_deliveries set status = 'pending', due_at = %s, lease_until = null where api_key_id = %s",
-            (due, key),
-        )
+            (due, key))
 
     async def take_two():
         async with live.svc.pool.connection() as conn:
@@ -255,13 +227,11 @@ def test_sweep_takes_every_tenants_due_deliveries_in_turns(client, live, receive
                 # Deliveries other tests left waiting are set aside (undone with the rollback): two tenants here.
                 await conn.execute(
                     "update webhook_deliveries set due_at = due_at + 1e13, lease_until = lease_until + 1e13"
-                    " where api_key_id <> all(%s)",
-                    ([busy.api_key, quiet.api_key],),
-                )
+                    " where api_key_id <> all(%s)", ([busy.api_key, quiet.api_key], ))
                 return await webhooks_repo.due_deliveries(conn, now=now + 200_000, limit=2)
 
     try:
         rows = live.run(take_two())
         assert sorted(r["api_key_id"] for r in rows) == sorted([busy.api_key, quiet.api_key])
     finally:
-        db.execute("delete from webhook_messages where api_key_id = any(%s)", ([busy.api_key, quiet.api_key],))
+        db.execute("delete from webhook_messages where api_key_id = any(%s)", ([busy.api_key, quiet.api_key], ))

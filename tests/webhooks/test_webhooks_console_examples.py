@@ -42,7 +42,7 @@ def test_a_test_event_is_refused_for_disabled_unknown_or_foreign_endpoints(clien
         (t, endpoint["id"], "comment.add", "FAILED_PRECONDITION"),  # disabled
         (t, "ep_missing", "comment.add", "NOT_FOUND"),
         (t, endpoint["id"], "no.such_type", "INVALID_ARGUMENT"),
-        (stranger, endpoint["id"], "comment.add", "FAILED_PRECONDITION"),  # webhooks off there: never learns of it
+        (stranger, endpoint["id"], "comment.add", "FAILED_PRECONDITION")  # webhooks off there: never learns of it
     ]:
         with pytest.raises(ApiError) as caught:
             send(live, who, endpoint_id, event_type)

@@ -18,14 +18,13 @@ from support.helpers import error, post, result
 
 
 def delivery(db, t):
-    [row] = db.execute("select * from webhook_deliveries where api_key_id = %s", (t.api_key,)).fetchall()
+    [row] = db.execute("select * from webhook_deliveries where api_key_id = %s", (t.api_key, )).fetchall()
     return row
 
 
 def attempts(db, t):
-    return db.execute(
-        "select * from webhook_attempts where api_key_id = %s order by message_id, attempt", (t.api_key,)
-    ).fetchall()
+    return db.execute("select * from webhook_attempts where api_key_id = %s order by message_id, attempt",
+                      (t.api_key, )).fetchall()
 
 
 def endpoint_of(client, t):
@@ -137,13 +136,11 @@ def test_rate_limit_reschedules_without_failing(client, live, receiver, clock, d
         notify(client, t, f"n{i}")
     settle(live, t)
     assert len(receiver.requests) == 1
-    rows = db.execute(
-        "select status, attempts, due_at from webhook_deliveries where api_key_id = %s order by status", (t.api_key,)
-    ).fetchall()
+    rows = db.execute("select status, attempts, due_at from webhook_deliveries where api_key_id = %s order by status",
+                      (t.api_key, )).fetchall()
     next_second = (int(clock["now"]) + 1) * 1000
-    assert [(r["status"], r["attempts"], r["due_at"]) for r in rows if r["status"] == "pending"] == [
-        ("pending", 0, next_second)
-    ] * 2
+    assert [(r["status"], r["attempts"], r["due_at"]) for r in rows
+            if r["status"] == "pending"] == [("pending", 0, next_second)] * 2
     clock["now"] += 1
     settle(live, t)
     assert len(receiver.requests) == 2
@@ -165,12 +162,11 @@ def test_a_job_run_twice_delivers_once_per_attempt(client, live, receiver, clock
     async def run_each_twice():
         await sweep({"svc": live.svc})
         async with live.svc.pool.connection() as conn:
-            cur = await conn.execute(
-                "select id from jobs where api_key_id = %s and function = 'deliver_webhook'", (t.api_key,)
-            )
+            cur = await conn.execute("select id from jobs where api_key_id = %s and function = 'deliver_webhook'",
+                                     (t.api_key, ))
             ids = [r["id"] for r in await cur.fetchall()]
             # As if arq handed every job over again after a crash: the rows say they never finished.
-            await conn.execute("update jobs set status = 'queued' where id = any(%s)", (ids,))
+            await conn.execute("update jobs set status = 'queued' where id = any(%s)", (ids, ))
         await asyncio.gather(*(deliver_webhook(ctx, job_id) for job_id in ids for _ in range(2)))
         return ids
 
@@ -225,8 +221,7 @@ def _rsa_pair():
 def _decrypt(private, envelope: dict) -> bytes:
     key = private.decrypt(
         base64.b64decode(envelope["encryptedKey"]),
-        asymmetric.OAEP(mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None),
-    )
+        asymmetric.OAEP(mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None))
     assert envelope["version"] == 2 and envelope["alg"] == "RSA-OAEP-256+A256GCM"
     return AESGCM(key).decrypt(base64.b64decode(envelope["iv"]), base64.b64decode(envelope["encryptedData"]), None)
 
@@ -265,10 +260,8 @@ def test_encode_and_encrypt_encrypt_the_base64_text(client, live, receiver):
 def test_encrypt_data_without_a_usable_key_sends_nothing(client, live, receiver, db):
     t, _ = webhook_tenant(client, receiver, config={"encryptData": True})
     # A key stored before publicKey was checked on write (the API refuses it now).
-    db.execute(
-        'update api_keys set webhook_config = webhook_config || \'{"publicKey": "bm90IGEga2V5"}\' where id = %s',
-        (t.api_key,),
-    )
+    db.execute('update api_keys set webhook_config = webhook_config || \'{"publicKey": "bm90IGEga2V5"}\' where id = %s',
+               (t.api_key, ))
     notify(client, t)
     settle(live, t)
     assert receiver.requests == []
@@ -288,13 +281,8 @@ def test_data_protection_strips_personal_fields(client, live, receiver):
 def test_private_targets_are_refused_at_connect_time(client, live, receiver, db):
     t, _ = webhook_tenant(client, receiver)
     result(
-        post(
-            client,
-            f"{BASE}/endpoints/update",
-            {"endpointId": endpoint_of(client, t)["id"], "url": f"http://localhost:{receiver.port}/hook"},
-            t.headers,
-        )
-    )
+        post(client, f"{BASE}/endpoints/update",
+             {"endpointId": endpoint_of(client, t)["id"], "url": f"http://localhost:{receiver.port}/hook"}, t.headers))
     live.svc.settings.webhooks_allow_private_targets = False
     try:
         notify(client, t)

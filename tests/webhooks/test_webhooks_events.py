@@ -4,9 +4,7 @@ import json
 
 import pytest
 
-from support.factories import (
-    WEBHOOKS as BASE,
-)
+from support.factories import WEBHOOKS as BASE
 from support.factories import (
     create_endpoint,
     enable_webhooks,
@@ -27,18 +25,11 @@ def received(receiver, path="/hook"):
 
 def comment(client, t, activity_id, action_type="comment_annotation.add", feature="comment", user="u0"):
     body = {
-        "organizationId": "o1",
-        "documentId": "d1",
-        "activities": [
-            {
-                "id": activity_id,
-                "featureType": feature,
-                "actionType": action_type,
-                "actionUser": {"userId": user, "name": f"User {user}"},
-                "targetEntityId": "ann1",
-                "entityData": {"commentText": f"text {activity_id}"},
-            }
-        ],
+        "organizationId": "o1", "documentId": "d1", "activities": [{
+            "id": activity_id, "featureType": feature, "actionType": action_type,
+            "actionUser": {"userId": user, "name": f"User {user}"}, "targetEntityId": "ann1",
+            "entityData": {"commentText": f"text {activity_id}"}
+        }]
     }
     result(post(client, "/v2/activities/add", body, t.headers))
 
@@ -53,10 +44,8 @@ def test_comment_activities_emit_their_action_type(client, live, receiver):
     comment(client, t, "c1", action_type="custom.thing")
     settle(live, t)
     events = received(receiver)
-    assert [(e["type"], e["data"]["payload"]["id"]) for e in events] == [
-        ("comment_annotation.add", "a1"),
-        ("comment.reaction_add", "a2"),
-    ]
+    assert [(e["type"], e["data"]["payload"]["id"]) for e in events] == [("comment_annotation.add", "a1"),
+                                                                         ("comment.reaction_add", "a2")]
     first = events[0]
     assert first["data"]["actionUser"] == {"userId": "u0", "name": "User u0"}
     assert first["data"]["metadata"] == {"apiKey": t.api_key, "organizationId": "o1", "documentId": "d1"}
@@ -78,13 +67,8 @@ def test_the_notification_service_emits_notification_add(client, live, receiver)
     t, _ = webhook_tenant(client, receiver, filterTypes=["notification.add"])
     add_organization(client, t, "o1", "d1")
     result(
-        post(
-            client,
-            "/v2/users/add",
-            {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}, {"userId": "u2"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/users/add",
+             {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}, {"userId": "u2"}]}, t.headers))
     enable_activities(client, t)
     result(post(client, "/v2/workspace/notificationconfig/update", {"useNotificationService": True}, t.headers))
     comment(client, t, "a1")
@@ -111,13 +95,8 @@ def test_crdt_changes_are_debounced_per_editor(client, live, receiver, clock):
     events = sorted(received(receiver), key=lambda e: e["data"]["payload"]["editorId"])
     assert [e["type"] for e in events] == ["crdt.update_data"] * 2  # one per editor
     assert events[0]["data"]["payload"] == {
-        "organizationId": "o1",
-        "documentId": "d1",
-        "editorId": "e1",
-        "lastUpdatedBy": "u2",
-        "updates": 2,
-        "firstUpdateAt": "2027-01-15T08:00:00.000Z",
-        "lastUpdateAt": "2027-01-15T08:00:02.000Z",
+        "organizationId": "o1", "documentId": "d1", "editorId": "e1", "lastUpdatedBy": "u2", "updates": 2,
+        "firstUpdateAt": "2027-01-15T08:00:00.000Z", "lastUpdateAt": "2027-01-15T08:00:02.000Z"
     }
     assert events[0]["data"]["actionUser"] == {"userId": "u2"}
     clock["now"] = start + 6
@@ -134,20 +113,15 @@ def test_document_migration_emits_completed_and_failed(client, live, receiver):
     add_organization(client, t, "o1", "d1", "d2", "taken")
     migrate = "/v2/organizations/documents/migrate"
     ok = result(
-        post(client, migrate, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1-new"}, t.headers)
-    )
+        post(client, migrate, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1-new"}, t.headers))
     settle_jobs(live, t)
     bad = result(
-        post(client, migrate, {"organizationId": "o1", "documentId": "d2", "newDocumentId": "taken"}, t.headers)
-    )
+        post(client, migrate, {"organizationId": "o1", "documentId": "d2", "newDocumentId": "taken"}, t.headers))
     settle_jobs(live, t)
     settle(live, t)
     payloads = [e["data"]["payload"] for e in received(receiver)]
     assert payloads[0] == {
-        "migrationId": ok["migrationId"],
-        "status": "completed",
-        "documentId": "d1",
-        "newDocumentId": "d1-new",
+        "migrationId": ok["migrationId"], "status": "completed", "documentId": "d1", "newDocumentId": "d1-new"
     }
     assert payloads[1]["migrationId"] == bad["migrationId"] and payloads[1]["status"] == "failed"
     assert payloads[1]["newDocumentId"] == "taken" and payloads[1]["reason"]

@@ -19,7 +19,7 @@ def _waiting(client, live, receiver, db):
     receiver.reply(503, {"Retry-After": HOURS_2})
     notify(client, t)
     settle(live, t)
-    row = db.execute("select * from webhook_deliveries where api_key_id = %s", (t.api_key,)).fetchone()
+    row = db.execute("select * from webhook_deliveries where api_key_id = %s", (t.api_key, )).fetchone()
     assert row["status"] == "pending" and row["attempts"] == 1 and row["due_at"] >= live.svc.now_ms() + 7000_000
     [message] = messages(client, t)["messages"]
     assert message["status"] == "pending" and "nextAttemptAt" in message
@@ -27,9 +27,8 @@ def _waiting(client, live, receiver, db):
 
 
 def _delivery_jobs(db, t):
-    return db.execute(
-        "select id, status from jobs where api_key_id = %s and function = 'deliver_webhook' order by id", (t.api_key,)
-    ).fetchall()
+    return db.execute("select id, status from jobs where api_key_id = %s and function = 'deliver_webhook' order by id",
+                      (t.api_key, )).fetchall()
 
 
 def test_a_retry_sends_a_waiting_message_now(client, live, receiver, clock, db):
@@ -48,16 +47,13 @@ def test_a_retry_never_makes_two_deliveries_at_once(client, live, receiver, cloc
     retry = {"messageId": message["id"], "endpointId": endpoint["id"]}
     jobs_before = _delivery_jobs(db, t)
     # Being sent right now (a worker holds the attempt): refused, nothing more is queued.
-    db.execute(
-        "update webhook_deliveries set status = 'sending', lease_until = %s where api_key_id = %s",
-        (live.svc.now_ms() + 60_000, t.api_key),
-    )
+    db.execute("update webhook_deliveries set status = 'sending', lease_until = %s where api_key_id = %s",
+               (live.svc.now_ms() + 60_000, t.api_key))
     refused = error(post(client, f"{BASE}/messages/retry", retry, t.headers), "FAILED_PRECONDITION")
     assert "being sent" in refused["message"]
     assert _delivery_jobs(db, t) == jobs_before
-    db.execute(
-        "update webhook_deliveries set status = 'pending', lease_until = null where api_key_id = %s", (t.api_key,)
-    )
+    db.execute("update webhook_deliveries set status = 'pending', lease_until = null where api_key_id = %s",
+               (t.api_key, ))
     # Two retries before the attempt is made (the queue is held back, so neither job runs in between): one job.
     held = dataclasses.replace(live.svc, redis=None)
     caller = Caller(api_key_id=t.api_key, workspace_id=t.workspace["id"])

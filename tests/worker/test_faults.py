@@ -26,11 +26,9 @@ from support.helpers import add_organization, error, new_tenant, post, result
 
 TASK_NAMES = list(TASKS)
 KILLED = -signal.SIGKILL
-CSV = (
-    b"Category,Check\n"
-    b"Claims,Every price claim states whether tax is included\n"
-    b"Privacy,Forms link to the privacy policy\n"
-)
+CSV = (b"Category,Check\n"
+       b"Claims,Every price claim states whether tax is included\n"
+       b"Privacy,Forms link to the privacy policy\n")
 FILE = base64.b64encode(CSV).decode()
 ASK = {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}
 # "At once" and "no hang" are client timeouts: a call that hangs fails with httpx.ReadTimeout. Speed itself is
@@ -69,8 +67,7 @@ def job_row(env, job_id):
 def tenant_jobs(env, t):
     return env.query(
         "select id, function, status, attempts, enqueued_at from jobs where api_key_id = %s order by created_at",
-        t.api_key,
-    )
+        t.api_key)
 
 
 def unfinished(env, t):
@@ -86,8 +83,7 @@ def with_openai_key(client, t):
 def with_webhooks(client, t, receiver, **fields):
     result(post(client, "/v2/workspace/advancedwebhookconfig/update", {"isEnabled": True}, t.headers))
     return result(
-        post(client, "/v2/workspace/advancedwebhook/endpoints/create", {"url": receiver.url(), **fields}, t.headers)
-    )
+        post(client, "/v2/workspace/advancedwebhook/endpoints/create", {"url": receiver.url(), **fields}, t.headers))
 
 
 def document_rows(env, t, doc):
@@ -96,9 +92,7 @@ def document_rows(env, t, doc):
         column = {"documents": "id", "grants": "resource_id"}.get(table, "document_id")
         [row] = env.query(
             f"select count(*) as n from {table} where api_key_id = %s and organization_id = 'o1' and {column} = %s",
-            t.api_key,
-            doc,
-        )
+            t.api_key, doc)
         out[table] = row["n"]
     return out
 
@@ -110,7 +104,7 @@ def user_rows(env, t, user):
         " and (action_user->>'userId' = %s or notify_users_by_user_id ? %s)",
         "presence": "select count(*) as n from presence where api_key_id = %s and user_id = %s",
         "recordings": "select count(*) as n from recordings where api_key_id = %s and from_user->>'userId' = %s",
-        "profile": "select count(*) as n from users where api_key_id = %s and id = %s",
+        "profile": "select count(*) as n from users where api_key_id = %s and id = %s"
     }
     out = {}
     for name, query in sql.items():
@@ -126,21 +120,11 @@ def test_worker_killed_mid_user_data_deletion_finishes_each_task_once(env, clien
     t = new_tenant(client)
     seed_document(client, t, to="u3", notification_id="n-u1")
     result(
-        post(
-            client,
-            "/v2/users/add",
-            {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u2"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u2"}]},
+             t.headers))
     result(
-        post(
-            client,
-            "/v2/presence/update",
-            {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u2"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/presence/update", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u2"}]},
+             t.headers))
     ping(client, t, "u2", "u3", "n-u2")
     u1_before, u2_before = user_rows(env, t, "u1"), user_rows(env, t, "u2")
     assert all(u1_before.values())
@@ -149,23 +133,18 @@ def test_worker_killed_mid_user_data_deletion_finishes_each_task_once(env, clien
     job_id = response.json()["data"]["jobId"]
 
     killed, recovered = tmp_path / "killed.trace", tmp_path / "recovered.trace"
-    assert (
-        env.workers.run(env.settings, label="deletion-killed", kill_at="deletion_after_task_3", trace=str(killed))
-        == KILLED
-    )
+    assert (env.workers.run(env.settings, label="deletion-killed", kill_at="deletion_after_task_3",
+                            trace=str(killed)) == KILLED)
     # Tasks 1-3 committed with their marks; task 4 ran its deletes, but they died uncommitted with the worker.
     assert env.query("select done from user_data_deletions where id = %s", job_id)[0]["done"] == TASK_NAMES[:3]
     assert job_row(env, job_id) == {"status": "running", "attempts": 1, "error": None}
     assert user_rows(env, t, "u1")["presence"] == 1
-    assert (
-        result(post(client, "/v2/users/data/delete/status", {"jobId": job_id}, t.headers))["tasksLeft"]
-        == len(TASK_NAMES) - 3
-    )
+    assert (result(post(client, "/v2/users/data/delete/status", {"jobId": job_id},
+                        t.headers))["tasksLeft"] == len(TASK_NAMES) - 3)
 
     env.wait_lease_over()
-    env.workers.serve_until(
-        env.settings, lambda: not unfinished(env, t), label="deletion-recovery", trace=str(recovered)
-    )
+    env.workers.serve_until(env.settings, lambda: not unfinished(env, t), label="deletion-recovery",
+                            trace=str(recovered))
 
     status = result(post(client, "/v2/users/data/delete/status", {"jobId": job_id}, t.headers))
     assert status["isDeleteCompleted"] is True and status["tasksLeft"] == 0
@@ -185,24 +164,14 @@ def test_worker_killed_mid_migration_copy_moves_everything_once(env, client, rec
     before = document_rows(env, t, "d1")
     assert all(before.values())
     started = result(
-        post(
-            client,
-            "/v2/organizations/documents/migrate",
-            {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1-new"},
-            t.headers,
-        )
-    )
+        post(client, "/v2/organizations/documents/migrate",
+             {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1-new"}, t.headers))
     migration_id = started["migrationId"]
 
     def status():
         return result(
-            post(
-                client,
-                "/v2/organizations/documents/migrate/status",
-                {"organizationId": "o1", "migrationId": migration_id},
-                t.headers,
-            )
-        )
+            post(client, "/v2/organizations/documents/migrate/status",
+                 {"organizationId": "o1", "migrationId": migration_id}, t.headers))
 
     assert env.workers.run(env.settings, label="migration-killed", kill_at="migration_mid_copy") == KILLED
     # The copy died half done inside its transaction: nothing of it is visible.
@@ -211,15 +180,11 @@ def test_worker_killed_mid_migration_copy_moves_everything_once(env, client, rec
     assert document_rows(env, t, "d1-new") == dict.fromkeys(before, 0)
 
     env.wait_lease_over()
-    env.workers.serve_until(
-        env.settings, lambda: not unfinished(env, t) and receiver.requests, label="migration-recovery"
-    )
+    env.workers.serve_until(env.settings, lambda: not unfinished(env, t) and receiver.requests,
+                            label="migration-recovery")
 
     assert status() == {
-        "migrationId": migration_id,
-        "status": "completed",
-        "documentId": "d1",
-        "newDocumentId": "d1-new",
+        "migrationId": migration_id, "status": "completed", "documentId": "d1", "newDocumentId": "d1-new"
     }
     assert document_rows(env, t, "d1") == dict.fromkeys(before, 0)
     assert document_rows(env, t, "d1-new") == before
@@ -241,9 +206,8 @@ def test_worker_killed_after_webhook_sent_resends_the_same_message_once(env, cli
     assert env.workers.run(env.settings, label="webhook-killed", kill_at="webhook_after_send") == KILLED
     # The receiver has it; our record does not: the worker died before writing the attempt down.
     assert len(receiver.requests) == 1
-    [delivery] = env.query(
-        "select status, attempts, lease_until from webhook_deliveries where api_key_id = %s", t.api_key
-    )
+    [delivery] = env.query("select status, attempts, lease_until from webhook_deliveries where api_key_id = %s",
+                           t.api_key)
     assert (delivery["status"], delivery["attempts"]) == ("sending", 0)
     assert env.query("select * from webhook_attempts where api_key_id = %s", t.api_key) == []
 
@@ -253,12 +217,8 @@ def test_worker_killed_after_webhook_sent_resends_the_same_message_once(env, cli
     lease_s = (delivery["lease_until"] - int(time.time() * 1000)) / 1000 + 1
     assert lease_s * 1000 <= env.app.settings.webhooks_timeout_s * 1000 + LEASE_MARGIN_MS + 1000
     delivered = "select 1 from webhook_deliveries where api_key_id = %s and status in ('succeeded', 'failed')"
-    env.workers.serve_until(
-        env.settings,
-        lambda: env.query(delivered, t.api_key) and not unfinished(env, t),
-        label="webhook-recovery",
-        clock_offset_s=lease_s,
-    )
+    env.workers.serve_until(env.settings, lambda: env.query(delivered, t.api_key) and not unfinished(env, t),
+                            label="webhook-recovery", clock_offset_s=lease_s)
 
     # At least once, with a stable id: the receiver saw the same message twice; we recorded one attempt.
     first, second = receiver.requests
@@ -280,9 +240,8 @@ def test_worker_killed_mid_extraction_answers_the_waiting_call_once(env, client,
     answer = {}
 
     def call():
-        answer["response"] = post(
-            client, "/v2/agents/extract", {"fileBase64": FILE, "mimeType": "text/csv", "fileName": "c.csv"}, t.headers
-        )
+        answer["response"] = post(client, "/v2/agents/extract",
+                                  {"fileBase64": FILE, "mimeType": "text/csv", "fileName": "c.csv"}, t.headers)
 
     caller = threading.Thread(target=call)
     caller.start()
@@ -329,6 +288,7 @@ def test_worker_stopped_mid_job_closes_cleanly(env, client, fake):
 
 
 def test_job_that_kills_its_worker_every_time_ends_failed_after_its_tries(env, tmp_path):
+
     async def enqueue():
         async with transaction(env.app.svc.pool, env.app.svc.redis) as tx:
             return await tx.enqueue("echo_tracked", api_key_id=None, value=1)
@@ -336,25 +296,20 @@ def test_job_that_kills_its_worker_every_time_ends_failed_after_its_tries(env, t
     job_id = env.app.run(enqueue())
     trace = tmp_path / "poison.trace"
     for attempt in (1, 2, 3):
-        assert (
-            env.workers.run(env.settings, label=f"poison-{attempt}", kill_at="echo_tracked", trace=str(trace)) == KILLED
-        )
+        assert (env.workers.run(env.settings, label=f"poison-{attempt}", kill_at="echo_tracked",
+                                trace=str(trace)) == KILLED)
         assert job_row(env, job_id) == {"status": "running", "attempts": attempt, "error": None}
         env.wait_lease_over()
     # The next worker gets it once more (arq allows one try past the job's own 3) and records the give-up.
-    env.workers.serve_until(
-        env.settings,
-        lambda: job_row(env, job_id)["status"] != "running",
-        label="poison-end",
-        kill_at="echo_tracked",
-        trace=str(trace),
-    )
+    env.workers.serve_until(env.settings, lambda: job_row(env, job_id)["status"] != "running", label="poison-end",
+                            kill_at="echo_tracked", trace=str(trace))
     row = job_row(env, job_id)
     assert row["status"] == "failed" and row["attempts"] == 4 and row["error"].startswith("Gave up after 3 tries")
     assert trace.read_text().split() == ["echo_tracked"] * 3  # it never ran a fourth time
 
 
 def test_running_job_that_redis_lost_is_sent_again_by_the_sweep(env, tmp_path):
+
     async def enqueue():
         async with transaction(env.app.svc.pool, env.app.svc.redis) as tx:
             return await tx.enqueue("echo_tracked", api_key_id=None, value=2)
@@ -365,9 +320,8 @@ def test_running_job_that_redis_lost_is_sent_again_by_the_sweep(env, tmp_path):
         r.flushall()  # Redis came back without its data (no persistence, a failover to an empty replica)
     assert job_row(env, job_id) == {"status": "running", "attempts": 1, "error": None}
     # Only Postgres still knows of the job: the sweep finds it running with nothing in Redis, and sends it again.
-    env.workers.serve_until(
-        env.settings | {"job_sweep_after_s": 0}, lambda: job_row(env, job_id)["status"] != "running", label="lost-sweep"
-    )
+    env.workers.serve_until(env.settings | {"job_sweep_after_s": 0},
+                            lambda: job_row(env, job_id)["status"] != "running", label="lost-sweep")
     [row] = env.query("select status, attempts, result from jobs where id = %s", job_id)
     assert row == {"status": "succeeded", "attempts": 2, "result": {"value": 2}}
 
@@ -381,43 +335,25 @@ def test_redis_down_queue_calls_unavailable_crud_works_outbox_catches_up(env, cl
     with_webhooks(client, t, receiver, filterTypes=["notification.add"])
     add_organization(client, t, "o1", "d1", "d2")
     result(
-        post(
-            client,
-            "/v2/users/add",
-            {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
-            t.headers,
-        )
-    )
+        post(client, "/v2/users/add", {"organizationId": "o1", "documentId": "d1", "users": [{"userId": "u1"}]},
+             t.headers))
     env.stop_redis()
     try:
         # Calls that wait on a worker answer UNAVAILABLE at once.
-        for path, data in [
-            ("/v2/rewriter/ask-ai", ASK),
-            ("/v2/agents/extract", {"fileBase64": FILE, "mimeType": "text/csv"}),
-            ("/v2/memory/search", {"query": "price claims"}),
-        ]:
+        for path, data in [("/v2/rewriter/ask-ai", ASK),
+                           ("/v2/agents/extract", {"fileBase64": FILE, "mimeType": "text/csv"}),
+                           ("/v2/memory/search", {"query": "price claims"})]:
             error(post(client, path, data, t.headers, timeout=AT_ONCE), "UNAVAILABLE")
         # CRUD works (the per-key rate limit fails open), each call at once.
         result(
-            post(
-                client,
-                "/v2/organizations/documents/add",
-                {"organizationId": "o1", "documents": [{"documentId": "d3"}]},
-                t.headers,
-                timeout=AT_ONCE,
-            )
-        )
+            post(client, "/v2/organizations/documents/add",
+                 {"organizationId": "o1", "documents": [{"documentId": "d3"}]}, t.headers, timeout=AT_ONCE))
         docs = result(post(client, "/v2/organizations/documents/get", {"organizationId": "o1"}, t.headers))
         assert sorted(d["documentId"] for d in docs) == ["d1", "d2", "d3"]
         # Work that goes through the outbox is accepted, and waits in Postgres.
         migration = result(
-            post(
-                client,
-                "/v2/organizations/documents/migrate",
-                {"organizationId": "o1", "documentId": "d2", "newDocumentId": "d2-new"},
-                t.headers,
-            )
-        )
+            post(client, "/v2/organizations/documents/migrate",
+                 {"organizationId": "o1", "documentId": "d2", "newDocumentId": "d2-new"}, t.headers))
         deletion = post(client, "/v2/users/data/delete", {"userIds": ["u1"]}, t.headers)
         assert deletion.status_code == 202, deletion.text
         ping(client, t, "u9", "u2", "n-outage")
@@ -434,16 +370,10 @@ def test_redis_down_queue_calls_unavailable_crud_works_outbox_catches_up(env, cl
     def done():
         if not answers:
             migrated = result(
-                post(
-                    client,
-                    "/v2/organizations/documents/migrate/status",
-                    {"organizationId": "o1", "migrationId": migration["migrationId"]},
-                    t.headers,
-                )
-            )
+                post(client, "/v2/organizations/documents/migrate/status",
+                     {"organizationId": "o1", "migrationId": migration["migrationId"]}, t.headers))
             deleted = result(
-                post(client, "/v2/users/data/delete/status", {"jobId": deletion.json()["data"]["jobId"]}, t.headers)
-            )
+                post(client, "/v2/users/data/delete/status", {"jobId": deletion.json()["data"]["jobId"]}, t.headers))
             if not (migrated["status"] == "completed" and deleted["isDeleteCompleted"] and receiver.requests):
                 return False
             # The app's Redis client stops trying for a second after a failure; readiness says when it is back.
@@ -504,11 +434,8 @@ def test_postgres_crash_under_load_fails_cleanly_and_loses_no_acknowledged_write
         down = time.monotonic()
         # Two rounds of failures (each request waits the pool timeout): the outage outlasts the pool's own
         # reconnection attempts (RECONNECT_TIMEOUT_S), the case where it must reconnect on demand.
-        wait_for(
-            lambda: min(load.count(lambda o: not ok(o), since=down)) >= 2,
-            timeout=60,
-            what="requests failing during the outage",
-        )
+        wait_for(lambda: min(load.count(lambda o: not ok(o), since=down)) >= 2, timeout=60,
+                 what="requests failing during the outage")
         assert time.monotonic() - down > RECONNECT_TIMEOUT_S, "scenario: the outage must outlast the reconnect window"
         env.start_postgres()
         crashed = False
@@ -565,8 +492,7 @@ def test_ask_ai_provider_that_hangs_ends_at_the_api_deadline_and_frees_the_worke
 
         async def aborted():
             return [
-                r
-                for r in await env.app.svc.redis.all_job_results()
+                r for r in await env.app.svc.redis.all_job_results()
                 if r.function == "ask_ai" and isinstance(r.result, asyncio.CancelledError)
             ]
 
@@ -604,11 +530,9 @@ def test_webhook_receiver_that_never_answers_costs_one_timed_out_attempt(env, cl
         add_organization(client, t, "o1", "d1")
         ping(client, t, "u1", "u2", "n1")
         attempted = "select * from webhook_attempts where api_key_id = %s"
-        env.workers.serve_until(
-            env.settings | {"webhooks_timeout_s": 1.0},
-            lambda: env.query(attempted, t.api_key) and not unfinished(env, t),
-            label="webhook-silent",
-        )
+        env.workers.serve_until(env.settings | {"webhooks_timeout_s": 1.0},
+                                lambda: env.query(attempted, t.api_key) and not unfinished(env, t),
+                                label="webhook-silent")
     finally:
         silent.stop()
     assert silent.held  # it was reached

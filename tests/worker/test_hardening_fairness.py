@@ -18,11 +18,9 @@ from support.factories import release, wait_for, with_own_key
 from support.helpers import error, new_tenant, post, result
 
 EXTRACT = "/v2/agents/extract"
-CHECKS = (
-    b"Category,Check\n"
-    b"Claims,Every price claim states whether tax is included\n"
-    b"Privacy,Forms link to the privacy policy\n"
-)
+CHECKS = (b"Category,Check\n"
+          b"Claims,Every price claim states whether tax is included\n"
+          b"Privacy,Forms link to the privacy policy\n")
 
 
 @pytest.fixture
@@ -79,18 +77,14 @@ def test_platform_key_quota_per_workspace(client, model, clock, tune, db):
     calls = len(model.of("openai"))
     assert calls == 1  # the refused extraction never reached the provider
     workspace = t.workspace["id"]
-    row = db.execute("select calls, tokens from platform_key_usage where workspace_id = %s", (workspace,)).fetchone()
+    row = db.execute("select calls, tokens from platform_key_usage where workspace_id = %s", (workspace, )).fetchone()
     assert row["calls"] == 1 and row["tokens"] > 0
     # The workspace's own key is never counted nor limited.
     own = with_own_key(client)
     for _ in range(2):
         result(extract(client, own))
-    assert (
-        db.execute(
-            "select count(*) as n from platform_key_usage where workspace_id = %s", (own.workspace["id"],)
-        ).fetchone()["n"]
-        == 0
-    )
+    assert (db.execute("select count(*) as n from platform_key_usage where workspace_id = %s",
+                       (own.workspace["id"], )).fetchone()["n"] == 0)
     # The next UTC day has a fresh quota; 0 turns it off.
     clock["now"] += 86_400
     result(extract(client, t))
@@ -108,21 +102,17 @@ def test_platform_key_token_quota(client, model, tune):
 
 def test_platform_key_quota_stops_a_job_midway(client, model, tune, db):
     """A large file would make many model calls: once the day's quota is spent the job stops before its next call."""
-    tune(
-        openai_api_key="platform-openai-key",
-        platform_key_daily_calls=2,
-        extraction_chunk_tasks=1,
-        extraction_concurrency=1,
-    )
+    tune(openai_api_key="platform-openai-key", platform_key_daily_calls=2, extraction_chunk_tasks=1,
+         extraction_concurrency=1)
     t = new_tenant(client)
     rows = "".join(f"Claims,Check number {i} states whether tax is included\n" for i in range(6))
     response = extract(client, t, ("Category,Check\n" + rows).encode())
     err = error(response, "RESOURCE_EXHAUSTED")
     assert "quota" in err["message"] and int(response.headers["Retry-After"]) >= 1
     assert len(model.of("openai")) == 2  # six chunks, but only the quota's two calls reached the provider
-    row = db.execute("select calls from platform_key_usage where workspace_id = %s", (t.workspace["id"],)).fetchone()
+    row = db.execute("select calls from platform_key_usage where workspace_id = %s", (t.workspace["id"], )).fetchone()
     assert row["calls"] == 2
-    [source] = db.execute("select status, error from knowledge_sources where api_key_id = %s", (t.api_key,)).fetchall()
+    [source] = db.execute("select status, error from knowledge_sources where api_key_id = %s", (t.api_key, )).fetchall()
     assert source["status"] == "failed" and source["error"].startswith("RESOURCE_EXHAUSTED")
 
 
@@ -131,26 +121,21 @@ def test_failed_platform_key_calls_count_as_calls(client, model, tune, db):
     t = new_tenant(client)
     model.script("openai", {"status": 400})  # the provider refused it, but the call was made
     assert extract(client, t).status_code != 200
-    row = db.execute(
-        "select calls, tokens from platform_key_usage where workspace_id = %s", (t.workspace["id"],)
-    ).fetchone()
+    row = db.execute("select calls, tokens from platform_key_usage where workspace_id = %s",
+                     (t.workspace["id"], )).fetchone()
     assert row["calls"] == 1 and row["tokens"] == 0
     error(extract(client, t), "RESOURCE_EXHAUSTED")
 
 
 def test_platform_key_counters_of_past_days_are_deleted(live, clock, db):
     workspace = f"ws_{uuid.uuid4().hex[:12]}"
-    today = db.execute("select (to_timestamp(%s) at time zone 'utc')::date as d", (clock["now"],)).fetchone()["d"]
+    today = db.execute("select (to_timestamp(%s) at time zone 'utc')::date as d", (clock["now"], )).fetchone()["d"]
     for days_ago in (0, 1, 2, 40):
-        db.execute(
-            "insert into platform_key_usage (workspace_id, day, calls, tokens) values (%s, %s::date - %s, 1, 1)",
-            (workspace, today, days_ago),
-        )
+        db.execute("insert into platform_key_usage (workspace_id, day, calls, tokens) values (%s, %s::date - %s, 1, 1)",
+                   (workspace, today, days_ago))
     assert live.run(drop_past_days({"svc": live.svc})) >= 2
-    kept = db.execute(
-        "select %s::date - day as days_ago from platform_key_usage where workspace_id = %s order by day",
-        (today, workspace),
-    ).fetchall()
+    kept = db.execute("select %s::date - day as days_ago from platform_key_usage where workspace_id = %s order by day",
+                      (today, workspace)).fetchall()
     assert [r["days_ago"] for r in kept] == [1, 0]  # today's count, and yesterday's for a clock a little behind
 
 
@@ -158,17 +143,15 @@ def test_retention_drops_old_bytes_and_keeps_the_source(client, model, live, tun
     t = with_own_key(client)
     old_id = result(extract(client, t))["extractionResult"]["memory"]["sourceId"]
     new_id = result(extract(client, t))["extractionResult"]["memory"]["sourceId"]
-    db.execute("update knowledge_sources set created_at = now() - interval '31 days' where id = %s", (old_id,))
+    db.execute("update knowledge_sources set created_at = now() - interval '31 days' where id = %s", (old_id, ))
     assert live.run(drop_old_content({"svc": live.svc})) == 0  # 0 days = kept forever
     tune(knowledge_source_retention_days=30)
     assert live.run(drop_old_content({"svc": live.svc})) >= 1
-    old = db.execute("select * from knowledge_sources where id = %s", (old_id,)).fetchone()
+    old = db.execute("select * from knowledge_sources where id = %s", (old_id, )).fetchone()
     assert old["content"] is None and old["content_dropped_at"] is not None
     assert old["status"] == "ready" and old["result"]["memory"]["sourceId"] == old_id and old["size_bytes"] > 0
-    assert (
-        bytes(db.execute("select content from knowledge_sources where id = %s", (new_id,)).fetchone()["content"])
-        == CHECKS
-    )
+    assert (bytes(db.execute("select content from knowledge_sources where id = %s",
+                             (new_id, )).fetchone()["content"]) == CHECKS)
 
 
 def test_a_leaked_concurrency_slot_expires_under_steady_traffic(live):
@@ -194,11 +177,11 @@ def test_a_leaked_concurrency_slot_expires_under_steady_traffic(live):
 
 
 def test_job_failure_keeps_driver_detail_internal(live, db):
+
     @job(max_tries=1)
     async def breaks(ctx, **kwargs):
         raise psycopg.errors.UniqueViolation(
-            "duplicate key value\nDETAIL:  Key (email)=(someone@secret.example) exists."
-        )
+            "duplicate key value\nDETAIL:  Key (email)=(someone@secret.example) exists.")
 
     async def go():
         async with transaction(live.svc.pool, None) as tx:
@@ -206,7 +189,7 @@ def test_job_failure_keeps_driver_detail_internal(live, db):
         assert await breaks({"pool": live.svc.pool}, job_id) is None
         return job_id
 
-    row = db.execute("select * from jobs where id = %s", (live.run(go()),)).fetchone()
+    row = db.execute("select * from jobs where id = %s", (live.run(go()), )).fetchone()
     assert row["status"] == "failed" and row["error"] == GENERIC_FAILURE.format(tries=1)
     assert "secret.example" not in row["error"] and "secret.example" in row["error_detail"]
 
@@ -216,8 +199,7 @@ def test_provider_messages_are_not_shown_to_tenants(client, llm):
     body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-openai-own-key"}]}
     result(post(client, "/v2/workspace/apikeyconfig/update", body, t.headers))
     llm.script("openai", {"status": 400})
-    response = client.post(
-        "/v2/rewriter/ask-ai", json={"data": {"model": "gpt-4o", "prompt": "p", "text": "x"}}, headers=t.headers
-    )
+    response = client.post("/v2/rewriter/ask-ai", json={"data": {"model": "gpt-4o", "prompt": "p", "text": "x"}},
+                           headers=t.headers)
     err = error(response, "INVALID_ARGUMENT")
     assert "fake" not in err["message"] and "refused" in err["message"]

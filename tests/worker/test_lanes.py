@@ -23,27 +23,19 @@ def searcher_with_judgments(client, live):
     enable_activities(client, t)
     result(
         post(
-            client,
-            "/v2/activities/add",
-            {
-                "organizationId": "org1",
-                "documentId": "doc1",
-                "activities": [
+            client, "/v2/activities/add", {
+                "organizationId": "org1", "documentId": "doc1", "activities": [
                     judged("price", "The discount claim needs the original price shown next to the sale price."),
-                    judged("alt", "Images are missing alternative text for screen readers."),
-                ],
-            },
-            t.headers,
-        )
-    )
+                    judged("alt", "Images are missing alternative text for screen readers.")
+                ]
+            }, t.headers))
     settle_jobs(live, t)
     return t
 
 
 def search_finds_price(client, t) -> None:
-    response = post(
-        client, "/v2/memory/search", {"query": "show the previous cost beside the reduced price"}, t.headers
-    )
+    response = post(client, "/v2/memory/search", {"query": "show the previous cost beside the reduced price"},
+                    t.headers)
     assert response.status_code == 200, response.text
     assert "price" in [r["recordId"] for r in response.json()["result"]["results"]]
 
@@ -114,11 +106,9 @@ def test_a_lane_claims_only_due_jobs_that_run_nowhere_else(live):
         await redis.zadd(queue, {ids["running"]: now, ids["later"]: now + 60_000})
         counter = worker.job_counter
         await worker.start_jobs([ids[name].encode() for name in ("running", "later", "gone")])
-        untouched = (
-            worker.job_counter == counter,
-            [ids[n] in worker.tasks for n in ("running", "later", "gone")],
-            await redis.exists(in_progress_key_prefix + ids["later"]),
-        )
+        untouched = (worker.job_counter == counter, [ids[n] in worker.tasks
+                                                     for n in ("running", "later", "gone")], await
+                     redis.exists(in_progress_key_prefix + ids["later"]))
         await redis.zrem(queue, ids["running"], ids["later"])
         await redis.delete(in_progress_key_prefix + ids["running"])
         # A due job: queued without waking the lane, then claimed here, so this call is the one that starts it.
@@ -148,8 +138,7 @@ def test_search_answers_while_every_ai_slot_is_held_by_other_workspaces(client, 
         t = with_own_key(client)
         for _ in range(min(per_workspace, slots - w * per_workspace)):
             asker = threading.Thread(
-                target=lambda t=t: answers.append(post(client, "/v2/rewriter/ask-ai", ASK, t.headers))
-            )
+                target=lambda t=t: answers.append(post(client, "/v2/rewriter/ask-ai", ASK, t.headers)))
             asker.start()
             askers.append(asker)
     try:
@@ -195,13 +184,8 @@ def test_search_answers_while_the_bulk_and_extraction_lanes_are_full(client, liv
                 judged(f"bulk{batch}-{i}", f"Bulk reasoning {batch}-{i} about claims and prices.") for i in range(500)
             ]
             result(
-                post(
-                    client,
-                    "/v2/activities/add",
-                    {"organizationId": "org1", "documentId": "doc1", "activities": activities},
-                    bulk.headers,
-                )
-            )
+                post(client, "/v2/activities/add",
+                     {"organizationId": "org1", "documentId": "doc1", "activities": activities}, bulk.headers))
         search_finds_price(client, searcher)
     finally:
         release(llm)
@@ -233,15 +217,8 @@ def test_a_wake_token_that_came_when_every_slot_filled_is_handed_on(live):
 
     async def go():
         queue = f"collab:test:{uuid.uuid4().hex}"
-        full = LaneWorker(
-            functions=[echo],
-            queue_name=queue,
-            redis_pool=redis,
-            lane=Lane("t", queue),
-            max_jobs=1,
-            poll_delay=0.01,
-            handle_signals=False,
-        )
+        full = LaneWorker(functions=[echo], queue_name=queue, redis_pool=redis, lane=Lane("t", queue), max_jobs=1,
+                          poll_delay=0.01, handle_signals=False)
         popped = asyncio.get_running_loop().create_future()
         popped.set_result((WAKE_KEY + queue, b"1"))
         full._wake, full.job_counter = popped, 1  # the token arrived, but the only slot filled meanwhile
@@ -262,15 +239,8 @@ def test_a_slot_that_frees_brings_a_poll_only_where_every_slot_was_taken(live):
     queue = f"collab:test:{uuid.uuid4().hex}"
 
     async def go():
-        worker = LaneWorker(
-            functions=[echo],
-            queue_name=queue,
-            redis_pool=live.svc.redis,
-            lane=Lane("t", queue),
-            max_jobs=2,
-            poll_delay=3600,
-            handle_signals=False,
-        )
+        worker = LaneWorker(functions=[echo], queue_name=queue, redis_pool=live.svc.redis, lane=Lane("t", queue),
+                            max_jobs=2, poll_delay=3600, handle_signals=False)
         await worker.sem.acquire()  # one job runs
         worker.job_counter = 1
         worker._job_ended(None)
@@ -294,16 +264,8 @@ def test_aborted_jobs_are_looked_up_a_few_times_a_second_not_on_every_poll(live)
     queue = f"collab:test:{uuid.uuid4().hex}"
 
     async def go():
-        worker = LaneWorker(
-            functions=[echo],
-            queue_name=queue,
-            redis_pool=live.svc.redis,
-            lane=Lane("t", queue),
-            max_jobs=2,
-            poll_delay=3600,
-            handle_signals=False,
-            allow_abort_jobs=True,
-        )
+        worker = LaneWorker(functions=[echo], queue_name=queue, redis_pool=live.svc.redis, lane=Lane("t", queue),
+                            max_jobs=2, poll_delay=3600, handle_signals=False, allow_abort_jobs=True)
         now = [1000.0]
         worker.clock = lambda: now[0]
 
@@ -332,15 +294,8 @@ def test_a_background_job_wakes_its_lane_instead_of_waiting_for_a_poll(live, db,
     redis = live.svc.redis
 
     async def go():
-        idle = LaneWorker(
-            functions=[echo],
-            queue_name=queue,
-            redis_pool=redis,
-            lane=lane,
-            max_jobs=1,
-            poll_delay=3600,
-            handle_signals=False,
-        )
+        idle = LaneWorker(functions=[echo], queue_name=queue, redis_pool=redis, lane=lane, max_jobs=1, poll_delay=3600,
+                          handle_signals=False)
         waiting = asyncio.ensure_future(idle._idle())
         async with jobs.transaction(live.svc.pool, redis) as tx:
             job_id = await tx.enqueue("echo_tracked", api_key_id=None, value=1)
@@ -350,5 +305,5 @@ def test_a_background_job_wakes_its_lane_instead_of_waiting_for_a_poll(live, db,
         return job_id, queued
 
     job_id, queued = live.run(go())
-    db.execute("delete from jobs where id = %s", (job_id,))  # nobody runs it: this queue is gone
+    db.execute("delete from jobs where id = %s", (job_id, ))  # nobody runs it: this queue is gone
     assert queued == 1  # woken with the job still queued: the next poll iteration takes it

@@ -27,8 +27,7 @@ def test_workspace_auth_errors(client):
     error(post(client, "/v2/workspace/get", {}, {"x-service-workspace-id": ws_id}), "INVALID_ARGUMENT")
     error(
         post(client, "/v2/workspace/get", {}, {"x-service-workspace-id": ws_id, "x-service-workspace-auth-token": ""}),
-        "INVALID_ARGUMENT",
-    )
+        "INVALID_ARGUMENT")
     bad = {"x-service-workspace-id": ws_id, "x-service-workspace-auth-token": token + "x"}
     error(post(client, "/v2/workspace/get", {}, bad), "UNAUTHENTICATED")
     missing = {"x-service-workspace-id": "ws_doesnotexist", "x-service-workspace-auth-token": token}
@@ -58,15 +57,11 @@ def test_api_key_auth_errors(client):
     error(post(client, path, {}, {}), "UNAUTHENTICATED")
     error(post(client, path, {}, {"x-service-api-key": tenant.api_key}), "UNAUTHENTICATED")
     error(post(client, path, {}, {"x-service-api-key": tenant.api_key, "x-service-auth-token": ""}), "UNAUTHENTICATED")
-    err = error(
-        post(client, path, {}, {"x-service-api-key": tenant.api_key, "x-service-auth-token": "nope"}),
-        "PERMISSION_DENIED",
-    )
+    err = error(post(client, path, {}, {"x-service-api-key": tenant.api_key, "x-service-auth-token": "nope"}),
+                "PERMISSION_DENIED")
     assert err["message"] == "Invalid API key."
-    err = error(
-        post(client, path, {}, {"x-service-api-key": "key_unknown", "x-service-auth-token": tenant.auth_token}),
-        "PERMISSION_DENIED",
-    )
+    err = error(post(client, path, {}, {"x-service-api-key": "key_unknown", "x-service-auth-token": tenant.auth_token}),
+                "PERMISSION_DENIED")
     assert err["message"] == "Invalid API key."
     result(post(client, path, {}, tenant.headers))
 
@@ -109,13 +104,8 @@ def test_reset_validation(client, data):
 def test_create_and_list_api_keys(client):
     tenant = new_tenant(client)
     created = result(
-        post(
-            client,
-            "/v2/workspace/apikey/create",
-            {"ownerEmail": "carol@example.com", "type": "production"},
-            tenant.workspace_headers,
-        )
-    )
+        post(client, "/v2/workspace/apikey/create", {"ownerEmail": "carol@example.com", "type": "production"},
+             tenant.workspace_headers))
     prod = created["apiKey"]
     keys = result(post(client, "/v2/workspace/apikeys/get", {}, tenant.workspace_headers))
     assert {"id": prod, "apiKeyName": "Carol Production API Key", "type": "production"} in keys
@@ -143,8 +133,7 @@ def test_create_api_key_validation(client):
     tenant = new_tenant(client)
     err = error(
         post(client, "/v2/workspace/apikey/create", {"ownerEmail": "x", "type": "gold"}, tenant.workspace_headers),
-        "INVALID_ARGUMENT",
-    )
+        "INVALID_ARGUMENT")
     assert sorted(p[0] for p in (i["path"] for i in err["details"]["issues"])) == ["ownerEmail", "type"]
     assert {i["code"] for i in err["details"]["issues"]} >= {"invalid_enum_value"}
 
@@ -165,19 +154,16 @@ def test_secret_rotation_keeps_old_tokens_and_keys_working(client, live):
     try:
         # Tokens and ciphertexts made under the previous secret still verify and open.
         result(post(client, "/v2/workspace/activityconfig/get", {}, tenant.headers))
-        assert (
-            result(post(client, "/v2/workspace/get", {}, tenant.workspace_headers))["authToken"]
-            == tenant.workspace["authToken"]
-        )
+        assert (result(post(client, "/v2/workspace/get", {},
+                            tenant.workspace_headers))["authToken"] == tenant.workspace["authToken"])
         from collab.kit.auth import Tenant
         from collab.workspaces.config import provider_api_key
 
         owner = Tenant(api_key_id=tenant.api_key, workspace_id=tenant.workspace["id"])
         assert live.run(provider_api_key(live.svc, tenant=owner, provider="openai")) == "sk-before-rotation-1234"
         # A token reset now is made under the new secret, and works.
-        new = result(
-            post(client, "/v2/workspace/authtoken/reset", {"apiKey": tenant.api_key}, tenant.workspace_headers)
-        )
+        new = result(post(client, "/v2/workspace/authtoken/reset", {"apiKey": tenant.api_key},
+                          tenant.workspace_headers))
         headers = {"x-service-api-key": tenant.api_key, "x-service-auth-token": new["newAuthToken"]["token"]}
         result(post(client, "/v2/workspace/activityconfig/get", {}, headers))
     finally:

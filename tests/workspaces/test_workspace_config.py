@@ -11,14 +11,11 @@ from support.helpers import error, issue_paths, new_tenant, post, result
 
 WEBHOOK = "/v2/workspace/advancedwebhookconfig"
 RSA_PUBLIC_KEY = base64.b64encode(
-    rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    .public_key()
-    .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-).decode()
+    rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)).decode()
 ACTIVITY = "/v2/workspace/activityconfig"
 NOTIFY = "/v2/workspace/notificationconfig"
 KEYCFG = "/v2/workspace/apikeyconfig"
-
 
 # --- advanced webhooks -------------------------------------------------------------------------
 
@@ -32,11 +29,7 @@ def test_webhook_first_config_must_enable(client):
     error(post(client, f"{WEBHOOK}/get", {}, t.headers), "FAILED_PRECONDITION")
     data = result(post(client, f"{WEBHOOK}/update", {"isEnabled": True}, t.headers))
     assert data == {
-        "isEnabled": True,
-        "encryptData": False,
-        "encodeData": False,
-        "publicKey": "",
-        "enableDataProtection": False,
+        "isEnabled": True, "encryptData": False, "encodeData": False, "publicKey": "", "enableDataProtection": False
     }
 
 
@@ -92,10 +85,8 @@ def test_activity_request_values_merge_over_seeded_defaults(client):
     t = new_tenant(client)
     body = {
         "activityServiceConfig": {
-            "isEnabled": True,
-            "enabledTime": 1234,
-            "immutable": False,
-            "triggers": {"comment": {"comment_annotation.suggestion_accept": False}},
+            "isEnabled": True, "enabledTime": 1234, "immutable": False,
+            "triggers": {"comment": {"comment_annotation.suggestion_accept": False}}
         }
     }
     cfg = result(post(client, f"{ACTIVITY}/update", body, t.headers))["activityServiceConfig"]
@@ -117,13 +108,11 @@ def test_activity_deep_merge_preserves_omitted_fields(client, clock):
     assert cfg["triggers"]["comment"]["comment_annotation.suggestion_reject"] is False
     assert cfg["triggers"]["comment"]["comment_annotation.suggestion_accept"] is True
     # Disabling keeps everything else; re-enabling does not re-seed.
-    cfg = result(post(client, f"{ACTIVITY}/update", {"activityServiceConfig": {"isEnabled": False}}, t.headers))[
-        "activityServiceConfig"
-    ]
+    cfg = result(post(client, f"{ACTIVITY}/update", {"activityServiceConfig": {"isEnabled": False}},
+                      t.headers))["activityServiceConfig"]
     assert cfg["isEnabled"] is False and cfg["enabledTime"] == enabled_at
-    cfg = result(post(client, f"{ACTIVITY}/update", {"activityServiceConfig": {"isEnabled": True}}, t.headers))[
-        "activityServiceConfig"
-    ]
+    cfg = result(post(client, f"{ACTIVITY}/update", {"activityServiceConfig": {"isEnabled": True}},
+                      t.headers))["activityServiceConfig"]
     assert cfg["triggers"]["comment"]["comment_annotation.suggestion_reject"] is False
 
 
@@ -133,23 +122,14 @@ def test_activity_update_without_enable_does_not_seed(client):
     assert data == {"activityServiceConfig": {"isEnabled": False, "immutable": False}}
 
 
-@pytest.mark.parametrize(
-    "body, path",
-    [
-        ({"activityServiceConfig": {}}, ["activityServiceConfig"]),
-        ({}, ["activityServiceConfig"]),
-        ({"activityServiceConfig": {"isEnabled": 1}}, ["activityServiceConfig", "isEnabled"]),
-        ({"activityServiceConfig": {"enabledTime": "now"}}, ["activityServiceConfig", "enabledTime"]),
-        (
-            {"activityServiceConfig": {"triggers": {"comment": {"comment.bogus": True}}}},
-            ["activityServiceConfig", "triggers", "comment", "comment.bogus"],
-        ),
-        (
-            {"activityServiceConfig": {"triggers": {"comment": {"comment.add": "on"}}}},
-            ["activityServiceConfig", "triggers", "comment", "comment.add"],
-        ),
-    ],
-)
+@pytest.mark.parametrize("body, path",
+                         [({"activityServiceConfig": {}}, ["activityServiceConfig"]), ({}, ["activityServiceConfig"]),
+                          ({"activityServiceConfig": {"isEnabled": 1}}, ["activityServiceConfig", "isEnabled"]),
+                          ({"activityServiceConfig": {"enabledTime": "now"}}, ["activityServiceConfig", "enabledTime"]),
+                          ({"activityServiceConfig": {"triggers": {"comment": {"comment.bogus": True}}}
+                            }, ["activityServiceConfig", "triggers", "comment", "comment.bogus"]),
+                          ({"activityServiceConfig": {"triggers": {"comment": {"comment.add": "on"}}}
+                            }, ["activityServiceConfig", "triggers", "comment", "comment.add"])])
 def test_activity_validation(client, body, path):
     t = new_tenant(client)
     err = error(post(client, f"{ACTIVITY}/update", body, t.headers), "INVALID_ARGUMENT")
@@ -180,10 +160,9 @@ def test_notification_enable_seeds_triggers_only(client):
     t = new_tenant(client)
     data = result(post(client, f"{NOTIFY}/update", {"useNotificationService": True}, t.headers))
     assert data == {
-        "useNotificationService": True,
-        "notificationServiceConfig": {
+        "useNotificationService": True, "notificationServiceConfig": {
             "triggers": {"comment": dict.fromkeys(COMMENT_EVENTS, True), "huddle": dict.fromkeys(HUDDLE_EVENTS, True)}
-        },
+        }
     }
 
 
@@ -192,8 +171,7 @@ def test_notification_seed_keeps_stored_fields_and_merges_request(client):
     body = {"notificationServiceConfig": {"delayConfig": {"isEnabled": True, "delaySeconds": 60}}}
     result(post(client, f"{NOTIFY}/update", body, t.headers))
     body = {
-        "useNotificationService": True,
-        "notificationServiceConfig": {"triggers": {"huddle": {"huddle.join": False}}},
+        "useNotificationService": True, "notificationServiceConfig": {"triggers": {"huddle": {"huddle.join": False}}}
     }
     data = result(post(client, f"{NOTIFY}/update", body, t.headers))
     cfg = data["notificationServiceConfig"]
@@ -223,41 +201,35 @@ def test_notification_batch_merge(client):
     body = {"notificationServiceConfig": {"batchConfig": {"document": {"batchWindowSeconds": 604800}}}}
     data = result(post(client, f"{NOTIFY}/update", body, t.headers))
     assert data["notificationServiceConfig"]["batchConfig"]["document"] == {
-        "isEnabled": True,
-        "maxActivities": 50,
-        "batchWindowSeconds": 604800,
+        "isEnabled": True, "maxActivities": 50, "batchWindowSeconds": 604800
     }
 
 
 @pytest.mark.parametrize(
     "cfg, path",
-    [
-        ({"delayConfig": {"delaySeconds": 9}}, ["delayConfig", "delaySeconds"]),
-        ({"delayConfig": {"delaySeconds": 15552001}}, ["delayConfig", "delaySeconds"]),
-        ({"delayConfig": {"delaySeconds": 10.5}}, ["delayConfig", "delaySeconds"]),
-        ({"batchConfig": {"document": {"batchWindowSeconds": 9}}}, ["batchConfig", "document", "batchWindowSeconds"]),
-        ({"batchConfig": {"user": {"batchWindowSeconds": 604801}}}, ["batchConfig", "user", "batchWindowSeconds"]),
-        ({"batchConfig": {"user": {"maxActivities": 1}}}, ["batchConfig", "user", "maxActivities"]),
-        ({"batchConfig": {"document": {"maxActivities": 51}}}, ["batchConfig", "document", "maxActivities"]),
-        ({"triggers": {"huddle": {"huddle.leave": True}}}, ["triggers", "huddle", "huddle.leave"]),
-    ],
-)
+    [({"delayConfig": {"delaySeconds": 9}}, ["delayConfig", "delaySeconds"]),
+     ({"delayConfig": {"delaySeconds": 15552001}}, ["delayConfig", "delaySeconds"]),
+     ({"delayConfig": {"delaySeconds": 10.5}}, ["delayConfig", "delaySeconds"]),
+     ({"batchConfig": {"document": {"batchWindowSeconds": 9}}}, ["batchConfig", "document", "batchWindowSeconds"]),
+     ({"batchConfig": {"user": {"batchWindowSeconds": 604801}}}, ["batchConfig", "user", "batchWindowSeconds"]),
+     ({"batchConfig": {"user": {"maxActivities": 1}}}, ["batchConfig", "user", "maxActivities"]),
+     ({"batchConfig": {"document": {"maxActivities": 51}}}, ["batchConfig", "document", "maxActivities"]),
+     ({"triggers": {"huddle": {"huddle.leave": True}}}, ["triggers", "huddle", "huddle.leave"])])
 def test_notification_out_of_range(client, cfg, path):
     t = new_tenant(client)
     err = error(post(client, f"{NOTIFY}/update", {"notificationServiceConfig": cfg}, t.headers), "INVALID_ARGUMENT")
     assert ["notificationServiceConfig", *path] in issue_paths(err)
     # Nothing was written.
-    assert result(post(client, f"{NOTIFY}/get", {}, t.headers))["notificationServiceConfig"]["delayConfig"] == {
-        "isEnabled": False,
-        "delaySeconds": 10,
-    }
+    assert result(
+        post(client, f"{NOTIFY}/get", {},
+             t.headers))["notificationServiceConfig"]["delayConfig"] == {"isEnabled": False, "delaySeconds": 10}
 
 
 def test_notification_bounds_inclusive(client):
     t = new_tenant(client)
     cfg = {
         "delayConfig": {"delaySeconds": 15552000},
-        "batchConfig": {"user": {"batchWindowSeconds": 10, "maxActivities": 2}},
+        "batchConfig": {"user": {"batchWindowSeconds": 10, "maxActivities": 2}}
     }
     result(post(client, f"{NOTIFY}/update", {"notificationServiceConfig": cfg}, t.headers))
 
@@ -277,19 +249,16 @@ def test_api_key_config_stores_provider_keys_encrypted(client, db):
     body = {"enableAdvancedQueries": True, "aiModelApiKey": [{"provider": "openai", "customerApiKey": secret}]}
     data = result(post(client, f"{KEYCFG}/update", body, t.headers))
     assert data == {
-        "enableAdvancedQueries": True,
-        "aiModelApiKey": [{"provider": "openai", "isSet": True, "last4": "9876"}],
+        "enableAdvancedQueries": True, "aiModelApiKey": [{"provider": "openai", "isSet": True, "last4": "9876"}]
     }
     assert secret not in str(data)
-    rows = db.execute("select * from ai_provider_keys where api_key_id = %s", (t.api_key,)).fetchall()
+    rows = db.execute("select * from ai_provider_keys where api_key_id = %s", (t.api_key, )).fetchall()
     assert len(rows) == 1 and secret.encode() not in bytes(rows[0]["key_enc"])
     assert result(post(client, f"{KEYCFG}/get", {}, t.headers)) == data
     # null removes a key; other settings are untouched.
     body = {"aiModelApiKey": [{"provider": "openai", "customerApiKey": None}]}
-    assert result(post(client, f"{KEYCFG}/update", body, t.headers)) == {
-        "enableAdvancedQueries": True,
-        "aiModelApiKey": [],
-    }
+    assert result(post(client, f"{KEYCFG}/update", body,
+                       t.headers)) == {"enableAdvancedQueries": True, "aiModelApiKey": []}
 
 
 def test_provider_key_ciphertext_is_bound_to_its_tenant(client, db, live):
@@ -306,30 +275,18 @@ def test_provider_key_ciphertext_is_bound_to_its_tenant(client, db, live):
     # Copy b's ciphertext into a's row: it must not open as a's key.
     db.execute(
         "update ai_provider_keys set key_enc = (select key_enc from ai_provider_keys where api_key_id = %s)"
-        " where api_key_id = %s",
-        (b.api_key, a.api_key),
-    )
+        " where api_key_id = %s", (b.api_key, a.api_key))
     with pytest.raises(ApiError) as caught:
         live.run(provider_api_key(live.svc, tenant=ta, provider="anthropic"))
     assert caught.value.code == "FAILED_PRECONDITION"
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        {},
-        {"aiModelApiKey": [{"provider": "mistral", "customerApiKey": "sk-12345678"}]},
-        {"aiModelApiKey": [{"provider": "openai"}]},
-        {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-1"}]},
-        {"enableAdvancedQueries": "true"},
-        {
-            "aiModelApiKey": [
-                {"provider": "openai", "customerApiKey": "sk-12345678"},
-                {"provider": "openai", "customerApiKey": "sk-87654321"},
-            ]
-        },
-    ],
-)
+@pytest.mark.parametrize("body", [{}, {"aiModelApiKey": [{"provider": "mistral", "customerApiKey": "sk-12345678"}]}, {
+    "aiModelApiKey": [{"provider": "openai"}]
+}, {"aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-1"}]}, {"enableAdvancedQueries": "true"}, {
+    "aiModelApiKey": [{"provider": "openai", "customerApiKey": "sk-12345678"},
+                      {"provider": "openai", "customerApiKey": "sk-87654321"}]
+}])
 def test_api_key_config_validation(client, body):
     t = new_tenant(client)
     error(post(client, f"{KEYCFG}/update", body, t.headers), "INVALID_ARGUMENT")

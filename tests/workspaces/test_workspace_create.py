@@ -36,19 +36,12 @@ def test_defaults_follow_name(client):
     assert ws["name"] == "Acme"
 
 
-@pytest.mark.parametrize(
-    "data, path",
-    [
-        ({"name": "x" * 201}, ["name"]),
-        ({"workspaceName": "x" * 201}, ["workspaceName"]),
-        ({"name": ""}, ["name"]),
-        ({"workspaceName": "   "}, ["workspaceName"]),
-        ({"avatar": "https://a.io/" + "x" * 2000}, ["avatar"]),
-        ({"avatar": "not a url"}, ["avatar"]),
-        ({"name": 42}, ["name"]),
-        ({"ownerEmail": "no-at-sign"}, ["ownerEmail"]),
-    ],
-)
+@pytest.mark.parametrize("data, path", [({"name": "x" * 201}, ["name"]),
+                                        ({"workspaceName": "x" * 201}, ["workspaceName"]), ({"name": ""}, ["name"]),
+                                        ({"workspaceName": "   "}, ["workspaceName"]),
+                                        ({"avatar": "https://a.io/" + "x" * 2000}, ["avatar"]),
+                                        ({"avatar": "not a url"}, ["avatar"]), ({"name": 42}, ["name"]),
+                                        ({"ownerEmail": "no-at-sign"}, ["ownerEmail"])])
 def test_create_validation(client, data, path):
     err = error(create_workspace(client, **data), "INVALID_ARGUMENT")
     assert issue_paths(err) == [path]
@@ -70,7 +63,7 @@ def test_disposable_domain_refused_and_nothing_written(client, db):
     email = f"someone-{fresh_ip()}@mailinator.com"
     err = error(create_workspace(client, ownerEmail=email), "INVALID_ARGUMENT")
     assert issue_paths(err) == [["ownerEmail"]]
-    assert db.execute("select count(*) as n from workspaces where owner_email = %s", (email,)).fetchone()["n"] == 0
+    assert db.execute("select count(*) as n from workspaces where owner_email = %s", (email, )).fetchone()["n"] == 0
 
 
 def test_second_workspace_same_name_already_exists(client):
@@ -114,12 +107,11 @@ def test_ip_rate_limit(client, clock):
 
 def test_tokens_are_not_stored_in_clear(client, db):
     tenant = new_tenant(client)
-    ws_row = db.execute("select * from workspaces where id = %s", (tenant.workspace["id"],)).fetchone()
-    token_rows = db.execute("select * from auth_tokens where api_key_id = %s", (tenant.api_key,)).fetchall()
+    ws_row = db.execute("select * from workspaces where id = %s", (tenant.workspace["id"], )).fetchone()
+    token_rows = db.execute("select * from auth_tokens where api_key_id = %s", (tenant.api_key, )).fetchall()
     assert len(token_rows) == 1
     dumped = repr(ws_row) + repr(token_rows)
     for secret in (tenant.workspace["authToken"], tenant.auth_token):
         assert secret not in dumped
         assert secret.encode() not in b"".join(
-            bytes(v) for r in [ws_row, *token_rows] for v in r.values() if isinstance(v, (bytes, memoryview))
-        )
+            bytes(v) for r in [ws_row, *token_rows] for v in r.values() if isinstance(v, (bytes, memoryview)))

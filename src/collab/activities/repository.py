@@ -30,17 +30,13 @@ async def upsert_many(conn: Conn, *, api_key_id: str, records: list[dict[str, An
     return flags
 
 
-async def add_at_once(
-    conn: Conn, *, api_key_id: str, records: list[dict[str, Any]], events: bool, job_id: str, derive_ids: list[str]
-) -> dict[str, Any]:
+async def add_at_once(conn: Conn, *, api_key_id: str, records: list[dict[str, Any]], events: bool, job_id: str,
+                      derive_ids: list[str]) -> dict[str, Any]:
     """The one-statement activities/add (see the query): {enabled, follows, logged, queued}; on an autocommit
     connection it commits as it returns."""
     params = {
-        "api_key_id": api_key_id,
-        "records": Jsonb(records),
-        "events": events,
-        "job_id": job_id,
-        "derive_ids": derive_ids,
+        "api_key_id": api_key_id, "records": Jsonb(records), "events": events, "job_id": job_id,
+        "derive_ids": derive_ids
     }
     row = await fetch_one(conn, q.add_activities, params)
     assert row is not None, "authenticated API key vanished"
@@ -50,14 +46,8 @@ async def add_at_once(
 async def update(conn: Conn, *, api_key_id: str, organization_id: str, id: str, fields: dict[str, Any]) -> bool:
     """Change only the given fields; False when no such activity exists in the organization."""
     params: dict[str, Any] = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id}
-    for column in (
-        "changes",
-        "entity_data",
-        "entity_target_data",
-        "display_message_template",
-        "display_message_template_data",
-        "action_icon",
-    ):
+    for column in ("changes", "entity_data", "entity_target_data", "display_message_template",
+                   "display_message_template_data", "action_icon"):
         params[f"set_{column}"] = column in fields
         params[column] = fields.get(column)
     return await execute(conn, q.update_activity, _json(params)) > 0
@@ -67,53 +57,23 @@ async def get(conn: Conn, *, api_key_id: str, id: str) -> dict[str, Any] | None:
     return await fetch_one(conn, q.get_activity, {"api_key_id": api_key_id, "id": id})
 
 
-async def list_page(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str | None,
-    target_entity_id: str | None,
-    feature_types: Sequence[str] | None,
-    action_types: list[str] | None,
-    user_id: str | None,
-    activity_ids: list[str] | None,
-    after_ts: int | None,
-    desc: bool,
-    after_id: str | None,
-    limit: int,
-    budget: int,
-) -> list[dict[str, Any]]:
+async def list_page(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None,
+                    target_entity_id: str | None, feature_types: Sequence[str] | None, action_types: list[str] | None,
+                    user_id: str | None, activity_ids: list[str] | None, after_ts: int | None, desc: bool,
+                    after_id: str | None, limit: int, budget: int) -> list[dict[str, Any]]:
     filters = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "target_entity_id": target_entity_id,
-        "feature_types": feature_types,
-        "action_types": action_types,
-        "user_id": user_id,
-        "activity_ids": activity_ids,
-        "after_ts": after_ts,
-        "desc": desc,
-        "after_id": after_id,
-        "limit": limit,
-        "budget": budget,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "target_entity_id": target_entity_id, "feature_types": feature_types, "action_types": action_types,
+        "user_id": user_id, "activity_ids": activity_ids, "after_ts": after_ts, "desc": desc, "after_id": after_id,
+        "limit": limit, "budget": budget
     }
     return await fetch_all(conn, q.list_activities, filters)
 
 
-async def delete(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str | None,
-    activity_ids: list[str] | None,
-) -> list[str]:
+async def delete(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None,
+                 activity_ids: list[str] | None) -> list[str]:
     filters = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "activity_ids": activity_ids,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "activity_ids": activity_ids
     }
     return [r["id"] for r in await fetch_all(conn, q.delete_activities, filters)]

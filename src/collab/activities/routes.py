@@ -27,14 +27,10 @@ async def add(body: Envelope[AddActivities], tenant: Tenant = Depends(api_key_au
     return ok(result, result["message"])
 
 
-@router.post(
-    "/activities/update",
-    summary="Update activity log records [API-key auth]",
-    responses=answer(dict[str, ActivityOutcome]),
-)
-async def update(
-    body: Envelope[UpdateActivities], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
-):
+@router.post("/activities/update", summary="Update activity log records [API-key auth]",
+             responses=answer(dict[str, ActivityOutcome]))
+async def update(body: Envelope[UpdateActivities], tenant: Tenant = Depends(api_key_auth),
+                 svc: Services = Depends(services)):
     return ok(await service.update(svc, tenant=tenant, data=body.data), "Activities processed.")
 
 
@@ -44,11 +40,9 @@ async def get(body: Envelope[GetActivities], tenant: Tenant = Depends(api_key_au
     return listed(records, token, "Activities retrieved successfully.")
 
 
-@router.post(
-    "/activities/delete", summary="Delete activity log records [API-key auth]", responses=answer(ActivitiesDeleted)
-)
-async def delete(
-    body: Envelope[DeleteActivities], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
-):
+@router.post("/activities/delete", summary="Delete activity log records [API-key auth]",
+             responses=answer(ActivitiesDeleted))
+async def delete(body: Envelope[DeleteActivities], tenant: Tenant = Depends(api_key_auth),
+                 svc: Services = Depends(services)):
     result = await service.delete(svc, tenant=tenant, data=body.data)
     return ok(result, result["message"])

@@ -42,13 +42,8 @@ class ActivityIn(Model):
 
     _rules = rules(
         rule("featureType", "targetEntityId")(
-            lambda v: (
-                Broken("targetEntityId", "targetEntityId is required when featureType is custom")
-                if v.get("featureType") == "custom" and not v.get("targetEntityId")
-                else None
-            )
-        )
-    )
+            lambda v: (Broken("targetEntityId", "targetEntityId is required when featureType is custom")
+                       if v.get("featureType") == "custom" and not v.get("targetEntityId") else None)))
 
 
 class AddActivities(Model):
@@ -91,37 +86,21 @@ class DeleteActivities(Model):
     activityIds: list[fields.Id] = Field(None, min_length=1, max_length=500)
 
     _rules = rules(
-        rule("documentId", "activityIds")(
-            lambda v: (
-                Broken(None, "Provide activityIds or documentId")
-                if not v.get("documentId") and not v.get("activityIds")
-                else None
-            )
-        )
-    )
+        rule("documentId",
+             "activityIds")(lambda v: (Broken(None, "Provide activityIds or documentId")
+                                       if not v.get("documentId") and not v.get("activityIds") else None)))
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
-
 # An activity's columns by the spec's field names (Activity.wire).
 _ACTIVITY_FIELDS = {
-    "id": "id",
-    "organization_id": "organizationId",
-    "document_id": "documentId",
-    "feature_type": "featureType",
-    "action_type": "actionType",
-    "action_user": "actionUser",
-    "target_entity_id": "targetEntityId",
-    "target_sub_entity_id": "targetSubEntityId",
-    "changes": "changes",
-    "entity_data": "entityData",
-    "entity_target_data": "entityTargetData",
-    "display_message_template": "displayMessageTemplate",
-    "display_message_template_data": "displayMessageTemplateData",
-    "action_icon": "actionIcon",
-    "is_activity_resolver_used": "isActivityResolverUsed",
-    "timestamp": "timestamp",
+    "id": "id", "organization_id": "organizationId", "document_id": "documentId", "feature_type": "featureType",
+    "action_type": "actionType", "action_user": "actionUser", "target_entity_id": "targetEntityId",
+    "target_sub_entity_id": "targetSubEntityId", "changes": "changes", "entity_data": "entityData",
+    "entity_target_data": "entityTargetData", "display_message_template": "displayMessageTemplate",
+    "display_message_template_data": "displayMessageTemplateData", "action_icon": "actionIcon",
+    "is_activity_resolver_used": "isActivityResolverUsed", "timestamp": "timestamp"
 }
 
 

@@ -26,24 +26,14 @@ _follows: dict[str, float] = {}
 
 def row(activity: Any, *, id: str, organization_id: str, document_id: str | None, now: int) -> dict[str, Any]:
     """The stored row of one wire activity (stamped `now` when it carries no timestamp)."""
-    return dict(
-        id=id,
-        organization_id=organization_id,
-        document_id=document_id,
-        feature_type=activity.featureType,
-        action_type=activity.actionType,
-        action_user=activity.actionUser.model_dump(exclude_none=True),
-        target_entity_id=activity.targetEntityId,
-        target_sub_entity_id=activity.targetSubEntityId,
-        changes=activity.changes,
-        entity_data=activity.entityData,
-        entity_target_data=activity.entityTargetData,
-        display_message_template=activity.displayMessageTemplate,
-        display_message_template_data=activity.displayMessageTemplateData,
-        action_icon=activity.actionIcon,
-        is_activity_resolver_used=activity.isActivityResolverUsed,
-        timestamp=activity.timestamp if activity.timestamp is not None else now,
-    )
+    return dict(id=id, organization_id=organization_id, document_id=document_id, feature_type=activity.featureType,
+                action_type=activity.actionType, action_user=activity.actionUser.model_dump(exclude_none=True),
+                target_entity_id=activity.targetEntityId, target_sub_entity_id=activity.targetSubEntityId,
+                changes=activity.changes, entity_data=activity.entityData, entity_target_data=activity.entityTargetData,
+                display_message_template=activity.displayMessageTemplate,
+                display_message_template_data=activity.displayMessageTemplateData, action_icon=activity.actionIcon,
+                is_activity_resolver_used=activity.isActivityResolverUsed,
+                timestamp=activity.timestamp if activity.timestamp is not None else now)
 
 
 async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str, Any]:
@@ -71,9 +61,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddActivities) -> dict[str
 
 
 def _not_enabled() -> ApiError:
-    return ApiError(
-        "FAILED_PRECONDITION", "The activity service is not enabled: enable it with workspace/activityconfig/update."
-    )
+    return ApiError("FAILED_PRECONDITION",
+                    "The activity service is not enabled: enable it with workspace/activityconfig/update.")
 
 
 def to_derive(records: list[dict[str, Any]], fresh_ids: frozenset[str] = frozenset()) -> list[str]:
@@ -83,9 +72,8 @@ def to_derive(records: list[dict[str, Any]], fresh_ids: frozenset[str] = frozens
     return [r["id"] for r in records if r["action_type"] in JUDGED_EVENTS or r["id"] not in fresh_ids]
 
 
-async def _add_at_once(
-    svc: Services, *, api_key_id: str, records: list[dict[str, Any]], fresh_ids: frozenset[str]
-) -> int | None:
+async def _add_at_once(svc: Services, *, api_key_id: str, records: list[dict[str, Any]],
+                       fresh_ids: frozenset[str]) -> int | None:
     """The usual add in one statement (a round trip instead of five); how many were logged, or None when the write
     needs the transaction path: an id repeated, the notification service on, a webhook event with an endpoint."""
     if len({r["id"] for r in records}) < len(records) or _follows.get(api_key_id, 0.0) > time.monotonic():
@@ -93,14 +81,8 @@ async def _add_at_once(
     events = any(webhook_events.emits(Activity.wire(r)) for r in records)
     job_id = new_id("job_")
     async with svc.pool.connection() as conn:
-        done = await repo.add_at_once(
-            conn,
-            api_key_id=api_key_id,
-            records=records,
-            events=events,
-            job_id=job_id,
-            derive_ids=to_derive(records, fresh_ids),
-        )
+        done = await repo.add_at_once(conn, api_key_id=api_key_id, records=records, events=events, job_id=job_id,
+                                      derive_ids=to_derive(records, fresh_ids))
         if not done["enabled"]:
             raise _not_enabled()
         if done["follows"]:  # nothing was written
@@ -113,9 +95,8 @@ async def _add_at_once(
     return done["logged"]
 
 
-async def _add_in_transaction(
-    svc: Services, *, tenant: Tenant, data: AddActivities, records: list[dict[str, Any]], fresh_ids: frozenset[str]
-) -> int:
+async def _add_in_transaction(svc: Services, *, tenant: Tenant, data: AddActivities, records: list[dict[str, Any]],
+                              fresh_ids: frozenset[str]) -> int:
     """The add with notifications and webhook events, in order, in one transaction; how many were logged."""
     async with transaction(svc.pool, svc.redis) as tx:
         # Read in the write's transaction: one connection and round trip serve the check and the notifications.
@@ -125,38 +106,17 @@ async def _add_in_transaction(
             raise _not_enabled()
         triggers = (config.get("triggers") or {}).get("comment") or {}
         records = [r for r in records if triggers.get(r["action_type"]) is not False]  # off in the triggers: skipped
-        await publish(
-            tx,
-            svc,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            records=records,
-            store=True,
-            notification_config=settings["notification_config"],
-            webhooks=webhook_events.enabled(settings["webhook_config"]),
-            fresh_ids=fresh_ids,
-        )
+        await publish(tx, svc, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                      document_id=data.documentId, records=records, store=True,
+                      notification_config=settings["notification_config"],
+                      webhooks=webhook_events.enabled(settings["webhook_config"]), fresh_ids=fresh_ids)
     return len(records)
 
 
-async def publish(
-    tx: Tx,
-    svc: Services,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str,
-    records: list[dict[str, Any]],
-    store: bool,
-    notification_config: dict[str, Any] | None,
-    webhooks: bool,
-    notify: bool = True,
-    participants: Iterable[str] = (),
-    exclude: Iterable[str] = (),
-    fresh_ids: frozenset[str] = frozenset(),
-    restricted_to: Iterable[str] | None = None,
-) -> None:
+async def publish(tx: Tx, svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
+                  records: list[dict[str, Any]], store: bool, notification_config: dict[str, Any] | None,
+                  webhooks: bool, notify: bool = True, participants: Iterable[str] = (), exclude: Iterable[str] = (),
+                  fresh_ids: frozenset[str] = frozenset(), restricted_to: Iterable[str] | None = None) -> None:
     """The one path of activity records (activities/add and every comment write): stored when `store` (judgments
     follow in the worker, see `to_derive`), then, for records new to the log, webhook events (when the key's
     `webhooks` are on) and notifications (when `notify`, by the key's stored `notification_config`; `participants`
@@ -170,39 +130,23 @@ async def publish(
     if new:
         now = svc.now_ms()
         if webhooks:  # off: no endpoint takes an event, and asking would cost a round trip per event
-            await webhook_events.on_activities(
-                tx,
-                now=now,
-                api_key_id=api_key_id,
-                organization_id=organization_id,
-                document_id=document_id,
-                activities=[Activity.wire(r) for r in new],
-            )
+            await webhook_events.on_activities(tx, now=now, api_key_id=api_key_id, organization_id=organization_id,
+                                               document_id=document_id, activities=[Activity.wire(r) for r in new])
         if notify:
-            await notification_engine.on_activities(
-                tx.conn,
-                svc=svc,
-                api_key_id=api_key_id,
-                organization_id=organization_id,
-                document_id=document_id,
-                stored=notification_config,
-                activities=new,
-                participants=participants,
-                exclude=exclude,
-                restricted_to=restricted_to,
-            )
+            await notification_engine.on_activities(tx.conn, svc=svc, api_key_id=api_key_id,
+                                                    organization_id=organization_id, document_id=document_id,
+                                                    stored=notification_config, activities=new,
+                                                    participants=participants, exclude=exclude,
+                                                    restricted_to=restricted_to)
     derive = to_derive(records, fresh_ids) if store else []
     if derive:
         await tx.enqueue("derive_judgments", api_key_id=api_key_id, activity_ids=derive)
 
 
 _FIELDS = {
-    "changes": "changes",
-    "entityData": "entity_data",
-    "entityTargetData": "entity_target_data",
-    "displayMessageTemplate": "display_message_template",
-    "displayMessageTemplateData": "display_message_template_data",
-    "actionIcon": "action_icon",
+    "changes": "changes", "entityData": "entity_data", "entityTargetData": "entity_target_data",
+    "displayMessageTemplate": "display_message_template", "displayMessageTemplateData": "display_message_template_data",
+    "actionIcon": "action_icon"
 }
 
 
@@ -214,12 +158,10 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateActivities) -> di
         for entry in data.activities:
             sent = entry.model_dump(exclude_unset=True)
             fields = {_FIELDS[k]: v for k, v in sent.items() if k in _FIELDS}
-            found = await repo.update(
-                tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, id=entry.id, fields=fields
-            )
+            found = await repo.update(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                      id=entry.id, fields=fields)
             results[entry.id] = {
-                "success": found,
-                "message": "Activity updated." if found else "Failed to update activity.",
+                "success": found, "message": "Activity updated." if found else "Failed to update activity."
             }
             if found:
                 changed.append(entry.id)
@@ -228,9 +170,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateActivities) -> di
     return results
 
 
-async def list_activities(
-    svc: Services, *, tenant: Tenant, data: GetActivities
-) -> tuple[list[dict[str, Any]], str | None]:
+async def list_activities(svc: Services, *, tenant: Tenant,
+                          data: GetActivities) -> tuple[list[dict[str, Any]], str | None]:
     """A page of activities, newest first by default, at most `pageSize` records and about
     `max_response_bytes` of JSON (at least one record), and the token of the next page."""
     # The token is bound to the filters and order: used with others it would skip or repeat rows.
@@ -239,33 +180,17 @@ async def list_activities(
     after_ts, after_id = pager.after(data.pageToken, 2)
     budget = svc.settings.max_response_bytes
     async with svc.pool.connection() as conn:
-        rows = await repo.list_page(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            target_entity_id=data.targetEntityId,
-            feature_types=data.featureTypes,
-            action_types=data.actionTypes,
-            user_id=data.userId,
-            activity_ids=data.activityIds,
-            after_ts=after_ts,
-            after_id=after_id,
-            desc=data.order == "desc",
-            limit=data.pageSize + 1,
-            budget=budget,
-        )
+        rows = await repo.list_page(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    document_id=data.documentId, target_entity_id=data.targetEntityId,
+                                    feature_types=data.featureTypes, action_types=data.actionTypes, user_id=data.userId,
+                                    activity_ids=data.activityIds, after_ts=after_ts, after_id=after_id,
+                                    desc=data.order == "desc", limit=data.pageSize + 1, budget=budget)
     return pager.cut(rows, data.pageSize, "timestamp", "id", render=Activity.wire, budget=budget)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteActivities) -> dict[str, Any]:
     """Remove activities; the judgments derived from them go too."""
     async with transaction(svc.pool, svc.redis) as tx:
-        deleted = await repo.delete(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            activity_ids=data.activityIds,
-        )
+        deleted = await repo.delete(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    document_id=data.documentId, activity_ids=data.activityIds)
     return {"success": True, "message": f"{len(deleted)} activities deleted.", "deletedIds": deleted}

@@ -18,16 +18,15 @@ _FAILURES = {
     # A provider that hangs past the call's budget is the request's deadline (504), whichever timer fires first.
     "timeout": ("DEADLINE_EXCEEDED", "{provider} did not answer in time; retry later."),
     "auth": ("FAILED_PRECONDITION", "The {provider} API key configured for this workspace was rejected by {provider}."),
-    "bad_request": ("INVALID_ARGUMENT", "{message}"),
+    "bad_request": ("INVALID_ARGUMENT", "{message}")
 }
 
 
 # Awaited by the API: a timeout just past its own deadline; a second try only when the first ended without an
 # outcome (its worker died or was stopped) while the caller still waits.
 @job(lane="ai", awaited=True, timeout=past("ask_ai_timeout_s"), max_tries=2)
-async def ask_ai(
-    ctx: dict, *, api_key_id: str, workspace_id: str, model: str, prompt: str, text: str
-) -> dict[str, Any]:
+async def ask_ai(ctx: dict, *, api_key_id: str, workspace_id: str, model: str, prompt: str,
+                 text: str) -> dict[str, Any]:
     """Rewrite `text` following `prompt` with the workspace's own key for the model's provider."""
     svc: Services = ctx["svc"]
     settings = svc.settings
@@ -38,15 +37,9 @@ async def ask_ai(
         return {"success": False, "error": f"No API key configured for provider: {route.provider.display}"}
     usage.count(svc, "ask_ai", workspace_id=workspace_id, label=route.provider.id)  # calls made to the provider
     try:
-        completion = await complete(
-            route,
-            messages=messages_for(route, system=prompt, user=text),
-            api_key=key,
-            api_base=base_url(settings, route.provider),
-            timeout_s=settings.llm_call_timeout_s,
-            attempts=settings.llm_attempts,
-            backoff_s=settings.llm_retry_backoff_s,
-        )
+        completion = await complete(route, messages=messages_for(route, system=prompt, user=text), api_key=key,
+                                    api_base=base_url(settings, route.provider), timeout_s=settings.llm_call_timeout_s,
+                                    attempts=settings.llm_attempts, backoff_s=settings.llm_retry_backoff_s)
     except LlmError as exc:
         code, template = _FAILURES.get(exc.kind, ("INTERNAL", "{message}"))
         raise ApiError(code, template.format(provider=route.provider.display, message=exc.message)) from None

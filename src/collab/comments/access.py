@@ -25,26 +25,17 @@ async def writable(conn: Conn, *, tenant: Tenant, organization_id: str, create: 
 
 
 async def document_exists(conn: Conn, *, tenant: Tenant, organization_id: str, document_id: str) -> bool:
-    found = await permissions_repo.document_folders(
-        conn, api_key_id=tenant.api_key_id, organization_id=organization_id, ids=[document_id]
-    )
+    found = await permissions_repo.document_folders(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
+                                                    ids=[document_id])
     return document_id in found
 
 
-async def verify(
-    conn: Conn, *, tenant: Tenant, organization_id: str, document_id: str, user_ids: set[str], role: str, now: int
-) -> None:
+async def verify(conn: Conn, *, tenant: Tenant, organization_id: str, document_id: str, user_ids: set[str], role: str,
+                 now: int) -> None:
     """PERMISSION_DENIED unless every user holds at least `role` (viewer or editor) on the document."""
     ranks = {"viewer": 1, "editor": 2}
-    access = await effective(
-        conn,
-        tenant=tenant,
-        organization_id=organization_id,
-        user_ids=sorted(user_ids),
-        folder_ids=[],
-        document_ids=[document_id],
-        now_ms=now,
-    )
+    access = await effective(conn, tenant=tenant, organization_id=organization_id, user_ids=sorted(user_ids),
+                             folder_ids=[], document_ids=[document_id], now_ms=now)
     for user_id in sorted(user_ids):
         entry = access[user_id]["documents"][document_id]
         if ranks.get(entry.get("accessRole"), 0) < ranks[role]:

@@ -21,16 +21,10 @@ TOKEN_BYTES = 300  # room for a cut thread's commentsPageToken
 def comments_pager(svc: Services, tenant: Tenant, thread: dict[str, Any], ids: list[int] | None) -> paging.Pager:
     """Page tokens of one thread's comments (comments/get), for these ids or all."""
     return paging.Pager.for_query(
-        svc.keyring,
-        tenant.api_key_id,
-        "comments",
-        {
-            "organizationId": thread["organization_id"],
-            "documentId": thread["document_id"],
-            "annotationId": thread["id"],
-            "commentIds": ids,
-        },
-    )
+        svc.keyring, tenant.api_key_id, "comments", {
+            "organizationId": thread["organization_id"], "documentId": thread["document_id"],
+            "annotationId": thread["id"], "commentIds": ids
+        })
 
 
 def _take(rows: list[dict[str, Any]], size: int, budget: int, truncated: bool) -> list[tuple[dict, int | None]]:
@@ -64,25 +58,15 @@ def _fitting(group: list[dict[str, Any]], room: int) -> int:
     return upto
 
 
-async def threads(
-    conn: Conn,
-    svc: Services,
-    *,
-    tenant: Tenant,
-    organization_id: str,
-    filters: dict[str, Any],
-    pager: paging.Pager,
-    after: list[Any],
-    desc: bool,
-    size: int,
-) -> tuple[list[Any], list[dict], str | None]:
+async def threads(conn: Conn, svc: Services, *, tenant: Tenant, organization_id: str, filters: dict[str, Any],
+                  pager: paging.Pager, after: list[Any], desc: bool,
+                  size: int) -> tuple[list[Any], list[dict], str | None]:
     """A page of threads with their comments: (records as rendered, their rows, the next page's token)."""
     budget = svc.settings.max_response_bytes
     key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": organization_id}
     rows_cap = budget // MIN_ROW_BYTES + 2  # more rows than this cannot fit the budget
-    plan = await repo.plan_page(
-        conn, **key, **filters, after_ts=after[0], after_id=after[1], desc=desc, limit=size + 1, rows=rows_cap
-    )
+    plan = await repo.plan_page(conn, **key, **filters, after_ts=after[0], after_id=after[1], desc=desc, limit=size + 1,
+                                rows=rows_cap)
     taken = _take(plan, size, budget, truncated=len(plan) >= rows_cap)
     if not taken:
         return [], [], None
@@ -95,50 +79,30 @@ async def threads(
     served = [(found[i], upto) for i, (_, upto) in zip(ids, taken) if i in found]
     records = [_record(svc, tenant, row, comments.get(row["id"], []), upto) for row, upto in served]
     blobs = paging.fit(records, budget)
-    rows = [row for row, _ in served[: len(blobs)]]
+    rows = [row for row, _ in served[:len(blobs)]]
     more = len(blobs) < len(served) or len(taken) < plan[0]["fetched"]
-    token = (
-        paging.encode(rows[-1]["updated_at"], rows[-1]["id"], keyring=pager.keyring, scope=pager.scope)
-        if more and rows
-        else None
-    )
+    token = (paging.encode(rows[-1]["updated_at"], rows[-1]["id"], keyring=pager.keyring, scope=pager.scope)
+             if more and rows else None)
     return [orjson.Fragment(b) for b in blobs], rows, token
 
 
-def _record(
-    svc: Services, tenant: Tenant, row: dict[str, Any], comments: list[dict[str, Any]], upto: int | None
-) -> dict[str, Any]:
+def _record(svc: Services, tenant: Tenant, row: dict[str, Any], comments: list[dict[str, Any]],
+            upto: int | None) -> dict[str, Any]:
     """A thread as get shows it; one cut inside says where its comments go on."""
     record = render.annotation(row, comments)
     if upto is not None:
-        record["commentsPageToken"] = paging.encode(
-            upto, keyring=svc.keyring, scope=comments_pager(svc, tenant, row, None).scope
-        )
+        record["commentsPageToken"] = paging.encode(upto, keyring=svc.keyring,
+                                                    scope=comments_pager(svc, tenant, row, None).scope)
     return record
 
 
-async def comments(
-    conn: Conn,
-    svc: Services,
-    *,
-    tenant: Tenant,
-    thread: dict[str, Any],
-    ids: list[int] | None,
-    size: int,
-    token: str | None,
-) -> tuple[list[Any], str | None]:
+async def comments(conn: Conn, svc: Services, *, tenant: Tenant, thread: dict[str, Any], ids: list[int] | None,
+                   size: int, token: str | None) -> tuple[list[Any], str | None]:
     """A page of one thread's comments in id order: at most `size` and the response budget (at least one)."""
     budget = svc.settings.max_response_bytes
     pager = comments_pager(svc, tenant, thread, ids)
-    (after,) = pager.after(token, 1)
-    rows = await repo.comments_page(
-        conn,
-        api_key_id=tenant.api_key_id,
-        organization_id=thread["organization_id"],
-        annotation_id=thread["id"],
-        comment_ids=ids,
-        after_id=after,
-        limit=size + 1,
-        budget=budget,
-    )
+    (after, ) = pager.after(token, 1)
+    rows = await repo.comments_page(conn, api_key_id=tenant.api_key_id, organization_id=thread["organization_id"],
+                                    annotation_id=thread["id"], comment_ids=ids, after_id=after, limit=size + 1,
+                                    budget=budget)
     return pager.cut(rows, size, "id", render=render.comment, budget=budget)

@@ -13,13 +13,9 @@ def comment(row: dict[str, Any]) -> dict[str, Any]:
     if row["comment_html"] is not None:
         record["commentHtml"] = row["comment_html"]
     record |= {
-        "from": row["from_user"],
-        "createdAt": row["created_at"],
-        "lastUpdated": row["updated_at"],
-        "isEdited": row["is_edited"],
-        "taggedUserContacts": row["tagged"],
-        "reactions": row["reactions"],
-        "attachments": row["attachments"],
+        "from": row["from_user"], "createdAt": row["created_at"], "lastUpdated": row["updated_at"],
+        "isEdited": row["is_edited"], "taggedUserContacts": row["tagged"], "reactions": row["reactions"],
+        "attachments": row["attachments"]
     }
     if row["agent"] is not None:
         record["agent"] = row["agent"]
@@ -29,9 +25,7 @@ def comment(row: dict[str, Any]) -> dict[str, Any]:
 def annotation(row: dict[str, Any], comments: list[dict[str, Any]] | None) -> dict[str, Any]:
     """A thread with its comments (rendered already); without them (None) as event snapshots carry it."""
     record: dict[str, Any] = {
-        "annotationId": row["id"],
-        "documentId": row["document_id"],
-        "organizationId": row["organization_id"],
+        "annotationId": row["id"], "documentId": row["document_id"], "organizationId": row["organization_id"]
     }
     for column, wire in (("location", "location"), ("target_element", "targetElement")):
         if row[column] is not None:

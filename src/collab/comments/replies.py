@@ -34,22 +34,17 @@ def _wire(*, id: int, source: CommentIn, now: int) -> dict[str, Any]:
     if source.commentHtml is not None:
         record["commentHtml"] = source.commentHtml
     record |= {
-        "from": source.from_.model_dump(exclude_none=True),
-        "createdAt": now,
-        "lastUpdated": now,
-        "isEdited": False,
-        "taggedUserContacts": tagged,
-        "reactions": [],
-        "attachments": [a.model_dump(exclude_none=True) for a in source.attachments or []],
+        "from": source.from_.model_dump(exclude_none=True), "createdAt": now, "lastUpdated": now, "isEdited": False,
+        "taggedUserContacts": tagged, "reactions": [],
+        "attachments": [a.model_dump(exclude_none=True) for a in source.attachments or []]
     }
     if source.agent is not None:
         record["agent"] = source.agent
     return record
 
 
-async def insert_comments(
-    conn: Conn, *, tenant: Tenant, thread: dict[str, Any], comments: list[CommentIn], now: int
-) -> list[tuple[dict[str, Any], CommentIn, list[str]]]:
+async def insert_comments(conn: Conn, *, tenant: Tenant, thread: dict[str, Any], comments: list[CommentIn],
+                          now: int) -> list[tuple[dict[str, Any], CommentIn, list[str]]]:
     """Store comments in a (locked or new) thread: each as shown, its source, and the users it newly mentions."""
     key = {"api_key_id": tenant.api_key_id, "organization_id": thread["organization_id"]}
     last = await repo.take_comment_ids(conn, **key, id=thread["id"], count=len(comments), now=now)
@@ -57,22 +52,10 @@ async def insert_comments(
     where = {**key, "document_id": thread["document_id"], "annotation_id": thread["id"]}
     # One statement for all of them (and one for their mentions), not a round trip per comment.
     await repo.insert_comments(
-        conn,
-        **where,
-        now=now,
-        rows=[
-            {
-                "id": w["commentId"],
-                "comment_text": s.commentText,
-                "comment_html": s.commentHtml,
-                "from_user": w["from"],
-                "tagged": w["taggedUserContacts"],
-                "attachments": w["attachments"],
-                "agent": s.agent,
-            }
-            for w, s in zip(wires, comments)
-        ],
-    )
+        conn, **where, now=now, rows=[{
+            "id": w["commentId"], "comment_text": s.commentText, "comment_html": s.commentHtml, "from_user": w["from"],
+            "tagged": w["taggedUserContacts"], "attachments": w["attachments"], "agent": s.agent
+        } for w, s in zip(wires, comments)])
     pairs = [(w["commentId"], t["userId"]) for w in wires for t in w["taggedUserContacts"]]
     stored = await repo.insert_new_mentions(conn, **where, pairs=pairs) if pairs else []
     mentioned: dict[int, list[str]] = {}
@@ -82,14 +65,8 @@ async def insert_comments(
 
 
 async def _thread(conn: Conn, tenant: Tenant, data: Any, *, lock: bool) -> dict[str, Any]:
-    thread = await repo.get_annotation(
-        conn,
-        api_key_id=tenant.api_key_id,
-        organization_id=data.organizationId,
-        document_id=data.documentId,
-        id=data.annotationId,
-        lock=lock,
-    )
+    thread = await repo.get_annotation(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                       document_id=data.documentId, id=data.annotationId, lock=lock)
     if thread is None:
         raise not_found("annotation")
     return thread
@@ -97,22 +74,15 @@ async def _thread(conn: Conn, tenant: Tenant, data: Any, *, lock: bool) -> dict[
 
 async def _briefs(conn: Conn, thread: dict[str, Any], ids: list[int]) -> dict[int, dict[str, Any]]:
     """Named comments of a thread by id, without their blobs (comment_briefs)."""
-    rows = await repo.comment_briefs(
-        conn,
-        api_key_id=thread["api_key_id"],
-        organization_id=thread["organization_id"],
-        annotation_id=thread["id"],
-        ids=ids,
-        preview=events.PREVIEW,
-    )
+    rows = await repo.comment_briefs(conn, api_key_id=thread["api_key_id"], organization_id=thread["organization_id"],
+                                     annotation_id=thread["id"], ids=ids, preview=events.PREVIEW)
     return {r["id"]: r for r in rows}
 
 
 async def _participants(conn: Conn, thread: dict[str, Any]) -> set[str]:
     """The thread's creator, assignee, authors and tagged users (from their ids: no comment is read whole)."""
-    people = await repo.thread_participants(
-        conn, api_key_id=thread["api_key_id"], organization_id=thread["organization_id"], annotation_id=thread["id"]
-    )
+    people = await repo.thread_participants(conn, api_key_id=thread["api_key_id"],
+                                            organization_id=thread["organization_id"], annotation_id=thread["id"])
     return people | {thread["from_id"], *([thread["assigned_id"]] if thread["assigned_id"] else [])}
 
 
@@ -120,14 +90,12 @@ def thread_issue(path: list[Any], cap: int) -> dict[str, Any]:
     return issue(path, f"A comment thread holds at most {cap} bytes of JSON.", "too_big")
 
 
-async def room(
-    conn: Conn, svc: Services, thread: dict[str, Any], *, path: str, count: int = 0, adding: int = 0
-) -> None:
+async def room(conn: Conn, svc: Services, thread: dict[str, Any], *, path: str, count: int = 0,
+               adding: int = 0) -> None:
     """INVALID_ARGUMENT on `path` when `count` more comments and `adding` more bytes would pass the thread's caps
     (called after a change that grew it, with neither); what it holds is read from the stored sizes."""
-    load = await repo.thread_load(
-        conn, api_key_id=thread["api_key_id"], organization_id=thread["organization_id"], annotation_id=thread["id"]
-    )
+    load = await repo.thread_load(conn, api_key_id=thread["api_key_id"], organization_id=thread["organization_id"],
+                                  annotation_id=thread["id"])
     most, most_bytes = svc.settings.comments_max_per_thread, svc.settings.comments_max_thread_bytes
     if count and load["n"] + count > most:
         problem = limit_issue([path], most)
@@ -147,15 +115,8 @@ async def _editable(conn: Conn, tenant: Tenant, data: Any, *, now: int) -> tuple
     if data.verifyUserPermissions:
         writers = {data.actionUser.userId} if data.actionUser else {c["from_id"] for c in before.values()}
         access.require_visible(thread, writers)
-        await access.verify(
-            conn,
-            tenant=tenant,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            user_ids=writers or {"-"},
-            role="editor",
-            now=now,
-        )
+        await access.verify(conn, tenant=tenant, organization_id=data.organizationId, document_id=data.documentId,
+                            user_ids=writers or {"-"}, role="editor", now=now)
     return thread, before
 
 
@@ -168,43 +129,20 @@ async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, 
         if data.verifyUserPermissions:
             writers = {c.from_.userId for c in data.commentData}
             access.require_visible(thread, writers)
-            await access.verify(
-                tx.conn,
-                tenant=tenant,
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                user_ids=writers,
-                role="editor",
-                now=now,
-            )
-        await room(
-            tx.conn,
-            svc,
-            thread,
-            path="commentData",
-            count=len(data.commentData),
-            adding=sum(json_size(c.stored()) for c in data.commentData),
-        )
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids=writers, role="editor", now=now)
+        await room(tx.conn, svc, thread, path="commentData", count=len(data.commentData),
+                   adding=sum(json_size(c.stored()) for c in data.commentData))
         config = await events.config_of(tx.conn, tenant=tenant)
         sent = await insert_comments(tx.conn, tenant=tenant, thread=thread, comments=data.commentData, now=now)
         batch = [
             events.Event(
                 events.record(action_type="comment.add", actor=wire["from"], thread=thread, comment=wire, now=now),
-                log=source.triggerActivities,
-                notify=source.triggerNotification,
-                mentioned=mentioned,
-            )
+                log=source.triggerActivities, notify=source.triggerNotification, mentioned=mentioned)
             for wire, source, mentioned in sent
         ]
-        await events.send(
-            tx,
-            svc,
-            tenant=tenant,
-            config=config,
-            thread=thread,
-            participants=await _participants(tx.conn, thread),
-            events=batch,
-        )
+        await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=await
+                          _participants(tx.conn, thread), events=batch)
     return {
         str(w["commentId"]): {"success": True, "id": str(w["commentId"]), "message": "Comment added."}
         for w, _, _ in sent
@@ -215,9 +153,8 @@ async def get(svc: Services, *, tenant: Tenant, data: GetComments) -> tuple[list
     """A page of a thread's comments in order (only the given ids when named), within the response budget."""
     async with svc.pool.connection() as conn:
         thread = await _thread(conn, tenant, data, lock=False)
-        return await pages.comments(
-            conn, svc, tenant=tenant, thread=thread, ids=data.commentIds, size=data.pageSize, token=data.pageToken
-        )
+        return await pages.comments(conn, svc, tenant=tenant, thread=thread, ids=data.commentIds, size=data.pageSize,
+                                    token=data.pageToken)
 
 
 FIELDS = {"commentText": "comment_text", "commentHtml": "comment_html", "taggedUserContacts": "tagged"}
@@ -228,9 +165,8 @@ def _edited(brief: dict[str, Any], change: dict[str, Any], now: int) -> tuple[di
     the old ones as stored, briefly."""
     new = {wire: change[column] for wire, column in FIELDS.items() if column in change}
     old = {
-        "commentText": brief["text_preview"],
-        "commentHtml": brief["html_preview"],
-        "taggedUserContacts": [{"userId": u} for u in brief["tagged_ids"] or []],
+        "commentText": brief["text_preview"], "commentHtml": brief["html_preview"],
+        "taggedUserContacts": [{"userId": u} for u in brief["tagged_ids"] or []]
     }
     changes = {wire: {"from": old[wire], "to": value} for wire, value in new.items()}
     quoted = {k: v for k, v in (events.brief_comment(brief) | new).items() if v is not None}  # a text set to null goes
@@ -254,59 +190,31 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateComments) -> dict
         for comment_id in data.commentIds:
             if comment_id not in before:
                 results[str(comment_id)] = {
-                    "success": False,
-                    "id": str(comment_id),
-                    "message": not_found_message("comment"),
+                    "success": False, "id": str(comment_id), "message": not_found_message("comment")
                 }
                 continue
-            size = (
-                await repo.update_comment(
-                    tx.conn, **key, annotation_id=thread["id"], id=comment_id, change=change, now=now
-                )
-                or 0
-            )
+            size = (await repo.update_comment(tx.conn, **key, annotation_id=thread["id"], id=comment_id, change=change,
+                                              now=now) or 0)
             _comment_room(before[comment_id]["bytes"], size)
             grown += size - before[comment_id]["bytes"]
             mentioned = []
             if "tagged" in change:
-                mentioned = await repo.set_mentions(
-                    tx.conn,
-                    **key,
-                    document_id=thread["document_id"],
-                    annotation_id=thread["id"],
-                    comment_id=comment_id,
-                    user_ids=[t["userId"] for t in change["tagged"]],
-                )
+                mentioned = await repo.set_mentions(tx.conn, **key, document_id=thread["document_id"],
+                                                    annotation_id=thread["id"], comment_id=comment_id,
+                                                    user_ids=[t["userId"] for t in change["tagged"]])
             after, changes = _edited(before[comment_id], change, now)
             actor = data.actionUser.model_dump(exclude_none=True) if data.actionUser else after["from"]
             batch.append(
                 events.Event(
-                    events.record(
-                        action_type="comment.update",
-                        actor=actor,
-                        thread=thread,
-                        comment=after,
-                        changes=changes,
-                        now=now,
-                    ),
-                    notify=data.triggerNotification,
-                    mentioned=mentioned,
-                )
-            )
+                    events.record(action_type="comment.update", actor=actor, thread=thread, comment=after,
+                                  changes=changes, now=now), notify=data.triggerNotification, mentioned=mentioned))
             results[str(comment_id)] = {"success": True, "id": str(comment_id), "message": "Comment updated."}
         if batch:
             if grown > 0:  # checked on the sizes Postgres now holds; refusing rolls every edit of the call back
                 await room(tx.conn, svc, thread, path="updatedData")
             await repo.take_comment_ids(tx.conn, **key, id=thread["id"], count=0, now=now)
-            await events.send(
-                tx,
-                svc,
-                tenant=tenant,
-                config=config,
-                thread=thread,
-                participants=await _participants(tx.conn, thread),
-                events=batch,
-            )
+            await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=await
+                              _participants(tx.conn, thread), events=batch)
     return results
 
 
@@ -331,25 +239,17 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict
             batch = [
                 events.Event(
                     events.record(
-                        action_type="comment.delete",
-                        thread=thread,
-                        comment=events.brief_comment(before[i]),
-                        now=now,
-                        actor=data.actionUser.model_dump(exclude_none=True)
-                        if data.actionUser
-                        else before[i]["from_brief"],
-                    )
-                )
+                        action_type="comment.delete", thread=thread, comment=events.brief_comment(before[i]), now=now,
+                        actor=data.actionUser.model_dump(
+                            exclude_none=True) if data.actionUser else before[i]["from_brief"]))
                 for i in sorted(deleted)
             ]
-            await events.send(
-                tx, svc, tenant=tenant, config=config, thread=thread, participants=participants, events=batch
-            )
+            await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=participants,
+                              events=batch)
     return {
         str(i): {
-            "success": i in deleted,
-            "id": str(i),
-            "message": "Comment deleted." if i in deleted else not_found_message("comment"),
+            "success": i in deleted, "id": str(i),
+            "message": "Comment deleted." if i in deleted else not_found_message("comment")
         }
         for i in data.commentIds
     }
@@ -363,17 +263,12 @@ def _room_for_reaction(held: dict[str, Any]) -> None:
     """INVALID_ARGUMENT when a new reaction would pass a comment's caps (one made already changes nothing)."""
     if held["made"]:
         return
-    for over, message in (
-        (
-            not held["known_kind"] and held["kinds"] >= MAX_REACTION_KINDS,
-            f"A comment holds at most {MAX_REACTION_KINDS} kinds of reaction.",
-        ),
-        (
-            held["mine"] >= MAX_REACTIONS_PER_USER,
-            f"A user makes at most {MAX_REACTIONS_PER_USER} reactions on a comment.",
-        ),
-        (held["total"] >= MAX_REACTIONS_PER_COMMENT, f"A comment holds at most {MAX_REACTIONS_PER_COMMENT} reactions."),
-    ):
+    for over, message in ((not held["known_kind"] and held["kinds"] >= MAX_REACTION_KINDS,
+                           f"A comment holds at most {MAX_REACTION_KINDS} kinds of reaction."),
+                          (held["mine"] >= MAX_REACTIONS_PER_USER,
+                           f"A user makes at most {MAX_REACTIONS_PER_USER} reactions on a comment."),
+                          (held["total"] >= MAX_REACTIONS_PER_COMMENT,
+                           f"A comment holds at most {MAX_REACTIONS_PER_COMMENT} reactions.")):
         if over:
             raise invalid(message, [issue(["reaction"], message, "too_big")])
 
@@ -387,21 +282,13 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
         thread = await _thread(tx.conn, tenant, data, lock=True)
         if data.verifyUserPermissions:
             access.require_visible(thread, {data.userId})
-            await access.verify(
-                tx.conn,
-                tenant=tenant,
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                user_ids={data.userId},
-                role="viewer",
-                now=now,
-            )
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids={data.userId}, role="viewer", now=now)
         brief = (await _briefs(tx.conn, thread, [data.commentId])).get(data.commentId)
         if brief is None:
             raise not_found("comment")
-        where: dict[str, Any] = dict(
-            annotation_id=thread["id"], comment_id=data.commentId, reaction=data.reaction, user_id=data.userId
-        )
+        where: dict[str, Any] = dict(annotation_id=thread["id"], comment_id=data.commentId, reaction=data.reaction,
+                                     user_id=data.userId)
         if add:
             _room_for_reaction(await repo.reaction_counts(tx.conn, **key, **where))
             changed = await repo.add_reaction(tx.conn, **key, document_id=thread["document_id"], **where, now=now)
@@ -413,25 +300,11 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
             kind = "comment.reaction_add" if add else "comment.reaction_delete"
             batch = [
                 events.Event(
-                    events.record(
-                        action_type=kind,
-                        actor={"userId": data.userId},
-                        thread=thread,
-                        comment=events.brief_comment(brief),
-                        reaction=data.reaction,
-                        now=now,
-                    )
-                )
+                    events.record(action_type=kind, actor={"userId": data.userId}, thread=thread,
+                                  comment=events.brief_comment(brief), reaction=data.reaction, now=now))
             ]
-            await events.send(
-                tx,
-                svc,
-                tenant=tenant,
-                config=config,
-                thread=thread,
-                participants={thread["from_id"], brief["from_id"]},
-                events=batch,
-            )
+            await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
+                              participants={thread["from_id"], brief["from_id"]}, events=batch)
     if add:
         message = "Reaction added." if changed else "Reaction already exists."
     else:

@@ -37,17 +37,15 @@ async def add(body: Envelope[AddAnnotations], tenant: Tenant = Auth, svc: Servic
     return ok(await service.add(svc, tenant=tenant, data=body.data), "Comment annotations processed.")
 
 
-@router.post(
-    f"{BASE}/get", summary="List comment threads with their comments [API-key auth]", responses=plain(AnnotationsPage)
-)
+@router.post(f"{BASE}/get", summary="List comment threads with their comments [API-key auth]",
+             responses=plain(AnnotationsPage))
 async def get(body: Envelope[GetAnnotations], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
     return listed(records, token, "Comment annotations retrieved successfully.")
 
 
-@router.post(
-    f"{BASE}/update", summary="Update comment threads or rewrite user identities [API-key auth]", responses=KEYED
-)
+@router.post(f"{BASE}/update", summary="Update comment threads or rewrite user identities [API-key auth]",
+             responses=KEYED)
 async def update(body: Envelope[UpdateAnnotations], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.update(svc, tenant=tenant, data=body.data), "Comment annotations processed.")
 
@@ -57,11 +55,8 @@ async def delete(body: Envelope[DeleteAnnotations], tenant: Tenant = Auth, svc: 
     return ok(await service.delete(svc, tenant=tenant, data=body.data), "Comment annotations processed.")
 
 
-@router.post(
-    f"{BASE}/count/get",
-    summary="Thread and unread counts per document for a user [API-key auth]",
-    responses=answer(dict[str, Count]),
-)
+@router.post(f"{BASE}/count/get", summary="Thread and unread counts per document for a user [API-key auth]",
+             responses=answer(dict[str, Count]))
 async def count(body: Envelope[CountAnnotations], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.count(svc, tenant=tenant, data=body.data), "Comment annotation counts retrieved.")
 
@@ -76,9 +71,8 @@ async def add_comments(body: Envelope[AddComments], tenant: Tenant = Auth, svc: 
     return ok(await replies.add(svc, tenant=tenant, data=body.data), "Comments processed.")
 
 
-@router.post(
-    f"{BASE}/comments/get", summary="Get the comments of a thread, in pages [API-key auth]", responses=page(Comment)
-)
+@router.post(f"{BASE}/comments/get", summary="Get the comments of a thread, in pages [API-key auth]",
+             responses=page(Comment))
 async def get_comments(body: Envelope[GetComments], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await replies.get(svc, tenant=tenant, data=body.data)
     return listed(records, token, "Comments retrieved successfully.")
@@ -99,8 +93,7 @@ async def add_reaction(body: Envelope[Reaction], tenant: Tenant = Auth, svc: Ser
     return ok(await replies.react(svc, tenant=tenant, data=body.data, add=True), "Reaction processed.")
 
 
-@router.post(
-    f"{BASE}/comments/reactions/delete", summary="Take back a reaction [API-key auth]", responses=answer(Outcome)
-)
+@router.post(f"{BASE}/comments/reactions/delete", summary="Take back a reaction [API-key auth]",
+             responses=answer(Outcome))
 async def delete_reaction(body: Envelope[Reaction], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await replies.react(svc, tenant=tenant, data=body.data, add=False), "Reaction processed.")

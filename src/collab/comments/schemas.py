@@ -311,7 +311,6 @@ class ReadUpdate(Scope):
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
-
 UserOut = ActionUser  # a user as the client sent it
 
 
@@ -376,20 +375,16 @@ class Annotation(Doc):
     lastUpdated: int = Field(description="Epoch milliseconds.")
     resolvedByUserId: str | None = None
     commentsPageToken: str | None = Field(
-        None,
-        description=(
+        None, description=(
             "Present only when the thread's comments did not fit the page (COLLAB_MAX_RESPONSE_BYTES): pass it to "
-            "comments/get for this thread to read the rest."
-        ),
-    )
+            "comments/get for this thread to read the rest."))
 
 
 class AnnotationsPageOf(Doc):
     status: Literal["success"]
     message: str
     data: list[Annotation] | dict[str, list[Annotation]] = Field(
-        description="Annotations, or annotations keyed by documentId with groupByDocumentId."
-    )
+        description="Annotations, or annotations keyed by documentId with groupByDocumentId.")
     pageToken: str | None = Field(description="Pass back to get the next page; null on the last page.")
 
 

@@ -36,13 +36,11 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
     now = svc.now_ms()
     cap, cap_bytes = svc.settings.comments_max_per_thread, svc.settings.comments_max_thread_bytes
     over = [
-        limit_issue(["commentAnnotations", i, "commentData"], cap)
-        for i, a in enumerate(data.commentAnnotations)
+        limit_issue(["commentAnnotations", i, "commentData"], cap) for i, a in enumerate(data.commentAnnotations)
         if len(a.commentData) > cap
     ]
     over += [
-        thread_issue(["commentAnnotations", i], cap_bytes)
-        for i, a in enumerate(data.commentAnnotations)
+        thread_issue(["commentAnnotations", i], cap_bytes) for i, a in enumerate(data.commentAnnotations)
         if a.size() > cap_bytes
     ]
     if over:
@@ -50,58 +48,38 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
     key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
-        await access.writable(
-            tx.conn, tenant=tenant, organization_id=data.organizationId, create=data.createOrganization, now=now
-        )
+        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                              create=data.createOrganization, now=now)
         if data.createDocument:
             await documents_repo.insert(tx.conn, **key, id=data.documentId, name=None, folder_id=None, now=now)
-        elif not await access.document_exists(
-            tx.conn, tenant=tenant, organization_id=data.organizationId, document_id=data.documentId
-        ):
+        elif not await access.document_exists(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                              document_id=data.documentId):
             raise not_found("document")
         if data.verifyUserPermissions:
             writers = {c.from_.userId for a in data.commentAnnotations for c in a.commentData}
-            await access.verify(
-                tx.conn,
-                tenant=tenant,
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                user_ids=writers,
-                role="editor",
-                now=now,
-            )
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids=writers, role="editor", now=now)
         config = await events.config_of(tx.conn, tenant=tenant)
         for item in data.commentAnnotations:
             annotation_id = item.annotationId or new_id("ann_")
             creator = item.commentData[0].from_.model_dump(exclude_none=True)
             visibility = item.visibility
             thread = await repo.insert_annotation(
-                tx.conn,
-                **key,
-                document_id=data.documentId,
-                id=annotation_id,
-                location=item.location,
+                tx.conn, **key, document_id=data.documentId, id=annotation_id, location=item.location,
                 target_element=item.targetElement.model_dump(exclude_none=True) if item.targetElement else None,
                 status=item.status.id if item.status else "open",
                 status_type=render.STATUS_TYPES[item.status.id if item.status else "open"],
                 priority=item.priority.id if item.priority else None,
                 assigned_to=item.assignedTo.model_dump(exclude_none=True) if item.assignedTo else None,
-                from_user=creator,
-                context=item.context,
-                visibility=visibility.type if visibility else "public",
+                from_user=creator, context=item.context, visibility=visibility.type if visibility else "public",
                 visible_user_ids=(visibility.userIds or []) if visibility and visibility.type == "restricted" else None,
-                now=now,
-            )
+                now=now)
             if thread is None:
                 where = await repo.annotation_document(tx.conn, **key, id=annotation_id)
                 same = where == data.documentId
                 results[annotation_id] = _outcome(
-                    annotation_id,
-                    same,
-                    "Annotation already exists."
-                    if same
-                    else "Annotation id is taken by another document of the organization.",
-                )
+                    annotation_id, same, "Annotation already exists."
+                    if same else "Annotation id is taken by another document of the organization.")
                 continue
             sent = await insert_comments(tx.conn, tenant=tenant, thread=thread, comments=item.commentData, now=now)
             participants = {thread["from_id"], *([thread["assigned_id"]] if thread["assigned_id"] else [])}
@@ -110,69 +88,35 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
                 participants |= {comment["from"]["userId"], *mentioned}
                 batch.append(
                     events.Event(
-                        events.record(
-                            action_type="comment_annotation.add" if n == 0 else "comment.add",
-                            actor=comment["from"],
-                            thread=thread,
-                            comment=comment,
-                            now=now,
-                            new_thread=n == 0,
-                        ),
-                        log=source.triggerActivities,
-                        notify=source.triggerNotification,
-                        mentioned=mentioned,
-                    )
-                )
-            await events.send(
-                tx, svc, tenant=tenant, config=config, thread=thread, participants=participants, events=batch
-            )
+                        events.record(action_type="comment_annotation.add" if n == 0 else "comment.add",
+                                      actor=comment["from"], thread=thread, comment=comment, now=now,
+                                      new_thread=n == 0), log=source.triggerActivities,
+                        notify=source.triggerNotification, mentioned=mentioned))
+            await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=participants,
+                              events=batch)
             results[annotation_id] = _outcome(annotation_id, True, "Annotation added.")
     return results
 
 
 def _filters(data: GetAnnotations) -> dict[str, Any]:
     # One document is an equality (its index gives the page in order); several are a list.
-    return dict(
-        document_id=data.documentId,
-        document_ids=data.documentIds,
-        folder_id=data.folderId,
-        annotation_ids=data.annotationIds,
-        location_ids=data.locationIds,
-        user_ids=data.userIds,
-        assigned_ids=data.assignedToUserIds,
-        status_ids=data.statusIds,
-        resolved_by=data.resolvedBy,
-        mentioned_ids=data.mentionedUserIds,
-        created_after=data.createdAfter,
-        created_before=data.createdBefore,
-        updated_after=data.updatedAfter,
-        updated_before=data.updatedBefore,
-        viewer=data.userId,
-    )
+    return dict(document_id=data.documentId, document_ids=data.documentIds, folder_id=data.folderId,
+                annotation_ids=data.annotationIds, location_ids=data.locationIds, user_ids=data.userIds,
+                assigned_ids=data.assignedToUserIds, status_ids=data.statusIds, resolved_by=data.resolvedBy,
+                mentioned_ids=data.mentionedUserIds, created_after=data.createdAfter, created_before=data.createdBefore,
+                updated_after=data.updatedAfter, updated_before=data.updatedBefore, viewer=data.userId)
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetAnnotations) -> tuple[Any, str | None]:
     """A page of threads with their comments, by last update, within the response budget (a thread too large for
     a page of its own comes with the comments that fit and a commentsPageToken); grouped by document when asked."""
-    pager = paging.Pager.for_query(
-        svc.keyring,
-        tenant.api_key_id,
-        "commentannotations",
-        data.model_dump(exclude={"pageSize", "pageToken", "groupByDocumentId"}),
-    )
+    pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "commentannotations",
+                                   data.model_dump(exclude={"pageSize", "pageToken", "groupByDocumentId"}))
     after = pager.after(data.pageToken, 2)
     async with svc.pool.connection() as conn:
-        records, rows, token = await pages.threads(
-            conn,
-            svc,
-            tenant=tenant,
-            organization_id=data.organizationId,
-            filters=_filters(data),
-            pager=pager,
-            after=after,
-            desc=data.order == "desc",
-            size=data.pageSize,
-        )
+        records, rows, token = await pages.threads(conn, svc, tenant=tenant, organization_id=data.organizationId,
+                                                   filters=_filters(data), pager=pager, after=after,
+                                                   desc=data.order == "desc", size=data.pageSize)
     if not data.groupByDocumentId:
         return records, token
     grouped: dict[str, list[Any]] = {}
@@ -186,9 +130,8 @@ def _change(data: UpdateAnnotations, change: AnnotationChange, actor: dict[str, 
     out: dict[str, Any] = {}
     if change.status is not None:
         out |= {
-            "status": change.status.id,
-            "status_type": render.STATUS_TYPES[change.status.id],
-            "resolved_by": actor["userId"] if actor is not SYSTEM_USER else None,
+            "status": change.status.id, "status_type": render.STATUS_TYPES[change.status.id],
+            "resolved_by": actor["userId"] if actor is not SYSTEM_USER else None
         }
     if change.priority is not None:
         out["priority"] = change.priority.id
@@ -201,7 +144,7 @@ def _change(data: UpdateAnnotations, change: AnnotationChange, actor: dict[str, 
         restricted = change.visibility.type == "restricted"
         out |= {
             "visibility": change.visibility.type,
-            "visible_user_ids": (change.visibility.userIds or []) if restricted else None,
+            "visible_user_ids": (change.visibility.userIds or []) if restricted else None
         }
     return out
 
@@ -210,25 +153,17 @@ def _change_events(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[
     """(action type, changes) of each tracked field a change moved."""
     moved = []
     if before["status"] != after["status"]:
-        moved.append(
-            ("comment_annotation.status_change", {"status": {"from": before["status"], "to": after["status"]}})
-        )
+        moved.append(("comment_annotation.status_change", {"status": {"from": before["status"],
+                                                                      "to": after["status"]}}))
     if before["assigned_id"] != after["assigned_id"]:
-        moved.append(
-            (
-                "comment_annotation.assign",
-                {
-                    "assignedTo": {
-                        "from": events.brief_user(before["assigned_to"]),
-                        "to": events.brief_user(after["assigned_to"]),
-                    }
-                },
-            )
-        )
+        moved.append(("comment_annotation.assign", {
+            "assignedTo": {
+                "from": events.brief_user(before["assigned_to"]), "to": events.brief_user(after["assigned_to"])
+            }
+        }))
     if before["priority"] != after["priority"]:
         moved.append(
-            ("comment_annotation.priority_change", {"priority": {"from": before["priority"], "to": after["priority"]}})
-        )
+            ("comment_annotation.priority_change", {"priority": {"from": before["priority"], "to": after["priority"]}}))
     return moved
 
 
@@ -241,15 +176,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
     async with transaction(svc.pool, svc.redis) as tx:
         await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
         if data.verifyUserPermissions:
-            await access.verify(
-                tx.conn,
-                tenant=tenant,
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                user_ids={actor["userId"]},
-                role="editor",
-                now=now,
-            )
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids={actor["userId"]}, role="editor", now=now)
         config = await events.config_of(tx.conn, tenant=tenant)
         change = _change(data, data.updatedData, actor) if data.updatedData else {}
         for annotation_id in data.annotationIds or []:
@@ -268,22 +196,14 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
             ]
             if batch:
                 participants = {after["from_id"], *([after["assigned_id"]] if after["assigned_id"] else [])}
-                await events.send(
-                    tx, svc, tenant=tenant, config=config, thread=after, participants=participants, events=batch
-                )
+                await events.send(tx, svc, tenant=tenant, config=config, thread=after, participants=participants,
+                                  events=batch)
             results[annotation_id] = _outcome(annotation_id, True, "Annotation updated.")
         for pair in data.updateUsers or []:
             old = pair.from_.userId
             # The request names a document (and maybe threads): the rewrite stays inside them (docs/reference.md).
-            renamed = await repo.rename_user(
-                tx.conn,
-                **key,
-                document_id=data.documentId,
-                ids=data.annotationIds,
-                old_id=old,
-                new_user=pair.to.model_dump(exclude_none=True),
-                now=now,
-            )
+            renamed = await repo.rename_user(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds,
+                                             old_id=old, new_user=pair.to.model_dump(exclude_none=True), now=now)
             results.setdefault(old, _outcome(old, True, f"User identity rewritten on {len(renamed)} threads."))
     return results
 
@@ -295,21 +215,13 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> d
     async with transaction(svc.pool, svc.redis) as tx:
         await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
         if data.verifyUserPermissions:
-            await access.verify(
-                tx.conn,
-                tenant=tenant,
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                user_ids={data.actionUser.userId},
-                role="editor",
-                now=now,
-            )
+            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                document_id=data.documentId, user_ids={data.actionUser.userId}, role="editor", now=now)
         threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds)
         if data.verifyUserPermissions:  # delete-all included: never a thread the actor cannot see
             threads = [t for t in threads if render.may_see(t, data.actionUser.userId)]
-        deleted = await repo.delete_annotations(
-            tx.conn, **key, document_id=data.documentId, ids=[t["id"] for t in threads]
-        )
+        deleted = await repo.delete_annotations(tx.conn, **key, document_id=data.documentId,
+                                                ids=[t["id"] for t in threads])
     wanted = data.annotationIds if data.annotationIds is not None else sorted(deleted)
     return {
         i: _outcome(i, i in deleted, "Annotation deleted." if i in deleted else not_found_message("annotation"))
@@ -329,9 +241,7 @@ async def count(svc: Services, *, tenant: Tenant, data: CountAnnotations) -> dic
     counts = {d: {"total": 0, "unread": 0, "unreadComments": 0} for d in data.documentIds or []}
     for row in rows:
         counts[row["document_id"]] = {
-            "total": row["total"],
-            "unread": row["unread"],
-            "unreadComments": int(row["unread_comments"]),
+            "total": row["total"], "unread": row["unread"], "unreadComments": int(row["unread_comments"])
         }
     return counts
 
@@ -339,10 +249,8 @@ async def count(svc: Services, *, tenant: Tenant, data: CountAnnotations) -> dic
 def _too_many(data: CountAnnotations, most: int) -> ApiError:
     # An error, not a partial count: a badge that silently leaves threads out would be wrong without saying so.
     where = "These documents hold" if data.documentIds else "The organization holds"
-    message = (
-        f"{where} more than {most} comment threads; count/get counts at most {most} in one call: "
-        f"{'name fewer documents' if data.documentIds else 'name its documents'} in documentIds."
-    )
+    message = (f"{where} more than {most} comment threads; count/get counts at most {most} in one call: "
+               f"{'name fewer documents' if data.documentIds else 'name its documents'} in documentIds.")
     return invalid(message, [issue(["documentIds"], message, "too_big")])
 
 
@@ -351,18 +259,12 @@ async def read(svc: Services, *, tenant: Tenant, data: ReadUpdate) -> dict[str, 
     now = svc.now_ms()
     async with transaction(svc.pool, svc.redis) as tx:
         await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
-        marked = await repo.mark_read(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            user_id=data.userId,
-            ids=data.annotationIds,
-            now=now,
-        )
+        marked = await repo.mark_read(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                      document_id=data.documentId, user_id=data.userId, ids=data.annotationIds, now=now)
     wanted = data.annotationIds if data.annotationIds is not None else sorted(marked)
     return {
-        i: _outcome(i, i in marked, "Marked read." if i in marked else not_found_message("annotation")) for i in wanted
+        i: _outcome(i, i in marked, "Marked read." if i in marked else not_found_message("annotation"))
+        for i in wanted
     }
 
 

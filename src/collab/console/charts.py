@@ -26,18 +26,14 @@ def bars(series: list[dict], *, bucket_s: int, name: str) -> Markup:
         x = 1 + i * step
         parts.append(
             f'<rect class="bar" x="{x:.1f}" y="{HEIGHT - PAD - h:.1f}" width="{max(step - 1, 1):.1f}" height="{h:.1f}">'
-            f"<title>{escape(_label(series[i]['t'], bucket_s))} UTC: {count}</title></rect>"
-        )
+            f"<title>{escape(_label(series[i]['t'], bucket_s))} UTC: {count}</title></rect>")
     busiest = counts.index(peak)
     summary = f"{name}: {total} in all, at most {peak} per bucket"
     if peak:
         summary += f" (at {_label(series[busiest]['t'], bucket_s)} UTC)"
     first, last = _label(series[0]["t"], bucket_s), _label(series[-1]["t"], bucket_s)
-    return Markup(
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(summary)}" '
-        f'preserveAspectRatio="none" focusable="false">'
-        f'<line class="axis" x1="0" y1="{HEIGHT - PAD}" x2="{WIDTH}" y2="{HEIGHT - PAD}"/>'
-        + "".join(parts)
-        + f'<text x="1" y="{HEIGHT - 1}">{escape(first)}</text>'
-        f'<text x="{WIDTH - 1}" y="{HEIGHT - 1}" text-anchor="end">{escape(last)}</text></svg>'
-    )
+    return Markup(f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(summary)}" '
+                  f'preserveAspectRatio="none" focusable="false">'
+                  f'<line class="axis" x1="0" y1="{HEIGHT - PAD}" x2="{WIDTH}" y2="{HEIGHT - PAD}"/>' + "".join(parts) +
+                  f'<text x="1" y="{HEIGHT - 1}">{escape(first)}</text>'
+                  f'<text x="{WIDTH - 1}" y="{HEIGHT - 1}" text-anchor="end">{escape(last)}</text></svg>')

@@ -43,9 +43,8 @@ def _page(request: Request, console: Console, template: str, *, title: str, outc
 
 
 def _missing(request: Request, console: Console, *, key: str, keys, what: str):
-    return render(
-        request, console, "explorer_missing.html", title=f"{what} not found", status=404, key=key, keys=keys, what=what
-    )
+    return render(request, console, "explorer_missing.html", title=f"{what} not found", status=404, key=key, keys=keys,
+                  what=what)
 
 
 async def _organization(console: Console, tenant, org: str | None) -> dict[str, Any] | None:
@@ -58,35 +57,16 @@ async def _organization(console: Console, tenant, org: str | None) -> dict[str, 
 @router.get("/explorer")
 async def explorer(request: Request, key: str | None = None, page: str | None = None, console: Console = Signed):
     tenant, keys, key = await outcomes.selected_key(console, key)
-    listed = await outcomes.run(
-        lambda: organizations.get(
-            console.svc, tenant=tenant, data=GetOrganizations(**outcomes.given(pageSize=PAGE_SIZE, pageToken=page))
-        )
-    )
+    listed = await outcomes.run(lambda: organizations.get(
+        console.svc, tenant=tenant, data=GetOrganizations(**outcomes.given(pageSize=PAGE_SIZE, pageToken=page))))
     rows, token = listed.value or ([], None)
-    return _page(
-        request,
-        console,
-        "explorer.html",
-        title="Data explorer",
-        outcome=listed,
-        keys=keys,
-        key=key,
-        organizations=rows,
-        next_page=token,
-        paged=page is not None,
-    )
+    return _page(request, console, "explorer.html", title="Data explorer", outcome=listed, keys=keys, key=key,
+                 organizations=rows, next_page=token, paged=page is not None)
 
 
 @router.get("/explorer/organization")
-async def organization(
-    request: Request,
-    org: str = "",
-    key: str | None = None,
-    folder: str | None = None,
-    page: str | None = None,
-    console: Console = Signed,
-):
+async def organization(request: Request, org: str = "", key: str | None = None, folder: str | None = None,
+                       page: str | None = None, console: Console = Signed):
     tenant, keys, key = await outcomes.selected_key(console, key)
     found = await _organization(console, tenant, org)
     if found is None:
@@ -96,69 +76,32 @@ async def organization(
     query = outcomes.given(organizationId=org, folderId=folder or None, pageSize=PAGE_SIZE, pageToken=page)
     listed = await outcomes.run(lambda: documents.get(svc, tenant=tenant, data=GetDocuments(**query)))
     rows, token = listed.value or ([], None)
-    return _page(
-        request,
-        console,
-        "explorer_organization.html",
-        title=f"Organization {org}",
-        outcome=listed,
-        keys=keys,
-        key=key,
-        organization=found,
-        folders=tree,
-        folder=folder,
-        documents=rows,
-        next_page=token,
-        paged=page is not None,
-    )
+    return _page(request, console, "explorer_organization.html", title=f"Organization {org}", outcome=listed, keys=keys,
+                 key=key, organization=found, folders=tree, folder=folder, documents=rows, next_page=token, paged=page
+                 is not None)
 
 
 @router.get("/explorer/document")
-async def document(
-    request: Request,
-    org: str = "",
-    doc: str = "",
-    key: str | None = None,
-    page: str | None = None,
-    console: Console = Signed,
-):
+async def document(request: Request, org: str = "", doc: str = "", key: str | None = None, page: str | None = None,
+                   console: Console = Signed):
     tenant, keys, key = await outcomes.selected_key(console, key)
     svc = console.svc
     access = await outcomes.run(
-        lambda: explain.explain_document(svc, tenant=tenant, organization_id=org, document_id=doc)
-    )
+        lambda: explain.explain_document(svc, tenant=tenant, organization_id=org, document_id=doc))
     if access.status == 404 or not org or not doc:
         return _missing(request, console, key=key, keys=keys, what="Document")
     query = outcomes.given(organizationId=org, documentId=doc, pageSize=PAGE_SIZE, pageToken=page)
     listed = await outcomes.run(lambda: activities.list_activities(svc, tenant=tenant, data=GetActivities(**query)))
     rows, token = listed.value or ([], None)
     rows = outcomes.plain(rows)
-    return _page(
-        request,
-        console,
-        "explorer_document.html",
-        title=f"Document {doc}",
-        outcome=listed,
-        keys=keys,
-        key=key,
-        org=org,
-        doc=doc,
-        access=access.value,
-        activities=rows,
-        next_page=token,
-        paged=page is not None,
-    )
+    return _page(request, console, "explorer_document.html", title=f"Document {doc}", outcome=listed, keys=keys,
+                 key=key, org=org, doc=doc, access=access.value, activities=rows, next_page=token, paged=page
+                 is not None)
 
 
 @router.get("/explorer/user")
-async def user(
-    request: Request,
-    org: str = "",
-    user: str = "",
-    key: str | None = None,
-    page: str | None = None,
-    console: Console = Signed,
-):
+async def user(request: Request, org: str = "", user: str = "", key: str | None = None, page: str | None = None,
+               console: Console = Signed):
     tenant, keys, key = await outcomes.selected_key(console, key)
     if await _organization(console, tenant, org) is None:
         return _missing(request, console, key=key, keys=keys, what="Organization")
@@ -166,21 +109,8 @@ async def user(
     if user:
         query = outcomes.given(organizationId=org, userId=user, pageSize=PAGE_SIZE, pageToken=page)
         listed = await outcomes.run(
-            lambda: notifications.get(console.svc, tenant=tenant, data=GetNotifications(**query))
-        )
+            lambda: notifications.get(console.svc, tenant=tenant, data=GetNotifications(**query)))
     rows, token = listed.value or ([], None)
     rows = outcomes.plain(rows)
-    return _page(
-        request,
-        console,
-        "explorer_user.html",
-        title=f"Notifications of {user or 'a user'}",
-        outcome=listed,
-        keys=keys,
-        key=key,
-        org=org,
-        user=user,
-        notifications=rows,
-        next_page=token,
-        paged=page is not None,
-    )
+    return _page(request, console, "explorer_user.html", title=f"Notifications of {user or 'a user'}", outcome=listed,
+                 keys=keys, key=key, org=org, user=user, notifications=rows, next_page=token, paged=page is not None)

@@ -24,25 +24,13 @@ async def _page(request: Request, console: Console, *, key: str | None, status: 
     if selected is not None:
         await console.tenant(selected)  # another workspace's key: 404 page
         listed = await workspaces.list_auth_tokens(console.svc, caller=console.caller, api_key_id=selected)
-        tokens = [
-            {"name": t["name"], "masked": _masked(t["token"]), "domains": t["domains"]} for t in listed["authTokens"]
-        ]
+        tokens = [{"name": t["name"], "masked": _masked(t["token"]), "domains": t["domains"]}
+                  for t in listed["authTokens"]]
     async with console.svc.pool.connection() as conn:
         workspace = await workspace_repo.get_workspace(conn, workspace_id=console.workspace_id)
     values = values or {"ownerEmail": workspace["owner_email"] if workspace else "", "type": "testing"}
-    return render(
-        request,
-        console,
-        "keys.html",
-        title="API keys and tokens",
-        status=status,
-        keys=keys,
-        selected=selected,
-        tokens=tokens,
-        errors=errors or {},
-        values=values,
-        revealed=console.revealed,
-    )
+    return render(request, console, "keys.html", title="API keys and tokens", status=status, keys=keys,
+                  selected=selected, tokens=tokens, errors=errors or {}, values=values, revealed=console.revealed)
 
 
 @router.get("/keys")
@@ -74,11 +62,8 @@ async def reset_key_token(request: Request, console: Console = Signed):
     form = await session.checked_form(request, console)
     tenant = await console.tenant(text(form, "apiKey", max_length=200))
     reset = await workspaces.reset_auth_token(console.svc, caller=console.caller, api_key_id=tenant.api_key_id)
-    await session.reveal(
-        console,
-        what=f"New auth token of API key {tenant.api_key_id} (the old one no longer works)",
-        token=reset["newAuthToken"]["token"],
-    )
+    await session.reveal(console, what=f"New auth token of API key {tenant.api_key_id} (the old one no longer works)",
+                         token=reset["newAuthToken"]["token"])
     return see_other(f"/console/keys?key={tenant.api_key_id}")
 
 
@@ -88,13 +73,7 @@ async def reset_workspace_token(request: Request, console: Console = Signed):
     reset = await workspaces.reset_workspace_token(console.svc, caller=console.caller)
     # The session was opened with the old token: it ends here (every other session of the workspace too).
     await session.sign_out(console.svc, console.session_id)
-    response = render(
-        request,
-        None,
-        "workspace_token.html",
-        title="Workspace auth token reset",
-        workspace_id=console.workspace_id,
-        token=reset["authToken"],
-    )
+    response = render(request, None, "workspace_token.html", title="Workspace auth token reset",
+                      workspace_id=console.workspace_id, token=reset["authToken"])
     response.delete_cookie(COOKIE, path=PATH, httponly=True, samesite="strict")
     return response

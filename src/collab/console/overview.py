@@ -11,16 +11,10 @@ from collab.workspaces import repository as workspaces
 
 HOUR, DAY = 3600, 86400
 # (metric, what the page calls it)
-FIGURES = [
-    ("api_calls", "API calls"),
-    ("judgments_added", "Judgments added"),
-    ("searches", "Searches"),
-    ("extractions", "Extractions"),
-    ("ask_ai", "Ask AI calls"),
-    ("webhooks_succeeded", "Webhook deliveries succeeded"),
-    ("webhooks_failed", "Webhook deliveries failed"),
-    ("notifications_sent", "Notifications sent"),
-]
+FIGURES = [("api_calls", "API calls"), ("judgments_added", "Judgments added"), ("searches", "Searches"),
+           ("extractions", "Extractions"), ("ask_ai", "Ask AI calls"),
+           ("webhooks_succeeded", "Webhook deliveries succeeded"), ("webhooks_failed", "Webhook deliveries failed"),
+           ("notifications_sent", "Notifications sent")]
 
 
 def _window(now_ms: int, bucket_s: int, buckets: int) -> tuple[int, int]:
@@ -32,9 +26,8 @@ def _window(now_ms: int, bucket_s: int, buckets: int) -> tuple[int, int]:
 
 async def _figures(console: Console, *, bucket_s: int, buckets: int) -> dict:
     since, until = _window(console.svc.now_ms(), bucket_s, buckets)
-    figures = await usage.overview(
-        console.svc, workspace_id=console.workspace_id, since_ms=since, until_ms=until, bucket_s=bucket_s
-    )
+    figures = await usage.overview(console.svc, workspace_id=console.workspace_id, since_ms=since, until_ms=until,
+                                   bucket_s=bucket_s)
     # The console's own pages are not API calls of the workspace.
     figures["apiCalls"] = [c for c in figures["apiCalls"] if not c["operation"].startswith("/console")]
     return figures
@@ -50,19 +43,9 @@ async def overview_page(request: Request, console: Console = Signed):
     charts = {
         metric: {
             "day": bars(day["series"][metric], bucket_s=HOUR, name=f"{label}, last 24 hours by hour"),
-            "week": bars(week["series"][metric], bucket_s=DAY, name=f"{label}, last 7 days by day"),
+            "week": bars(week["series"][metric], bucket_s=DAY, name=f"{label}, last 7 days by day")
         }
         for metric, label in FIGURES
     }
-    return render(
-        request,
-        console,
-        "overview.html",
-        title="Overview",
-        workspace=workspace,
-        day=day,
-        week=week,
-        figures=FIGURES,
-        charts=charts,
-        keys=await console.api_keys(),
-    )
+    return render(request, console, "overview.html", title="Overview", workspace=workspace, day=day, week=week,
+                  figures=FIGURES, charts=charts, keys=await console.api_keys())

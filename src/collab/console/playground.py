@@ -25,23 +25,15 @@ from collab.llm.routing import EXTRACTION_PROVIDERS
 router = APIRouter()
 # The type of an upload by its name first: browsers label CSV files differently per platform.
 _BY_SUFFIX = {
-    ".csv": "text/csv",
-    ".tsv": "text/tab-separated-values",
-    ".pdf": "application/pdf",
-    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    ".txt": "text/plain",
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
+    ".csv": "text/csv", ".tsv": "text/tab-separated-values", ".pdf": "application/pdf",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", ".txt": "text/plain",
+    ".md": "text/markdown", ".markdown": "text/markdown"
 }
 # Where the request models' field paths show on these forms.
 _SEARCH_FIELDS = {
-    "filters.dateRange.start": "dateStart",
-    "filters.dateRange.end": "dateEnd",
-    "filters.dateRange": "dateStart",
-    "filters.decision": "decision",
-    "filters.judgeType": "judgeType",
-    "filters.reviewerId": "reviewerId",
-    "filters.annotationId": "annotationId",
+    "filters.dateRange.start": "dateStart", "filters.dateRange.end": "dateEnd", "filters.dateRange": "dateStart",
+    "filters.decision": "decision", "filters.judgeType": "judgeType", "filters.reviewerId": "reviewerId",
+    "filters.annotationId": "annotationId"
 }
 DECISIONS = [(d, d) for d in get_args(Decision)]
 _FILE_FIELDS = {"fileBase64": "file", "mimeType": "file", "fileName": "file"}
@@ -57,32 +49,15 @@ def _placed(outcome: Outcome, fields: dict[str, str]) -> Outcome:
 
 def _page(request: Request, console: Console, template: str, *, title: str, keys, key: str, outcome=None, **context):
     outcome = outcome or Outcome()
-    return render(
-        request,
-        console,
-        template,
-        title=title,
-        status=outcome.status,
-        errors=outcome.page_errors,
-        keys=keys,
-        key=key,
-        **context,
-    )
+    return render(request, console, template, title=title, status=outcome.status, errors=outcome.page_errors, keys=keys,
+                  key=key, **context)
 
 
 @router.get("/playground")
 async def search_page(request: Request, key: str | None = None, console: Console = Signed):
     _, keys, key = await outcomes.selected_key(console, key)
-    return _page(
-        request,
-        console,
-        "playground_search.html",
-        title="AI playground: judgment search",
-        keys=keys,
-        key=key,
-        values={"limit": 10},
-        decisions=DECISIONS,
-    )
+    return _page(request, console, "playground_search.html", title="AI playground: judgment search", keys=keys, key=key,
+                 values={"limit": 10}, decisions=DECISIONS)
 
 
 def _search_values(form) -> dict[str, Any]:
@@ -94,14 +69,10 @@ def _search_values(form) -> dict[str, Any]:
         filters["dateRange"] = {k: v for k, v in dates.items() if v}
     filters = {k: v for k, v in filters.items() if v}
     values = {
-        "query": form.get("query") or "",
-        "embeddingType": text(form.get("embeddingType")),
-        "scope": text(form.get("scope")),
-        "organizationId": text(form.get("organizationId")),
-        "documentId": text(form.get("documentId")),
-        "limit": outcomes.number(form.get("limit")),
-        "recencyDays": outcomes.number(form.get("recencyDays")),
-        "filters": filters or None,
+        "query": form.get("query") or "", "embeddingType": text(form.get("embeddingType")),
+        "scope": text(form.get("scope")), "organizationId": text(form.get("organizationId")),
+        "documentId": text(form.get("documentId")), "limit": outcomes.number(form.get("limit")),
+        "recencyDays": outcomes.number(form.get("recencyDays")), "filters": filters or None
     }
     return {k: v for k, v in values.items() if v is not None}
 
@@ -115,19 +86,9 @@ async def search(request: Request, console: Console = Signed):
     if data is not None:
         outcome = await outcomes.run(judgments.search(console.svc, tenant=tenant, data=data))
     shown = {k: v for k, v in form.items() if isinstance(v, str) and k != "csrf"}
-    return _page(
-        request,
-        console,
-        "playground_search.html",
-        title="AI playground: judgment search",
-        keys=keys,
-        key=key,
-        outcome=_placed(outcome, _SEARCH_FIELDS),
-        values=shown,
-        answer=outcome.value,
-        path=path_taken(data) if data is not None else None,
-        decisions=DECISIONS,
-    )
+    return _page(request, console, "playground_search.html", title="AI playground: judgment search", keys=keys, key=key,
+                 outcome=_placed(outcome, _SEARCH_FIELDS), values=shown, answer=outcome.value,
+                 path=path_taken(data) if data is not None else None, decisions=DECISIONS)
 
 
 def _providers(console: Console) -> list[tuple[str, str]]:
@@ -138,17 +99,8 @@ def _providers(console: Console) -> list[tuple[str, str]]:
 @router.get("/playground/extraction")
 async def extraction_page(request: Request, key: str | None = None, console: Console = Signed):
     _, keys, key = await outcomes.selected_key(console, key)
-    return _page(
-        request,
-        console,
-        "playground_extraction.html",
-        title="AI playground: extraction",
-        keys=keys,
-        key=key,
-        providers=_providers(console),
-        values={},
-        max_mb=MAX_FILE_BYTES // (1024 * 1024),
-    )
+    return _page(request, console, "playground_extraction.html", title="AI playground: extraction", keys=keys, key=key,
+                 providers=_providers(console), values={}, max_mb=MAX_FILE_BYTES // (1024 * 1024))
 
 
 async def _upload(form) -> tuple[dict[str, Any] | None, Outcome]:
@@ -179,20 +131,10 @@ async def extract(request: Request, console: Console = Signed):
         data, outcome = outcomes.parse(ExtractAgents, {**fields, **({"provider": provider} if provider else {})})
         if data is not None:
             outcome = await outcomes.run(extraction.extract(console.svc, tenant=tenant, data=data))
-    return _page(
-        request,
-        console,
-        "playground_extraction.html",
-        title="AI playground: extraction",
-        keys=keys,
-        key=key,
-        outcome=_placed(outcome, _FILE_FIELDS),
-        providers=_providers(console),
-        values={"provider": provider},
-        max_mb=MAX_FILE_BYTES // (1024 * 1024),
-        answer=outcome.value,
-        file_name=fields["fileName"] if fields else None,
-    )
+    return _page(request, console, "playground_extraction.html", title="AI playground: extraction", keys=keys, key=key,
+                 outcome=_placed(outcome, _FILE_FIELDS), providers=_providers(console), values={"provider": provider},
+                 max_mb=MAX_FILE_BYTES // (1024 * 1024), answer=outcome.value,
+                 file_name=fields["fileName"] if fields else None)
 
 
 @router.get("/playground/ask")
@@ -209,14 +151,5 @@ async def ask(request: Request, console: Console = Signed):
     data, outcome = outcomes.parse(AskAi, values)
     if data is not None:
         outcome = await outcomes.run(ask_ai.ask_ai(console.svc, tenant=tenant, data=data))
-    return _page(
-        request,
-        console,
-        "playground_ask.html",
-        title="AI playground: Ask AI",
-        keys=keys,
-        key=key,
-        outcome=outcome,
-        values=values,
-        answer=outcome.value,
-    )
+    return _page(request, console, "playground_ask.html", title="AI playground: Ask AI", keys=keys, key=key,
+                 outcome=outcome, values=values, answer=outcome.value)

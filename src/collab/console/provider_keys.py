@@ -31,6 +31,7 @@ def _provider(form: FormData) -> str:
 
 @router.post("/settings/provider-key")
 async def save_provider_key(request: Request, console: Console = Signed):
+
     async def build(form: FormData, tenant):
         provider = _provider(form)
         name = f"key_{provider}"
@@ -66,13 +67,11 @@ async def test_provider_key(request: Request, console: Console = Signed):
         outcome = await ask_ai(console.svc, tenant=tenant, data=check)
     except ApiError as exc:
         errors = {f"key_{provider}": f"The test call failed: {exc.message}"}
-        return await settings_view(
-            request, console, key=tenant.api_key_id, status=400, errors=errors, posted="providers"
-        )
+        return await settings_view(request, console, key=tenant.api_key_id, status=400, errors=errors,
+                                   posted="providers")
     if not outcome.get("success"):
         errors = {f"key_{provider}": f"No {label} key is stored for this API key."}
-        return await settings_view(
-            request, console, key=tenant.api_key_id, status=400, errors=errors, posted="providers"
-        )
+        return await settings_view(request, console, key=tenant.api_key_id, status=400, errors=errors,
+                                   posted="providers")
     await session.flash(console, f"The {label} key works: {check.model} answered.")
     return see_other(f"/console/settings?key={tenant.api_key_id}#providers")

@@ -12,24 +12,15 @@ from collab.console.session import Console
 
 TEMPLATES = Path(__file__).with_name("templates")
 STATIC = Path(__file__).with_name("static")
-env = Environment(
-    loader=FileSystemLoader(TEMPLATES),
-    autoescape=select_autoescape(default=True, default_for_string=True),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True,
+                                                                                   default_for_string=True),
+                  trim_blocks=True, lstrip_blocks=True)
 # The CSRF token of the page being rendered: macros read it however their template imported them.
 _csrf: ContextVar[str] = ContextVar("console_csrf", default="")
 env.globals["csrf_token"] = lambda: _csrf.get()
 # (path, label): the navigation of every signed-in page, in this order.
-NAV = [
-    ("/console", "Overview"),
-    ("/console/keys", "API keys"),
-    ("/console/settings", "Settings"),
-    ("/console/webhooks", "Webhooks"),
-    ("/console/explorer", "Data"),
-    ("/console/playground", "AI"),
-]
+NAV = [("/console", "Overview"), ("/console/keys", "API keys"), ("/console/settings", "Settings"),
+       ("/console/webhooks", "Webhooks"), ("/console/explorer", "Data"), ("/console/playground", "AI")]
 HEADERS = {
     # No inline script or style anywhere: scripts and styles are files under /console/static.
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; "
@@ -37,9 +28,8 @@ HEADERS = {
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
+    "Cache-Control": "no-store"
 }
-
 
 R = TypeVar("R", bound=Response)
 
@@ -60,9 +50,8 @@ def _current(path: str) -> str:
     return best
 
 
-def render(
-    request: Request, console: Console | None, template: str, *, title: str, status: int = 200, **context: Any
-) -> HTMLResponse:
+def render(request: Request, console: Console | None, template: str, *, title: str, status: int = 200,
+           **context: Any) -> HTMLResponse:
     """A page of the console: `template` (extending base.html) with the nav, flash messages and CSRF token."""
     reset = _csrf.set(console.csrf if console is not None else "")
     try:
@@ -73,17 +62,11 @@ def render(
 
 
 def _page(request: Request, console: Console | None, template: str, *, title: str, **context: Any) -> str:
-    return env.get_template(template).render(
-        request=request,
-        console=console,
-        title=title,
-        nav=NAV if console is not None else [],
-        current=_current(request.url.path),
-        csrf=console.csrf if console is not None else "",
-        flash=console.flash if console is not None else [],
-        errors=context.pop("errors", {}),
-        **context,
-    )
+    return env.get_template(template).render(request=request, console=console, title=title,
+                                             nav=NAV if console is not None else [], current=_current(request.url.path),
+                                             csrf=console.csrf if console is not None else "",
+                                             flash=console.flash if console is not None else [],
+                                             errors=context.pop("errors", {}), **context)
 
 
 def see_other(url: str) -> Response:

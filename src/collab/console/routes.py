@@ -51,20 +51,11 @@ def _sign_in_page(request: Request, svc: Services, *, values: dict, status: int 
     fresh = not 20 <= len(token) <= 100
     if fresh:
         token = secrets.token_urlsafe(32)
-    response = render(
-        request,
-        None,
-        "sign_in.html",
-        title="Sign in",
-        status=status,
-        values=values,
-        errors=errors or {},
-        sign_in_token=token,
-    )
+    response = render(request, None, "sign_in.html", title="Sign in", status=status, values=values, errors=errors or {},
+                      sign_in_token=token)
     if fresh:
-        response.set_cookie(
-            SIGN_IN_COOKIE, token, path=PATH, httponly=True, samesite="strict", secure=_secure_cookie(request, svc)
-        )
+        response.set_cookie(SIGN_IN_COOKIE, token, path=PATH, httponly=True, samesite="strict",
+                            secure=_secure_cookie(request, svc))
     return response
 
 
@@ -124,9 +115,8 @@ async def sign_in(request: Request, svc: Services = Depends(services)):
             errors["authToken"] = _BAD_SIGN_IN
         else:
             response = see_other("/console")
-            response.set_cookie(
-                COOKIE, session_id, path=PATH, httponly=True, samesite="strict", secure=_secure_cookie(request, svc)
-            )
+            response.set_cookie(COOKIE, session_id, path=PATH, httponly=True, samesite="strict",
+                                secure=_secure_cookie(request, svc))
             response.delete_cookie(SIGN_IN_COOKIE, path=PATH, httponly=True, samesite="strict")
             return response
     return _sign_in_page(request, svc, status=400, values=values, errors=errors)
@@ -147,13 +137,8 @@ def _console(request: Request) -> bool:
 
 def _error_page(request: Request, status: int, message: str, headers: dict | None = None):
     titles = {
-        400: "Bad request",
-        401: "Signed out",
-        403: "Refused",
-        404: "Not found",
-        429: "Too many requests",
-        500: "Something went wrong",
-        503: "Unavailable",
+        400: "Bad request", 401: "Signed out", 403: "Refused", 404: "Not found", 429: "Too many requests",
+        500: "Something went wrong", 503: "Unavailable"
     }
     console = getattr(request.state, "console", None)
     response = render(request, console, "error.html", title=titles.get(status, "Error"), status=status, message=message)
@@ -173,11 +158,8 @@ def mount(app: FastAPI) -> None:
 
     async def refused(request: Request, exc: Exception):  # a CsrfRefused
         return _error_page(
-            request,
-            403,
-            "This form was not sent from this console session (its security token "
-            "is missing or stale), so nothing was changed. Reload the page and try again.",
-        )
+            request, 403, "This form was not sent from this console session (its security token "
+            "is missing or stale), so nothing was changed. Reload the page and try again.")
 
     async def unfit(request: Request, exc: Exception):
         # A form value no page handled itself (e.g. an oversize hidden field): the messages, in words.

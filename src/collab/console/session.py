@@ -67,9 +67,8 @@ class Console:
             row = await fetch_one(conn, q.key_of_workspace, params)
         if row is None:
             raise not_found("api_key")
-        return Tenant(
-            api_key_id=row["id"], workspace_id=row["workspace_id"], token_key_version=row["token_key_version"]
-        )
+        return Tenant(api_key_id=row["id"], workspace_id=row["workspace_id"],
+                      token_key_version=row["token_key_version"])
 
     async def api_keys(self) -> list[dict]:
         """The workspace's API keys (id, apiKeyName, type), oldest first."""
@@ -111,12 +110,8 @@ async def sign_in(request: Request, svc: Services, *, workspace_id: str, token: 
     fingerprint = await _token_fingerprint(svc, caller.workspace_id)
     session_id = secrets.token_urlsafe(32)
     data: dict[str, Any] = {
-        "ws": caller.workspace_id,
-        "csrf": secrets.token_urlsafe(32),
-        "ver": fingerprint,
-        "seen": svc.clock(),
-        "born": svc.clock(),
-        "flash": [],
+        "ws": caller.workspace_id, "csrf": secrets.token_urlsafe(32), "ver": fingerprint, "seen": svc.clock(),
+        "born": svc.clock(), "flash": []
     }
     await _save(svc, session_id, data)
     return session_id
@@ -148,10 +143,8 @@ async def load(request: Request, svc: Services) -> Console | None:
     data = json.loads(raw)
     now = svc.clock()
     # A session from before lifetimes were recorded has none: it ends, and its user signs in again.
-    if (
-        now - data["seen"] > svc.settings.console_idle_timeout_s
-        or now - data.get("born", float("-inf")) > svc.settings.console_session_max_s
-    ):
+    if (now - data["seen"] > svc.settings.console_idle_timeout_s
+            or now - data.get("born", float("-inf")) > svc.settings.console_session_max_s):
         await sign_out(svc, session_id)
         return None
     if await _token_fingerprint(svc, data["ws"]) != data["ver"]:
@@ -167,15 +160,8 @@ async def load(request: Request, svc: Services) -> Console | None:
             revealed = {"what": sealed["what"], "token": token}
         except DecryptError:  # the service's secret changed meanwhile: the token cannot be shown; reset it again
             log.warning("a console secret to show once could not be opened")
-    return Console(
-        workspace_id=data["ws"],
-        session_id=session_id,
-        csrf=data["csrf"],
-        svc=svc,
-        flash=flash,
-        revealed=revealed,
-        data=data,
-    )
+    return Console(workspace_id=data["ws"], session_id=session_id, csrf=data["csrf"], svc=svc, flash=flash,
+                   revealed=revealed, data=data)
 
 
 async def signed_in(request: Request, svc: Services = Depends(services)) -> Console:

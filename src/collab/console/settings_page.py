@@ -30,22 +30,13 @@ PROVIDERS = [("openai", "OpenAI"), ("anthropic", "Anthropic"), ("gemini", "Gemin
 MAX_PUBLIC_KEY_FILE = 64 * 1024
 NOTIFY = "notificationServiceConfig"
 BOUNDS = {
-    "delaySeconds": bounds(DelayConfig, "delaySeconds"),
-    "batchWindowSeconds": bounds(BatchScope, "batchWindowSeconds"),
-    "maxActivities": bounds(BatchScope, "maxActivities"),
+    "delaySeconds": bounds(DelayConfig, "delaySeconds"), "batchWindowSeconds": bounds(BatchScope, "batchWindowSeconds"),
+    "maxActivities": bounds(BatchScope, "maxActivities")
 }
 
 
-async def settings_view(
-    request: Request,
-    console: Console,
-    *,
-    key: str | None,
-    status: int = 200,
-    errors=None,
-    posted: str = "",
-    values: dict | None = None,
-):
+async def settings_view(request: Request, console: Console, *, key: str | None, status: int = 200, errors=None,
+                        posted: str = "", values: dict | None = None):
     """The settings page of one API key; `posted` names the section whose form is shown again with `values`."""
     keys = await console.api_keys()
     tenant = await console.tenant(key or (keys[0]["id"] if keys else ""))
@@ -64,28 +55,15 @@ async def settings_view(
     def val(section: str, name: str, stored):
         return typed.get(name, "") if typed is not None and section == posted else stored
 
-    return render(
-        request,
-        console,
-        "settings.html",
-        title="Settings",
-        status=status,
-        keys=keys,
-        selected=tenant.api_key_id,
-        advanced=api_key_config["enableAdvancedQueries"],
-        providers=PROVIDERS,
-        provider_keys=provider_keys,
-        activity=(await config.get_activity_config(console.svc, tenant=tenant))["activityServiceConfig"],
-        notification=await config.get_notification_config(console.svc, tenant=tenant),
-        webhook=webhook,
-        comment_events=COMMENT_EVENTS,
-        huddle_events=HUDDLE_EVENTS,
-        bounds=BOUNDS,
-        errors=errors or {},
-        posted=posted,
-        on=on,
-        val=val,
-    )
+    return render(request, console, "settings.html", title="Settings", status=status, keys=keys,
+                  selected=tenant.api_key_id, advanced=api_key_config["enableAdvancedQueries"], providers=PROVIDERS,
+                  provider_keys=provider_keys,
+                  activity=(await
+                            config.get_activity_config(console.svc,
+                                                       tenant=tenant))["activityServiceConfig"], notification=await
+                  config.get_notification_config(console.svc,
+                                                 tenant=tenant), webhook=webhook, comment_events=COMMENT_EVENTS,
+                  huddle_events=HUDDLE_EVENTS, bounds=BOUNDS, errors=errors or {}, posted=posted, on=on, val=val)
 
 
 @router.get("/settings")
@@ -105,15 +83,15 @@ async def save_form(request: Request, console: Console, section: str, build, sav
         errors = exc.errors if isinstance(exc, FormErrors) else errors_of(exc)
         # What was typed stays in the form (never a secret: provider keys are not echoed back).
         values = {k: v for k, v in form.multi_items() if isinstance(v, str) and not k.startswith("key_")}
-        return await settings_view(
-            request, console, key=tenant.api_key_id, status=400, errors=errors, posted=section, values={section: values}
-        )
+        return await settings_view(request, console, key=tenant.api_key_id, status=400, errors=errors, posted=section,
+                                   values={section: values})
     await session.flash(console, message)
     return see_other(f"/console/settings?key={tenant.api_key_id}#{section}")
 
 
 @router.post("/settings/advanced-queries")
 async def save_advanced_queries(request: Request, console: Console = Signed):
+
     async def build(form: FormData, tenant):
         return validated(ApiKeyConfigUpdate, {"enableAdvancedQueries": checked(form, "enableAdvancedQueries")})
 
@@ -126,6 +104,7 @@ async def save_advanced_queries(request: Request, console: Console = Signed):
 
 @router.post("/settings/activity")
 async def save_activity(request: Request, console: Console = Signed):
+
     async def build(form: FormData, tenant):
         triggers = {event: checked(form, f"activity.{event}") for event in COMMENT_EVENTS}
         body = {"isEnabled": checked(form, "activity.isEnabled"), "triggers": {"comment": triggers}}
@@ -140,28 +119,31 @@ async def save_activity(request: Request, console: Console = Signed):
 
 @router.post("/settings/notifications")
 async def save_notifications(request: Request, console: Console = Signed):
+
     async def build(form: FormData, tenant):
         errors: dict[str, str] = {}
         prefix = f"{NOTIFY}."
         delay = {
             "isEnabled": checked(form, prefix + "delayConfig.isEnabled"),
-            "delaySeconds": whole(form, prefix + "delayConfig.delaySeconds", errors),
+            "delaySeconds": whole(form, prefix + "delayConfig.delaySeconds", errors)
         }
         batch = {}
         for scope in ("document", "user"):
             at = f"{prefix}batchConfig.{scope}."
             batch[scope] = {
                 "isEnabled": checked(form, at + "isEnabled"),
-                "batchWindowSeconds": whole(form, at + "batchWindowSeconds", errors),
-                "maxActivities": whole(form, at + "maxActivities", errors),
+                "batchWindowSeconds": whole(form, at + "batchWindowSeconds",
+                                            errors), "maxActivities": whole(form, at + "maxActivities", errors)
             }
         triggers = {
-            "comment": {e: checked(form, f"{prefix}triggers.comment.{e}") for e in COMMENT_EVENTS},
-            "huddle": {e: checked(form, f"{prefix}triggers.huddle.{e}") for e in HUDDLE_EVENTS},
+            "comment": {e: checked(form, f"{prefix}triggers.comment.{e}")
+                        for e in COMMENT_EVENTS},
+            "huddle": {e: checked(form, f"{prefix}triggers.huddle.{e}")
+                       for e in HUDDLE_EVENTS}
         }
         body = {
             "useNotificationService": checked(form, "useNotificationService"),
-            NOTIFY: {"triggers": triggers, "delayConfig": delay, "batchConfig": batch},
+            NOTIFY: {"triggers": triggers, "delayConfig": delay, "batchConfig": batch}
         }
         try:
             data = validated(NotificationConfigUpdate, body)
@@ -199,6 +181,7 @@ async def _public_key(form: FormData) -> str:
 
 @router.post("/settings/webhooks")
 async def save_webhooks(request: Request, console: Console = Signed):
+
     async def build(form: FormData, tenant):
         flags = ("isEnabled", "encodeData", "encryptData", "enableDataProtection")
         body: dict[str, Any] = {name: checked(form, name) for name in flags}

@@ -24,13 +24,9 @@ from collab.webhooks.schemas import (
 router = APIRouter()
 LOG_PAGE = 20
 NOTICES = {
-    "created": "Endpoint created.",
-    "updated": "Endpoint saved.",
-    "enabled": "Endpoint enabled.",
-    "disabled": "Endpoint disabled.",
-    "deleted": "Endpoint deleted.",
-    "tested": "Test event queued.",
-    "retried": "Message queued for redelivery.",
+    "created": "Endpoint created.", "updated": "Endpoint saved.", "enabled": "Endpoint enabled.",
+    "disabled": "Endpoint disabled.", "deleted": "Endpoint deleted.", "tested": "Test event queued.",
+    "retried": "Message queued for redelivery."
 }
 
 
@@ -40,19 +36,9 @@ async def _back(console: Console, key: str, notice: str, endpoint: str | None = 
     return see_other("/console/webhooks?" + urlencode({"key": key, **({"endpoint": endpoint} if endpoint else {})}))
 
 
-async def _show(
-    request: Request,
-    console: Console,
-    *,
-    key: str | None,
-    endpoint: str | None = None,
-    after: str | None = None,
-    notice: str | None = None,
-    outcome: Outcome | None = None,
-    form: str | None = None,
-    values: dict[str, Any] | None = None,
-    secret: str | None = None,
-):
+async def _show(request: Request, console: Console, *, key: str | None, endpoint: str | None = None,
+                after: str | None = None, notice: str | None = None, outcome: Outcome | None = None,
+                form: str | None = None, values: dict[str, Any] | None = None, secret: str | None = None):
     tenant, keys, key = await outcomes.selected_key(console, key)
     svc = console.svc
     outcome = outcome or Outcome()
@@ -60,57 +46,32 @@ async def _show(
     endpoints = listing.value["data"] if listing.value else []
     selected = next((e for e in endpoints if e["id"] == endpoint), None) if endpoint else None
     if endpoint and listing.value and selected is None:
-        return render(
-            request, console, "webhooks_missing.html", title="Endpoint not found", status=404, keys=keys, key=key
-        )
+        return render(request, console, "webhooks_missing.html", title="Endpoint not found", status=404, keys=keys,
+                      key=key)
     if notice:
         console.flash.append(notice)
     log = None
     if selected is not None:
         query = outcomes.given(endpointId=selected["id"], limit=LOG_PAGE, iterator=after)
         log = await outcomes.run(lambda: messages.list_messages(svc, tenant=tenant, data=ListMessages(**query)))
-    return render(
-        request,
-        console,
-        "webhooks.html",
-        title="Webhooks",
-        status=outcome.status,
-        keys=keys,
-        key=key,
-        errors=outcome.page_errors,
-        off=listing.message,
-        endpoints=endpoints,
-        selected=selected,
-        log=log,
-        after=after,
-        outcome=outcome,
-        form=form,
-        values=values or {},
-        secret=secret,
-        event_types=EVENT_TYPES,
-    )
+    return render(request, console, "webhooks.html", title="Webhooks", status=outcome.status, keys=keys, key=key,
+                  errors=outcome.page_errors, off=listing.message, endpoints=endpoints, selected=selected, log=log,
+                  after=after, outcome=outcome, form=form, values=values or {}, secret=secret, event_types=EVENT_TYPES)
 
 
 @router.get("/webhooks")
-async def webhooks(
-    request: Request,
-    key: str | None = None,
-    endpoint: str | None = None,
-    after: str | None = None,
-    console: Console = Signed,
-):
+async def webhooks(request: Request, key: str | None = None, endpoint: str | None = None, after: str | None = None,
+                   console: Console = Signed):
     return await _show(request, console, key=key, endpoint=endpoint, after=after)
 
 
 def _endpoint_values(form) -> dict[str, Any]:
     """The endpoint fields of a posted form, shaped as the API's request takes them."""
     return {
-        "url": outcomes.text(form.get("url")) or "",
-        "description": outcomes.text(form.get("description")) or "",
+        "url": outcomes.text(form.get("url")) or "", "description": outcomes.text(form.get("description")) or "",
         "filterTypes": [t for t in form.getlist("filterTypes") if t] or None,
-        "channels": outcomes.words(form.get("channels")),
-        "rateLimit": outcomes.number(form.get("rateLimit")),
-        "disabled": form.get("disabled") == "on",
+        "channels": outcomes.words(form.get("channels")), "rateLimit": outcomes.number(form.get("rateLimit")),
+        "disabled": form.get("disabled") == "on"
     }
 
 
@@ -158,6 +119,7 @@ async def _done(request, console, key, endpoint, outcome, notice, *, form: str, 
 
 @router.post("/webhooks/toggle")
 async def toggle(request: Request, console: Console = Signed):
+
     def action(tenant, endpoint, form):
         data = UpdateEndpoint(endpointId=endpoint, disabled=form.get("disabled") == "true")
         return service.update(console.svc, tenant=tenant, data=data)
@@ -170,11 +132,8 @@ async def toggle(request: Request, console: Console = Signed):
 @router.post("/webhooks/delete")
 async def delete(request: Request, console: Console = Signed):
     key, endpoint, outcome = await _act(
-        request,
-        console,
-        lambda tenant, endpoint, form: service.delete(
-            console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint)
-        ),
+        request, console,
+        lambda tenant, endpoint, form: service.delete(console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint))
     )
     return await _done(request, console, key, endpoint, outcome, "deleted", form="delete", after_delete=True)
 
@@ -182,12 +141,8 @@ async def delete(request: Request, console: Console = Signed):
 @router.post("/webhooks/secret")
 async def reveal(request: Request, console: Console = Signed):
     key, endpoint, outcome = await _act(
-        request,
-        console,
-        lambda tenant, endpoint, form: service.get_secret(
-            console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint)
-        ),
-    )
+        request, console, lambda tenant, endpoint, form: service.get_secret(console.svc, tenant=tenant, data=
+                                                                            EndpointRef(endpointId=endpoint)))
     if not outcome.ok:
         return await _done(request, console, key, endpoint, outcome, "", form="secret")
     # Shown in this answer only (never in a URL, never stored in the page's address or a redirect).
@@ -197,38 +152,25 @@ async def reveal(request: Request, console: Console = Signed):
 @router.post("/webhooks/rotate")
 async def rotate(request: Request, console: Console = Signed):
     key, endpoint, outcome = await _act(
-        request,
-        console,
-        lambda tenant, endpoint, form: service.rotate_secret(
-            console.svc, tenant=tenant, data=EndpointRef(endpointId=endpoint)
-        ),
-    )
+        request, console, lambda tenant, endpoint, form: service.rotate_secret(console.svc, tenant=tenant, data=
+                                                                               EndpointRef(endpointId=endpoint)))
     if not outcome.ok:
         return await _done(request, console, key, endpoint, outcome, "", form="secret")
-    return await _show(
-        request,
-        console,
-        key=key,
-        endpoint=endpoint,
-        secret=outcome.value["key"],
-        notice="Secret rotated: the previous one keeps signing beside it for 24 hours.",
-    )
+    return await _show(request, console, key=key, endpoint=endpoint, secret=outcome.value["key"],
+                       notice="Secret rotated: the previous one keeps signing beside it for 24 hours.")
 
 
 @router.post("/webhooks/test")
 async def send_test(request: Request, console: Console = Signed):
     key, endpoint, outcome = await _act(
-        request,
-        console,
-        lambda tenant, endpoint, form: examples.send_test(
-            console.svc, tenant=tenant, endpoint_id=endpoint, event_type=form.get("eventType") or ""
-        ),
-    )
+        request, console, lambda tenant, endpoint, form: examples.send_test(
+            console.svc, tenant=tenant, endpoint_id=endpoint, event_type=form.get("eventType") or ""))
     return await _done(request, console, key, endpoint, outcome, "tested", form="test")
 
 
 @router.post("/webhooks/retry")
 async def retry(request: Request, console: Console = Signed):
+
     def action(tenant, endpoint, form):
         data = RetryMessage(endpointId=endpoint, messageId=form.get("message") or "")
         return messages.retry(console.svc, tenant=tenant, data=data)

@@ -20,17 +20,15 @@ async def add(body: Envelope[AddCrdt], tenant: Tenant = Auth, svc: Services = Sv
     return ok(None, "CRDT data added successfully.")
 
 
-@router.post(
-    "/crdt/get", summary="Get a document's CRDT editor data, paged by size [API-key auth]", responses=page(CrdtEditor)
-)
+@router.post("/crdt/get", summary="Get a document's CRDT editor data, paged by size [API-key auth]",
+             responses=page(CrdtEditor))
 async def get(body: Envelope[GetCrdt], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
     return listed(records, token, "CRDT data retrieved successfully.")
 
 
-@router.post(
-    "/crdt/update", summary="Change an editor's CRDT data by diff or Yjs update [API-key auth]", responses=ACKNOWLEDGED
-)
+@router.post("/crdt/update", summary="Change an editor's CRDT data by diff or Yjs update [API-key auth]",
+             responses=ACKNOWLEDGED)
 async def update(body: Envelope[UpdateCrdt], tenant: Tenant = Auth, svc: Services = Svc):
     await service.update(svc, tenant=tenant, data=body.data)
     return ok(None, "CRDT data updated successfully.")

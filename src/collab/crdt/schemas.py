@@ -16,12 +16,10 @@ CrdtType = Literal["text", "map", "array", "xml", "xmltext"]
 # The base64 of an update as large as the 8 MiB body limit allows.
 MAX_YJS_UPDATE_CHARS = 11_184_812
 
-
 # The messages Velt clients know for a missing id (the organization's has no full stop there either).
 _ID_REQUIRED = {
-    "organizationId": "Organization ID is required",
-    "documentId": "Document ID is required.",
-    "editorId": "Editor ID is required.",
+    "organizationId": "Organization ID is required", "documentId": "Document ID is required.",
+    "editorId": "Editor ID is required."
 }
 
 
@@ -58,10 +56,8 @@ class AddCrdt(Editors):
 
     _rules = rules(
         *_ids("organizationId", "documentId", "editorId"),
-        rule("data")(
-            lambda v: None if v.get("data") is not None else Broken("data", "Data is required.", "invalid_type")
-        ),
-    )
+        rule("data")(lambda v: None
+                     if v.get("data") is not None else Broken("data", "Data is required.", "invalid_type")))
 
 
 class UpdateCrdt(Editors):
@@ -107,25 +103,20 @@ class CrdtEditor(Doc):
 
     data: str | dict[str, Any] | list[Any] = Field(
         description="The content: a string for `text`, `xmltext` and `xml` (XML markup), an object for `map`, "
-        "an array for `array`."
-    )
+        "an array for `array`.")
     id: str = Field(description="The editor ID.")
     lastUpdate: str = Field(description="ISO-8601 timestamp (UTC, milliseconds).")
     lastUpdatedBy: str | None = Field(description="userId of the last writer; null when none was sent.")
     sessionId: str | None
     yjsUpdate: str | None = Field(
-        None, description="With `format: yjs` only: the base64 Yjs update that encodes the whole document."
-    )
+        None, description="With `format: yjs` only: the base64 Yjs update that encodes the whole document.")
 
     @staticmethod
     def wire(row: dict[str, Any], content: Any, *, yjs: bool) -> dict[str, Any]:
         """A CRDT editor record as Get CRDT Data returns it."""
         record = {
-            "data": content,
-            "id": row["editor_id"],
-            "lastUpdate": _iso(row["last_update"]),
-            "lastUpdatedBy": row["last_updated_by"],
-            "sessionId": row["session_id"],
+            "data": content, "id": row["editor_id"], "lastUpdate": _iso(row["last_update"]),
+            "lastUpdatedBy": row["last_updated_by"], "sessionId": row["session_id"]
         }
         if yjs:
             record["yjsUpdate"] = ydoc.encode(row["state"])

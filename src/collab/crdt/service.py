@@ -24,9 +24,8 @@ UNREADABLE = "This editor's stored document cannot be read; replace it with crdt
 PAGE_EDITORS = 1000
 # The messages Velt clients know for a missing id (the organization's has no full stop there either).
 _REQUIRED = {
-    "organizationId": "Organization ID is required",
-    "documentId": "Document ID is required.",
-    "editorId": "Editor ID is required.",
+    "organizationId": "Organization ID is required", "documentId": "Document ID is required.",
+    "editorId": "Editor ID is required."
 }
 
 
@@ -77,51 +76,25 @@ async def add(svc: Services, *, tenant: Tenant, data: AddCrdt) -> None:
     state = await _off_loop(svc, "data", ydoc.write, data.type, data.contentKey, None, data.data)
     async with transaction(svc.pool, svc.redis) as tx:
         cap = svc.settings.crdt_max_editors_per_document
-        editors = await repo.count_editors_locked(
-            tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, document_id=data.documentId
-        )
+        editors = await repo.count_editors_locked(tx.conn, api_key_id=tenant.api_key_id,
+                                                  organization_id=data.organizationId, document_id=data.documentId)
         # An editor that exists is ALREADY_EXISTS at the cap too (under the lock, no add can slip in between).
-        if editors >= cap and not await repo.exists(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            editor_id=data.editorId,
-        ):
+        if editors >= cap and not await repo.exists(tx.conn, api_key_id=tenant.api_key_id,
+                                                    organization_id=data.organizationId, document_id=data.documentId,
+                                                    editor_id=data.editorId):
             raise ApiError("RESOURCE_EXHAUSTED", f"A document holds at most {cap} CRDT editors; delete one first.")
-        added = await repo.insert(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            editor_id=data.editorId,
-            type=data.type,
-            content_key=data.contentKey,
-            state=state,
-            last_updated_by=data.userId,
-            session_id=data.sessionId,
-            now=svc.now_ms(),
-        )
+        added = await repo.insert(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                  document_id=data.documentId, editor_id=data.editorId, type=data.type,
+                                  content_key=data.contentKey, state=state, last_updated_by=data.userId,
+                                  session_id=data.sessionId, now=svc.now_ms())
         if added:
-            await webhook_events.crdt_changed(
-                tx.conn,
-                now=svc.now_ms(),
-                api_key_id=tenant.api_key_id,
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                editor_id=data.editorId,
-                user_id=data.userId,
-            )
+            await webhook_events.crdt_changed(tx.conn, now=svc.now_ms(), api_key_id=tenant.api_key_id,
+                                              organization_id=data.organizationId, document_id=data.documentId,
+                                              editor_id=data.editorId, user_id=data.userId)
     if not added:
         raise ApiError("ALREADY_EXISTS", ALREADY_EXISTS)
-    await fanout.publish(
-        svc.redis,
-        api_key_id=tenant.api_key_id,
-        organization_id=data.organizationId,
-        document_id=data.documentId,
-        editor_id=data.editorId,
-        message=fanout.sync_update(state),
-    )
+    await fanout.publish(svc.redis, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                         document_id=data.documentId, editor_id=data.editorId, message=fanout.sync_update(state))
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dict[str, Any]], str | None]:
@@ -131,20 +104,12 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
     assert data.organizationId is not None and data.documentId is not None
     filters = data.model_dump(exclude={"pageToken"})
     pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "crdt", filters)
-    (after_id,) = pager.after(data.pageToken, 1)
+    (after_id, ) = pager.after(data.pageToken, 1)
     budget, yjs = svc.settings.max_response_bytes, data.format == "yjs"
     async with svc.pool.connection() as conn:
-        rows = await repo.list_editors(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            editor_id=data.editorId,
-            after_id=after_id,
-            yjs=yjs,
-            limit=PAGE_EDITORS + 1,
-            budget=budget,
-        )
+        rows = await repo.list_editors(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                       document_id=data.documentId, editor_id=data.editorId, after_id=after_id, yjs=yjs,
+                                       limit=PAGE_EDITORS + 1, budget=budget)
     # Updates that arrived over the WebSocket and are not compacted yet are part of the document.
     rows = [_with_pending(r) for r in rows]
     try:
@@ -152,13 +117,8 @@ async def get(svc: Services, *, tenant: Tenant, data: GetCrdt) -> tuple[list[dic
     except ydoc.BadContent as exc:
         raise ApiError("FAILED_PRECONDITION", f"{UNREADABLE} ({exc})") from None
     records = {row["editor_id"]: content for row, content in zip(rows, contents)}
-    return pager.cut(
-        rows,
-        PAGE_EDITORS,
-        "editor_id",
-        budget=budget,
-        render=lambda row: CrdtEditor.wire(row, records[row["editor_id"]], yjs=yjs),
-    )
+    return pager.cut(rows, PAGE_EDITORS, "editor_id", budget=budget,
+                     render=lambda row: CrdtEditor.wire(row, records[row["editor_id"]], yjs=yjs))
 
 
 def _with_pending(row: dict[str, Any]) -> dict[str, Any]:
@@ -166,9 +126,8 @@ def _with_pending(row: dict[str, Any]) -> dict[str, Any]:
     if not row.get("pending"):
         return row
     return row | {
-        "last_update": max(row["last_update"], row["pending_at"]),
-        "last_updated_by": row["pending_by"],
-        "session_id": None,
+        "last_update": max(row["last_update"], row["pending_at"]), "last_updated_by": row["pending_by"],
+        "session_id": None
     }
 
 
@@ -189,29 +148,16 @@ def _content(row: dict[str, Any], *, yjs: bool) -> Any:
 async def _folded(conn: Any, key: dict[str, Any], row: dict[str, Any], now: int) -> tuple[bytes, int | None]:
     """The locked editor's state with its pending realtime updates folded in (those that cannot be are quarantined),
     and the last seq folded."""
-    pending = (
-        await repo.pending(
-            conn,
-            api_key_id=key["api_key_id"],
-            organization_id=key["organization_id"],
-            document_id=key["document_id"],
-            editor_ids=[key["editor_id"]],
-        )
-    ).get(key["editor_id"])
+    pending = (await repo.pending(conn, api_key_id=key["api_key_id"], organization_id=key["organization_id"],
+                                  document_id=key["document_id"], editor_ids=[key["editor_id"]])).get(key["editor_id"])
     if not pending:
         return row["state"], None
-    doc, bad = await asyncio.to_thread(
-        ydoc.fold, row["type"], row["content_key"], row["state"], [p["yjs_update"] for p in pending]
-    )
+    doc, bad = await asyncio.to_thread(ydoc.fold, row["type"], row["content_key"], row["state"],
+                                       [p["yjs_update"] for p in pending])
     if bad:
         reasons = {pending[i]["seq"]: why for i, why in bad}
-        log.warning(
-            "crdt editor %s/%s (key %s): quarantined pending updates %s",
-            key["document_id"],
-            key["editor_id"],
-            key["api_key_id"],
-            reasons,
-        )
+        log.warning("crdt editor %s/%s (key %s): quarantined pending updates %s", key["document_id"], key["editor_id"],
+                    key["api_key_id"], reasons)
         await repo.quarantine(conn, **key, reasons=reasons, now=now)
     return await asyncio.to_thread(doc.get_update), pending[-1]["seq"]
 
@@ -220,31 +166,20 @@ async def compact(svc: Services, *, api_key_id: str, organization_id: str, docum
     """Fold an editor's pending realtime updates into its stored state (quarantining those that cannot be); False
     when there was nothing to fold."""
     key = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "editor_id": editor_id,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "editor_id": editor_id
     }
     async with transaction(svc.pool, svc.redis) as tx:
         row = await repo.lock(tx.conn, **key)
         if row is None:
             return False
-        pending = (
-            await repo.pending(
-                tx.conn,
-                api_key_id=api_key_id,
-                organization_id=organization_id,
-                document_id=document_id,
-                editor_ids=[editor_id],
-            )
-        ).get(editor_id)
+        pending = (await repo.pending(tx.conn, api_key_id=api_key_id, organization_id=organization_id,
+                                      document_id=document_id, editor_ids=[editor_id])).get(editor_id)
         if not pending:
             return False
         state, _ = await _folded(tx.conn, key, row, svc.now_ms())
         last = pending[-1]
-        await repo.save(
-            tx.conn, **key, state=state, last_updated_by=last["user_id"], session_id=None, now=last["created_at"]
-        )
+        await repo.save(tx.conn, **key, state=state, last_updated_by=last["user_id"], session_id=None,
+                        now=last["created_at"])
         await repo.clear_updates(tx.conn, **key, upto=last["seq"])
     return True
 
@@ -258,10 +193,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
         raise invalid(message, [issue(["data"], message), issue(["yjsUpdate"], message)])
     client_update = _decode_update(data.yjsUpdate) if data.yjsUpdate is not None else None
     key: dict[str, Any] = {
-        "api_key_id": tenant.api_key_id,
-        "organization_id": data.organizationId,
-        "document_id": data.documentId,
-        "editor_id": data.editorId,
+        "api_key_id": tenant.api_key_id, "organization_id": data.organizationId, "document_id": data.documentId,
+        "editor_id": data.editorId
     }
     async with transaction(svc.pool, svc.redis) as tx:
         # Locked from read to write: two concurrent updates apply one after the other, neither is lost.
@@ -276,9 +209,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateCrdt) -> None:
             state = await _off_loop(svc, "data", ydoc.write, kind, content_key, before, data.data)
         else:
             state = await _off_loop(svc, "yjsUpdate", ydoc.merge, kind, content_key, before, client_update)
-        await repo.save(
-            tx.conn, **key, state=state, last_updated_by=data.userId, session_id=data.sessionId, now=svc.now_ms()
-        )
+        await repo.save(tx.conn, **key, state=state, last_updated_by=data.userId, session_id=data.sessionId,
+                        now=svc.now_ms())
         if folded is not None:
             await repo.clear_updates(tx.conn, **key, upto=folded)
         await webhook_events.crdt_changed(tx.conn, now=svc.now_ms(), **key, user_id=data.userId)
@@ -292,13 +224,8 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteCrdt) -> dict[str
     _require(data, "organizationId", "documentId")
     assert data.organizationId is not None and data.documentId is not None
     async with transaction(svc.pool, svc.redis) as tx:
-        deleted = await repo.delete(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            editor_ids=data.editorIds,
-        )
+        deleted = await repo.delete(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    document_id=data.documentId, editor_ids=data.editorIds)
     ids = data.editorIds if data.editorIds is not None else sorted(deleted)
     return {
         i: {"success": i in deleted, "id": i, "message": DELETED if i in deleted else not_found_message("crdt")}

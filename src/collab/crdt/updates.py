@@ -22,6 +22,7 @@ class BadUpdate(ValueError):
 
 
 class _Reader(Reader):
+
     def __init__(self, data: bytes):
         super().__init__(data, BadUpdate)
         self.types = False  # whether a struct creates a shared type (nesting only a read of the result can judge)

@@ -20,11 +20,8 @@ T = TypeVar("T")
 # pycrdt has no root XmlText: xmltext content lives in a root Text.
 _ROOTS = {"text": Text, "xmltext": Text, "map": Map, "array": Array, "xml": XmlFragment}
 _SHAPES = {
-    "text": (str, "a string"),
-    "xmltext": (str, "a string"),
-    "xml": (str, "a string"),
-    "map": (dict, "an object"),
-    "array": (list, "an array"),
+    "text": (str, "a string"), "xmltext": (str, "a string"), "xml": (str, "a string"), "map": (dict, "an object"),
+    "array": (list, "an array")
 }
 MAX_DEPTH = 100
 SAFE_INT = 2**53  # Yjs numbers are JavaScript doubles
@@ -84,10 +81,8 @@ def merge(kind: str, key: str, state: bytes, update: bytes) -> bytes:
     if updates.check(_native(apply, "yjsUpdate cannot be applied")):
         # Structs the document still lacks were parked by yrs for want of their dependencies, and would
         # be dropped when encoding: say so instead.
-        raise BadContent(
-            "yjsUpdate depends on changes this document does not have: "
-            "fetch the document with format yjs, apply the update there and send it again."
-        )
+        raise BadContent("yjsUpdate depends on changes this document does not have: "
+                         "fetch the document with format yjs, apply the update there and send it again.")
     _read(doc, kind, key)  # what is stored must read back
     return doc.get_update()
 
@@ -218,7 +213,7 @@ def _set_text(text: Text, new: str) -> None:
         byte, cp = byte + removed, end
     for at, removed, replacement in reversed(spans):
         if removed:
-            del text[at : at + removed]
+            del text[at:at + removed]
         if replacement:
             text.insert(at, replacement)
 
@@ -226,8 +221,8 @@ def _set_text(text: Text, new: str) -> None:
 def _text_edits(old: str, new: str, base: int, *, by_lines: bool) -> list[tuple[int, int, str]]:
     """(start, end, replacement) spans of `old` in code points, ascending, that turn it into `new`."""
     head = _common(old, new, lambda n: old[:n] == new[:n])
-    tail = _common(old[head:], new[head:], lambda n: old[len(old) - n :] == new[len(new) - n :])
-    a, b, base = old[head : len(old) - tail], new[head : len(new) - tail], base + head
+    tail = _common(old[head:], new[head:], lambda n: old[len(old) - n:] == new[len(new) - n:])
+    a, b, base = old[head:len(old) - tail], new[head:len(new) - tail], base + head
     if not a and not b:
         return []
     if len(a) <= CHAR_DIFF_MAX and len(b) <= CHAR_DIFF_MAX:
@@ -238,7 +233,7 @@ def _text_edits(old: str, new: str, base: int, *, by_lines: bool) -> list[tuple[
     at_a, at_b = _offsets(lines_a), _offsets(lines_b)
     edits = []
     for i1, i2, j1, j2 in _changes(lines_a, lines_b):
-        piece_a, piece_b = a[at_a[i1] : at_a[i2]], b[at_b[j1] : at_b[j2]]
+        piece_a, piece_b = a[at_a[i1]:at_a[i2]], b[at_b[j1]:at_b[j2]]
         edits += _text_edits(piece_a, piece_b, base + at_a[i1], by_lines=False)
     return edits
 
@@ -265,16 +260,15 @@ def _offsets(lines: list[str]) -> list[int]:
 def _changes(a: Sequence, b: Sequence) -> list[tuple[int, int, int, int]]:
     """Spans (i1, i2, j1, j2) where a[i1:i2] becomes b[j1:j2]; bounded work on long sequences."""
     head = _common(a, b, lambda n: a[:n] == b[:n])
-    tail = _common(a[head:], b[head:], lambda n: a[len(a) - n :] == b[len(b) - n :])
+    tail = _common(a[head:], b[head:], lambda n: a[len(a) - n:] == b[len(b) - n:])
     end_a, end_b = len(a) - tail, len(b) - tail
     if head == end_a and head == end_b:
         return []
     if end_a - head > SEQ_DIFF_MAX or end_b - head > SEQ_DIFF_MAX or head == end_a or head == end_b:
         return [(head, end_a, head, end_b)]
     matcher = difflib.SequenceMatcher(None, a[head:end_a], b[head:end_b], autojunk=False)
-    return [
-        (head + i1, head + i2, head + j1, head + j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
-    ]
+    return [(head + i1, head + i2, head + j1, head + j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+            if tag != "equal"]
 
 
 def _set_map(root: Map, new: dict[str, Any]) -> None:

@@ -17,22 +17,18 @@ async def add(svc: Services, *, tenant: Tenant, data: AddFolders) -> dict[str, A
     key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
-        if not await ensure_organization(
-            tx.conn, tenant=tenant, organization_id=data.organizationId, create=data.createOrganization, now=now
-        ):
+        if not await ensure_organization(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                         create=data.createOrganization, now=now):
             missing = not_found_message("organization")
             return {f.folderId: {"success": False, "id": f.folderId, "message": missing} for f in data.folders}
         for folder in data.folders:
             if folder.parentFolderId and not await repo.folder_exists(tx.conn, **key, id=folder.parentFolderId):
                 results[folder.folderId] = {
-                    "success": False,
-                    "id": folder.folderId,
-                    "message": not_found_message("parent_folder"),
+                    "success": False, "id": folder.folderId, "message": not_found_message("parent_folder")
                 }
                 continue
-            added = await repo.insert_folder(
-                tx.conn, **key, id=folder.folderId, name=folder.folderName, parent_id=folder.parentFolderId, now=now
-            )
+            added = await repo.insert_folder(tx.conn, **key, id=folder.folderId, name=folder.folderName,
+                                             parent_id=folder.parentFolderId, now=now)
             message = "Folder added." if added else "Folder already exists."
             results[folder.folderId] = {"success": added, "id": folder.folderId, "message": message}
     return results

@@ -11,88 +11,39 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def insert(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    id: str,
-    name: str | None,
-    folder_id: str | None,
-    now: int,
-) -> bool:
+async def insert(conn: Conn, *, api_key_id: str, organization_id: str, id: str, name: str | None, folder_id: str | None,
+                 now: int) -> bool:
     """Create a document; False when the id is taken in the organization (or the organization is missing)."""
-    found = await insert_many(
-        conn,
-        api_key_id=api_key_id,
-        organization_id=organization_id,
-        documents=[(id, name)],
-        folder_id=folder_id,
-        now=now,
-    )
+    found = await insert_many(conn, api_key_id=api_key_id, organization_id=organization_id, documents=[(id, name)],
+                              folder_id=folder_id, now=now)
     return bool(found["added"])
 
 
-async def insert_many(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    documents: list[tuple[str, str | None]],
-    folder_id: str | None,
-    now: int,
-) -> dict[str, Any]:
+async def insert_many(conn: Conn, *, api_key_id: str, organization_id: str, documents: list[tuple[str, str | None]],
+                      folder_id: str | None, now: int) -> dict[str, Any]:
     """Add the (id, name) pairs in one statement, if their organization exists; {organization: exists, added: the
     ids now added (not those already taken)}."""
     params = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "ids": [d[0] for d in documents],
-        "names": [d[1] for d in documents],
-        "folder_id": folder_id,
-        "now": now,
+        "api_key_id": api_key_id, "organization_id": organization_id, "ids": [d[0] for d in documents],
+        "names": [d[1] for d in documents], "folder_id": folder_id, "now": now
     }
     return await fetch_row(conn, q.insert_documents, params)
 
 
-async def list_page(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    ids: list[str] | None,
-    folder_id: str | None,
-    after_id: str | None,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def list_page(conn: Conn, *, api_key_id: str, organization_id: str, ids: list[str] | None, folder_id: str | None,
+                    after_id: str | None, limit: int) -> list[dict[str, Any]]:
     filters = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "ids": ids,
-        "folder_id": folder_id,
-        "after_id": after_id,
-        "limit": limit,
+        "api_key_id": api_key_id, "organization_id": organization_id, "ids": ids, "folder_id": folder_id,
+        "after_id": after_id, "limit": limit
     }
     return await fetch_all(conn, q.list_documents, filters)
 
 
-async def update(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    name: str | None,
-    folder_id: str | None,
-    id: str,
-    now: int,
-) -> bool:
+async def update(conn: Conn, *, api_key_id: str, organization_id: str, name: str | None, folder_id: str | None, id: str,
+                 now: int) -> bool:
     change = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "name": name,
-        "folder_id": folder_id,
-        "id": id,
-        "now": now,
+        "api_key_id": api_key_id, "organization_id": organization_id, "name": name, "folder_id": folder_id, "id": id,
+        "now": now
     }
     return await fetch_one(conn, q.update_document, change) is not None
 
@@ -104,9 +55,8 @@ async def delete(conn: Conn, *, api_key_id: str, organization_id: str, ids: list
     if deleted:
         params["ids"] = sorted(deleted)
         await execute(conn, q.delete_document_grants, params)
-        await delete_feature_data(
-            conn, api_key_id=api_key_id, organization_id=organization_id, document_ids=params["ids"]
-        )
+        await delete_feature_data(conn, api_key_id=api_key_id, organization_id=organization_id,
+                                  document_ids=params["ids"])
     return deleted
 
 
@@ -127,23 +77,11 @@ async def move(conn: Conn, *, api_key_id: str, organization_id: str, id: str, ne
     return None
 
 
-async def insert_folder(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    id: str,
-    name: str | None,
-    parent_id: str | None,
-    now: int,
-) -> bool:
+async def insert_folder(conn: Conn, *, api_key_id: str, organization_id: str, id: str, name: str | None,
+                        parent_id: str | None, now: int) -> bool:
     row = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "id": id,
-        "name": name,
-        "parent_id": parent_id,
-        "now": now,
+        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "name": name, "parent_id": parent_id,
+        "now": now
     }
     return await fetch_one(conn, q.insert_folder, row) is not None
 
@@ -157,33 +95,18 @@ async def folder_tree(conn: Conn, *, api_key_id: str, organization_id: str) -> l
     return await fetch_all(conn, q.folder_tree, {"api_key_id": api_key_id, "organization_id": organization_id})
 
 
-async def insert_migration(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str,
-    id: str,
-    new_document_id: str,
-    job_id: str,
-    now: int,
-) -> None:
+async def insert_migration(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, id: str,
+                           new_document_id: str, job_id: str, now: int) -> None:
     row = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "id": id,
-        "new_document_id": new_document_id,
-        "job_id": job_id,
-        "now": now,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "id": id,
+        "new_document_id": new_document_id, "job_id": job_id, "now": now
     }
     await execute(conn, q.insert_migration, row)
 
 
 async def get_migration(conn: Conn, *, api_key_id: str, organization_id: str, id: str) -> dict[str, Any] | None:
-    return await fetch_one(
-        conn, q.get_migration, {"api_key_id": api_key_id, "organization_id": organization_id, "id": id}
-    )
+    return await fetch_one(conn, q.get_migration,
+                           {"api_key_id": api_key_id, "organization_id": organization_id, "id": id})
 
 
 async def start_migration(conn: Conn, *, api_key_id: str, id: str, now: int) -> dict[str, Any] | None:

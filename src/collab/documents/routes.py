@@ -32,65 +32,44 @@ async def add(body: Envelope[AddDocuments], tenant: Tenant = Auth, svc: Services
     return ok(await service.add(svc, tenant=tenant, data=body.data), "Documents added successfully.")
 
 
-@router.post(
-    "/organizations/documents/get",
-    summary="List an organization's documents [API-key auth]",
-    responses=page(Document),
-)
+@router.post("/organizations/documents/get", summary="List an organization's documents [API-key auth]",
+             responses=page(Document))
 async def get(body: Envelope[GetDocuments], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
     return listed(records, token, "Documents retrieved successfully.")
 
 
-@router.post(
-    "/organizations/documents/update",
-    summary="Rename documents or move them to a folder [API-key auth]",
-    responses=BY_ID,
-)
+@router.post("/organizations/documents/update", summary="Rename documents or move them to a folder [API-key auth]",
+             responses=BY_ID)
 async def update(body: Envelope[UpdateDocuments], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.update(svc, tenant=tenant, data=body.data), "Documents processed.")
 
 
-@router.post(
-    "/organizations/documents/delete",
-    summary="Delete documents and their data [API-key auth]",
-    responses=BY_ID,
-)
+@router.post("/organizations/documents/delete", summary="Delete documents and their data [API-key auth]",
+             responses=BY_ID)
 async def delete(body: Envelope[DeleteDocuments], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.delete(svc, tenant=tenant, data=body.data), "Documents processed.")
 
 
-@router.post(
-    "/organizations/documents/migrate",
-    summary="Move a document to a new document ID [API-key auth]",
-    responses=answer(MigrationStarted),
-)
+@router.post("/organizations/documents/migrate", summary="Move a document to a new document ID [API-key auth]",
+             responses=answer(MigrationStarted))
 async def migrate(body: Envelope[MigrateDocument], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await migration.start(svc, tenant=tenant, data=body.data), "Migration started.")
 
 
-@router.post(
-    "/organizations/documents/migrate/status",
-    summary="Status of a document migration [API-key auth]",
-    responses=answer(Migration),
-)
+@router.post("/organizations/documents/migrate/status", summary="Status of a document migration [API-key auth]",
+             responses=answer(Migration))
 async def migrate_status(body: Envelope[MigrationStatus], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await migration.status(svc, tenant=tenant, data=body.data), "Migration status retrieved.")
 
 
-@router.post(
-    "/organizations/folders/add",
-    summary="Add (nested) folders to an organization [API-key auth]",
-    responses=BY_ID,
-)
+@router.post("/organizations/folders/add", summary="Add (nested) folders to an organization [API-key auth]",
+             responses=BY_ID)
 async def add_folders(body: Envelope[AddFolders], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await folders.add(svc, tenant=tenant, data=body.data), "Folders processed.")
 
 
-@router.post(
-    "/organizations/folders/get",
-    summary="List folders with their ancestors [API-key auth]",
-    responses=answer(list[Folder]),
-)
+@router.post("/organizations/folders/get", summary="List folders with their ancestors [API-key auth]",
+             responses=answer(list[Folder]))
 async def get_folders(body: Envelope[GetFolders], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await folders.get(svc, tenant=tenant, data=body.data), "Folders retrieved successfully.")

@@ -40,14 +40,9 @@ class DocumentChange(Model):
     folderId: Id = None
 
     _rules = rules(
-        rule("documentName", "folderId")(
-            lambda v: (
-                Broken(None, "Provide documentName or folderId")
-                if v.get("documentName") is None and v.get("folderId") is None
-                else None
-            )
-        )
-    )
+        rule("documentName",
+             "folderId")(lambda v: (Broken(None, "Provide documentName or folderId")
+                                    if v.get("documentName") is None and v.get("folderId") is None else None)))
 
 
 DocumentChanges = Annotated[list[DocumentChange], Field(min_length=1, max_length=MAX_BATCH), unique_by("documentId")]
@@ -69,14 +64,9 @@ class MigrateDocument(Model):
     newDocumentId: Id
 
     _rules = rules(
-        rule("documentId", "newDocumentId")(
-            lambda v: (
-                Broken("newDocumentId", "newDocumentId must differ from documentId")
-                if v.get("newDocumentId") == v.get("documentId")
-                else None
-            )
-        )
-    )
+        rule("documentId",
+             "newDocumentId")(lambda v: (Broken("newDocumentId", "newDocumentId must differ from documentId")
+                                         if v.get("newDocumentId") == v.get("documentId") else None)))
 
 
 class MigrationStatus(Model):

@@ -23,9 +23,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddDocuments) -> dict[str,
     ids = [d.documentId for d in data.documents]
     if data.createOrganization or data.folderId:
         async with transaction(svc.pool, svc.redis) as tx:
-            if not await ensure_organization(
-                tx.conn, tenant=tenant, organization_id=data.organizationId, create=data.createOrganization, now=now
-            ):
+            if not await ensure_organization(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                             create=data.createOrganization, now=now):
                 results = {i: _failed(i, not_found_message("organization"), "internal") for i in ids}
             elif data.folderId and not await _ensure_folder(tx.conn, key, data.folderId, data.createFolder, now):
                 results = {i: _failed(i, not_found_message("folder"), "internal") for i in ids}
@@ -48,9 +47,8 @@ async def _insert(conn, key: dict[str, str], data: AddDocuments, now: int) -> di
         return {i: _failed(i, not_found_message("organization"), "internal") for i, _ in documents}
     added = set(found["added"])
     return {
-        i: {"success": True, "id": i, "message": "Document added successfully."}
-        if i in added
-        else _failed(i, "Document already exists.", "already-exists")
+        i: {"success": True, "id": i, "message": "Document added successfully."} if i in added else _failed(
+            i, "Document already exists.", "already-exists")
         for i, _ in documents
     }
 
@@ -64,17 +62,11 @@ async def _ensure_folder(conn, key: dict[str, str], folder_id: str, create: bool
 async def get(svc: Services, *, tenant: Tenant, data: GetDocuments) -> tuple[list[dict[str, Any]], str | None]:
     """A page of an organization's documents in id order."""
     pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:documents:{data.organizationId}")
-    (after_id,) = pager.after(data.pageToken, 1)
+    (after_id, ) = pager.after(data.pageToken, 1)
     async with svc.pool.connection() as conn:
-        rows = await repo.list_page(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            ids=data.documentIds,
-            folder_id=data.folderId,
-            after_id=after_id,
-            limit=data.pageSize + 1,
-        )
+        rows = await repo.list_page(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    ids=data.documentIds, folder_id=data.folderId, after_id=after_id,
+                                    limit=data.pageSize + 1)
     rows, token = pager.page(rows, data.pageSize, "id")
     return [Document.wire(r) for r in rows], token
 
@@ -88,14 +80,11 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateDocuments) -> dic
         for doc in data.documents:
             if doc.folderId and not await repo.folder_exists(tx.conn, **key, id=doc.folderId):
                 results[doc.documentId] = {
-                    "success": False,
-                    "id": doc.documentId,
-                    "message": not_found_message("folder"),
+                    "success": False, "id": doc.documentId, "message": not_found_message("folder")
                 }
                 continue
-            found = await repo.update(
-                tx.conn, **key, id=doc.documentId, name=doc.documentName, folder_id=doc.folderId, now=now
-            )
+            found = await repo.update(tx.conn, **key, id=doc.documentId, name=doc.documentName, folder_id=doc.folderId,
+                                      now=now)
             message = "Document updated." if found else not_found_message("document")
             results[doc.documentId] = {"success": found, "id": doc.documentId, "message": message}
     return results
@@ -104,14 +93,12 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateDocuments) -> dic
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteDocuments) -> dict[str, Any]:
     """Delete documents with their access grants and every feature's data about them."""
     async with transaction(svc.pool, svc.redis) as tx:
-        deleted = await repo.delete(
-            tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, ids=data.documentIds
-        )
+        deleted = await repo.delete(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    ids=data.documentIds)
     return {
         d: {
-            "success": d in deleted,
-            "id": d,
-            "message": "Document deleted." if d in deleted else not_found_message("document"),
+            "success": d in deleted, "id": d,
+            "message": "Document deleted." if d in deleted else not_found_message("document")
         }
         for d in data.documentIds
     }

@@ -20,21 +20,14 @@ async def migrate_document(ctx: dict, *, api_key_id: str, migration_id: str) -> 
         return None  # finished on an earlier delivery
     key = {"api_key_id": api_key_id, "id": migration_id}
     # Another migration took the target id meanwhile, or feature data (such as CRDT content) sits there.
-    taken = (
-        f"Document {migration['new_document_id']} already exists or holds data in organization "
-        f"{migration['organization_id']}."
-    )
+    taken = (f"Document {migration['new_document_id']} already exists or holds data in organization "
+             f"{migration['organization_id']}.")
     try:
         with constraints.mapped(ALREADY_EXISTS=taken):
             async with transaction(svc.pool, svc.redis) as tx:
-                reason = await repo.move(
-                    tx.conn,
-                    api_key_id=api_key_id,
-                    organization_id=migration["organization_id"],
-                    id=migration["document_id"],
-                    new_id=migration["new_document_id"],
-                    now=svc.now_ms(),
-                )
+                reason = await repo.move(tx.conn, api_key_id=api_key_id, organization_id=migration["organization_id"],
+                                         id=migration["document_id"], new_id=migration["new_document_id"],
+                                         now=svc.now_ms())
                 if reason is None:
                     await repo.finish_migration(tx.conn, **key, status="completed", reason=None, now=svc.now_ms())
                     await _migrated(tx, migration, status="completed", reason=None, now=svc.now_ms())
@@ -51,18 +44,9 @@ async def migrate_document(ctx: dict, *, api_key_id: str, migration_id: str) -> 
 async def _migrated(tx, migration: dict[str, Any], *, status: str, reason: str | None, now: int) -> None:
     """The `document.migrate` webhook event of a finished migration (one per migration, however often it runs)."""
     payload = {
-        "migrationId": migration["id"],
-        "status": status,
-        "documentId": migration["document_id"],
-        "newDocumentId": migration["new_document_id"],
+        "migrationId": migration["id"], "status": status, "documentId": migration["document_id"],
+        "newDocumentId": migration["new_document_id"]
     } | ({"reason": reason} if reason else {})
-    await webhook_events.emit(
-        tx,
-        now=now,
-        api_key_id=migration["api_key_id"],
-        event_type="document.migrate",
-        organization_id=migration["organization_id"],
-        document_id=migration["document_id"],
-        payload=payload,
-        dedupe=f"document.migrate:{migration['id']}",
-    )
+    await webhook_events.emit(tx, now=now, api_key_id=migration["api_key_id"], event_type="document.migrate",
+                              organization_id=migration["organization_id"], document_id=migration["document_id"],
+                              payload=payload, dedupe=f"document.migrate:{migration['id']}")

@@ -44,14 +44,13 @@ class QueryBatches:
             return
         embedder, oldest, _ = self.waiting[0]
         low, high = len(oldest) / SPREAD, len(oldest) * SPREAD
-        batch = [w for w in self.waiting if w[0] is embedder and low <= len(w[1]) <= high][: self.max_batch]
+        batch = [w for w in self.waiting if w[0] is embedder and low <= len(w[1]) <= high][:self.max_batch]
         taken = {w[2] for w in batch}
         self.waiting = [w for w in self.waiting if w[2] not in taken]
         self.running = True
         try:
-            job = asyncio.get_running_loop().run_in_executor(
-                self.executor, embedder.encode_queries, [w[1] for w in batch]
-            )
+            job = asyncio.get_running_loop().run_in_executor(self.executor, embedder.encode_queries,
+                                                             [w[1] for w in batch])
         except Exception as exc:  # the executor is shut down: these callers fail, the next ones try again
             self._settle(batch, None, exc)
             self.running = False

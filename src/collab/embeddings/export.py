@@ -12,16 +12,9 @@ log = logging.getLogger("collab.embeddings")
 # Part of the cache key: bump it when the recipe below changes, so no process reuses an export made the old way.
 RECIPE = "mean-pool-normalize/opset17/ort-fused/int8-attention-only/1"
 # Short and long texts the export must reproduce (short ones are where int8 drifts most).
-PROBES = (
-    "ok",
-    "No",
-    "Thanks!",
-    "TBD",
-    "Typo in heading",
-    "rejected: Tone is too casual",
-    "accepted: Alt text now describes the chart's main finding, and the colours pass WCAG AA contrast.",
-    "Summer sale: up to 40% off selected items until August 31. Terms apply; not valid with other offers. " * 6,
-)
+PROBES = ("ok", "No", "Thanks!", "TBD", "Typo in heading", "rejected: Tone is too casual",
+          "accepted: Alt text now describes the chart's main finding, and the colours pass WCAG AA contrast.",
+          "Summer sale: up to 40% off selected items until August 31. Terms apply; not valid with other offers. " * 6)
 MIN_COSINE = 0.99
 # The torch vectors of PROBES, kept beside the export so a bf16 runtime is checked without loading another.
 PROBE_VECTORS = "probes.npy"
@@ -155,6 +148,7 @@ def _export(path: Path, target: Path) -> None:
     limit = max_length(path)
 
     class Pooled(torch.nn.Module):
+
         def __init__(self, encoder):
             super().__init__()
             self.encoder = encoder
@@ -170,9 +164,7 @@ def _export(path: Path, target: Path) -> None:
     mask = torch.ones(2, 8, dtype=torch.long)
     mask[1, 5:] = 0  # a padded row, so the trace keeps the masking
     axes = {
-        "input_ids": {0: "batch", 1: "tokens"},
-        "attention_mask": {0: "batch", 1: "tokens"},
-        "embedding": {0: "batch"},
+        "input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"}, "embedding": {0: "batch"}
     }
     config = json.loads((path / "config.json").read_text())
     from collab.embeddings.runtime import Tokens, session
@@ -187,16 +179,8 @@ def _export(path: Path, target: Path) -> None:
         _agrees("export drifts from torch", got, expected)
 
     def write_plain(tmp: Path) -> None:
-        torch.onnx.export(
-            pooled,
-            (ids, mask),
-            str(tmp),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["embedding"],
-            dynamic_axes=axes,
-            opset_version=17,
-            dynamo=False,
-        )
+        torch.onnx.export(pooled, (ids, mask), str(tmp), input_names=["input_ids", "attention_mask"],
+                          output_names=["embedding"], dynamic_axes=axes, opset_version=17, dynamo=False)
         checked(tmp)
 
     def write_fused(tmp: Path) -> None:
@@ -220,13 +204,9 @@ def _fuse(raw: Path, target: Path, config: dict) -> None:
     from onnxruntime.transformers import optimizer
 
     try:
-        fused = optimizer.optimize_model(
-            str(raw),
-            model_type="bert",
-            num_heads=int(config.get("num_attention_heads", 0)),
-            hidden_size=int(config.get("hidden_size", 0)),
-            opt_level=0,
-        )
+        fused = optimizer.optimize_model(str(raw), model_type="bert",
+                                         num_heads=int(config.get("num_attention_heads", 0)),
+                                         hidden_size=int(config.get("hidden_size", 0)), opt_level=0)
         fused.save_model_to_file(str(target))
     except Exception:  # an architecture the fuser does not know still runs unfused
         log.warning("ONNX fusion failed; using the plain export", exc_info=True)
@@ -247,24 +227,17 @@ def _quantize(fp32: Path, target: Path, tokens) -> None:
     graph = onnx.load(str(fp32), load_external_data=False).graph
     weights = {i.name for i in graph.initializer}
     nodes = [
-        n.name
-        for n in graph.node
-        if n.op_type == "Attention"
-        or (n.op_type == "MatMul" and "attention" in n.name and any(i in weights for i in n.input))
+        n.name for n in graph.node
+        if n.op_type == "Attention" or (n.op_type == "MatMul" and "attention" in n.name and any(i in weights
+                                                                                                for i in n.input))
     ]
     ids, mask = tokens.batch(list(PROBES))
     expected = session(fp32, threads=1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
 
     def write(tmp: Path) -> None:
-        quantize_dynamic(
-            str(fp32),
-            str(tmp),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=["MatMul", "Attention"],
-            nodes_to_quantize=nodes,
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
+        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul", "Attention"], nodes_to_quantize=nodes,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         got = session(tmp, threads=1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
         _agrees("int8 drifts from fp32", got, expected)
 
@@ -281,11 +254,9 @@ def check_bf16(session, plain: Path, tokens) -> None:
     ids, mask = tokens.batch(list(PROBES))
     batched = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
     single = numpy.vstack(
-        [session.run(None, dict(zip(("input_ids", "attention_mask"), tokens.batch([t]))))[0] for t in PROBES]
-    )
-    _agrees(
-        "bf16 drifts from torch", numpy.vstack([batched, single]), numpy.vstack([expected, expected]), MIN_COSINE_BF16
-    )
+        [session.run(None, dict(zip(("input_ids", "attention_mask"), tokens.batch([t]))))[0] for t in PROBES])
+    _agrees("bf16 drifts from torch", numpy.vstack([batched, single]), numpy.vstack([expected, expected]),
+            MIN_COSINE_BF16)
 
 
 def _agrees(what: str, got, expected, bar: float = MIN_COSINE) -> None:

@@ -33,16 +33,8 @@ class Embedder:
     when one is usable, else the CPU; `runtime` auto uses an export where the model has one and torch otherwise.
     """
 
-    def __init__(
-        self,
-        name: str,
-        source: str,
-        *,
-        device: str = "auto",
-        dtype: str = "auto",
-        runtime: str = "auto",
-        cache_dir: Path | str | None = None,
-    ):
+    def __init__(self, name: str, source: str, *, device: str = "auto", dtype: str = "auto", runtime: str = "auto",
+                 cache_dir: Path | str | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from a local path, never a hub
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from collab.embeddings import export
@@ -67,9 +59,8 @@ class Embedder:
                 log.info("embedding model %s runs on torch (%s)", name, why)
         if self.model is None:
             # bf16 on torch only when asked for: its vectors drift to 0.998 of fp32 (OpenVINO's: 0.9999).
-            self.model = TorchModel(
-                source, device=_torch_device(device, bulk_device), dtype="bf16" if asked == "bf16" else "fp32"
-            )
+            self.model = TorchModel(source, device=_torch_device(device, bulk_device),
+                                    dtype="bf16" if asked == "bf16" else "fp32")
         self.dimensions = self.model.dimensions
 
     def encode(self, texts: list[str], *, batch_size: int = 64) -> list[list[float]]:
@@ -118,14 +109,8 @@ _loaded: dict[tuple[str, str, str, str], Embedder] = {}
 _loading = threading.Lock()
 
 
-def load(
-    setting: str | None = None,
-    name: str | None = None,
-    dtype: str = "auto",
-    *,
-    device: str = "auto",
-    cache_dir: Path | str | None = None,
-) -> Embedder:
+def load(setting: str | None = None, name: str | None = None, dtype: str = "auto", *, device: str = "auto",
+         cache_dir: Path | str | None = None) -> Embedder:
     """The process-wide embedder for a model setting (loaded on first use, then kept), optionally renamed."""
     default_name, source = resolve(setting)
     key = (name or default_name, source, dtype, device)

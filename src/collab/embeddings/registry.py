@@ -48,20 +48,16 @@ def indexed_expr(dimensions: int, *, half: bool) -> sql.Composable:
 
 def index_statement(*, model: str, kind: str, dimensions: int, half: bool, concurrently: bool = False) -> sql.Composed:
     """The statement that builds the HNSW (cosine) index of one model and kind, unless it exists."""
-    return sql.SQL(q.create_hnsw_index).format(
-        index=sql.Identifier(index_name(model, kind, half=half)),
-        vector=indexed_expr(dimensions, half=half),
-        ops=sql.SQL("halfvec_cosine_ops" if half else "vector_cosine_ops"),
-        model=sql.Literal(model),
-        kind=sql.Literal(kind),
-        concurrently=sql.SQL("concurrently" if concurrently else ""),
-    )
+    return sql.SQL(q.create_hnsw_index).format(index=sql.Identifier(index_name(model, kind, half=half)),
+                                               vector=indexed_expr(dimensions, half=half),
+                                               ops=sql.SQL("halfvec_cosine_ops" if half else "vector_cosine_ops"),
+                                               model=sql.Literal(model), kind=sql.Literal(kind),
+                                               concurrently=sql.SQL("concurrently" if concurrently else ""))
 
 
 def _drop(name: str, *, concurrently: bool = False) -> sql.Composed:
-    return sql.SQL(q.drop_index).format(
-        index=sql.Identifier(name), concurrently=sql.SQL("concurrently" if concurrently else "")
-    )
+    return sql.SQL(q.drop_index).format(index=sql.Identifier(name),
+                                        concurrently=sql.SQL("concurrently" if concurrently else ""))
 
 
 async def pgvector_version(conn: Conn) -> tuple[int, ...]:
@@ -91,11 +87,8 @@ async def _wanted(conn: Conn, model: str) -> tuple[bool, list[str], list[str], d
     that exist)."""
     half = await pgvector_version(conn) >= HALF_FROM
     wanted = [index_name(model, kind, half=half) for kind in KINDS]
-    legacy = (
-        ([index_name(model, kind, half=False) for kind in KINDS] + [sparser_name(model, kind) for kind in KINDS])
-        if half
-        else []
-    )
+    legacy = (([index_name(model, kind, half=False) for kind in KINDS] + [sparser_name(model, kind)
+                                                                          for kind in KINDS]) if half else [])
     rows = await fetch_all(conn, q.existing_indexes, {"names": wanted + legacy})
     return half, wanted, legacy, {row["relname"]: row["valid"] for row in rows}
 
@@ -136,15 +129,13 @@ def _missing(wanted: list[str], found: dict[str, bool]) -> list[tuple[str, str]]
     return [(kind, name) for kind, name in zip(KINDS, wanted) if not found.get(name)]
 
 
-async def _build(
-    conn: Conn, *, model: str, dimensions: int, half: bool, missing: list[tuple[str, str]], concurrently: bool
-) -> None:
+async def _build(conn: Conn, *, model: str, dimensions: int, half: bool, missing: list[tuple[str, str]],
+                 concurrently: bool) -> None:
     """Build each missing index, after dropping an invalid leftover of a concurrent build of the same name."""
     for kind, name in missing:
         await conn.execute(_drop(name, concurrently=concurrently))
         await conn.execute(
-            index_statement(model=model, kind=kind, dimensions=dimensions, half=half, concurrently=concurrently)
-        )
+            index_statement(model=model, kind=kind, dimensions=dimensions, half=half, concurrently=concurrently))
 
 
 async def upgrade_indexes(pool: AsyncConnectionPool, *, model: str, dimensions: int, grace_s: float) -> bool:
@@ -163,9 +154,8 @@ async def upgrade_indexes(pool: AsyncConnectionPool, *, model: str, dimensions: 
             if missing:
                 await execute(conn, q.session_build_memory)
                 try:
-                    await _build(
-                        conn, model=model, dimensions=dimensions, half=half, missing=missing, concurrently=True
-                    )
+                    await _build(conn, model=model, dimensions=dimensions, half=half, missing=missing,
+                                 concurrently=True)
                 finally:
                     await execute(conn, q.reset_build_memory)
             old = [name for name in legacy if name in found]

@@ -96,7 +96,7 @@ class OpenVinoSession:
                 failed.append(exc)
 
         helpers = [
-            threading.Thread(target=work, args=(i,), daemon=True) for i in range(1, min(self.streams, len(batches)))
+            threading.Thread(target=work, args=(i, ), daemon=True) for i in range(1, min(self.streams, len(batches)))
         ]
         for helper in helpers:
             helper.start()
@@ -127,8 +127,8 @@ class Tokens:
         ids = numpy.zeros((len(rows), width), dtype=numpy.int64)
         mask = numpy.zeros((len(rows), width), dtype=numpy.int64)
         for i, row in enumerate(rows):
-            ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
+            ids[i, :len(row)] = row
+            mask[i, :len(row)] = 1
         return ids, mask
 
     def batch(self, texts: list[str]) -> tuple[numpy.ndarray, numpy.ndarray]:
@@ -184,21 +184,12 @@ class OnnxModel:
     """An exported model: sessions for single queries (an all-cores one, and a one-thread one beside it) and one for
     batches (or a GPU); on ONNX Runtime, or on OpenVINO in bf16 (`openvino=True`) for the CPU's sessions."""
 
-    def __init__(
-        self,
-        model: Path,
-        tokens: Tokens,
-        *,
-        source: str,
-        device: str = "auto",
-        label: str = "onnx",
-        openvino: bool = False,
-    ):
+    def __init__(self, model: Path, tokens: Tokens, *, source: str, device: str = "auto", label: str = "onnx",
+                 openvino: bool = False):
         self.path, self.tokens, self.source, self.device, self.label = model, tokens, source, device, label
         self.openvino = openvino
-        self.cpu_session = (
-            functools.partial(OpenVinoSession, openvino_model(model)) if openvino else functools.partial(session, model)
-        )
+        self.cpu_session = (functools.partial(OpenVinoSession, openvino_model(model))
+                            if openvino else functools.partial(session, model))
         # A query pass takes every core (a 26-token sentence in ~4.9 ms on two threads against ~8 on one). A loop
         # runs one pass at a time and batches what waits (embeddings/batching.py); a pass of a second loop in the
         # process (a CLI or a test beside a worker) runs beside it on a one-thread session rather than wait. Both
@@ -224,9 +215,8 @@ class OnnxModel:
             if self._bulk is None:
                 where = bulk_device(self.device)
                 if where == "cuda-onnx":
-                    self._bulk = session(
-                        self.path, threads=1, providers=["CUDAExecutionProvider", "CPUExecutionProvider"]
-                    )
+                    self._bulk = session(self.path, threads=1,
+                                         providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
                 elif where == "cuda-torch":
                     self._bulk = TorchModel(self.source, device="cuda")
                 elif self.openvino:
@@ -263,7 +253,7 @@ class OnnxModel:
         rows = self.tokens.encode(texts)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         out = numpy.empty((len(rows), self.dimensions), dtype=numpy.float32)
-        chunks = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        chunks = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
         feeds = [dict(zip(("input_ids", "attention_mask"), Tokens.pad([rows[i] for i in chunk]))) for chunk in chunks]
         if isinstance(runtime, OpenVinoSession):  # its streams take the batches in turn, beside other callers'
             for chunk, vectors in zip(chunks, runtime.run_all(feeds)):
@@ -301,7 +291,6 @@ class TorchModel:
 
     def encode(self, texts: list[str], *, batch_size: int = 64) -> numpy.ndarray:
         with self.lock:  # one forward pass at a time per process; torch uses the cores itself
-            vectors = self.model.encode(
-                texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-            )
+            vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                                        show_progress_bar=False)
         return numpy.asarray(vectors, dtype=numpy.float32)

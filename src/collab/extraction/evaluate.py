@@ -53,48 +53,30 @@ def score(expected: dict, outcome: Outcome, latency: float) -> Row:
     count = len(result["agents"])
     call = outcome.call
     valid = call.calls - call.failed_answers
-    ok = (
-        len(must_cover) == len(expected["mustCover"])
-        and len(must_skip) == len(expected["mustSkip"])
-        and low <= count <= high
-        and len(outcome.decoded.tasks) == expected["totalTasks"]
-    )
-    return Row(
-        fixture=expected["file"],
-        tasks=f"{len(outcome.decoded.tasks)}/{expected['totalTasks']}",
-        covered=f"{len(must_cover)}/{len(expected['mustCover'])}",
-        skipped=f"{len(must_skip)}/{len(expected['mustSkip'])}",
-        agents=f"{count} ({low}-{high})",
-        schema_valid=f"{valid}/{call.calls}",
-        latency_s=round(latency, 2),
-        tokens=f"{call.tokens['prompt']}/{call.tokens['completion']}",
-        ok=ok,
-    )
+    ok = (len(must_cover) == len(expected["mustCover"]) and len(must_skip) == len(expected["mustSkip"])
+          and low <= count <= high and len(outcome.decoded.tasks) == expected["totalTasks"])
+    return Row(fixture=expected["file"], tasks=f"{len(outcome.decoded.tasks)}/{expected['totalTasks']}",
+               covered=f"{len(must_cover)}/{len(expected['mustCover'])}",
+               skipped=f"{len(must_skip)}/{len(expected['mustSkip'])}", agents=f"{count} ({low}-{high})",
+               schema_valid=f"{valid}/{call.calls}", latency_s=round(latency, 2),
+               tokens=f"{call.tokens['prompt']}/{call.tokens['completion']}", ok=ok)
 
 
-async def evaluate(
-    settings: Settings, *, provider: str, fixtures: Path = FIXTURES, record: Path | None = None
-) -> list[Row]:
+async def evaluate(settings: Settings, *, provider: str, fixtures: Path = FIXTURES,
+                   record: Path | None = None) -> list[Row]:
     """Run every fixture; with `record`, store each answer under record/<fixture>.json."""
     key = platform_key(settings, EXTRACTION_PROVIDERS[provider])
     if not key:
         raise SystemExit(
-            f"no platform key for {provider}: set COLLAB_{EXTRACTION_PROVIDERS[provider].id.upper()}_API_KEY"
-        )
+            f"no platform key for {provider}: set COLLAB_{EXTRACTION_PROVIDERS[provider].id.upper()}_API_KEY")
     rows = []
     for expected_file in sorted(fixtures.glob("*.expected.json")):
         expected = json.loads(expected_file.read_text())
         started = time.perf_counter()
         try:
-            outcome = await run(
-                settings,
-                content=(fixtures / expected["file"]).read_bytes(),
-                mime_type=expected["mimeType"],
-                file_name=expected["file"],
-                provider=provider,
-                key=key,
-                source_id="eval",
-            )
+            outcome = await run(settings, content=(fixtures / expected["file"]).read_bytes(),
+                                mime_type=expected["mimeType"], file_name=expected["file"], provider=provider, key=key,
+                                source_id="eval")
         except Failure as exc:
             rows.append(Row(expected["file"], "-", "-", "-", "-", "-", 0.0, "-", False, f"{exc.code}: {exc.message}"))
             continue
@@ -128,10 +110,8 @@ def table(rows: list[Row]) -> str:
     lines = [head, "|---|---|---|---|---|---|---:|---|---|"]
     for r in rows:
         ok = "yes" if r.ok else f"NO {r.error}".strip()
-        lines.append(
-            f"| {r.fixture} | {r.tasks} | {r.covered} | {r.skipped} | {r.agents} | {r.schema_valid}"
-            f" | {r.latency_s} | {r.tokens} | {ok} |"
-        )
+        lines.append(f"| {r.fixture} | {r.tasks} | {r.covered} | {r.skipped} | {r.agents} | {r.schema_valid}"
+                     f" | {r.latency_s} | {r.tokens} | {ok} |")
     return "\n".join(lines)
 
 
@@ -145,11 +125,8 @@ def totals(rows: list[Row]) -> dict[str, tuple[float, float | None]]:
     """Per metric (value, out of): fixtures ok, tasks covered and skipped as expected, schema-valid answers,
     tokens and latency summed over the fixtures."""
     out: dict[str, tuple[float, float | None]] = {"fixtures ok": (sum(r.ok for r in rows), len(rows))}
-    for label, name in (
-        ("mustCover covered", "covered"),
-        ("mustSkip skipped", "skipped"),
-        ("schema-valid answers", "schema_valid"),
-    ):
+    for label, name in (("mustCover covered", "covered"), ("mustSkip skipped", "skipped"), ("schema-valid answers",
+                                                                                            "schema_valid")):
         pairs = [_counts(getattr(r, name)) for r in rows]
         out[label] = (sum(p[0] for p in pairs if p), sum(p[1] for p in pairs if p))
     tokens = [r.tokens.split("/") for r in rows if r.tokens != "-"]
@@ -167,19 +144,16 @@ def compare_table(a: list[Row], b: list[Row], *, names: tuple[str, str]) -> str:
 
     na, nb = names
     lines = [
-        f"A = {na}, B = {nb}",
-        "",
+        f"A = {na}, B = {nb}", "",
         "| fixture | covered A | covered B | skipped ok A | skipped ok B | agents A | agents B | ok A | ok B |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|"
     ]
     by_fixture = {r.fixture: r for r in b}
     for ra in a:
         rb = by_fixture[ra.fixture]
         oks = ["yes" if r.ok else f"NO {r.error}".strip() for r in (ra, rb)]
-        lines.append(
-            f"| {ra.fixture} | {ra.covered} | {rb.covered} | {ra.skipped} | {rb.skipped}"
-            f" | {ra.agents} | {rb.agents} | {oks[0]} | {oks[1]} |"
-        )
+        lines.append(f"| {ra.fixture} | {ra.covered} | {rb.covered} | {ra.skipped} | {rb.skipped}"
+                     f" | {ra.agents} | {rb.agents} | {oks[0]} | {oks[1]} |")
     lines += ["", "| total | A | B | B - A |", "|---|---:|---:|---:|"]
     ta, tb = totals(a), totals(b)
     for metric, (va, of_a) in ta.items():
@@ -222,14 +196,12 @@ def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[
             fake.responder = cassette_responder(cassettes)
         spec = EXTRACTION_PROVIDERS[model_provider]
         settings = settings.model_copy(
-            update={f"{spec.id}_base_url": fake.base_url(spec.id), f"{spec.id}_api_key": "offline"}
-        )
+            update={f"{spec.id}_base_url": fake.base_url(spec.id), f"{spec.id}_api_key": "offline"})
     versions = [settings.model_copy(update={"prompts_dir": d}) for d in dirs] if compare else [settings]
     try:
         runs = [
             asyncio.run(
-                evaluate(s, provider=model_provider, fixtures=fixtures, record=cassettes if mode == "record" else None)
-            )
+                evaluate(s, provider=model_provider, fixtures=fixtures, record=cassettes if mode == "record" else None))
             for s in versions
         ]
     finally:

@@ -59,7 +59,7 @@ def parse(text: str, shape: type[A]) -> A:
     if start < 0 or end <= start:
         raise AnswerError("the answer holds no JSON object")
     try:
-        return shape.model_validate(json.loads(cleaned[start : end + 1]))
+        return shape.model_validate(json.loads(cleaned[start:end + 1]))
     except json.JSONDecodeError as exc:
         raise AnswerError(f"invalid JSON: {exc.msg} at {exc.pos}") from None
     except ValidationError as exc:
@@ -68,9 +68,7 @@ def parse(text: str, shape: type[A]) -> A:
         raise AnswerError(f"{exc.error_count()} schema error(s), first at {where}: {first['msg']}") from None
 
 
-def assemble(
-    answers: list[tuple[list[tuple[int, Task]], ChunkAnswer]],
-) -> tuple[list[Agent], dict[int, str]]:
+def assemble(answers: list[tuple[list[tuple[int, Task]], ChunkAnswer]]) -> tuple[list[Agent], dict[int, str]]:
     """Agents and skipped task ids from per-chunk answers; each task id is used at most once."""
     agents: list[Agent] = []
     skipped: dict[int, str] = {}
@@ -83,14 +81,9 @@ def assemble(
                 continue  # an agent with no real task behind it is not kept
             assigned.update(ids)
             agents.append(
-                Agent(
-                    draft.name.strip(),
-                    draft.description.strip(),
-                    draft.prompt.strip(),
-                    ids,
-                    {f.id: f for f in draft.userContextFields},
-                )
-            )
+                Agent(draft.name.strip(), draft.description.strip(), draft.prompt.strip(), ids,
+                      {f.id: f
+                       for f in draft.userContextFields}))
         for ref in answer.skipped:
             if ref.taskId in valid and ref.taskId not in assigned:
                 skipped.setdefault(ref.taskId, ref.reason.strip())
@@ -150,35 +143,25 @@ def draft(agent: Agent, tasks: list[Task]) -> dict[str, Any]:
     for name in dict.fromkeys(_PLACEHOLDER.findall(agent.prompt)):
         fields.setdefault(name, ContextField(id=name, title=_title(name), type="text"))
     out: dict[str, Any] = {
-        "name": agent.name,
-        "description": agent.description,
-        "prompt": agent.prompt,
-        "sourceTasks": [tasks[i - 1].text for i in agent.task_ids],
+        "name": agent.name, "description": agent.description, "prompt": agent.prompt,
+        "sourceTasks": [tasks[i - 1].text for i in agent.task_ids]
     }
     if fields:
-        out["userContextFields"] = [
-            {k: v for k, v in f.model_dump().items() if not (k == "example" and v is None)} for f in fields.values()
-        ]
+        out["userContextFields"] = [{k: v
+                                     for k, v in f.model_dump().items() if not (k == "example" and v is None)}
+                                    for f in fields.values()]
     return out
 
 
-def result(
-    *,
-    agents: list[Agent],
-    tasks: list[Task],
-    skipped_ids: dict[int, str],
-    decoder_skipped: list[dict[str, str]],
-    model_summary: str,
-    file_label: str,
-    source_id: str,
-) -> dict[str, Any]:
+def result(*, agents: list[Agent], tasks: list[Task], skipped_ids: dict[int, str], decoder_skipped: list[dict[str,
+                                                                                                              str]],
+           model_summary: str, file_label: str, source_id: str) -> dict[str, Any]:
     """The spec's extractionResult: agents capped at 50, totalTasksParsed the full count."""
     ordered = sorted(agents, key=lambda a: min(a.task_ids))
     kept = ordered[:MAX_AGENTS]
     decoder_skipped = [s for s in decoder_skipped if s["reason"] not in STRUCTURAL and s["originalText"].strip()]
-    skipped = decoder_skipped + [
-        {"originalText": tasks[i - 1].text, "reason": reason} for i, reason in sorted(skipped_ids.items())
-    ]
+    skipped = decoder_skipped + [{"originalText": tasks[i - 1].text, "reason": reason}
+                                 for i, reason in sorted(skipped_ids.items())]
     found = len(tasks) + len(decoder_skipped)
     counts = f"{len(kept)} agent{'s' if len(kept) != 1 else ''} from {found} checks in {file_label}"
     if len(ordered) > MAX_AGENTS:
@@ -186,9 +169,6 @@ def result(
     summary = f"{model_summary.strip()} " if model_summary.strip() else ""
     summary += f"Extracted {counts}; {len(skipped)} skipped."
     return {
-        "agents": [draft(a, tasks) for a in kept],
-        "summary": summary,
-        "skipped": skipped,
-        "totalTasksParsed": found,
-        "memory": {"sourceId": source_id},
+        "agents": [draft(a, tasks) for a in kept], "summary": summary, "skipped": skipped, "totalTasksParsed": found,
+        "memory": {"sourceId": source_id}
     }

@@ -10,27 +10,11 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def insert_source(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    id: str,
-    file_name: str,
-    mime_type: str,
-    size_bytes: int,
-    sha256: str,
-    content: bytes,
-    provider: str | None,
-) -> None:
+async def insert_source(conn: Conn, *, api_key_id: str, id: str, file_name: str, mime_type: str, size_bytes: int,
+                        sha256: str, content: bytes, provider: str | None) -> None:
     row = {
-        "api_key_id": api_key_id,
-        "id": id,
-        "file_name": file_name,
-        "mime_type": mime_type,
-        "size_bytes": size_bytes,
-        "sha256": sha256,
-        "content": content,
-        "provider": provider,
+        "api_key_id": api_key_id, "id": id, "file_name": file_name, "mime_type": mime_type, "size_bytes": size_bytes,
+        "sha256": sha256, "content": content, "provider": provider
     }
     await execute(conn, q.insert_source, row)
 
@@ -40,17 +24,10 @@ async def get_source(conn: Conn, *, source_id: str) -> dict[str, Any] | None:
 
 
 async def mark_ready(conn: Conn, *, source_id: str, canonical_text: str, tasks: list, result: dict, model: str) -> None:
-    await execute(
-        conn,
-        q.mark_ready,
-        {
-            "id": source_id,
-            "canonical_text": canonical_text,
-            "tasks": Jsonb(tasks),
-            "result": Jsonb(result),
-            "model": model,
-        },
-    )
+    await execute(conn, q.mark_ready, {
+        "id": source_id, "canonical_text": canonical_text, "tasks": Jsonb(tasks), "result": Jsonb(result),
+        "model": model
+    })
 
 
 async def mark_failed(conn: Conn, *, source_id: str, error: str) -> None:

@@ -12,12 +12,8 @@ from collab.kit.services import Services, services
 router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
 
 
-@router.post(
-    "/agents/extract",
-    summary="Extract draft agents from a checklist file [API-key auth]",
-    responses=answer(Extraction),
-)
-async def extract_agents(
-    body: Envelope[ExtractAgents], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
-):
+@router.post("/agents/extract", summary="Extract draft agents from a checklist file [API-key auth]",
+             responses=answer(Extraction))
+async def extract_agents(body: Envelope[ExtractAgents], tenant: Tenant = Depends(api_key_auth),
+                         svc: Services = Depends(services)):
     return ok(await service.extract(svc, tenant=tenant, data=body.data), "Agents extracted successfully.")

@@ -29,16 +29,11 @@ async def extract(svc: Services, *, tenant: Tenant, data: ExtractAgents) -> dict
         raise ApiError("UNAVAILABLE", "The ingest queue is unavailable; retry later.") from exc
     settings = svc.settings
     # Fairness: one workspace's bulk import must not take every worker slot (or the platform's keys).
-    async with workload(
-        svc.redis,
-        bucket=f"extract:{tenant.workspace_id}",
-        rate=settings.rate_limit_extraction,
-        limit=settings.extraction_max_concurrency_per_workspace,
-        ttl_s=int(settings.extraction_timeout_s) + 30,
-        now=svc.clock(),
-        rate_message="Too many extractions for this workspace; retry later.",
-        busy_message="Too many extractions in flight for this workspace; retry when one has finished.",
-    ):
+    async with workload(svc.redis, bucket=f"extract:{tenant.workspace_id}", rate=settings.rate_limit_extraction,
+                        limit=settings.extraction_max_concurrency_per_workspace,
+                        ttl_s=int(settings.extraction_timeout_s) + 30, now=svc.clock(),
+                        rate_message="Too many extractions for this workspace; retry later.",
+                        busy_message="Too many extractions in flight for this workspace; retry when one has finished."):
         outcome = await _extract(svc, tenant=tenant, data=data, provider=provider)
     return {"extractionResult": outcome["extractionResult"]}
 
@@ -48,25 +43,12 @@ async def _extract(svc: Services, *, tenant: Tenant, data: ExtractAgents, provid
     content = data.content()
     source_id = new_id("src_")
     async with transaction(svc.pool, svc.redis) as tx:
-        await repo.insert_source(
-            tx.conn,
-            id=source_id,
-            api_key_id=tenant.api_key_id,
-            file_name=data.fileName,
-            mime_type=data.mimeType,
-            size_bytes=len(content),
-            sha256=hashlib.sha256(content).hexdigest(),
-            content=content,
-            provider=provider,
-        )
+        await repo.insert_source(tx.conn, id=source_id, api_key_id=tenant.api_key_id, file_name=data.fileName,
+                                 mime_type=data.mimeType, size_bytes=len(content),
+                                 sha256=hashlib.sha256(content).hexdigest(), content=content, provider=provider)
     try:
-        outcome = await run_sync(
-            svc.redis,
-            "extract_agents",
-            timeout_s=svc.settings.extraction_timeout_s,
-            source_id=source_id,
-            provider=provider,
-        )
+        outcome = await run_sync(svc.redis, "extract_agents", timeout_s=svc.settings.extraction_timeout_s,
+                                 source_id=source_id, provider=provider)
     except ApiError as exc:
         async with svc.pool.connection() as conn:
             await repo.mark_failed(conn, source_id=source_id, error=f"{exc.code}: {exc.message}")

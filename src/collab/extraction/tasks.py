@@ -47,18 +47,12 @@ class Failure(Exception):
         """The answer to the API for this failure (a quota's wait also in details and Retry-After)."""
         if self.retry_after_s is None:
             return ApiError(self.code, self.message)
-        return ApiError(
-            self.code,
-            self.message,
-            details={"retryAfterSeconds": self.retry_after_s},
-            headers={"Retry-After": str(self.retry_after_s)},
-        )
+        return ApiError(self.code, self.message, details={"retryAfterSeconds": self.retry_after_s},
+                        headers={"Retry-After": str(self.retry_after_s)})
 
 
-QUOTA_SPENT = (
-    "This workspace has used today's quota of the platform's model keys; configure its own provider key, "
-    "or retry tomorrow (UTC)."
-)
+QUOTA_SPENT = ("This workspace has used today's quota of the platform's model keys; configure its own provider key, "
+               "or retry tomorrow (UTC).")
 
 
 class Usage:
@@ -97,8 +91,7 @@ class _Call:
         system, user = prompt.render(**values)
         messages = messages_for(self.route, system=system, user=user)
         response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": prompt.name, "schema": prompt.schema, "strict": True},
+            "type": "json_schema", "json_schema": {"name": prompt.name, "schema": prompt.schema, "strict": True}
         }
         settings = self.settings
         for attempt in (1, 2):
@@ -108,16 +101,10 @@ class _Call:
             if self.usage is not None:
                 self.usage.check()
             try:
-                completion = await complete(
-                    self.route,
-                    messages=messages,
-                    api_key=self.key,
-                    api_base=base_url(settings, self.route.provider),
-                    timeout_s=left,
-                    attempts=settings.llm_attempts,
-                    backoff_s=settings.llm_retry_backoff_s,
-                    response_format=response_format,
-                )
+                completion = await complete(self.route, messages=messages, api_key=self.key,
+                                            api_base=base_url(settings, self.route.provider), timeout_s=left,
+                                            attempts=settings.llm_attempts, backoff_s=settings.llm_retry_backoff_s,
+                                            response_format=response_format)
             except LlmError as exc:
                 if self.usage is not None:
                     await self.usage.count(0)  # it reached (or may have reached) the provider: it counts
@@ -137,14 +124,10 @@ class _Call:
                 log.warning("malformed %s answer (attempt %d): %s", prompt.name, attempt, exc)
                 if attempt == 2:
                     raise Failure("INTERNAL", "The model's answer was malformed after a retry.") from None
-                messages = messages + [
-                    {"role": "assistant", "content": completion.text[:20_000]},
-                    {
-                        "role": "user",
-                        "content": f"That answer is invalid ({exc})."
-                        " Answer again with JSON only, following the schema exactly.",
-                    },
-                ]
+                messages = messages + [{"role": "assistant", "content": completion.text[:20_000]}, {
+                    "role": "user", "content": f"That answer is invalid ({exc})."
+                    " Answer again with JSON only, following the schema exactly."
+                }]
         raise AssertionError("unreachable")
 
 
@@ -185,9 +168,8 @@ def _decode_threads(settings: Settings) -> ThreadPoolExecutor:
 
 async def _decode(settings: Settings, content: bytes, mime_type: str, file_name: str | None):
     try:
-        return await asyncio.get_running_loop().run_in_executor(
-            _decode_threads(settings), lambda: decode(content, mime_type, file_name=file_name)
-        )
+        return await asyncio.get_running_loop().run_in_executor(_decode_threads(settings),
+                                                                lambda: decode(content, mime_type, file_name=file_name))
     except DecodeError as exc:
         code = "INVALID_ARGUMENT" if exc.kind in ("limits", "unsupported") else "INTERNAL"
         raise Failure(code, exc.message) from None
@@ -203,34 +185,23 @@ class Outcome:
     call: "_Call"
 
 
-async def run(
-    settings: Settings,
-    *,
-    content: bytes,
-    mime_type: str,
-    file_name: str | None,
-    provider: str,
-    key: str,
-    source_id: str,
-    usage: Usage | None = None,
-) -> Outcome:
+async def run(settings: Settings, *, content: bytes, mime_type: str, file_name: str | None, provider: str, key: str,
+              source_id: str, usage: Usage | None = None) -> Outcome:
     """The whole pipeline for one file, given the provider key (no database: the eval runs it too)."""
     deadline = time.monotonic() + settings.extraction_timeout_s - 1
     decoded = await _decode(settings, content, mime_type, file_name)
     extract = prompts.get("extract_agents", settings.prompts_dir)
     route = resolve(extract.models[provider])
     call = _Call(settings, route, key, deadline, usage)
-    parts = pipeline.chunk(
-        decoded.tasks, max_chars=settings.extraction_chunk_chars, max_tasks=settings.extraction_chunk_tasks
-    )
+    parts = pipeline.chunk(decoded.tasks, max_chars=settings.extraction_chunk_chars,
+                           max_tasks=settings.extraction_chunk_tasks)
     label = file_name or "the file"
     gate = asyncio.Semaphore(settings.extraction_concurrency)
 
     async def one(part):
         async with gate:
-            answer = await call.ask(
-                extract, ChunkAnswer, file_name=label, task_count=len(part), tasks=pipeline.task_lines(part)
-            )
+            answer = await call.ask(extract, ChunkAnswer, file_name=label, task_count=len(part),
+                                    tasks=pipeline.task_lines(part))
             return part, answer
 
     calls = [asyncio.ensure_future(one(part)) for part in parts]
@@ -255,21 +226,11 @@ async def run(
             agents = pipeline.merge_by_name(agents)
     summary = answers[0][1].summary if len(answers) == 1 else ""
     result = pipeline.result(
-        agents=agents,
-        tasks=decoded.tasks,
-        skipped_ids=skipped,
+        agents=agents, tasks=decoded.tasks, skipped_ids=skipped,
         decoder_skipped=[{"originalText": s.originalText, "reason": s.reason} for s in decoded.skipped],
-        model_summary=summary,
-        file_label=label,
-        source_id=source_id,
-    )
-    log.info(
-        "extracted %d agents from %d tasks in %d call(s)",
-        len(result["agents"]),
-        len(decoded.tasks),
-        call.calls,
-        extra={"tokens": call.tokens},
-    )
+        model_summary=summary, file_label=label, source_id=source_id)
+    log.info("extracted %d agents from %d tasks in %d call(s)", len(result["agents"]), len(decoded.tasks), call.calls,
+             extra={"tokens": call.tokens})
     return Outcome(result, decoded, route.model, call)
 
 
@@ -291,16 +252,8 @@ async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[st
         tenant = Tenant(api_key_id=row["api_key_id"], workspace_id=row["workspace_id"])
         key, platform = await _provider_key(svc, tenant, provider)
         usage = await _platform_usage(svc, row["workspace_id"]) if platform else None
-        outcome = await run(
-            svc.settings,
-            content=bytes(row["content"]),
-            mime_type=row["mime_type"],
-            file_name=row["file_name"],
-            provider=provider,
-            key=key,
-            source_id=source_id,
-            usage=usage,
-        )
+        outcome = await run(svc.settings, content=bytes(row["content"]), mime_type=row["mime_type"],
+                            file_name=row["file_name"], provider=provider, key=key, source_id=source_id, usage=usage)
     except Failure as exc:
         async with svc.pool.connection() as conn:
             await repo.mark_failed(conn, source_id=source_id, error=f"{exc.code}: {exc.message}")
@@ -308,14 +261,8 @@ async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[st
     decoded = outcome.decoded
     tasks = [{"text": t.text, "category": t.category, "source": t.source} for t in decoded.tasks]
     async with svc.pool.connection() as conn:
-        await repo.mark_ready(
-            conn,
-            source_id=source_id,
-            canonical_text=decoded.canonical_text,
-            tasks=tasks,
-            result=outcome.result,
-            model=outcome.model,
-        )
+        await repo.mark_ready(conn, source_id=source_id, canonical_text=decoded.canonical_text, tasks=tasks,
+                              result=outcome.result, model=outcome.model)
     counters.count(svc, "extractions", workspace_id=row["workspace_id"], label=provider)
     return {"extractionResult": outcome.result}
 

@@ -49,7 +49,7 @@ def extract(data: bytes, *, max_pages: int) -> dict:
             except Exception:  # one broken page should not lose the rest of the document
                 failures += 1
                 text = ""
-            text = text[: max(0, MAX_TEXT_CHARS - total)]
+            text = text[:max(0, MAX_TEXT_CHARS - total)]
             total += len(text)
             pages.append(text)
         if count and failures == count:

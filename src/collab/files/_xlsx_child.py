@@ -89,9 +89,8 @@ def emit_rows(data: bytes, out, *, max_rows: int, max_columns: int, max_cell_cha
 
 def main() -> None:
     """Apply limits, emit rows, end with a verdict line."""
-    max_rows, max_columns, max_cell_chars, max_output_chars, memory_bytes, cpu_seconds = (
-        int(arg) for arg in sys.argv[1:7]
-    )
+    max_rows, max_columns, max_cell_chars, max_output_chars, memory_bytes, cpu_seconds = (int(arg)
+                                                                                          for arg in sys.argv[1:7])
     import openpyxl
     import openpyxl.xml
 
@@ -103,14 +102,8 @@ def main() -> None:
     data = sys.stdin.buffer.read()
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", write_through=False)
     try:
-        emit_rows(
-            data,
-            out,
-            max_rows=max_rows,
-            max_columns=max_columns,
-            max_cell_chars=max_cell_chars,
-            max_output_chars=max_output_chars,
-        )
+        emit_rows(data, out, max_rows=max_rows, max_columns=max_columns, max_cell_chars=max_cell_chars,
+                  max_output_chars=max_output_chars)
         verdict: dict[str, object] = {"done": True}
     except _Limit as exc:
         verdict = {"error": "limits", "message": str(exc)}

@@ -102,7 +102,7 @@ class Collector:
         """Record a skipped piece of input (bounded)."""
         self.skipped_total += 1
         if len(self.skipped) < MAX_SKIPPED:
-            self.skipped.append(Skipped(originalText=clean(original)[: self.limits.max_task_chars], reason=reason))
+            self.skipped.append(Skipped(originalText=clean(original)[:self.limits.max_task_chars], reason=reason))
 
     def add(self, text: str, *, category: str | None, source: str) -> Task | None:
         """Add one candidate task; returns the Task, or None when it was skipped."""
@@ -113,7 +113,7 @@ class Collector:
         if len(text) < 3 or sum(ch.isalpha() for ch in text[:64]) < MIN_TASK_LETTERS:
             self.skip(text, "too short to be a check")
             return None
-        text = text[: self.limits.max_task_chars]
+        text = text[:self.limits.max_task_chars]
         key = text.casefold()
         if key in self._seen:
             self.skip(text, "duplicate")
@@ -132,20 +132,14 @@ class Collector:
 
     def decoded(self, text: str, **meta: object) -> "Decoded":
         """The decoder's result: what was collected, the capped canonical text, and meta with the counts."""
-        return Decoded(
-            tasks=self.tasks, skipped=self.skipped, canonical_text=cap_canonical(text), meta={**meta, **self.meta()}
-        )
+        return Decoded(tasks=self.tasks, skipped=self.skipped, canonical_text=cap_canonical(text),
+                       meta={**meta, **self.meta()})
 
 
 # --- bytes -> text -----------------------------------------------------------------------------
 
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+         (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 _BAD_CATEGORIES = frozenset({"Cc", "Cn", "Co", "Cs"})
 _ALLOWED_CONTROLS = frozenset("\t\n\r\f\v\x00")
 BINARY_RATIO = 0.30
@@ -190,7 +184,7 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
     for bom, name in _BOMS:
         if data.startswith(bom):
             try:
-                text, encoding = data[len(bom) :].decode(name), name
+                text, encoding = data[len(bom):].decode(name), name
             except UnicodeDecodeError as exc:
                 message = f"the file starts with a {name} byte-order mark but is not {name}"
                 raise DecodeError("unreadable", message) from exc

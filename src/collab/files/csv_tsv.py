@@ -36,7 +36,7 @@ def _delimiter(text: str) -> str:
     """
     sample = text[:SNIFF_CHARS]
     if len(text) > SNIFF_CHARS:
-        sample = sample[: sample.rfind("\n") + 1] or sample
+        sample = sample[:sample.rfind("\n") + 1] or sample
     best, best_key = ",", None
     for rank, candidate in enumerate(DELIMITERS):
         widths = _widths(sample, candidate)

@@ -18,13 +18,8 @@ SUPPORTED_MIME_TYPES: frozenset[str] = frozenset({CSV, TSV, XLSX, PDF, TEXT, MAR
 
 # Spellings browsers and tools send for the same formats.
 _ALIASES = {
-    "application/csv": CSV,
-    "text/x-csv": CSV,
-    "text/tsv": TSV,
-    "text/x-markdown": MARKDOWN,
-    "application/x-pdf": PDF,
+    "application/csv": CSV, "text/x-csv": CSV, "text/tsv": TSV, "text/x-markdown": MARKDOWN, "application/x-pdf": PDF
 }
-
 
 # Decoded whole in a sandboxed child, so that no input can hold this process (and its GIL) for long. PDF and
 # XLSX run only their parsers in children of their own; their line and table logic is linear and runs here.

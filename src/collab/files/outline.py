@@ -6,13 +6,11 @@ from dataclasses import dataclass
 from .common import Collector, check_units, clean, ends_sentence
 
 # Numbered markers: "1." "1)" "(1)" "2.3" "2.3." "(a)" "a)" "a." "iv)"; bullets: - * + • and checkbox glyphs.
-_NUMBERED = (
-    r"\d{1,4}(?:\.\d{1,3})+\.?"
-    r"|\d{1,4}[.)]"
-    r"|\(\d{1,3}\)"
-    r"|\([a-zA-Z]\)|[a-zA-Z][.)]"
-    r"|\(?[ivxIVX]{1,5}[.)]"
-)
+_NUMBERED = (r"\d{1,4}(?:\.\d{1,3})+\.?"
+             r"|\d{1,4}[.)]"
+             r"|\(\d{1,3}\)"
+             r"|\([a-zA-Z]\)|[a-zA-Z][.)]"
+             r"|\(?[ivxIVX]{1,5}[.)]")
 _BULLETS = r"[-*+•●○▪▫◦‣∙·–—□■☐☑☒✓✔➢➤►]"
 MARKER = re.compile(rf"^(?P<marker>{_NUMBERED}|{_BULLETS})\s+(?P<text>\S.*)$")
 _CHECKBOX = re.compile(r"^\[[ xX✓]?\]\s+")
@@ -36,28 +34,9 @@ MAX_BLOCK_CHARS = 64_000
 # Lines are cut to this before any pattern sees them (a task keeps at most max_task_chars anyway).
 MAX_LINE_CHARS = 10_000
 # Words that cannot end a line of a finished item: the sentence must go on.
-_CONNECTORS = frozenset(
-    {
-        "a",
-        "an",
-        "and",
-        "or",
-        "the",
-        "of",
-        "to",
-        "with",
-        "for",
-        "in",
-        "on",
-        "by",
-        "at",
-        "from",
-        "that",
-        "is",
-        "are",
-        "be",
-    }
-)
+_CONNECTORS = frozenset({
+    "a", "an", "and", "or", "the", "of", "to", "with", "for", "in", "on", "by", "at", "from", "that", "is", "are", "be"
+})
 
 
 @dataclass
@@ -228,13 +207,9 @@ def _promote_numbered_headings(blocks: list[Block]) -> list[Block]:
     items = [b for b in blocks if b.kind == "item"]
     for current, following in zip(items, items[1:]):
         number = current.marker.rstrip(".)")
-        if (
-            number[:1].isdigit()
-            and following.marker.startswith(number + ".")
-            and following.marker.rstrip(".)") != number
-            and _short(current.text)
-            and not ends_sentence(current.text)
-        ):
+        if (number[:1].isdigit() and following.marker.startswith(number + ".")
+                and following.marker.rstrip(".)") != number and _short(current.text)
+                and not ends_sentence(current.text)):
             current.kind = "heading"
     return blocks
 

@@ -49,9 +49,7 @@ def _decoded_from_json(value: dict) -> Decoded:
     return Decoded(
         tasks=[Task(text=str(t["text"]), category=t["category"], source=str(t["source"])) for t in value["tasks"]],
         skipped=[Skipped(originalText=str(s["originalText"]), reason=str(s["reason"])) for s in value["skipped"]],
-        canonical_text=str(value["canonical_text"]),
-        meta=dict(value["meta"]),
-    )
+        canonical_text=str(value["canonical_text"]), meta=dict(value["meta"]))
 
 
 def decode_in_child(data: bytes, mime: str, *, limits: Limits, what: str) -> Decoded:
@@ -60,7 +58,7 @@ def decode_in_child(data: bytes, mime: str, *, limits: Limits, what: str) -> Dec
         mime,
         str(limits.text_memory_bytes),
         str(math.ceil(limits.text_timeout_s) + 1),
-        json.dumps(dataclasses.asdict(limits)),
+        json.dumps(dataclasses.asdict(limits))
     ]
     output = run_child("_decode_child.py", args, data, timeout_s=limits.text_timeout_s, what=what)
     try:

@@ -14,137 +14,30 @@ HEADER_SCAN_ROWS = 10
 SAMPLE_ROWS = 500
 
 # Header words, most specific first: the earlier the word, the stronger the claim to be the task column.
-TASK_WORDS = (
-    "task",
-    "check",
-    "checklist",
-    "requirement",
-    "control",
-    "rule",
-    "item",
-    "question",
-    "criteria",
-    "criterion",
-    "test",
-    "step",
-    "action",
-    "activity",
-    "statement",
-    "objective",
-    "description",
-    "text",
-    "detail",
-)
-CATEGORY_WORDS = (
-    "category",
-    "section",
-    "area",
-    "group",
-    "type",
-    "domain",
-    "topic",
-    "theme",
-    "module",
-    "component",
-    "family",
-    "heading",
-    "phase",
-    "stage",
-    "chapter",
-    "part",
-)
+TASK_WORDS = ("task", "check", "checklist", "requirement", "control", "rule", "item", "question", "criteria",
+              "criterion", "test", "step", "action", "activity", "statement", "objective", "description", "text",
+              "detail")
+CATEGORY_WORDS = ("category", "section", "area", "group", "type", "domain", "topic", "theme", "module", "component",
+                  "family", "heading", "phase", "stage", "chapter", "part")
 # Columns that never hold the check text nor a grouping, even if they are short and repetitive.
-OTHER_WORDS = frozenset(
-    {
-        "id",
-        "no",
-        "nr",
-        "num",
-        "number",
-        "ref",
-        "reference",
-        "code",
-        "key",
-        "owner",
-        "assignee",
-        "responsible",
-        "reviewer",
-        "status",
-        "priority",
-        "severity",
-        "risk",
-        "result",
-        "answer",
-        "response",
-        "evidence",
-        "note",
-        "notes",
-        "comment",
-        "comments",
-        "due",
-        "date",
-        "deadline",
-        "frequency",
-        "done",
-        "complete",
-        "completed",
-        "compliant",
-        "score",
-        "weight",
-        "link",
-        "url",
-        "version",
-        "page",
-        "#",
-    }
-)
-STATUS_VALUES = frozenset(
-    {
-        "yes",
-        "no",
-        "y",
-        "n",
-        "x",
-        "true",
-        "false",
-        "done",
-        "open",
-        "closed",
-        "pass",
-        "fail",
-        "passed",
-        "failed",
-        "n/a",
-        "na",
-        "tbd",
-        "high",
-        "medium",
-        "med",
-        "low",
-        "critical",
-        "todo",
-        "ok",
-        "pending",
-        "complete",
-        "completed",
-        "in progress",
-        "not started",
-        "compliant",
-        "non-compliant",
-        "partial",
-    }
-)
+OTHER_WORDS = frozenset({
+    "id", "no", "nr", "num", "number", "ref", "reference", "code", "key", "owner", "assignee", "responsible",
+    "reviewer", "status", "priority", "severity", "risk", "result", "answer", "response", "evidence", "note", "notes",
+    "comment", "comments", "due", "date", "deadline", "frequency", "done", "complete", "completed", "compliant",
+    "score", "weight", "link", "url", "version", "page", "#"
+})
+STATUS_VALUES = frozenset({
+    "yes", "no", "y", "n", "x", "true", "false", "done", "open", "closed", "pass", "fail", "passed", "failed", "n/a",
+    "na", "tbd", "high", "medium", "med", "low", "critical", "todo", "ok", "pending", "complete", "completed",
+    "in progress", "not started", "compliant", "non-compliant", "partial"
+})
 
-_NUMERIC = re.compile(
-    r"[-+(]?[$€£]?\d[\d,. ]*%?\)?"  # numbers, money, percentages, 1.2.3 style ids
-    r"|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}([ T]\d{1,2}:\d{2}(:\d{2})?)?"  # dates
-    r"|\d{1,2}:\d{2}(:\d{2})?"
-)
+_NUMERIC = re.compile(r"[-+(]?[$€£]?\d[\d,. ]*%?\)?"  # numbers, money, percentages, 1.2.3 style ids
+                      r"|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}([ T]\d{1,2}:\d{2}(:\d{2})?)?"  # dates
+                      r"|\d{1,2}:\d{2}(:\d{2})?")
 _NOTE = re.compile(
     r"^(\*|†|‡|notes?\b|source\b|prepared by\b|reviewed by\b|approved by\b|last (updated|reviewed)\b|"
-    r"version\b|total\b|end of\b|page \d|©|copyright\b)",
-    re.IGNORECASE,
-)
+    r"version\b|total\b|end of\b|page \d|©|copyright\b)", re.IGNORECASE)
 _WORDS = re.compile(r"[a-z]+|#", re.IGNORECASE)
 _ID_LIKE = re.compile(r"[A-Za-z]{0,4}[-_.]?\d+([-_.]\d+)*[A-Za-z]?\.?")
 _TASK = frozenset(TASK_WORDS)
@@ -233,17 +126,13 @@ class _Layout:
 def _find_layout(rows: list[list[str]], *, width: int) -> _Layout:
     tabular = _tabular(rows)
     for i in range(min(HEADER_SCAN_ROWS, len(rows))):
-        below = rows[i + 1 : i + 1 + 50]
+        below = rows[i + 1:i + 1 + 50]
         if _looks_like_header(rows[i], below, width=width):
             labels = list(rows[i]) + [""] * (width - len(rows[i]))
             nxt = rows[i + 1] if i + 1 < len(rows) else []
             # A group row (labels spanning several columns) above the real labels: keep the lower row.
-            if (
-                _filled(nxt) > max(_filled(rows[i]), 1)
-                and _label_like(nxt)
-                and _keyword_hits(nxt, strong=True)
-                and _looks_like_header(nxt, rows[i + 2 : i + 52], width=width)
-            ):
+            if (_filled(nxt) > max(_filled(rows[i]), 1) and _label_like(nxt) and _keyword_hits(nxt, strong=True)
+                    and _looks_like_header(nxt, rows[i + 2:i + 52], width=width)):
                 group, lower = "", list(nxt) + [""] * (width - len(nxt))
                 for col in range(width):
                     group = labels[col] or group
@@ -330,17 +219,8 @@ def _cleaned(rows: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, list[
 class _Walker:
     """Applies a layout to data rows, one at a time, remembering the current section and category."""
 
-    def __init__(
-        self,
-        *,
-        collector: Collector,
-        header: list[str] | None,
-        task_col: int,
-        category_col: int | None,
-        tabular: bool,
-        source_prefix: str,
-        default_category: str | None,
-    ):
+    def __init__(self, *, collector: Collector, header: list[str] | None, task_col: int, category_col: int | None,
+                 tabular: bool, source_prefix: str, default_category: str | None):
         self.collector = collector
         self.header_key = [c.casefold() for c in header] if header is not None else None
         self.task_col = task_col
@@ -399,13 +279,8 @@ class _Walker:
         collector.add(task, category=category, source=f"{self.source_prefix}row {number}")
 
 
-def table_tasks(
-    rows: Iterable[tuple[int, list[str]]],
-    *,
-    collector: Collector,
-    source_prefix: str = "",
-    default_category: str | None = None,
-) -> dict:
+def table_tasks(rows: Iterable[tuple[int, list[str]]], *, collector: Collector, source_prefix: str = "",
+                default_category: str | None = None) -> dict:
     """Add the tasks found in (row number, cells) rows to collector; returns meta about the table."""
     stream = _cleaned(rows)
     # The layout is decided on the first rows; the rest streams through so limits trip early.
@@ -415,25 +290,18 @@ def table_tasks(
     cells_only = [c for _, c in head]
     width = max(len(c) for c in cells_only)
     layout = _find_layout(cells_only, width=width)
-    sample = cells_only[layout.data_start :]
-    for index, (_, cells) in enumerate(head[: layout.data_start]):
+    sample = cells_only[layout.data_start:]
+    for index, (_, cells) in enumerate(head[:layout.data_start]):
         reason = "header row" if layout.header_start is not None and index >= layout.header_start else "title row"
         collector.skip(" | ".join(c for c in cells if c), reason)
     task_col = _task_column(sample, layout.labels, width=width)
     category_col = _category_column(sample, layout.labels, width=width, task_col=task_col)
     tabular = _tabular(sample)
     header = cells_only[layout.header_index] if layout.header_index is not None else None
-    walker = _Walker(
-        collector=collector,
-        header=header,
-        task_col=task_col,
-        category_col=category_col,
-        tabular=tabular,
-        source_prefix=source_prefix,
-        default_category=default_category,
-    )
+    walker = _Walker(collector=collector, header=header, task_col=task_col, category_col=category_col, tabular=tabular,
+                     source_prefix=source_prefix, default_category=default_category)
     count = 0
-    for number, cells in chain(head[layout.data_start :], stream):
+    for number, cells in chain(head[layout.data_start:], stream):
         count += 1
         walker.feed(number, cells)
     walker.flush(trailing=True)
@@ -444,8 +312,6 @@ def table_tasks(
         return layout.labels[col] or f"column {col + 1}"
 
     return {
-        "rows": count,
-        "headerRow": head[layout.header_index][0] if layout.header_index is not None else None,
-        "taskColumn": label(task_col),
-        "categoryColumn": label(category_col),
+        "rows": count, "headerRow": head[layout.header_index][0] if layout.header_index is not None else None,
+        "taskColumn": label(task_col), "categoryColumn": label(category_col)
     }

@@ -29,6 +29,5 @@ def decode_text(data: bytes, *, markdown: bool, limits: Limits) -> Decoded:
     blocks = parse_blocks(lines, markdown=True, loose_headings=False)
     collector = Collector(limits)
     meta = outline_tasks(blocks, collector=collector)
-    return collector.decoded(
-        text, format="markdown" if markdown else "text", encoding=encoding, lines=len(raw_lines), **meta
-    )
+    return collector.decoded(text, format="markdown" if markdown else "text", encoding=encoding, lines=len(raw_lines),
+                             **meta)

@@ -34,8 +34,7 @@ def check_zip(data: bytes, *, limits: Limits) -> None:
         if ratio > limits.max_compression_ratio:
             raise DecodeError(
                 "limits",
-                f"XLSX member {member.filename!r} expands {ratio:.0f}x (limit {limits.max_compression_ratio:g}x)",
-            )
+                f"XLSX member {member.filename!r} expands {ratio:.0f}x (limit {limits.max_compression_ratio:g}x)")
     if total > limits.max_uncompressed_bytes:
         raise DecodeError("limits", f"the XLSX file expands to {total} bytes (limit {limits.max_uncompressed_bytes})")
     if total / max(compressed, 1) > limits.max_compression_ratio:

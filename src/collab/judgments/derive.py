@@ -67,29 +67,18 @@ def derive(activity: dict[str, Any]) -> dict[str, Any] | None:
     if choice is None:
         return None
     user = _obj(activity.get("action_user"))
-    reasoning = (
-        _text(entity.get("reasoning"))
-        or _text(entity.get("commentText"))
-        or render(activity.get("display_message_template"), activity.get("display_message_template_data"), user)
-        or choice
-    )
+    reasoning = (_text(entity.get("reasoning")) or _text(entity.get("commentText")) or render(
+        activity.get("display_message_template"), activity.get("display_message_template_data"), user) or choice)
     # An empty agent object is a human decision: `agent` stays null, as the spec has it for humans.
     agent = entity.get("agent") if isinstance(entity.get("agent"), dict) and entity.get("agent") else None
     confidence = _confidence(entity.get("confidence"))
     return {
-        "organization_id": activity["organization_id"],
-        "document_id": activity.get("document_id"),
-        "annotation_id": activity.get("target_entity_id"),
-        "decision": choice,
-        "judge_type": "agent" if agent else "human",
-        "reasoning": reasoning.replace("\x00", ""),
+        "organization_id": activity["organization_id"], "document_id": activity.get("document_id"),
+        "annotation_id": activity.get("target_entity_id"), "decision": choice,
+        "judge_type": "agent" if agent else "human", "reasoning": reasoning.replace("\x00", ""),
         "content": (_text(target.get("content")) or _text(target.get("text")) or "").replace("\x00", "") or None,
-        "content_type": _text(target.get("contentType")),
-        "reviewer_id": _text(user.get("userId")),
-        "confidence": confidence,
-        "action_user": user,
-        "agent": agent,
-        "created_at": activity["timestamp"],
+        "content_type": _text(target.get("contentType")), "reviewer_id": _text(user.get("userId")),
+        "confidence": confidence, "action_user": user, "agent": agent, "created_at": activity["timestamp"]
     }
 
 

@@ -68,9 +68,9 @@ def load_set(path: Path = FIXTURES) -> LabelledSet:
     ids: set[str] = set()
     for number, record in enumerate(records, 1):
         try:
-            request = AddActivities.model_validate(
-                {k: record.get(k) for k in ("organizationId", "documentId")} | {"activities": [record.get("activity")]}
-            )
+            request = AddActivities.model_validate({k: record.get(k)
+                                                    for k in ("organizationId", "documentId")}
+                                                   | {"activities": [record.get("activity")]})
         except ValidationError as exc:
             raise SetError(f"judgments.jsonl line {number}: not an activities/add record: {exc}") from None
         activity_id = request.activities[0].id
@@ -83,11 +83,8 @@ def load_set(path: Path = FIXTURES) -> LabelledSet:
         if not isinstance(query.get("id"), str) or query["id"] in seen:
             raise SetError(f"{where}: id missing or repeated")
         seen.add(query["id"])
-        if (
-            not isinstance(query.get("kind"), str)
-            or not isinstance(query.get("query"), str)
-            or not query["query"].strip()
-        ):
+        if (not isinstance(query.get("kind"), str) or not isinstance(query.get("query"), str)
+                or not query["query"].strip()):
             raise SetError(f"{where}: needs a kind and a non-empty query")
         relevant = query.get("relevant")
         if not isinstance(relevant, list) or not relevant or not all(isinstance(r, str) for r in relevant):
@@ -162,25 +159,12 @@ async def _scratch_tenant(svc) -> tuple[str, str]:
         async with conn.transaction():
             await execute(conn, q.delete_stale_scratch, {"owner_email": SCRATCH_EMAIL, "prefix": SCRATCH_PREFIX})
             await workspaces.insert_workspace(
-                conn,
-                id=workspace_id,
-                name=f"search eval {workspace_id}",
-                owner_email=SCRATCH_EMAIL,
-                owner_id=new_id("usr_"),
-                owner_name="collab eval search",
-                owner_avatar="",
+                conn, id=workspace_id, name=f"search eval {workspace_id}", owner_email=SCRATCH_EMAIL,
+                owner_id=new_id("usr_"), owner_name="collab eval search", owner_avatar="",
                 auth_token_hash=svc.keyring.hash(new_token()),
-                auth_token_enc=svc.keyring.encrypt(new_token(), f"workspace-token:{workspace_id}"),
-                is_root=False,
-            )
-            await workspaces.insert_api_key(
-                conn,
-                id=api_key_id,
-                workspace_id=workspace_id,
-                name="search eval",
-                type="testing",
-                owner_email=SCRATCH_EMAIL,
-            )
+                auth_token_enc=svc.keyring.encrypt(new_token(), f"workspace-token:{workspace_id}"), is_root=False)
+            await workspaces.insert_api_key(conn, id=api_key_id, workspace_id=workspace_id, name="search eval",
+                                            type="testing", owner_email=SCRATCH_EMAIL)
     return workspace_id, api_key_id
 
 
@@ -190,9 +174,8 @@ async def _drop_tenant(svc, *, workspace_id: str) -> None:
             await execute(conn, q.delete_workspace, {"workspace_id": workspace_id, "owner_email": SCRATCH_EMAIL})
 
 
-async def load(
-    svc, embedder, *, api_key_id: str, records: list[dict[str, Any]], batch_size: int = 256
-) -> dict[str, Any]:
+async def load(svc, embedder, *, api_key_id: str, records: list[dict[str, Any]],
+               batch_size: int = 256) -> dict[str, Any]:
     """Write the records to the tenant's activity log, then derive and embed them as the worker does."""
     from collab.activities import repository as activities
     from collab.activities.schemas import AddActivities
@@ -202,36 +185,25 @@ async def load(
     started = time.perf_counter()
     rows = []
     for record in records:
-        request = AddActivities.model_validate(
-            {
-                "organizationId": record["organizationId"],
-                "documentId": record["documentId"],
-                "activities": [record["activity"]],
-            }
-        )
+        request = AddActivities.model_validate({
+            "organizationId": record["organizationId"], "documentId": record["documentId"],
+            "activities": [record["activity"]]
+        })
         activity = request.activities[0]
         rows.append(
-            row(
-                activity,
-                id=activity.id,
-                organization_id=request.organizationId,
-                document_id=request.documentId,
-                now=svc.now_ms(),
-            )
-        )
+            row(activity, id=activity.id, organization_id=request.organizationId, document_id=request.documentId,
+                now=svc.now_ms()))
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             await activities.upsert_many(conn, api_key_id=api_key_id, records=rows)
     counts: Counter[str] = Counter()
     ids = [r["activity"]["id"] for r in records]
     for start in range(0, len(ids), batch_size):
-        counts.update(
-            await derive_batch(svc, embedder, api_key_id=api_key_id, activity_ids=ids[start : start + batch_size])
-        )
+        counts.update(await derive_batch(svc, embedder, api_key_id=api_key_id,
+                                         activity_ids=ids[start:start + batch_size]))
     return {
-        "judgments": counts["judgments"],
-        "vectors": counts["vectors"],
-        "seconds": round(time.perf_counter() - started, 2),
+        "judgments": counts["judgments"], "vectors": counts["vectors"],
+        "seconds": round(time.perf_counter() - started, 2)
     }
 
 
@@ -248,9 +220,8 @@ async def _rank(svc, embedder, *, api_key_id: str, text: str) -> tuple[list[str]
 def rankings(settings: Settings) -> dict[str, dict[str, Any]]:
     """The two rankings compared: the configured one and the vector-only baseline, with their settings."""
     configured = {
-        "vector_weight": settings.search_vector_weight,
-        "lexical_weight": settings.search_lexical_weight,
-        "rrf_k": settings.search_rrf_k,
+        "vector_weight": settings.search_vector_weight, "lexical_weight": settings.search_lexical_weight,
+        "rrf_k": settings.search_rrf_k
     }
     return {"configured": configured, "vector_only": {**configured, "lexical_weight": 0.0}}
 
@@ -262,9 +233,8 @@ async def _score(svc, embedder, *, api_key_id: str, queries: list[dict[str, Any]
     for name, values in rankings(svc.settings).items():
         update = {f"search_{key}": value for key, value in values.items()}
         variants[name] = dataclasses.replace(svc, settings=svc.settings.model_copy(update=update))
-        await _rank(
-            variants[name], embedder, api_key_id=api_key_id, text="warm-up"
-        )  # first-call costs out of the figures
+        await _rank(variants[name], embedder, api_key_id=api_key_id,
+                    text="warm-up")  # first-call costs out of the figures
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for query in queries:
         # The rankings take turns per query, so a busy machine slows both alike.
@@ -275,12 +245,11 @@ async def _score(svc, embedder, *, api_key_id: str, queries: list[dict[str, Any]
             details[query["id"]][name] = {"top": ranked[:3], "recall@3": row["recall@3"], "rr": round(row["rr"], 4)}
     summaries = {
         name: {
-            "settings": values,
-            "overall": summarise(rows[name]),
-            "kinds": {
+            "settings": values, "overall": summarise(rows[name]), "kinds": {
                 kind: summarise([r for r in rows[name] if r["kind"] == kind])
-                for kind in sorted({r["kind"] for r in rows[name]})
-            },
+                for kind in sorted({r["kind"]
+                                    for r in rows[name]})
+            }
         }
         for name, values in rankings(svc.settings).items()
     }
@@ -296,13 +265,8 @@ async def evaluate(svc, embedder, *, labelled: LabelledSet) -> dict[str, Any]:
     finally:
         await _drop_tenant(svc, workspace_id=workspace_id)
     return {
-        "model": embedder.name,
-        "dimensions": embedder.dimensions,
-        "judgments": len(labelled.records),
-        "queries": len(labelled.queries),
-        "load": loaded,
-        "rankings": summaries,
-        "perQuery": per_query,
+        "model": embedder.name, "dimensions": embedder.dimensions, "judgments": len(labelled.records),
+        "queries": len(labelled.queries), "load": loaded, "rankings": summaries, "perQuery": per_query
     }
 
 
@@ -321,15 +285,13 @@ async def _embedder(svc, model: str | None, dtype: str):
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             # Vectors reference their model's row; registering never activates while another model is active.
-            await registry.register(
-                conn, model=embedder.name, source=setting or "default", dimensions=embedder.dimensions
-            )
+            await registry.register(conn, model=embedder.name, source=setting or "default",
+                                    dimensions=embedder.dimensions)
     return embedder
 
 
-async def run(
-    settings: Settings, *, labelled: LabelledSet, model: str | None = None, dtype: str = "auto"
-) -> dict[str, Any]:
+async def run(settings: Settings, *, labelled: LabelledSet, model: str | None = None,
+              dtype: str = "auto") -> dict[str, Any]:
     """The eval against the configured database: build Services, pick the model, evaluate, close."""
     from collab.kit.services import build_services, close_services
 
@@ -345,8 +307,7 @@ def _label(name: str, values: dict[str, Any]) -> str:
     if name == "vector_only" or values["lexical_weight"] <= 0:
         return "vector only" + (" (configured)" if name == "configured" else "")
     return (
-        f"hybrid (vector {values['vector_weight']:g} + lexical {values['lexical_weight']:g}, rrf k {values['rrf_k']})"
-    )
+        f"hybrid (vector {values['vector_weight']:g} + lexical {values['lexical_weight']:g}, rrf k {values['rrf_k']})")
 
 
 def table(report: dict[str, Any]) -> str:
@@ -355,18 +316,15 @@ def table(report: dict[str, Any]) -> str:
     lines = [
         f"model {report['model']} ({report['dimensions']} dims):"
         f" {report['judgments']} judgments, {report['queries']} queries;"
-        f" loaded {load_info['judgments']} judgments / {load_info['vectors']} vectors in {load_info['seconds']} s",
-        "",
+        f" loaded {load_info['judgments']} judgments / {load_info['vectors']} vectors in {load_info['seconds']} s", "",
         "| ranking | kind | queries | recall@1 | recall@3 | recall@10 | MRR | p50 ms | p95 ms |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|"
     ]
     for name, ranking in report["rankings"].items():
         label = _label(name, ranking["settings"])
         for kind, m in [*ranking["kinds"].items(), ("overall", ranking["overall"])]:
-            lines.append(
-                f"| {label} | {kind} | {m['queries']} | {m['recall@1']:.3f} | {m['recall@3']:.3f}"
-                f" | {m['recall@10']:.3f} | {m['mrr']:.3f} | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} |"
-            )
+            lines.append(f"| {label} | {kind} | {m['queries']} | {m['recall@1']:.3f} | {m['recall@3']:.3f}"
+                         f" | {m['recall@10']:.3f} | {m['mrr']:.3f} | {m['p50_ms']:.1f} | {m['p95_ms']:.1f} |")
     misses = [d for d in report["perQuery"] if d["configured"]["recall@3"] < 1]
     lines += ["", f"configured ranking, queries with a relevant judgment missing from the top 3: {len(misses)}"]
     for d in misses:
@@ -374,9 +332,8 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(
-    *, model: str | None, set_path: Path | None, as_json: bool, queries: int | None, judgments: int | None, bf16: bool
-) -> int:
+def main(*, model: str | None, set_path: Path | None, as_json: bool, queries: int | None, judgments: int | None,
+         bf16: bool) -> int:
     """The CLI entry: print the table (or the JSON report); exit 2 on a malformed set."""
     import sys
 

@@ -16,18 +16,9 @@ from collab.kit.services import Services
 log = logging.getLogger("collab.reembed")
 
 
-async def reembed(
-    svc: Services,
-    embedder: Embedder,
-    *,
-    source: str,
-    kinds: tuple[str, ...] = registry.KINDS,
-    batch_size: int = 256,
-    activate: bool = False,
-    max_batches: int | None = None,
-    only: str | None = None,
-    progress: Callable | None = tqdm,
-) -> dict[str, float]:
+async def reembed(svc: Services, embedder: Embedder, *, source: str, kinds: tuple[str, ...] = registry.KINDS,
+                  batch_size: int = 256, activate: bool = False, max_batches: int | None = None,
+                  only: str | None = None, progress: Callable | None = tqdm) -> dict[str, float]:
     """Embed every judgment with `embedder` beside the vectors of other models.
 
     Each batch commits on its own and rows whose text hash is unchanged are skipped, so a run that
@@ -73,14 +64,8 @@ async def reembed(
     return counts
 
 
-async def backfill(
-    svc: Services,
-    embedder: Embedder,
-    *,
-    batch_size: int = 256,
-    only: str | None = None,
-    progress: Callable | None = tqdm,
-) -> int:
+async def backfill(svc: Services, embedder: Embedder, *, batch_size: int = 256, only: str | None = None,
+                   progress: Callable | None = tqdm) -> int:
     """Re-derive every judgment from the activity log (and embed what changed); returns activities read."""
     seen, after = 0, None
     bar = progress(unit="activity", desc="backfill judgments") if progress else None

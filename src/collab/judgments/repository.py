@@ -62,10 +62,8 @@ async def delete_embeddings(conn: Conn, *, api_key_id: str, model: str, keys: li
     """Delete the vectors of (judgment_id, kind) pairs."""
     if keys:
         params = {
-            "api_key_id": api_key_id,
-            "model": model,
-            "judgment_ids": [k[0] for k in keys],
-            "kinds": [k[1] for k in keys],
+            "api_key_id": api_key_id, "model": model, "judgment_ids": [k[0] for k in keys],
+            "kinds": [k[1] for k in keys]
         }
         await execute(conn, q.delete_embeddings, params)
 
@@ -75,88 +73,44 @@ async def embedding_hashes(conn: Conn, *, api_key_id: str, model: str, ids: list
     return {(r["judgment_id"], r["kind"]): r["content_hash"] for r in rows}
 
 
-async def thread(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str | None,
-    annotation_id: str,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def thread(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None, annotation_id: str,
+                 limit: int) -> list[dict[str, Any]]:
     params = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "annotation_id": annotation_id,
-        "limit": limit,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "annotation_id": annotation_id, "limit": limit
     }
     return await fetch_all(conn, q.thread, params)
 
 
-async def recent(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str | None,
-    document_id: str | None,
-    start_ms: int,
-    end_ms: int,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def recent(conn: Conn, *, api_key_id: str, organization_id: str | None, document_id: str | None, start_ms: int,
+                 end_ms: int, limit: int) -> list[dict[str, Any]]:
     params = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "start_ms": start_ms,
-        "end_ms": end_ms,
-        "limit": limit,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "start_ms": start_ms,
+        "end_ms": end_ms, "limit": limit
     }
     return await fetch_all(conn, q.recent, params)
 
 
-async def list_page(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str | None,
-    document_id: str | None,
-    decision: str | None,
-    judge_type: str | None,
-    reviewer_id: str | None,
-    annotation_id: str | None,
-    after_ts: int | None,
-    after_id: str | None,
-    limit: int,
-    budget: int,
-) -> list[dict[str, Any]]:
+async def list_page(conn: Conn, *, api_key_id: str, organization_id: str | None, document_id: str | None,
+                    decision: str | None, judge_type: str | None, reviewer_id: str | None, annotation_id: str | None,
+                    after_ts: int | None, after_id: str | None, limit: int, budget: int) -> list[dict[str, Any]]:
     params = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "decision": decision,
-        "judge_type": judge_type,
-        "reviewer_id": reviewer_id,
-        "annotation_id": annotation_id,
-        "after_ts": after_ts,
-        "after_id": after_id,
-        "limit": limit,
-        "budget": budget,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "decision": decision,
+        "judge_type": judge_type, "reviewer_id": reviewer_id, "annotation_id": annotation_id, "after_ts": after_ts,
+        "after_id": after_id, "limit": limit, "budget": budget
     }
     return await fetch_all(conn, q.list_judgments, params)
 
 
-async def judgments_after(
-    conn: Conn, *, after: tuple[str, str] | None, limit: int, only: str | None = None
-) -> list[dict[str, Any]]:
+async def judgments_after(conn: Conn, *, after: tuple[str, str] | None, limit: int,
+                          only: str | None = None) -> list[dict[str, Any]]:
     """Judgments in key order (all tenants, or `only` one), one batch after `after` (re-embedding walks them)."""
     key, ident = after or ("", "")
     return await fetch_all(conn, q.judgments_after, {"key": key, "ident": ident, "limit": limit, "only": only})
 
 
-async def activities_after(
-    conn: Conn, *, after: tuple[str, str] | None, limit: int, only: str | None = None
-) -> list[dict[str, Any]]:
+async def activities_after(conn: Conn, *, after: tuple[str, str] | None, limit: int,
+                           only: str | None = None) -> list[dict[str, Any]]:
     """Activity keys in order (all tenants, or `only` one), one batch after `after` (the backfill walks them)."""
     key, ident = after or ("", "")
     return await fetch_all(conn, q.activities_after, {"key": key, "ident": ident, "limit": limit, "only": only})
@@ -176,25 +130,13 @@ def _scope_where(organization_id: str | None, document_id: str | None, table: st
     return sql.SQL(" and ").join(parts)
 
 
-async def count_scope(
-    conn: Conn,
-    *,
-    cap: int,
-    model: str,
-    kind: str,
-    api_key_id: str,
-    organization_id: str | None,
-    document_id: str | None,
-) -> int:
+async def count_scope(conn: Conn, *, cap: int, model: str, kind: str, api_key_id: str, organization_id: str | None,
+                      document_id: str | None) -> int:
     """Rows in the scope, counted up to `cap` (enough to choose exact or HNSW search)."""
     query = sql.SQL(q.count_scope).format(where=_scope_where(organization_id, document_id))
     params = {
-        "cap": cap,
-        "model": model,
-        "kind": kind,
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
+        "cap": cap, "model": model, "kind": kind, "api_key_id": api_key_id, "organization_id": organization_id,
+        "document_id": document_id
     }
     return (await fetch_row(conn, query, params))["n"]
 
@@ -221,77 +163,38 @@ async def use_settings(conn: Conn, settings: dict[str, str]) -> None:
 def _distance(dimensions: int, *, half: bool = False) -> sql.Composable:
     """The cosine distance to the query vector: full precision, or that of the half-precision HNSW index."""
     cast = sql.SQL("halfvec" if half else "vector")
-    return sql.SQL("{} <=> %(vector)s::{}({})").format(
-        indexed_expr(dimensions, half=half), cast, sql.Literal(dimensions)
-    )
+    return sql.SQL("{} <=> %(vector)s::{}({})").format(indexed_expr(dimensions, half=half), cast,
+                                                       sql.Literal(dimensions))
 
 
-async def nearest(
-    conn: Conn,
-    *,
-    dimensions: int,
-    exact: bool,
-    k: int,
-    vector: str,
-    model: str,
-    kind: str,
-    api_key_id: str,
-    organization_id: str | None,
-    document_id: str | None,
-    half: bool = False,
-) -> list[dict[str, Any]]:
+async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, vector: str, model: str, kind: str,
+                  api_key_id: str, organization_id: str | None, document_id: str | None,
+                  half: bool = False) -> list[dict[str, Any]]:
     """The k judgments nearest to `vector` within the scope, with cosine similarity; `half`: by the half-precision
     index (the returned similarity and the order of the k stay full precision)."""
     candidates = sql.SQL(q.candidates_exact if exact else q.candidates_indexed).format(
-        distance=_distance(dimensions),
-        order=_distance(dimensions, half=half),
-        where=_scope_where(organization_id, document_id),
-    )
+        distance=_distance(dimensions), order=_distance(dimensions, half=half),
+        where=_scope_where(organization_id, document_id))
     query = sql.SQL(q.nearest).format(candidates=candidates)
     params = {
-        "k": k,
-        "vector": vector,
-        "model": model,
-        "kind": kind,
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
+        "k": k, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,
+        "organization_id": organization_id, "document_id": document_id
     }
     # Never a server-side prepared plan: it would not see the hnsw.* settings given before it.
     return await fetch_all(conn, query, params, prepare=False)
 
 
-async def lexical(
-    conn: Conn,
-    *,
-    dimensions: int,
-    k: int,
-    cap: int,
-    text: str,
-    vector: str,
-    model: str,
-    kind: str,
-    api_key_id: str,
-    organization_id: str | None,
-    document_id: str | None,
-) -> list[dict[str, Any]]:
+async def lexical(conn: Conn, *, dimensions: int, k: int, cap: int, text: str, vector: str, model: str, kind: str,
+                  api_key_id: str, organization_id: str | None, document_id: str | None) -> list[dict[str, Any]]:
     """The k judgments of the scope whose text matches every term of `text` best (full-text rank) among the
     first `cap` matches found, with the cosine similarity of their vector under the model."""
     query = sql.SQL(q.lexical).format(
         column=sql.Identifier("review_tsv" if kind == "review" else "content_tsv"),
         distance=_distance(dimensions),
         # The judgment's own scope columns: they sit beside the tsvector, so the GIN and btree scans combine.
-        where=_scope_where(organization_id, document_id, "j"),
-    )
+        where=_scope_where(organization_id, document_id, "j"))
     params = {
-        "k": k,
-        "cap": cap,
-        "text": text,
-        "vector": vector,
-        "model": model,
-        "kind": kind,
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
+        "k": k, "cap": cap, "text": text, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,
+        "organization_id": organization_id, "document_id": document_id
     }
     return await fetch_all(conn, query, params, prepare=False)

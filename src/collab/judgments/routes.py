@@ -13,16 +13,14 @@ router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
 
 
 @router.post("/memory/search", summary="Search past judgments by meaning [API-key auth]", responses=plain(SearchAnswer))
-async def search(
-    body: Envelope[SearchJudgments], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
-):
+async def search(body: Envelope[SearchJudgments], tenant: Tenant = Depends(api_key_auth),
+                 svc: Services = Depends(services)):
     # The spec's one success body without status and message.
     return raw({"result": await service.search(svc, tenant=tenant, data=body.data)})
 
 
 @router.post("/memory/judgments/query", summary="List judgments by filters [API-key auth]", responses=page(Judgment))
-async def query(
-    body: Envelope[QueryJudgments], tenant: Tenant = Depends(api_key_auth), svc: Services = Depends(services)
-):
+async def query(body: Envelope[QueryJudgments], tenant: Tenant = Depends(api_key_auth),
+                svc: Services = Depends(services)):
     records, token = await service.query(svc, tenant=tenant, data=body.data)
     return listed(records, token, "Judgments retrieved successfully.")

@@ -10,18 +10,8 @@ from collab.kit.fields import Id
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 
-Decision = Literal[
-    "comment",
-    "resolve",
-    "approved",
-    "rejected",
-    "in_progress",
-    "agree",
-    "disagree",
-    "endorse",
-    "document_approved",
-    "document_rejected",
-]
+Decision = Literal["comment", "resolve", "approved", "rejected", "in_progress", "agree", "disagree", "endorse",
+                   "document_approved", "document_rejected"]
 JudgeType = Literal["human", "agent"]
 OptionalId = Field(None, min_length=1, max_length=200)
 
@@ -56,14 +46,8 @@ class DateRange(Model):
 
     # Both fields validate (to epoch ms) before this runs: a rule never reads a field that failed.
     _rules = rules(
-        rule("start", "end")(
-            lambda v: (
-                Broken("start", "start must not be after end")
-                if v.get("start") is not None and v.get("end") is not None and v["start"] > v["end"]
-                else None
-            )
-        )
-    )
+        rule("start", "end")(lambda v: (Broken("start", "start must not be after end") if v.get("start") is not None and
+                                        v.get("end") is not None and v["start"] > v["end"] else None)))
 
 
 class Filters(Model):
@@ -87,9 +71,8 @@ class SearchJudgments(Model):
     query: str = Field(min_length=1, max_length=5000)
     embeddingType: Literal["review", "content"] = "review"
     scope: Literal["document", "organization", "apiKey"] = None
-    organizationId: str = Field(
-        None, min_length=1, max_length=200, validation_alias=AliasChoices("organizationId", "orgId")
-    )
+    organizationId: str = Field(None, min_length=1, max_length=200,
+                                validation_alias=AliasChoices("organizationId", "orgId"))
     documentId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("documentId", "docId"))
     limit: int = Field(10, ge=1, le=50)
     filters: Filters = None
@@ -104,9 +87,8 @@ class SearchJudgments(Model):
 
 
 class QueryJudgments(Model):
-    organizationId: str = Field(
-        None, min_length=1, max_length=200, validation_alias=AliasChoices("organizationId", "orgId")
-    )
+    organizationId: str = Field(None, min_length=1, max_length=200,
+                                validation_alias=AliasChoices("organizationId", "orgId"))
     documentId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("documentId", "docId"))
     decision: Decision = None
     judgeType: JudgeType = None
@@ -143,8 +125,7 @@ class Judgment(Doc):
     actionUser: JudgmentUser
     createdAt: int = Field(description="Epoch milliseconds.")
     similarity: float | None = Field(
-        description="Cosine similarity to the query; 1.0 on the annotation and recency paths; null in listings."
-    )
+        description="Cosine similarity to the query; 1.0 on the annotation and recency paths; null in listings.")
     scope: Literal["document", "organization", "apiKey"]
     agent: JudgmentAgent | None = Field(description="Null for a human decision.")
 

@@ -39,10 +39,8 @@ def resolve_scope(data: SearchJudgments) -> tuple[str, str | None, str | None]:
         return "apiKey", None, None
     if data.scope == "organization":
         if not org:
-            raise invalid(
-                "scope 'organization' needs organizationId.",
-                [issue(["organizationId"], "Required for scope 'organization'")],
-            )
+            raise invalid("scope 'organization' needs organizationId.",
+                          [issue(["organizationId"], "Required for scope 'organization'")])
         return "organization", org, None
     if data.scope == "document":
         problems = []
@@ -69,19 +67,14 @@ def record(row: dict[str, Any], scope: str) -> dict[str, Any]:
     user = row["action_user"] or {}
     agent = row["agent"]
     return {
-        "recordId": row["id"],
-        "reasoning": row["reasoning"],
-        "decision": row["decision"],
-        "confidence": row["confidence"],
-        "actionUser": {k: user[k] for k in ("name", "userId") if k in user},
-        "createdAt": row["created_at"],
-        "similarity": round(float(row["similarity"]), 6) if row["similarity"] is not None else None,
-        "scope": scope,
-        "agent": (
-            {k: agent.get(k) for k in ("agentId", "agentType", "executionId", "agentFields")}
-            if isinstance(agent, dict)
-            else None
-        ),
+        "recordId": row["id"], "reasoning": row["reasoning"], "decision": row["decision"],
+        "confidence": row["confidence"], "actionUser": {k: user[k]
+                                                        for k in ("name", "userId")
+                                                        if k in user}, "createdAt": row["created_at"],
+        "similarity": round(float(row["similarity"]), 6) if row["similarity"] is not None else None, "scope": scope,
+        "agent": ({k: agent.get(k)
+                   for k in ("agentId", "agentType", "executionId",
+                             "agentFields")} if isinstance(agent, dict) else None)
     }
 
 
@@ -122,16 +115,8 @@ class Plan:
     half: bool = False
 
 
-def plan(
-    *,
-    pgvector: tuple[int, ...],
-    in_scope: int,
-    total: int,
-    k: int,
-    exact_threshold: int,
-    ef_max: int,
-    indexed: bool = True,
-) -> Plan:
+def plan(*, pgvector: tuple[int, ...], in_scope: int, total: int, k: int, exact_threshold: int, ef_max: int,
+         indexed: bool = True) -> Plan:
     """Exact below the threshold; above it HNSW, iterative where pgvector has it (0.8+), else a widened beam. On the
     half-precision index where pgvector has one and it is `indexed` (built); else on the full-precision one."""
     if in_scope <= exact_threshold:
@@ -150,15 +135,11 @@ def plan(
                 # every scope against 0.972-0.983 at 200, SQL p50 +2 ms; docs/adr/0026, "The first beam").
                 "hnsw.ef_search": str(min(ef_max, max(BEAM if total <= LARGE_GRAPH else LARGE_BEAM, 3 * k))),
                 "hnsw.iterative_scan": "relaxed_order",
-                "hnsw.max_scan_tuples": str(tuples),
-            },
-        )
+                "hnsw.max_scan_tuples": str(tuples)
+            })
     # pgvector 0.6 filters after the index scan: widen the beam to the scope's selectivity.
-    return Plan(
-        exact=False,
-        half=half,
-        settings={"hnsw.ef_search": str(min(ef_max, max(BEAM, math.ceil(2 * k * total / in_scope))))},
-    )
+    return Plan(exact=False, half=half,
+                settings={"hnsw.ef_search": str(min(ef_max, max(BEAM, math.ceil(2 * k * total / in_scope))))})
 
 
 _pgvector: dict[int, tuple[int, ...]] = {}  # per pool: the server's pgvector version, read once
@@ -181,7 +162,7 @@ async def _is_indexed(svc: Services, model: str, kind: str) -> bool:
     known = _indexed.get(key)
     if known is None or (not known[1] and known[0] <= time.monotonic()):  # once built, indexes stay
         async with svc.pool.connection() as conn:
-            known = (time.monotonic() + svc.settings.embedding_refresh_s, await serving(conn, model, (kind,)))
+            known = (time.monotonic() + svc.settings.embedding_refresh_s, await serving(conn, model, (kind, )))
         _indexed[key] = known
     return known[1]
 
@@ -215,9 +196,8 @@ def _identifier(word: str) -> bool:
     return not core.isdigit() or len(core) >= 3
 
 
-def fuse(
-    vector: list[dict], lexical: list[dict], *, vector_weight: float, lexical_weight: float, rrf_k: int
-) -> list[dict]:
+def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexical_weight: float,
+         rrf_k: int) -> list[dict]:
     """Reciprocal rank fusion of the two rankings (rows keyed by judgment id).
 
     A stored text the query repeats (cosine >= IDENTICAL) comes first whatever the ranks: nothing is better
@@ -235,14 +215,8 @@ def fuse(
             scores[row["id"]] = scores.get(row["id"], 0.0) + weight / (rrf_k + rank)
     matched = {r["id"] for r in lexical} if lexical_weight > 0 else set()
     return sorted(
-        rows.values(),
-        key=lambda r: (
-            float(r["similarity"]) < IDENTICAL,
-            -scores[r["id"]],
-            r["id"] not in matched,
-            -float(r["similarity"]),
-        ),
-    )
+        rows.values(), key=lambda r:
+        (float(r["similarity"]) < IDENTICAL, -scores[r["id"]], r["id"] not in matched, -float(r["similarity"])))
 
 
 async def query_vector(embedder, *, api_key_id: str, text: str) -> list[float]:
@@ -271,16 +245,12 @@ async def _scope_size(svc: Services, params: dict[str, Any]) -> tuple[int, int]:
     return in_scope, total
 
 
-async def _vector_rows(
-    svc: Services, embedder, *, api_key_id: str, data: SearchJudgments, org: str | None, doc: str | None, k: int
-):
+async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments, org: str | None,
+                       doc: str | None, k: int):
     settings = svc.settings
     params = {
-        "model": embedder.name,
-        "kind": data.embeddingType,
-        "api_key_id": api_key_id,
-        "organization_id": org,
-        "document_id": doc,
+        "model": embedder.name, "kind": data.embeddingType, "api_key_id": api_key_id, "organization_id": org,
+        "document_id": doc
     }
     # The query is encoded (on the query threads) while Postgres sizes the scope: one waits on the other no more.
     encoding = asyncio.ensure_future(query_vector(embedder, api_key_id=api_key_id, text=data.query))
@@ -295,42 +265,23 @@ async def _vector_rows(
         elif not encoding.cancelled():
             encoding.exception()  # seen, so an encode that failed for an empty scope is not logged as lost
     how = plan(
-        pgvector=await _version(svc),
-        in_scope=in_scope,
-        total=total,
-        k=k,
-        exact_threshold=settings.search_exact_threshold,
-        ef_max=settings.search_ef_search_max,
-        indexed=(
-            in_scope <= settings.search_exact_threshold or await _is_indexed(svc, embedder.name, data.embeddingType)
-        ),
-    )
+        pgvector=await _version(svc), in_scope=in_scope, total=total, k=k,
+        exact_threshold=settings.search_exact_threshold, ef_max=settings.search_ef_search_max,
+        indexed=(in_scope <= settings.search_exact_threshold
+                 or await _is_indexed(svc, embedder.name, data.embeddingType)))
     literal = repo.vector_literal(vector)
     async with svc.pool.connection() as conn:  # autocommit: no BEGIN and COMMIT around two reads
         await repo.use_settings(conn, how.settings)
-        found = await repo.nearest(
-            conn, dimensions=len(vector), exact=how.exact, half=how.half, k=k, vector=literal, **params
-        )
+        found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, half=how.half, k=k, vector=literal,
+                                   **params)
         lexical = []
         text = lexical_text(data.query)
         if settings.search_lexical_weight > 0 and text:
-            lexical = await repo.lexical(
-                conn,
-                dimensions=len(vector),
-                k=k,
-                cap=settings.search_lexical_candidates,
-                text=text,
-                vector=literal,
-                **params,
-            )
+            lexical = await repo.lexical(conn, dimensions=len(vector), k=k, cap=settings.search_lexical_candidates,
+                                         text=text, vector=literal, **params)
     found.sort(key=lambda r: -float(r["similarity"]))  # relaxed_order may return them slightly out of order
-    fused = fuse(
-        found,
-        lexical,
-        vector_weight=settings.search_vector_weight,
-        lexical_weight=settings.search_lexical_weight,
-        rrf_k=settings.search_rrf_k,
-    )
+    fused = fuse(found, lexical, vector_weight=settings.search_vector_weight,
+                 lexical_weight=settings.search_lexical_weight, rrf_k=settings.search_rrf_k)
     return fused[:k]  # rule 7: the post-filters see the top limit * 3 of the fused list
 
 
@@ -343,35 +294,24 @@ async def run(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments
     skip_dates = False
     if annotation:
         if not org:
-            raise invalid(
-                "filters.annotationId needs organizationId.",
-                [issue(["organizationId"], "Required with filters.annotationId")],
-            )
+            raise invalid("filters.annotationId needs organizationId.",
+                          [issue(["organizationId"], "Required with filters.annotationId")])
         async with svc.pool.connection() as conn:
-            rows = await repo.thread(
-                conn, api_key_id=api_key_id, organization_id=org, document_id=doc, annotation_id=annotation, limit=k
-            )
+            rows = await repo.thread(conn, api_key_id=api_key_id, organization_id=org, document_id=doc,
+                                     annotation_id=annotation, limit=k)
     elif data.recencyDays:
         today = datetime.fromtimestamp(svc.clock(), tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
         end_ms = int(today.timestamp() * 1000)
         skip_dates = True  # recencyDays overrides dateRange
         async with svc.pool.connection() as conn:
-            rows = await repo.recent(
-                conn,
-                api_key_id=api_key_id,
-                organization_id=org,
-                document_id=doc,
-                start_ms=end_ms - data.recencyDays * DAY_MS,
-                end_ms=end_ms,
-                limit=k,
-            )
+            rows = await repo.recent(conn, api_key_id=api_key_id, organization_id=org, document_id=doc,
+                                     start_ms=end_ms - data.recencyDays * DAY_MS, end_ms=end_ms, limit=k)
     else:
         rows = await _vector_rows(svc, embedder, api_key_id=api_key_id, data=data, org=org, doc=doc, k=k)
-    results = [record(r, scope) for r in rows if _keep(r, data, skip_dates=skip_dates)][: data.limit]
+    results = [record(r, scope) for r in rows if _keep(r, data, skip_dates=skip_dates)][:data.limit]
     return {
-        "results": results,
-        "totalInScope": len(results),
-        "searchLatencyMs": round((time.perf_counter() - started) * 1000, 2),
+        "results": results, "totalInScope": len(results), "searchLatencyMs": round(
+            (time.perf_counter() - started) * 1000, 2)
     }
 
 

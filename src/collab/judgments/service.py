@@ -17,13 +17,8 @@ async def search(svc: Services, *, tenant: Tenant, data: SearchJudgments) -> dic
     """Search past judgments: the whole search (shortcuts included) is one job on the interactive lane."""
     started = time.perf_counter()
     search_core.resolve_scope(data)  # bad scopes answer here, without a job
-    answer = await run_sync(
-        svc.redis,
-        "search_judgments",
-        timeout_s=svc.settings.search_timeout_s,
-        api_key_id=tenant.api_key_id,
-        data=data.model_dump(exclude_none=True),
-    )
+    answer = await run_sync(svc.redis, "search_judgments", timeout_s=svc.settings.search_timeout_s,
+                            api_key_id=tenant.api_key_id, data=data.model_dump(exclude_none=True))
     # The latency the caller saw from here, queue hop included.
     answer["searchLatencyMs"] = round((time.perf_counter() - started) * 1000, 2)
     usage.observe(svc, "searches", answer["searchLatencyMs"], workspace_id=tenant.workspace_id)
@@ -40,21 +35,11 @@ async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple
     after_ts, after_id = pager.after(data.pageToken, 2)
     budget = svc.settings.max_response_bytes
     async with svc.pool.connection() as conn:
-        rows = await repo.list_page(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId if data.organizationId else None,
-            decision=data.decision,
-            judge_type=data.judgeType,
-            reviewer_id=data.reviewerId,
-            annotation_id=data.annotationId,
-            after_ts=after_ts,
-            after_id=after_id,
-            limit=data.pageSize + 1,
-            budget=budget,
-        )
-    scope = (
-        "document" if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey"
-    )
+        rows = await repo.list_page(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    document_id=data.documentId if data.organizationId else None,
+                                    decision=data.decision, judge_type=data.judgeType, reviewer_id=data.reviewerId,
+                                    annotation_id=data.annotationId, after_ts=after_ts, after_id=after_id,
+                                    limit=data.pageSize + 1, budget=budget)
+    scope = ("document"
+             if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey")
     return pager.cut(rows, data.pageSize, "created_at", "id", render=lambda r: record(r, scope), budget=budget)

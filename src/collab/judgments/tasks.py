@@ -51,9 +51,8 @@ async def active_embedder(ctx: dict) -> Embedder:
     """The embedder of the model search uses now (re-read every few seconds, so an activation spreads)."""
     svc: Services = ctx["svc"]
     held: ActiveModel = ctx.setdefault("active_model", ActiveModel())  # callers outside a worker get their own
-    if held.embedder is not None and (
-        time.monotonic() - held.read_at < svc.settings.embedding_refresh_s or held.lock.locked()
-    ):
+    if held.embedder is not None and (time.monotonic() - held.read_at < svc.settings.embedding_refresh_s
+                                      or held.lock.locked()):
         return held.embedder  # fresh, or another job is re-reading it right now: no need to wait for that
     async with held.lock:
         if held.embedder is not None and time.monotonic() - held.read_at < svc.settings.embedding_refresh_s:
@@ -64,9 +63,8 @@ async def active_embedder(ctx: dict) -> Embedder:
             embedder = await _load(held, svc.settings.embedding_model, None, svc)
             async with svc.pool.connection() as conn:
                 async with conn.transaction():
-                    await registry.register(
-                        conn, model=embedder.name, source=_source(svc), dimensions=embedder.dimensions
-                    )
+                    await registry.register(conn, model=embedder.name, source=_source(svc),
+                                            dimensions=embedder.dimensions)
         else:
             embedder = await _load(held, None if row["source"] == "default" else row["source"], row["name"], svc)
             await _upgrade_indexes(held, svc, model=row["name"], dimensions=row["dimensions"])
@@ -84,10 +82,8 @@ async def _upgrade_indexes(held: ActiveModel, svc: Services, *, model: str, dime
             held.indexed = model
             return
     held.upgrade = asyncio.ensure_future(
-        registry.upgrade_indexes(
-            svc.pool, model=model, dimensions=dimensions, grace_s=2 * svc.settings.embedding_refresh_s
-        )
-    )
+        registry.upgrade_indexes(svc.pool, model=model, dimensions=dimensions,
+                                 grace_s=2 * svc.settings.embedding_refresh_s))
     held.upgrade.add_done_callback(_log_failure)
 
 
@@ -110,14 +106,8 @@ def _source(svc: Services) -> str:
     return svc.settings.embedding_model or "default"
 
 
-async def embed_judgments(
-    svc: Services,
-    embedder: Embedder,
-    *,
-    api_key_id: str,
-    judgments: dict[str, dict],
-    kinds: tuple[str, ...] = registry.KINDS,
-) -> int:
+async def embed_judgments(svc: Services, embedder: Embedder, *, api_key_id: str, judgments: dict[str, dict],
+                          kinds: tuple[str, ...] = registry.KINDS) -> int:
     """Embed the texts (of `kinds`) of one tenant's judgments whose text changed; returns vectors written."""
     if not judgments:
         return 0
@@ -139,17 +129,11 @@ async def embed_judgments(
     todo.sort(key=lambda t: len(t[2]))
     batch = [t[2] for t in todo]
     vectors = await asyncio.get_running_loop().run_in_executor(_BULK_THREADS, embedder.encode, batch) if todo else []
-    rows = [
-        {
-            "judgment_id": judgment_id,
-            "kind": kind,
-            "content_hash": digest,
-            "organization_id": judgments[judgment_id]["organization_id"],
-            "document_id": judgments[judgment_id]["document_id"],
-            "embedding": vector,
-        }
-        for (judgment_id, kind, _, digest), vector in zip(todo, vectors)
-    ]
+    rows = [{
+        "judgment_id": judgment_id, "kind": kind, "content_hash": digest,
+        "organization_id": judgments[judgment_id]["organization_id"],
+        "document_id": judgments[judgment_id]["document_id"], "embedding": vector
+    } for (judgment_id, kind, _, digest), vector in zip(todo, vectors)]
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             await repo.upsert_embeddings(conn, api_key_id=api_key_id, model=embedder.name, rows=rows)
@@ -163,9 +147,8 @@ async def derive_judgments(ctx: dict, *, api_key_id: str, activity_ids: list[str
     return await derive_batch(ctx["svc"], await active_embedder(ctx), api_key_id=api_key_id, activity_ids=activity_ids)
 
 
-async def derive_batch(
-    svc: Services, embedder: Embedder, *, api_key_id: str, activity_ids: list[str]
-) -> dict[str, Any]:
+async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str,
+                       activity_ids: list[str]) -> dict[str, Any]:
     """Derive (or remove) the judgments of one tenant's activities and embed what changed."""
     ids = list(dict.fromkeys(activity_ids))
     kept: dict[str, dict] = {}

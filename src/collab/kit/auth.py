@@ -24,9 +24,8 @@ q = Queries(__file__.replace("auth.py", "auth.sql"))
 _api_key = APIKeyHeader(name="x-service-api-key", auto_error=False, scheme_name="apiKey")
 _auth_token = APIKeyHeader(name="x-service-auth-token", auto_error=False, scheme_name="authToken")
 _workspace_id = APIKeyHeader(name="x-service-workspace-id", auto_error=False, scheme_name="workspaceId")
-_workspace_token = APIKeyHeader(
-    name="x-service-workspace-auth-token", auto_error=False, scheme_name="workspaceAuthToken"
-)
+_workspace_token = APIKeyHeader(name="x-service-workspace-auth-token", auto_error=False,
+                                scheme_name="workspaceAuthToken")
 # A syntactically valid hash that matches nothing, so unknown ids cost the same as wrong tokens.
 _NO_HASH = b"\x00" * 32
 
@@ -59,10 +58,8 @@ def _address(request: Request) -> str:
 
 
 async def api_key_auth(
-    request: Request,
-    api_key: str | None = Depends(_api_key),
-    token: str | None = Depends(_auth_token),
-    svc: Services = Depends(services),
+    request: Request, api_key: str | None = Depends(_api_key), token: str | None = Depends(_auth_token),
+    svc: Services = Depends(services)
 ) -> Tenant:
     """Authenticate x-service-api-key + x-service-auth-token; the tenant is the API key."""
     api_key, token = _header(api_key), _header(token)
@@ -75,13 +72,8 @@ async def api_key_auth(
         tenant = known.tenant  # verified by this process a moment ago, and unchanged since
     else:
         tenant = await _verify(request, svc, api_key, token)
-    await svc.rate_limits.check(
-        svc.redis,
-        bucket=f"api-key:{tenant.api_key_id}",
-        rate=svc.settings.rate_limit_api_key,
-        now=svc.clock(),
-        message=RATE_LIMITED,
-    )
+    await svc.rate_limits.check(svc.redis, bucket=f"api-key:{tenant.api_key_id}", rate=svc.settings.rate_limit_api_key,
+                                now=svc.clock(), message=RATE_LIMITED)
     request.state.tenant = tenant
     return tenant
 
@@ -101,11 +93,8 @@ async def _verify(request: Request, svc: Services, api_key: str, token: str) -> 
         await authlimit.failed(svc, gate)
         raise ApiError("PERMISSION_DENIED", "Invalid API key.")
     await authlimit.succeeded(svc, gate)
-    tenant = Tenant(
-        api_key_id=matched["api_key_id"],
-        workspace_id=matched["workspace_id"],
-        token_key_version=matched["token_key_version"],
-    )
+    tenant = Tenant(api_key_id=matched["api_key_id"], workspace_id=matched["workspace_id"],
+                    token_key_version=matched["token_key_version"])
     svc.credentials.put(api_key, token, tenant, svc.keyring, generation=generation)
     return tenant
 
@@ -131,11 +120,8 @@ async def rotate_token_key(conn: Conn, *, api_key_id: str) -> int:
 
 
 async def workspace_auth(
-    request: Request,
-    workspace_id: str | None = Depends(_workspace_id),
-    token: str | None = Depends(_workspace_token),
-    fallback_token: str | None = Depends(_auth_token),
-    svc: Services = Depends(services),
+    request: Request, workspace_id: str | None = Depends(_workspace_id), token: str | None = Depends(_workspace_token),
+    fallback_token: str | None = Depends(_auth_token), svc: Services = Depends(services)
 ) -> WorkspaceCaller:
     """Authenticate x-service-workspace-id + x-service-workspace-auth-token (or x-service-auth-token)."""
     workspace_id = _header(workspace_id)

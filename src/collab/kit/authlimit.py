@@ -56,9 +56,9 @@ async def admit(svc: Services, *, kind: str, address: str, subject: str | None, 
     credentials are not known good; else the gate to report the outcome to. With no subject (user tokens: every
     user of a key has their own) only the address counts."""
     now, settings = svc.clock(), svc.settings
-    counters: tuple[_Counter, ...] = (_counter(f"addr:{_digest(address)}", settings.auth_failures_per_address, now),)
+    counters: tuple[_Counter, ...] = (_counter(f"addr:{_digest(address)}", settings.auth_failures_per_address, now), )
     if subject is not None:
-        counters += (_counter(f"{kind}:{_digest(subject)}", settings.auth_failures_per_key, now),)
+        counters += (_counter(f"{kind}:{_digest(subject)}", settings.auth_failures_per_key, now), )
     # A keyed hash (the keyring's MAC): Redis never holds anything a token could be recovered from.
     proof = "collab:authok:" + svc.keyring.hash(f"{kind}\n{subject}\n{token}").hex()[:32]
     if svc.redis is None:
@@ -72,17 +72,13 @@ async def admit(svc: Services, *, kind: str, address: str, subject: str | None, 
     except (RedisError, OSError) as exc:
         log.warning("failed-auth limit not checked, Redis unreachable: %s", exc)
         return Gate(counters, proof, known=False)
-    counts, known = answers[: len(counters)], answers[len(counters)]
+    counts, known = answers[:len(counters)], answers[len(counters)]
     if not known:
         over = [c for c, n in zip(counters, counts) if int(n or 0) >= c.limit]
         if over:
             retry_after = max(c.retry_after for c in over)
-            raise ApiError(
-                "RESOURCE_EXHAUSTED",
-                _MESSAGE,
-                details={"retryAfterSeconds": retry_after},
-                headers={"Retry-After": str(retry_after)},
-            )
+            raise ApiError("RESOURCE_EXHAUSTED", _MESSAGE, details={"retryAfterSeconds": retry_after},
+                           headers={"Retry-After": str(retry_after)})
     return Gate(counters, proof, known=bool(known))
 
 

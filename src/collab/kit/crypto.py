@@ -25,6 +25,7 @@ def _derive(secret: str, purpose: bytes) -> bytes:
 
 
 class _Key:
+
     def __init__(self, secret: str):
         self.mac = _derive(secret, b"collab-hmac-v1")
         self.aead = AESGCM(_derive(secret, b"collab-aead-v1"))
@@ -56,9 +57,8 @@ def _token_key(secret: str, api_key_id: str, version: int) -> TokenKey:
     x = _b64(public.public_bytes(Encoding.Raw, PublicFormat.Raw))
     thumbprint = _b64(
         hashlib.sha256(
-            json.dumps({"crv": "Ed25519", "kty": "OKP", "x": x}, separators=(",", ":"), sort_keys=True).encode()
-        ).digest()
-    )
+            json.dumps({"crv": "Ed25519", "kty": "OKP", "x": x}, separators=(",", ":"),
+                       sort_keys=True).encode()).digest())
     jwk = {"kty": "OKP", "crv": "Ed25519", "x": x, "kid": thumbprint, "alg": "EdDSA", "use": "sig"}
     return TokenKey(kid=thumbprint, private=private, public=public, jwk=jwk)
 

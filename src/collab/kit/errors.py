@@ -4,31 +4,17 @@ from collections.abc import Sequence
 from typing import Any
 
 HTTP_STATUS = {
-    "INVALID_ARGUMENT": 400,
-    "FAILED_PRECONDITION": 400,
-    "UNAUTHENTICATED": 401,
-    "PERMISSION_DENIED": 403,
-    "NOT_FOUND": 404,
-    "ALREADY_EXISTS": 409,
-    "RESOURCE_EXHAUSTED": 429,
-    "INTERNAL": 500,
-    "UNAVAILABLE": 503,
-    "DEADLINE_EXCEEDED": 504,
+    "INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404, "ALREADY_EXISTS": 409, "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504
 }
 
 
 class ApiError(Exception):
     """A failure the client should see, with its spec code and optional details."""
 
-    def __init__(
-        self,
-        code: str,
-        message: str,
-        *,
-        details: dict[str, Any] | None = None,
-        http_status: int | None = None,
-        headers: dict[str, str] | None = None,
-    ):
+    def __init__(self, code: str, message: str, *, details: dict[str, Any] | None = None,
+                 http_status: int | None = None, headers: dict[str, str] | None = None):
         super().__init__(message)
         assert code in HTTP_STATUS, code
         self.code = code
@@ -62,9 +48,8 @@ def raise_failure(outcome: Any) -> Any:
     """An awaited job's outcome, or the ApiError its failure describes, raised: the one reader of job failures."""
     if isinstance(outcome, dict) and isinstance(outcome.get(FAILURE), dict):
         failure = outcome[FAILURE]
-        raise ApiError(
-            failure["code"], failure["message"], details=failure.get("details"), headers=failure.get("headers")
-        )
+        raise ApiError(failure["code"], failure["message"], details=failure.get("details"),
+                       headers=failure.get("headers"))
     return outcome
 
 
@@ -92,7 +77,7 @@ NOT_FOUND_MESSAGES: dict[str, str] = {
     "deletion_job": "Deletion job not found.",
     "route": "Route not found.",
     # A foreign-key violation of a constraint no domain registered (see kit/db/constraints.py).
-    "record": "A record this refers to does not exist (it may just have been deleted).",
+    "record": "A record this refers to does not exist (it may just have been deleted)."
 }
 # Where the contract answers one kind in two texts, the second lives here by (kind, variant), with the reason.
 NOT_FOUND_VARIANTS: dict[tuple[str, str], str] = {
@@ -100,7 +85,7 @@ NOT_FOUND_VARIANTS: dict[tuple[str, str], str] = {
     # organization's included; the organizations domain answers with the spec's sample, without the full stop.
     ("organization", "permissions"): "Organization does not exist.",
     # A read of one editor's state (crdt/get, the realtime join) names the editor; a delete outcome does not.
-    ("crdt", "editor"): "CRDT data does not exist for this editor ID.",
+    ("crdt", "editor"): "CRDT data does not exist for this editor ID."
 }
 
 

@@ -37,7 +37,7 @@ def unpack(payload: bytes) -> tuple[bytes, str, str, bytes]:
     r = Reader(payload)
     r.skip(16)
     editor, topic = r.string(), r.string()
-    return payload[:16], editor, topic, payload[r.pos :]
+    return payload[:16], editor, topic, payload[r.pos:]
 
 
 def sync_update(update: bytes) -> bytes:
@@ -45,25 +45,14 @@ def sync_update(update: bytes) -> bytes:
     return create_update_message(update)
 
 
-async def publish(
-    redis,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str,
-    editor_id: str,
-    message: bytes,
-    topic: str = "",
-    origin: bytes = NO_ORIGIN,
-) -> None:
+async def publish(redis, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str, message: bytes,
+                  topic: str = "", origin: bytes = NO_ORIGIN) -> None:
     """Send a framed message to every process holding a room of the document; Redis down: logged, not raised
     (the write is stored, and clients get it on their next sync)."""
     if redis is None:
         return
     try:
-        await redis.publish(
-            channel(api_key_id, organization_id, document_id),
-            pack(origin=origin, editor_id=editor_id, topic=topic, message=message),
-        )
+        await redis.publish(channel(api_key_id, organization_id, document_id),
+                            pack(origin=origin, editor_id=editor_id, topic=topic, message=message))
     except (RedisError, OSError) as exc:
         log.warning("realtime fan-out of %s/%s failed: %s", document_id, editor_id, exc)

@@ -36,16 +36,9 @@ class _Step:
 
 def _plain(node: Dependant) -> bool:
     """A node that takes nothing but the request and its sub-dependencies."""
-    return not (
-        node.path_params
-        or node.query_params
-        or node.header_params
-        or node.cookie_params
-        or node.websocket_param_name
-        or node.response_param_name
-        or node.background_tasks_param_name
-        or node.security_scopes_param_name
-    )
+    return not (node.path_params or node.query_params or node.header_params or node.cookie_params
+                or node.websocket_param_name or node.response_param_name or node.background_tasks_param_name
+                or node.security_scopes_param_name)
 
 
 def _async(call: Any) -> bool:
@@ -75,14 +68,8 @@ def plan(route: Any) -> tuple[list[_Step], tuple[tuple[str, int], ...]] | None:
                 args.append((name, REQUEST))
         for sub in node.dependencies:
             call = sub.call
-            if (
-                call is None
-                or not _plain(sub)
-                or sub.body_params
-                or sub.concurrency is not None
-                or not sub.use_cache
-                or not _async(call)
-            ):
+            if (call is None or not _plain(sub) or sub.body_params or sub.concurrency is not None or not sub.use_cache
+                    or not _async(call)):
                 return None
             if call not in seen:
                 sub_args = add(sub)
@@ -116,9 +103,8 @@ def fast_handler(route: APIRoute, fallback: Callable[[Request], Any]) -> Callabl
         response_class = response_class.value
 
     async def handle(request: Request) -> Response:
-        if (overrides is not None and getattr(overrides, "dependency_overrides", None)) or request.headers.get(
-            "content-type"
-        ) != "application/json":
+        if (overrides is not None and getattr(overrides, "dependency_overrides",
+                                              None)) or request.headers.get("content-type") != "application/json":
             return await fallback(request)
         if not await request.body():
             return await fallback(request)

@@ -46,12 +46,9 @@ class BodyTooLarge(ApiError):
     """A request body over the limit: HTTP 413, the one exception to the status table."""
 
     def __init__(self, limit: int):
-        super().__init__(
-            "INVALID_ARGUMENT",
-            f"Request body exceeds the maximum size of {limit} bytes.",
-            details={"issues": [{"code": "too_big", "path": [], "message": f"Body over {limit} bytes"}]},
-            http_status=413,
-        )
+        super().__init__("INVALID_ARGUMENT", f"Request body exceeds the maximum size of {limit} bytes.",
+                         details={"issues": [{"code": "too_big", "path": [],
+                                              "message": f"Body over {limit} bytes"}]}, http_status=413)
 
 
 class RequestContext:
@@ -66,11 +63,8 @@ class RequestContext:
             return await self.app(scope, receive, send)
         scope.setdefault("state", {})  # shared by any copy below: auth leaves the caller's workspace there
         headers = dict(scope.get("headers") or [])
-        if (
-            scope.get("method") == "POST"
-            and b"json" not in headers.get(b"content-type", b"")
-            and not scope.get("path", "").startswith("/console")
-        ):
+        if (scope.get("method") == "POST" and b"json" not in headers.get(b"content-type", b"")
+                and not scope.get("path", "").startswith("/console")):
             # Every operation takes JSON; read the body as JSON whatever the client labelled it (the console's
             # HTML forms post urlencoded or multipart bodies and keep their label).
             scope = dict(scope)
@@ -140,17 +134,10 @@ class RequestContext:
         status_holder["logged"] = True
         _count_call(scope, status_holder["status"])
         access.info(
-            "%s %s %s",
-            scope.get("method"),
-            scope.get("path"),
-            status_holder["status"],
-            extra={
-                "method": scope.get("method"),
-                "path": scope.get("path"),
-                "status": status_holder["status"],
-                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-            },
-        )
+            "%s %s %s", scope.get("method"), scope.get("path"), status_holder["status"], extra={
+                "method": scope.get("method"), "path": scope.get("path"), "status": status_holder["status"],
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2)
+            })
 
 
 # Served over https: browsers keep to https for a year (the console's session cookie never travels in clear).
@@ -175,7 +162,7 @@ def _template(scope, own: str) -> str:
     """The route's path template with its router's prefix (/v1, /v2): never a raw path with ids in it."""
     # FastAPI gives the included route itself, whose path lacks the prefix it was included under.
     path, root = scope.get("path", ""), scope.get("root_path", "")
-    path = path[len(root) :] if root and path.startswith(root) else path
+    path = path[len(root):] if root and path.startswith(root) else path
     if path.endswith(own):
         return path  # a static path: what comes before the route's own path is the prefix
     head = "/" + path.split("/")[1] if path.count("/") > 1 else ""
@@ -188,9 +175,8 @@ async def _send_error(scope, send, error: ApiError, rid: str) -> None:
     await response(scope, None, send)  # type: ignore[arg-type]  # a plain response never reads the request
 
 
-DATABASE_UNAVAILABLE = ApiError(
-    "UNAVAILABLE", "The database is unavailable; retry later.", headers={"Retry-After": "1"}
-)
+DATABASE_UNAVAILABLE = ApiError("UNAVAILABLE", "The database is unavailable; retry later.",
+                                headers={"Retry-After": "1"})
 
 
 def error_response(error: ApiError) -> OrjsonResponse:

@@ -47,7 +47,7 @@ class Reader:
     def bytes(self) -> bytes:
         n = self.uint()
         self.skip(n)
-        return self.data[self.pos - n : self.pos]
+        return self.data[self.pos - n:self.pos]
 
     def string(self) -> str:
         try:

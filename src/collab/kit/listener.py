@@ -58,16 +58,8 @@ class Listener:
     messages may have been missed (not subscribed yet, link lost, Redis not answering a PING).
     """
 
-    def __init__(
-        self,
-        redis: Any,
-        channel: str,
-        *,
-        on_message: Callable[[bytes], None],
-        on_live: Callable[[bool], None],
-        ping_s: float = PING_S,
-        retry_s: float = RETRY_S,
-    ):
+    def __init__(self, redis: Any, channel: str, *, on_message: Callable[[bytes], None],
+                 on_live: Callable[[bool], None], ping_s: float = PING_S, retry_s: float = RETRY_S):
         self.redis = redis  # the client whose server and credentials it uses (None: nothing to listen to)
         self.channel = channel.encode()
         self.on_message, self.on_live, self.ping_s, self.retry_s = on_message, on_live, ping_s, retry_s
@@ -118,9 +110,8 @@ class Listener:
                 context = ssl.create_default_context(cafile=kw.get("ssl_ca_certs"))
                 if kw.get("ssl_cert_reqs") in ("none", ssl.CERT_NONE):
                     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-            made = loop.create_connection(
-                lambda: _Link(self), kw.get("host", "localhost"), kw.get("port", 6379), ssl=context
-            )
+            made = loop.create_connection(lambda: _Link(self), kw.get("host", "localhost"), kw.get("port", 6379),
+                                          ssl=context)
         _, link = await asyncio.wait_for(made, timeout)
         return link
 
@@ -133,7 +124,7 @@ class Listener:
                 hello, password = b"", kw.get("password")
                 if password:
                     user = kw.get("username")
-                    hello = _command("AUTH", *((user,) if user else ()), password)
+                    hello = _command("AUTH", *((user, ) if user else ()), password)
                 link.transport.write(hello + _command("SUBSCRIBE", self.channel))
                 await self._watch(link)
             except asyncio.CancelledError:

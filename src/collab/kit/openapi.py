@@ -85,8 +85,7 @@ class Failure(Doc):
     status: Literal[tuple(HTTP_STATUS)]  # type: ignore[valid-type]
     message: str
     details: IssueDetails | RetryDetails | dict[str, ItemOutcome] | None = Field(
-        None, description="issues (validation), retryAfterSeconds (rate limits), or per-item outcomes (Add Documents)."
-    )
+        None, description="issues (validation), retryAfterSeconds (rate limits), or per-item outcomes (Add Documents).")
 
 
 class ErrorBody(Doc):
@@ -96,20 +95,15 @@ class ErrorBody(Doc):
 
 
 _ERROR_TEXT = {
-    400: "INVALID_ARGUMENT or FAILED_PRECONDITION",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    409: "ALREADY_EXISTS",
-    413: "INVALID_ARGUMENT: request body too large",
-    429: "RESOURCE_EXHAUSTED (rate limit; see Retry-After)",
-    500: "INTERNAL",
-    503: "UNAVAILABLE: a dependency (database, queue) is down; retry",
-    504: "DEADLINE_EXCEEDED",
+    400: "INVALID_ARGUMENT or FAILED_PRECONDITION", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+    409: "ALREADY_EXISTS", 413: "INVALID_ARGUMENT: request body too large",
+    429: "RESOURCE_EXHAUSTED (rate limit; see Retry-After)", 500: "INTERNAL",
+    503: "UNAVAILABLE: a dependency (database, queue) is down; retry", 504: "DEADLINE_EXCEEDED"
 }
-ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": text} for status, text in _ERROR_TEXT.items()
-}
+ERRORS: dict[int | str,
+             dict[str,
+                  Any]] = {status: {"model": ErrorBody, "description": text}
+                           for status, text in _ERROR_TEXT.items()}
 
 
 def answer(data: Any, status: int = 200) -> dict[int | str, dict[str, Any]]:

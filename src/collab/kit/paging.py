@@ -48,9 +48,8 @@ def decode(token: str, arity: int, *, keyring: Keyring, scope: str) -> list[Any]
     raise invalid(message, [issue(["pageToken"], message)])
 
 
-def page(
-    rows: list[dict[str, Any]], size: int, *key_columns: str, keyring: Keyring, scope: str
-) -> tuple[list[dict[str, Any]], str | None]:
+def page(rows: list[dict[str, Any]], size: int, *key_columns: str, keyring: Keyring,
+         scope: str) -> tuple[list[dict[str, Any]], str | None]:
     """Cut a `size + 1` fetch to one page, with the token of the next page (None on the last)."""
     if len(rows) <= size:
         return rows, None
@@ -109,14 +108,8 @@ class Pager:
         request field that changes which rows come or in what order, and not the page size or token."""
         return cls(keyring, f"{tenant}:{name}:{query_digest(filters)}")
 
-    def cut(
-        self,
-        rows: list[dict[str, Any]],
-        size: int,
-        *key_columns: str,
-        render: Callable[[dict[str, Any]], Any],
-        budget: int,
-    ) -> tuple[list[Any], str | None]:
+    def cut(self, rows: list[dict[str, Any]], size: int, *key_columns: str, render: Callable[[dict[str, Any]], Any],
+            budget: int) -> tuple[list[Any], str | None]:
         """Records of a `size + 1` fetch, cut at `size` records or `budget` bytes of JSON (at least one), and the
         next page's token. A query that leaves rows out itself (by a size estimate) says in each row's `fetched`
         how many rows it found by key. Records come rendered (orjson fragments), so a response writes each once."""

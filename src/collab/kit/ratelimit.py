@@ -27,12 +27,8 @@ def parse_rate(rate: str) -> tuple[int, int]:
 
 
 def _exhausted(message: str, *, retry_after: int) -> ApiError:
-    return ApiError(
-        "RESOURCE_EXHAUSTED",
-        message,
-        details={"retryAfterSeconds": retry_after},
-        headers={"Retry-After": str(retry_after)},
-    )
+    return ApiError("RESOURCE_EXHAUSTED", message, details={"retryAfterSeconds": retry_after},
+                    headers={"Retry-After": str(retry_after)})
 
 
 async def check(redis: Redis | None, *, bucket: str, rate: str, now: float, message: str) -> None:
@@ -165,17 +161,8 @@ async def concurrency(redis: Redis | None, *, bucket: str, limit: int, ttl_s: in
 
 
 @asynccontextmanager
-async def workload(
-    redis: Redis | None,
-    *,
-    bucket: str,
-    rate: str,
-    limit: int,
-    ttl_s: int,
-    now: float,
-    rate_message: str,
-    busy_message: str,
-) -> AsyncIterator[None]:
+async def workload(redis: Redis | None, *, bucket: str, rate: str, limit: int, ttl_s: int, now: float,
+                   rate_message: str, busy_message: str) -> AsyncIterator[None]:
     """A workspace's share of a shared resource: the call counts against `rate`, then holds one of `limit`
     slots while it runs (both kept under `bucket`)."""
     await check(redis, bucket=bucket, rate=rate, now=now, message=rate_message)

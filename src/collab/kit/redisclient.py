@@ -38,6 +38,7 @@ class FailFastPool(ConnectionPool):
         pool = self
 
         class Connection(base):  # type: ignore[misc, valid-type]
+
             async def read_response(self, *a, **kw):
                 try:
                     response = await super().read_response(*a, **kw)

@@ -51,24 +51,14 @@ async def build_services(settings: Settings) -> Services:
     database_url = settings.database_url or embedded.start_postgres(settings.data_dir)
     redis_url = settings.redis_url or embedded.EmbeddedRedis(settings.data_dir).start()
     await prepare_database(settings, database_url)
-    pool = create_pool(
-        database_url,
-        min_size=settings.db_pool_min,
-        max_size=settings.db_pool_max,
-        timeout=settings.db_pool_timeout_s,
-        statement_timeout_s=settings.db_statement_timeout_s,
-        idle_in_transaction_timeout_s=settings.db_idle_in_transaction_timeout_s,
-    )
+    pool = create_pool(database_url, min_size=settings.db_pool_min, max_size=settings.db_pool_max,
+                       timeout=settings.db_pool_timeout_s, statement_timeout_s=settings.db_statement_timeout_s,
+                       idle_in_transaction_timeout_s=settings.db_idle_in_transaction_timeout_s)
     await pool.open()
     keyring = Keyring(settings.resolved_secret_key(), settings.secret_key_previous)
     redis = redis_client(redis_url, timeout_s=settings.redis_timeout_s, cooldown_s=settings.redis_cooldown_s)
-    svc = Services(
-        settings=settings,
-        pool=pool,
-        redis=redis,
-        keyring=keyring,
-        credentials=CredentialCache(ttl_s=settings.auth_cache_ttl_s),
-    )
+    svc = Services(settings=settings, pool=pool, redis=redis, keyring=keyring,
+                   credentials=CredentialCache(ttl_s=settings.auth_cache_ttl_s))
     start_flusher(svc)
     return svc
 

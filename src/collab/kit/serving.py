@@ -59,14 +59,14 @@ def run(config: Config) -> None:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    processes = [spawn.Process(target=_serve, args=(config,), daemon=True) for _ in range(config.workers)]
+    processes = [spawn.Process(target=_serve, args=(config, ), daemon=True) for _ in range(config.workers)]
     for process in processes:
         process.start()
     while not stop.wait(0.5):
         for i, process in enumerate(processes):
             if not process.is_alive():  # one that died is replaced, as uvicorn's supervisor does
                 logger.warning("API process %s exited with %s; starting another", process.pid, process.exitcode)
-                processes[i] = spawn.Process(target=_serve, args=(config,), daemon=True)
+                processes[i] = spawn.Process(target=_serve, args=(config, ), daemon=True)
                 processes[i].start()
     for process in processes:
         process.terminate()  # SIGTERM: uvicorn finishes what is in flight, then exits

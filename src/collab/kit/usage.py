@@ -25,16 +25,8 @@ log = logging.getLogger("collab.usage")
 q = Queries.beside(__file__, "usage.sql")
 
 # The Overview's figures, in the order the console shows them.
-METRICS = (
-    "api_calls",
-    "judgments_added",
-    "searches",
-    "extractions",
-    "ask_ai",
-    "webhooks_succeeded",
-    "webhooks_failed",
-    "notifications_sent",
-)
+METRICS = ("api_calls", "judgments_added", "searches", "extractions", "ask_ai", "webhooks_succeeded", "webhooks_failed",
+           "notifications_sent")
 # Histogram: bucket 0 is [0, 1 ms); bucket k in 1..TOP is [2^((k-1)/4), 2^(k/4)) ms; bucket TOP+1 is 2^15 ms and up.
 STEPS = 4
 TOP = 60
@@ -55,8 +47,8 @@ def bounds(k: int) -> tuple[float, float]:
     """The [low, high) milliseconds of histogram bucket k (the last one's high is its low)."""
     if k == 0:
         return 0.0, 1.0
-    low = 2 ** ((k - 1) / STEPS)
-    return (low, low) if k > TOP else (low, 2 ** (k / STEPS))
+    low = 2**((k - 1) / STEPS)
+    return (low, low) if k > TOP else (low, 2**(k / STEPS))
 
 
 def percentile(counts: list[int], p: float) -> float | None:
@@ -70,7 +62,7 @@ def percentile(counts: list[int], p: float) -> float | None:
         if n and seen + n >= rank:
             low, high = bounds(k)
             share = max(rank - seen, 0) / n
-            value = low + (high - low) * share if k == 0 else low * (high / low) ** share
+            value = low + (high - low) * share if k == 0 else low * (high / low)**share
             return round(value, 2)
         seen += n
     return round(bounds(len(counts) - 1)[0], 2)
@@ -108,10 +100,9 @@ class Usage:
             if hist is not None:
                 entry[1] = hist if entry[1] is None else [a + b for a, b in zip(entry[1], hist)]
         if len(self.entries) > self.max_entries:
-            kept = sorted(self.entries, key=lambda k: k[2])[len(self.entries) - self.max_entries :]
-            log.warning(
-                "usage buffer full while Postgres is unreachable: %d counts dropped", len(self.entries) - len(kept)
-            )
+            kept = sorted(self.entries, key=lambda k: k[2])[len(self.entries) - self.max_entries:]
+            log.warning("usage buffer full while Postgres is unreachable: %d counts dropped",
+                        len(self.entries) - len(kept))
             self.entries = {k: self.entries[k] for k in kept}
 
 
@@ -119,29 +110,15 @@ def _minute(svc: "Services") -> int:
     return int(svc.clock() // 60) * 60_000
 
 
-def count(
-    svc: "Services",
-    metric: str,
-    *,
-    workspace_id: str | None = None,
-    api_key_id: str | None = None,
-    label: str = "",
-    n: int = 1,
-) -> None:
+def count(svc: "Services", metric: str, *, workspace_id: str | None = None, api_key_id: str | None = None,
+          label: str = "", n: int = 1) -> None:
     """Count `n` of a metric for a workspace (or the workspace of an API key) in the current minute."""
     if n:
         svc.usage.add((workspace_id, None if workspace_id else api_key_id, _minute(svc), metric, label), n, None)
 
 
-def observe(
-    svc: "Services",
-    metric: str,
-    ms: float,
-    *,
-    workspace_id: str | None = None,
-    api_key_id: str | None = None,
-    label: str = "",
-) -> None:
+def observe(svc: "Services", metric: str, ms: float, *, workspace_id: str | None = None, api_key_id: str | None = None,
+            label: str = "") -> None:
     """Count one of a metric and put its duration in the metric's latency histogram."""
     svc.usage.add((workspace_id, None if workspace_id else api_key_id, _minute(svc), metric, label), 1, ms)
 
@@ -184,12 +161,9 @@ def _columns(rows: dict[tuple, list]) -> dict[str, list]:
     # Sorted keys: concurrent flushes of several processes lock rows in one order (no deadlock).
     keys = sorted(rows)
     return {
-        "workspace_ids": [k[0] for k in keys],
-        "minutes": [k[1] for k in keys],
-        "metrics": [k[2] for k in keys],
-        "labels": [k[3] for k in keys],
-        "counts": [rows[k][0] for k in keys],
-        "buckets": [None if rows[k][1] is None else "{" + ",".join(map(str, rows[k][1])) + "}" for k in keys],
+        "workspace_ids": [k[0] for k in keys], "minutes": [k[1] for k in keys], "metrics": [k[2] for k in keys],
+        "labels": [k[3] for k in keys], "counts": [rows[k][0] for k in keys],
+        "buckets": [None if rows[k][1] is None else "{" + ",".join(map(str, rows[k][1])) + "}" for k in keys]
     }
 
 
@@ -229,9 +203,8 @@ async def drop_old(ctx: dict) -> int:
     return await delete_in_batches(svc.pool, q.drop_old, {"before": before}, batch=_RETENTION_BATCH)
 
 
-async def overview(
-    svc: "Services", *, workspace_id: str, since_ms: int, until_ms: int, bucket_s: int
-) -> dict[str, Any]:
+async def overview(svc: "Services", *, workspace_id: str, since_ms: int, until_ms: int,
+                   bucket_s: int) -> dict[str, Any]:
     """A workspace's figures over [since, until): totals, API calls by operation and status, Ask AI calls by
     provider, search latency p50/p95, and a series per figure with every bucket present (a minute counts in
     the bucket where it starts)."""
@@ -271,17 +244,12 @@ async def overview(
         if 1 <= row["i"] <= BUCKETS:
             hist[row["i"] - 1] = int(row["n"])
     return {
-        "since": since_ms,
-        "until": until_ms,
-        "bucketSeconds": bucket_s,
-        "totals": totals,
-        "apiCalls": [
-            {"operation": op, "status": status, "count": n}
-            for (op, status), n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))
-        ],
-        "askAiByProvider": [
-            {"provider": p, "count": n} for p, n in sorted(providers.items(), key=lambda kv: (-kv[1], kv[0]))
-        ],
+        "since": since_ms, "until": until_ms, "bucketSeconds": bucket_s, "totals": totals,
+        "apiCalls": [{"operation": op, "status": status, "count": n}
+                     for (op, status), n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "askAiByProvider": [{"provider": p, "count": n}
+                            for p, n in sorted(providers.items(), key=lambda kv: (-kv[1], kv[0]))],
         "searchLatencyMs": {"p50": percentile(hist, 0.50), "p95": percentile(hist, 0.95)},
-        "series": {m: [{"t": since_ms + i * bucket_ms, "count": c} for i, c in enumerate(series[m])] for m in METRICS},
+        "series": {m: [{"t": since_ms + i * bucket_ms, "count": c} for i, c in enumerate(series[m])]
+                   for m in METRICS}
     }

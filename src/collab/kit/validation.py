@@ -28,7 +28,7 @@ _CODES = {
     "assertion_error": "custom",
     # Findings of `rules` (below).
     "rule": "custom",
-    "required": "invalid_type",
+    "required": "invalid_type"
 }
 
 
@@ -46,7 +46,7 @@ def _message(error: Mapping[str, Any]) -> str:
     msg = str(error.get("msg", "Invalid value"))
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
-            msg = msg[len(prefix) :]
+            msg = msg[len(prefix):]
     return msg
 
 
@@ -120,7 +120,7 @@ def _found(result: "Broken | list[Broken] | None") -> list[Broken]:
 
 
 def _line(broken: Broken, value: Any) -> InitErrorDetails:
-    loc = () if broken.field is None else (broken.field,)
+    loc = () if broken.field is None else (broken.field, )
     # The message goes in as context, never as the template: braces in it stay as written.
     kind = PydanticCustomError(_TYPES.get(broken.code, "rule"), "{message}", {"message": broken.message})
     return {"type": kind, "loc": loc, "input": value}
@@ -130,9 +130,7 @@ def _again(error: ErrorDetails) -> InitErrorDetails:
     """A pydantic error as it came, to raise again beside the rules' findings (type, location and message kept)."""
     context = {**(error.get("ctx") or {}), "message": error["msg"]}
     return {
-        "type": PydanticCustomError(error["type"], "{message}", context),
-        "loc": error["loc"],
-        "input": error["input"],
+        "type": PydanticCustomError(error["type"], "{message}", context), "loc": error["loc"], "input": error["input"]
     }
 
 
@@ -152,19 +150,18 @@ def rules(*declared: tuple[tuple[str, ...], Check]) -> Any:
             failed = {e["loc"][0] for e in errors if e["loc"]}
             sent = _sent(cls, data)
             found = [
-                _line(broken, data)
-                for fields, check in declared
-                if not failed & set(fields)
-                for broken in _found(check({f: sent[f] for f in fields if f in sent}))
+                _line(broken, data) for fields, check in declared if not failed & set(fields)
+                for broken in _found(check({f: sent[f]
+                                            for f in fields if f in sent}))
             ]
             if not found:
                 raise
             raise ValidationError.from_exception_data(cls.__name__, [*map(_again, errors), *found]) from None
         given = model.model_fields_set
         found = [
-            _line(broken, data)
-            for fields, check in declared
-            for broken in _found(check({f: getattr(model, f) for f in fields if f in given}))
+            _line(broken, data) for fields, check in declared
+            for broken in _found(check({f: getattr(model, f)
+                                        for f in fields if f in given}))
         ]
         if found:
             raise ValidationError.from_exception_data(cls.__name__, found)
@@ -179,9 +176,8 @@ def _sent(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
     sent = {}
     for name, info in cls.model_fields.items():
         alias = info.validation_alias
-        names = [name] + (
-            [alias] if isinstance(alias, str) else [a for a in getattr(alias, "choices", []) if isinstance(a, str)]
-        )
+        names = [name] + ([alias] if isinstance(alias, str) else
+                          [a for a in getattr(alias, "choices", []) if isinstance(a, str)])
         for key in names:
             if key in data:
                 sent[name] = data[key]

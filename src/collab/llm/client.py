@@ -96,9 +96,8 @@ def _classify(exc: Exception) -> LlmError:
         return LlmError("timeout", "The model provider did not answer in time.")
     if isinstance(exc, (litellm.BadRequestError, litellm.NotFoundError)) or status in (400, 404, 422):
         log.warning("model provider refused the request (%s): %s", name, _short(exc))
-        return LlmError(
-            "bad_request", "The model provider refused the request (unknown model, or input it does not accept)."
-        )
+        return LlmError("bad_request",
+                        "The model provider refused the request (unknown model, or input it does not accept).")
     if isinstance(exc, (litellm.APIConnectionError, litellm.ServiceUnavailableError, litellm.InternalServerError)):
         return LlmError("unavailable", "The model provider is unavailable.")
     if status is not None and status >= 500:
@@ -119,24 +118,16 @@ def messages_for(route: Route, *, system: str, user: str) -> list[dict[str, str]
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-async def complete(
-    route: Route,
-    *,
-    messages: list[dict[str, str]],
-    api_key: str,
-    api_base: str | None,
-    timeout_s: float,
-    attempts: int = 3,
-    backoff_s: float = 1.0,
-    response_format: dict[str, Any] | None = None,
-) -> Completion:
+async def complete(route: Route, *, messages: list[dict[str, str]], api_key: str, api_base: str | None,
+                   timeout_s: float, attempts: int = 3, backoff_s: float = 1.0,
+                   response_format: dict[str, Any] | None = None) -> Completion:
     """Call the model, retrying transient failures with backoff while the budget lasts."""
     deadline = time.monotonic() + timeout_s
     kwargs: dict[str, Any] = {
         "model": route.litellm_model,
         "messages": messages,
         "api_key": api_key,
-        "max_retries": 0,  # retries are ours, inside the budget
+        "max_retries": 0  # retries are ours, inside the budget
     }
     if api_base:
         kwargs["api_base"] = api_base
@@ -155,20 +146,14 @@ async def complete(
             log.info("model call %s failed (attempt %d): %s", route.model, attempt, last.kind)
             if last.kind not in TRANSIENT or attempt == attempts:
                 raise last from None
-            await asyncio.sleep(min(backoff_s * 2 ** (attempt - 1), max(0.0, deadline - time.monotonic())))
+            await asyncio.sleep(min(backoff_s * 2**(attempt - 1), max(0.0, deadline - time.monotonic())))
             continue
         usage = getattr(response, "usage", None)
-        completion = Completion(
-            text=response.choices[0].message.content or "",
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            latency_ms=round((time.perf_counter() - started) * 1000, 1),
-        )
-        log.info(
-            "model call %s ok in %.0f ms",
-            route.litellm_model,
-            completion.latency_ms,
-            extra={"tokens": {"prompt": completion.prompt_tokens, "completion": completion.completion_tokens}},
-        )
+        completion = Completion(text=response.choices[0].message.content or "",
+                                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                                completion_tokens=getattr(usage, "completion_tokens", 0) or 0, latency_ms=round(
+                                    (time.perf_counter() - started) * 1000, 1))
+        log.info("model call %s ok in %.0f ms", route.litellm_model, completion.latency_ms,
+                 extra={"tokens": {"prompt": completion.prompt_tokens, "completion": completion.completion_tokens}})
         return completion
     raise last or LlmError("timeout", "The model provider did not answer in time.")

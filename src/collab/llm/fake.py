@@ -31,33 +31,25 @@ PROVIDERS = ("openai", "anthropic", "gemini")
 
 def _openai(model: str, text: str) -> dict:
     return {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": model,
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000, "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
     }
 
 
 def _anthropic(model: str, text: str) -> dict:
     return {
-        "id": "msg_fake",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 11, "output_tokens": 7},
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+        "usage": {"input_tokens": 11, "output_tokens": 7}
     }
 
 
 def _gemini(model: str, text: str) -> dict:
     return {
         "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18},
-        "modelVersion": model,
+        "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 7,
+                          "totalTokenCount": 18}, "modelVersion": model
     }
 
 
@@ -93,9 +85,8 @@ class FakeProviders:
     def __init__(self):
         self.requests: list[dict[str, Any]] = []
         self.scripts: dict[str, deque] = {p: deque() for p in PROVIDERS}
-        self.responder: Callable[[str, dict], str] = lambda provider, body: (
-            "rewritten: " + last_user_text(provider, body)
-        )
+        self.responder: Callable[[str, dict],
+                                 str] = lambda provider, body: ("rewritten: " + last_user_text(provider, body))
         self.release = None  # set in the server loop; hanging requests wait on it
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP (else ~40 ms
         # delayed-ACK stalls per request).
@@ -104,12 +95,10 @@ class FakeProviders:
         self.sock.bind(("127.0.0.1", 0))
         self.root = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.durations_ms: list[float] = []
-        app = Starlette(
-            routes=[
-                Route("/_stats", self._stats, methods=["GET"]),
-                Route("/{path:path}", self._handle, methods=["POST"]),
-            ]
-        )
+        app = Starlette(routes=[
+            Route("/_stats", self._stats, methods=["GET"]),
+            Route("/{path:path}", self._handle, methods=["POST"])
+        ])
         self.server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._main, daemon=True)
@@ -163,15 +152,13 @@ class FakeProviders:
         body = json.loads(await request.body() or b"{}")
         model = body.get("model") or path.rsplit("/models/", 1)[-1].split(":", 1)[0]
         self.requests.append(
-            {"provider": provider, "path": "/" + path, "headers": dict(request.headers), "json": body, "model": model}
-        )
+            {"provider": provider, "path": "/" + path, "headers": dict(request.headers), "json": body, "model": model})
         action = self.scripts[provider].popleft() if self.scripts[provider] else {}
         if action.get("hang"):
             await self.release.wait()
         if "status" in action:
-            return JSONResponse(
-                {"error": {"message": f"fake {action['status']}", "type": "fake_error"}}, action["status"]
-            )
+            return JSONResponse({"error": {"message": f"fake {action['status']}", "type": "fake_error"}},
+                                action["status"])
         if "json" in action:
             return JSONResponse(action["json"])
         text = action.get("text") or self.responder(provider, body)
@@ -219,17 +206,13 @@ def _extract(text: str) -> str:
             skipped.append({"taskId": task_id, "reason": "Not a check."})
             continue
         groups.setdefault(category if category != "-" else "General", []).append(task_id)
-    agents = [
-        {
-            "name": _name(category),
-            "description": f"Checks content against the {category.lower()} items of the checklist.",
-            "prompt": f"Review the content for {category.lower()} issues for {{{{brand_name}}}}"
-            " and report each failed check.",
-            "taskIds": ids,
-            "userContextFields": [{"id": "brand_name", "title": "Brand name", "type": "text", "example": "Acme"}],
-        }
-        for category, ids in groups.items()
-    ]
+    agents = [{
+        "name": _name(category),
+        "description": f"Checks content against the {category.lower()} items of the checklist.",
+        "prompt": f"Review the content for {category.lower()} issues for {{{{brand_name}}}}"
+        " and report each failed check.", "taskIds": ids,
+        "userContextFields": [{"id": "brand_name", "title": "Brand name", "type": "text", "example": "Acme"}]
+    } for category, ids in groups.items()]
     return json.dumps({"agents": agents, "skipped": skipped, "summary": "A review checklist."})
 
 
@@ -239,13 +222,8 @@ def _merge(text: str) -> str:
         match = _AGENT.match(line.strip())
         if match:
             by_name.setdefault(match.group(2).lower(), []).append(int(match.group(1)))
-    groups = [
-        {
-            "name": name.title(),
-            "description": f"Checks {name}.",
-            "prompt": f"Review the content for {name}.",
-            "members": ids,
-        }
-        for name, ids in by_name.items()
-    ]
+    groups = [{
+        "name": name.title(), "description": f"Checks {name}.", "prompt": f"Review the content for {name}.",
+        "members": ids
+    } for name, ids in by_name.items()]
     return json.dumps({"groups": groups})

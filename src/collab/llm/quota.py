@@ -51,10 +51,8 @@ async def record(svc: Services, *, workspace_id: str, calls: int, tokens: int) -
     day's totals (calls, tokens) after it."""
     async with svc.pool.connection() as conn:
         row = await fetch_row(
-            conn,
-            q.add_usage,
-            {"workspace_id": workspace_id, "day": _day(svc.clock()), "calls": calls, "tokens": tokens},
-        )
+            conn, q.add_usage,
+            {"workspace_id": workspace_id, "day": _day(svc.clock()), "calls": calls, "tokens": tokens})
     return row["calls"], row["tokens"]
 
 

@@ -24,12 +24,10 @@ PROVIDERS = {p.id: p for p in (OPENAI, ANTHROPIC, GEMINI)}
 EXTRACTION_PROVIDERS = {"openai": OPENAI, "claude": ANTHROPIC, "gemini": GEMINI}
 
 # (pattern, provider, o_series). o-series: prompt folded into the user message, no sampling parameters.
-ROUTES: list[tuple[re.Pattern, Provider, bool]] = [
-    (re.compile(r"^o[134](-.+)?$"), OPENAI, True),
-    (re.compile(r"^gpt-.+$"), OPENAI, False),
-    (re.compile(r"^claude-.+$"), ANTHROPIC, False),
-    (re.compile(r"^gemini-.+$"), GEMINI, False),
-]
+ROUTES: list[tuple[re.Pattern, Provider, bool]] = [(re.compile(r"^o[134](-.+)?$"), OPENAI, True),
+                                                   (re.compile(r"^gpt-.+$"), OPENAI, False),
+                                                   (re.compile(r"^claude-.+$"), ANTHROPIC, False),
+                                                   (re.compile(r"^gemini-.+$"), GEMINI, False)]
 
 
 @dataclass(frozen=True)

@@ -21,17 +21,15 @@ Auth = Depends(api_key_auth)
 Svc = Depends(services)
 
 
-@router.post(
-    "/notifications/add", summary="Add an in-app notification [API-key auth]", responses=answer(NotificationAdded)
-)
+@router.post("/notifications/add", summary="Add an in-app notification [API-key auth]",
+             responses=answer(NotificationAdded))
 async def add(body: Envelope[AddNotification], tenant: Tenant = Auth, svc: Services = Svc):
     result = await service.add(svc, tenant=tenant, data=body.data)
     return ok(result, result["message"])
 
 
-@router.post(
-    "/notifications/get", summary="List notifications (advanced queries) [API-key auth]", responses=page(Notification)
-)
+@router.post("/notifications/get", summary="List notifications (advanced queries) [API-key auth]",
+             responses=page(Notification))
 async def get(body: Envelope[GetNotifications], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
     return listed(records, token, "Notifications retrieved successfully.")

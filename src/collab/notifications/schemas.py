@@ -49,14 +49,8 @@ class GetNotifications(Model):
     order: Literal["asc", "desc"] = "desc"
 
     _rules = rules(
-        rule("documentId", "userId")(
-            lambda v: (
-                Broken(None, "Provide documentId or userId")
-                if v.get("documentId") is None and v.get("userId") is None
-                else None
-            )
-        )
-    )
+        rule("documentId", "userId")(lambda v: (Broken(None, "Provide documentId or userId")
+                                                if v.get("documentId") is None and v.get("userId") is None else None)))
 
 
 class NotificationChange(Model):
@@ -82,14 +76,8 @@ class DeleteNotifications(Model):
     notificationIds: IdList = None
 
     _rules = rules(
-        rule("documentId", "notificationIds")(
-            lambda v: (
-                Broken(None, "Provide notificationIds or documentId")
-                if v.get("documentId") is None and v.get("notificationIds") is None
-                else None
-            )
-        )
-    )
+        rule("documentId", "notificationIds")(lambda v: (Broken(None, "Provide notificationIds or documentId") if v.get(
+            "documentId") is None and v.get("notificationIds") is None else None)))
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
@@ -130,14 +118,12 @@ class Notification(Doc):
     notificationSource: Literal["custom", "comment", "huddle"]
     notificationSourceData: BatchedActivities | dict[str, Any] = Field(
         description="For `comment` and `huddle`, the activities reported; for `custom`, the client's object as sent "
-        "(`{}` when none)."
-    )
+        "(`{}` when none).")
     actionUser: ActionUser
     displayBodyMessage: str
     displayHeadlineMessageTemplate: str
     displayHeadlineMessageTemplateData: BatchedHeadlineData | dict[str, Any] = Field(
-        description="For `custom`, the client's object as sent (`{}` when none)."
-    )
+        description="For `custom`, the client's object as sent (`{}` when none).")
     metadata: NotificationMetadata
     notifyUsers: dict[str, bool] = Field(description="Recipient key (e-mail when known, else userId) to true.")
     notifyUsersByUserId: dict[str, bool] = Field(description="Recipient userId to true.")
@@ -148,22 +134,14 @@ class Notification(Doc):
     def wire(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
         """A notification in the spec's record shape (plus `readByUserIds`)."""
         return {
-            "id": row["id"],
-            "notificationSource": row["notification_source"],
-            "notificationSourceData": row["notification_source_data"] or {},
-            "actionUser": row["action_user"],
+            "id": row["id"], "notificationSource": row["notification_source"],
+            "notificationSourceData": row["notification_source_data"] or {}, "actionUser": row["action_user"],
             "displayBodyMessage": row["display_body_message"],
             "displayHeadlineMessageTemplate": row["display_headline_message_template"],
-            "displayHeadlineMessageTemplateData": row["display_headline_message_template_data"] or {},
-            "metadata": {
-                "apiKey": api_key_id,
-                "documentId": row["document_id"],
-                "organizationId": row["organization_id"],
-            },
-            "notifyUsers": row["notify_users"],
-            "notifyUsersByUserId": row["notify_users_by_user_id"],
-            "timestamp": row["timestamp"],
-            "readByUserIds": list(row["read_by"]),
+            "displayHeadlineMessageTemplateData": row["display_headline_message_template_data"] or {}, "metadata": {
+                "apiKey": api_key_id, "documentId": row["document_id"], "organizationId": row["organization_id"]
+            }, "notifyUsers": row["notify_users"], "notifyUsersByUserId": row["notify_users_by_user_id"],
+            "timestamp": row["timestamp"], "readByUserIds": list(row["read_by"])
         }
 
 

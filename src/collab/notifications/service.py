@@ -24,29 +24,14 @@ from collab.webhooks import events as webhook_events
 from collab.workspaces.config import require_advanced_queries
 
 
-def event_payload(
-    *,
-    id: str,
-    source: str,
-    source_data: Any,
-    headline: str,
-    headline_data: Any,
-    body: str,
-    notify_users: dict[str, bool],
-    by_user_id: dict[str, bool],
-    timestamp: int,
-) -> dict[str, Any]:
+def event_payload(*, id: str, source: str, source_data: Any, headline: str, headline_data: Any, body: str,
+                  notify_users: dict[str, bool], by_user_id: dict[str, bool], timestamp: int) -> dict[str, Any]:
     """A new notification as the payload of its `notification.add` webhook event."""
     return {
-        "id": id,
-        "notificationSource": source,
-        "notificationSourceData": source_data or {},
-        "displayHeadlineMessageTemplate": headline,
-        "displayHeadlineMessageTemplateData": headline_data or {},
-        "displayBodyMessage": body,
-        "notifyUsers": notify_users,
-        "notifyUsersByUserId": by_user_id,
-        "timestamp": timestamp,
+        "id": id, "notificationSource": source, "notificationSourceData": source_data or {},
+        "displayHeadlineMessageTemplate": headline, "displayHeadlineMessageTemplateData": headline_data or {},
+        "displayBodyMessage": body, "notifyUsers": notify_users, "notifyUsersByUserId": by_user_id,
+        "timestamp": timestamp
     }
 
 
@@ -55,9 +40,8 @@ def user_key(user: dict[str, Any]) -> str:
     return user.get("email") or user["userId"]
 
 
-async def recipients_map(
-    conn: Conn, *, api_key_id: str, users: list[dict[str, Any]], extra_ids: list[str], allowed: list[str] | None
-) -> tuple[dict[str, bool], dict[str, bool]]:
+async def recipients_map(conn: Conn, *, api_key_id: str, users: list[dict[str, Any]], extra_ids: list[str],
+                         allowed: list[str] | None) -> tuple[dict[str, bool], dict[str, bool]]:
     """`notifyUsers` and `notifyUsersByUserId` for the given users plus ids, limited to `allowed` when private."""
     by_id = {u["userId"]: u for u in users}
     missing = sorted(set(extra_ids) - set(by_id))
@@ -76,9 +60,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[s
     key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     notification_id = data.notificationId or new_id("ntf_")
     async with transaction(svc.pool, svc.redis) as tx:
-        if not await ensure_organization(
-            tx.conn, tenant=tenant, organization_id=data.organizationId, create=data.createOrganization, now=now
-        ):
+        if not await ensure_organization(tx.conn, tenant=tenant, organization_id=data.organizationId,
+                                         create=data.createOrganization, now=now):
             raise not_found("organization")
         if data.createDocument:
             await documents_repo.insert(tx.conn, **key, id=data.documentId, name=None, folder_id=None, now=now)
@@ -90,47 +73,23 @@ async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[s
             api_key_id=tenant.api_key_id,
             users=[u.model_dump(exclude_none=True) for u in data.notifyUsers],
             extra_ids=[u for u in everyone if u != actor["userId"]],  # the whole organization, not the actor
-            allowed=allowed,
-        )
-        added = await repo.insert(
-            tx.conn,
-            **key,
-            id=notification_id,
-            document_id=data.documentId,
-            location_id=data.locationId,
-            notification_source="custom",
-            notification_source_data=data.notificationSourceData,
-            action_user=actor,
-            display_body_message=data.displayBodyMessage,
-            display_headline_message_template=data.displayHeadlineMessageTemplate,
-            display_headline_message_template_data=data.displayHeadlineMessageTemplateData,
-            notify_users=notify_users,
-            notify_users_by_user_id=by_user_id,
-            visible_to=allowed,
-            timestamp=now,
-        )
+            allowed=allowed)
+        added = await repo.insert(tx.conn, **key, id=notification_id, document_id=data.documentId,
+                                  location_id=data.locationId, notification_source="custom",
+                                  notification_source_data=data.notificationSourceData, action_user=actor,
+                                  display_body_message=data.displayBodyMessage,
+                                  display_headline_message_template=data.displayHeadlineMessageTemplate,
+                                  display_headline_message_template_data=data.displayHeadlineMessageTemplateData,
+                                  notify_users=notify_users, notify_users_by_user_id=by_user_id, visible_to=allowed,
+                                  timestamp=now)
         if added:
             await webhook_events.emit(
-                tx,
-                now=now,
-                api_key_id=tenant.api_key_id,
-                event_type="notification.add",
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                action_user=actor,
-                user_ids=[actor["userId"], *by_user_id],
-                payload=event_payload(
-                    id=notification_id,
-                    source="custom",
-                    source_data=data.notificationSourceData,
-                    headline=data.displayHeadlineMessageTemplate,
-                    headline_data=data.displayHeadlineMessageTemplateData,
-                    body=data.displayBodyMessage,
-                    notify_users=notify_users,
-                    by_user_id=by_user_id,
-                    timestamp=now,
-                ),
-            )
+                tx, now=now, api_key_id=tenant.api_key_id, event_type="notification.add",
+                organization_id=data.organizationId, document_id=data.documentId, action_user=actor,
+                user_ids=[actor["userId"], *by_user_id], payload=event_payload(
+                    id=notification_id, source="custom", source_data=data.notificationSourceData,
+                    headline=data.displayHeadlineMessageTemplate, headline_data=data.displayHeadlineMessageTemplateData,
+                    body=data.displayBodyMessage, notify_users=notify_users, by_user_id=by_user_id, timestamp=now))
     usage.count(svc, "notifications_sent", workspace_id=tenant.workspace_id, n=int(bool(added)))
     message = "Notification added successfully." if added else "Notification already exists."
     return {"success": True, "message": message, "id": notification_id}
@@ -146,28 +105,12 @@ async def get(svc: Services, *, tenant: Tenant, data: GetNotifications) -> tuple
     after_ts, after_id = pager.after(data.pageToken, 2)
     budget = svc.settings.max_response_bytes
     async with svc.pool.connection() as conn:
-        rows = await repo.list_page(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            location_id=data.locationId,
-            user_id=data.userId,
-            ids=data.notificationIds,
-            after_ts=after_ts,
-            after_id=after_id,
-            desc=data.order == "desc",
-            limit=data.pageSize + 1,
-            budget=budget,
-        )
-    return pager.cut(
-        rows,
-        data.pageSize,
-        "timestamp",
-        "id",
-        budget=budget,
-        render=lambda row: Notification.wire(row, tenant.api_key_id),
-    )
+        rows = await repo.list_page(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    document_id=data.documentId, location_id=data.locationId, user_id=data.userId,
+                                    ids=data.notificationIds, after_ts=after_ts, after_id=after_id,
+                                    desc=data.order == "desc", limit=data.pageSize + 1, budget=budget)
+    return pager.cut(rows, data.pageSize, "timestamp", "id", budget=budget,
+                     render=lambda row: Notification.wire(row, tenant.api_key_id))
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) -> dict[str, Any]:
@@ -177,18 +120,11 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) ->
     async with transaction(svc.pool, svc.redis) as tx:
         for change in data.notifications:
             found = await repo.update(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
-                organization_id=data.organizationId,
-                id=change.id,
+                tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, id=change.id,
                 display_headline_message_template=change.displayHeadlineMessageTemplate,
                 display_headline_message_template_data=change.displayHeadlineMessageTemplateData,
-                display_body_message=change.displayBodyMessage,
-                notification_source_data=change.notificationSourceData,
-                visible_to=visible_to(change.notificationSourceData),
-                read_by=change.readByUserIds,
-                now=now,
-            )
+                display_body_message=change.displayBodyMessage, notification_source_data=change.notificationSourceData,
+                visible_to=visible_to(change.notificationSourceData), read_by=change.readByUserIds, now=now)
             message = "Notification updated." if found else not_found_message("notification")
             results[change.id] = {"success": found, "id": change.id, "message": message}
     return results
@@ -197,21 +133,13 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) ->
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteNotifications) -> dict[str, Any]:
     """Delete notifications by id and/or document; keyed by id."""
     async with transaction(svc.pool, svc.redis) as tx:
-        deleted = set(
-            await repo.delete(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                ids=data.notificationIds,
-            )
-        )
+        deleted = set(await repo.delete(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                        document_id=data.documentId, ids=data.notificationIds))
     ids = data.notificationIds or sorted(deleted)
     return {
         i: {
-            "success": i in deleted,
-            "id": i,
-            "message": "Notification deleted." if i in deleted else not_found_message("notification"),
+            "success": i in deleted, "id": i,
+            "message": "Notification deleted." if i in deleted else not_found_message("notification")
         }
         for i in ids
     }

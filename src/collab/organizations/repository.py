@@ -29,14 +29,8 @@ async def set_disabled(conn: Conn, *, api_key_id: str, ids: list[str], disabled:
     return {r["id"] for r in await fetch_all(conn, q.set_disabled, params)}
 
 
-async def list_page(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    ids: list[str] | None,
-    after_id: str | None,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def list_page(conn: Conn, *, api_key_id: str, ids: list[str] | None, after_id: str | None,
+                    limit: int) -> list[dict[str, Any]]:
     filters = {"api_key_id": api_key_id, "ids": ids, "after_id": after_id, "limit": limit}
     return await fetch_all(conn, q.list_organizations, filters)
 

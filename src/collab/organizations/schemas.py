@@ -26,9 +26,9 @@ class OrganizationChange(Model):
     organizationName: Name
 
 
-OrganizationChanges = Annotated[
-    list[OrganizationChange], Field(min_length=1, max_length=MAX_BATCH), unique_by("organizationId")
-]
+OrganizationChanges = Annotated[list[OrganizationChange],
+                                Field(min_length=1, max_length=MAX_BATCH),
+                                unique_by("organizationId")]
 
 
 class UpdateOrganizations(AddOrganizations):

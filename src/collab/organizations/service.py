@@ -33,9 +33,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddOrganizations) -> dict[
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
         for org in data.organizations:
-            added = await repo.insert(
-                tx.conn, api_key_id=tenant.api_key_id, id=org.organizationId, name=org.organizationName, now=now
-            )
+            added = await repo.insert(tx.conn, api_key_id=tenant.api_key_id, id=org.organizationId,
+                                      name=org.organizationName, now=now)
             message = "Organization added." if added else "Organization already exists."
             results[org.organizationId] = {"success": added, "id": org.organizationId, "message": message}
     return results
@@ -44,11 +43,10 @@ async def add(svc: Services, *, tenant: Tenant, data: AddOrganizations) -> dict[
 async def get(svc: Services, *, tenant: Tenant, data: GetOrganizations) -> tuple[list[dict[str, Any]], str | None]:
     """A page of organizations in id order."""
     pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:organizations")
-    (after_id,) = pager.after(data.pageToken, 1)
+    (after_id, ) = pager.after(data.pageToken, 1)
     async with svc.pool.connection() as conn:
-        rows = await repo.list_page(
-            conn, api_key_id=tenant.api_key_id, ids=data.organizationIds, after_id=after_id, limit=data.pageSize + 1
-        )
+        rows = await repo.list_page(conn, api_key_id=tenant.api_key_id, ids=data.organizationIds, after_id=after_id,
+                                    limit=data.pageSize + 1)
     rows, token = pager.page(rows, data.pageSize, "id")
     return [Organization.wire(r) for r in rows], token
 
@@ -59,9 +57,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateOrganizations) ->
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
         for org in data.organizations:
-            found = await repo.rename(
-                tx.conn, api_key_id=tenant.api_key_id, id=org.organizationId, name=org.organizationName, now=now
-            )
+            found = await repo.rename(tx.conn, api_key_id=tenant.api_key_id, id=org.organizationId,
+                                      name=org.organizationName, now=now)
             message = "Organization updated." if found else not_found_message("organization")
             results[org.organizationId] = {"success": found, "id": org.organizationId, "message": message}
     return results
@@ -72,14 +69,12 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteOrganizations) ->
     async with transaction(svc.pool, svc.redis) as tx:
         deleted = await repo.delete(tx.conn, api_key_id=tenant.api_key_id, ids=data.organizationIds)
         for organization_id in deleted:
-            await delete_feature_data(
-                tx.conn, api_key_id=tenant.api_key_id, organization_id=organization_id, document_ids=None
-            )
+            await delete_feature_data(tx.conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
+                                      document_ids=None)
     return {
         org: {
-            "success": org in deleted,
-            "id": org,
-            "message": "Organization deleted." if org in deleted else not_found_message("organization"),
+            "success": org in deleted, "id": org,
+            "message": "Organization deleted." if org in deleted else not_found_message("organization")
         }
         for org in data.organizationIds
     }
@@ -88,15 +83,12 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteOrganizations) ->
 async def update_disable_state(svc: Services, *, tenant: Tenant, data: UpdateDisableState) -> dict[str, Any]:
     """Disable or restore read and write access to every document of each organization."""
     async with transaction(svc.pool, svc.redis) as tx:
-        found = await repo.set_disabled(
-            tx.conn, api_key_id=tenant.api_key_id, ids=data.organizationIds, disabled=data.disabled, now=svc.now_ms()
-        )
+        found = await repo.set_disabled(tx.conn, api_key_id=tenant.api_key_id, ids=data.organizationIds,
+                                        disabled=data.disabled, now=svc.now_ms())
     done = "Updated disable state for organization Successfully"  # the spec's sample message
     return {
         org: {
-            "success": org in found,
-            "id": org,
-            "message": done if org in found else not_found_message("organization"),
+            "success": org in found, "id": org, "message": done if org in found else not_found_message("organization")
         }
         for org in data.organizationIds
     }

@@ -34,16 +34,9 @@ def best(grants: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     return {"accessRole": role, "expiresAt": max(g["expires_at"] for g in winners)}
 
 
-def resolve(
-    *,
-    organization_id: str,
-    organization: dict[str, Any] | None,
-    grants: list[dict[str, Any]],
-    folders: dict[str, list[str]],
-    documents: dict[str, str | None],
-    folder_ids: list[str],
-    document_ids: list[str],
-) -> dict[str, Any]:
+def resolve(*, organization_id: str, organization: dict[str, Any] | None, grants: list[dict[str, Any]],
+            folders: dict[str, list[str]], documents: dict[str, str | None], folder_ids: list[str],
+            document_ids: list[str]) -> dict[str, Any]:
     """One user's effective access to an organization and some of its folders and documents.
 
     `grants` are the user's live grants in the organization; `folders` maps every folder id to its
@@ -52,8 +45,9 @@ def resolve(
     if organization is None:
         return {
             "organization": {organization_id: _missing("Organization")},
-            "folders": {f: _missing("Folder") for f in folder_ids},
-            "documents": {d: _missing("Document") for d in document_ids},
+            "folders": {f: _missing("Folder")
+                        for f in folder_ids}, "documents": {d: _missing("Document")
+                                                            for d in document_ids}
         }
     on: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for g in grants:
@@ -75,11 +69,10 @@ def resolve(
 
     return {
         "organization": {organization_id: entry("Organization", True, org_grants)},
-        "folders": {f: entry("Folder", f in folders, org_grants + folder_chain(f)) for f in folder_ids},
-        "documents": {
-            d: entry(
-                "Document", d in documents, org_grants + folder_chain(documents.get(d)) + on.get(("document", d), [])
-            )
-            for d in document_ids
-        },
+        "folders": {f: entry("Folder", f in folders, org_grants + folder_chain(f))
+                    for f in folder_ids}, "documents": {
+                        d: entry("Document", d in documents, org_grants + folder_chain(documents.get(d)) + on.get(
+                            ("document", d), []))
+                        for d in document_ids
+                    }
     }

@@ -28,18 +28,11 @@ def explain_rows(grants: list[dict[str, Any]], *, disabled: bool) -> list[dict[s
     for user_id, held in sorted(by_user.items()):
         winner = access.best(held)
         assert winner is not None  # a user here holds at least one grant
-        reasons = [
-            {
-                "kind": _kind(g),
-                "resourceType": g["resource_type"],
-                "resourceId": g["resource_id"],
-                "groupId": g["group_id"],
-                "accessRole": g["access_role"],
-                "expiresAt": g["expires_at"],
-                "decides": not disabled and g["access_role"] == winner["accessRole"],
-            }
-            for g in held
-        ]
+        reasons = [{
+            "kind": _kind(g), "resourceType": g["resource_type"], "resourceId": g["resource_id"],
+            "groupId": g["group_id"], "accessRole": g["access_role"], "expiresAt": g["expires_at"],
+            "decides": not disabled and g["access_role"] == winner["accessRole"]
+        } for g in held]
         entry: dict[str, Any] = {"userId": user_id, "reasons": reasons}
         entry.update(access.DISABLED if disabled else winner)
         users.append(entry)
@@ -64,9 +57,6 @@ async def explain_document(svc: Services, *, tenant: Tenant, organization_id: st
         grants = await repo.grants_on(conn, **key, resources=resources, now_ms=svc.now_ms())
     disabled = bool(organization["disabled"])
     return {
-        "organizationId": organization_id,
-        "documentId": document_id,
-        "folderPath": path,
-        "disabled": disabled,
-        "users": explain_rows(grants, disabled=disabled),
+        "organizationId": organization_id, "documentId": document_id, "folderPath": path, "disabled": disabled,
+        "users": explain_rows(grants, disabled=disabled)
     }

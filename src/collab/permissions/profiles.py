@@ -10,8 +10,7 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__, "profiles.sql")
 
 
-async def record_user(
-    conn: Conn, *, api_key_id: str, id: str, now: int, name: str | None = None, email: str | None = None
-) -> None:
+async def record_user(conn: Conn, *, api_key_id: str, id: str, now: int, name: str | None = None,
+                      email: str | None = None) -> None:
     """Create a user's profile, or change the fields given."""
     await execute(conn, q.record_user, {"api_key_id": api_key_id, "id": id, "name": name, "email": email, "now": now})

@@ -15,23 +15,11 @@ async def upsert_grants(conn: Conn, grants: list[dict[str, Any]]) -> None:
             await cur.executemany(q.upsert_grant, grants)
 
 
-async def delete_grant(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    principal_type: str,
-    principal_id: str,
-    resource_type: str,
-    resource_id: str,
-) -> int:
+async def delete_grant(conn: Conn, *, api_key_id: str, organization_id: str, principal_type: str, principal_id: str,
+                       resource_type: str, resource_id: str) -> int:
     grant = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "principal_type": principal_type,
-        "principal_id": principal_id,
-        "resource_type": resource_type,
-        "resource_id": resource_id,
+        "api_key_id": api_key_id, "organization_id": organization_id, "principal_type": principal_type,
+        "principal_id": principal_id, "resource_type": resource_type, "resource_id": resource_id
     }
     return await execute(conn, q.delete_grant, grant)
 
@@ -39,20 +27,16 @@ async def delete_grant(
 async def missing_resources(conn: Conn, *, api_key_id: str, resources: list[tuple[str, str, str]]) -> list[int]:
     """Indexes (0-based) of the (type, id, organization id) resources that do not exist."""
     params = {
-        "api_key_id": api_key_id,
-        "types": [r[0] for r in resources],
-        "ids": [r[1] for r in resources],
-        "orgs": [r[2] for r in resources],
+        "api_key_id": api_key_id, "types": [r[0] for r in resources], "ids": [r[1] for r in resources],
+        "orgs": [r[2] for r in resources]
     }
     return [row["i"] - 1 for row in await fetch_all(conn, q.missing_resources, params)]
 
 
-async def resource_exists(
-    conn: Conn, *, api_key_id: str, organization_id: str, resource_type: str, resource_id: str
-) -> bool:
-    return not await missing_resources(
-        conn, api_key_id=api_key_id, resources=[(resource_type, resource_id, organization_id)]
-    )
+async def resource_exists(conn: Conn, *, api_key_id: str, organization_id: str, resource_type: str,
+                          resource_id: str) -> bool:
+    return not await missing_resources(conn, api_key_id=api_key_id,
+                                       resources=[(resource_type, resource_id, organization_id)])
 
 
 async def group_exists(conn: Conn, *, api_key_id: str, organization_id: str, id: str) -> bool:
@@ -60,38 +44,29 @@ async def group_exists(conn: Conn, *, api_key_id: str, organization_id: str, id:
     return (await fetch_row(conn, q.group_exists, params))["found"]
 
 
-async def access_inputs(
-    conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str], document_ids: list[str], now_ms: int
-) -> dict[str, Any]:
+async def access_inputs(conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str],
+                        document_ids: list[str], now_ms: int) -> dict[str, Any]:
     """{organization (None when missing), grants, folders (id → ancestors), documents (id → folder)}: what
     effective access needs about these users and documents, in one round trip."""
     params = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "user_ids": user_ids,
-        "document_ids": document_ids,
-        "now_ms": now_ms,
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids,
+        "document_ids": document_ids, "now_ms": now_ms
     }
     return await fetch_row(conn, q.access_inputs, params)
 
 
-async def document_folders(
-    conn: Conn, *, api_key_id: str, organization_id: str, ids: list[str]
-) -> dict[str, str | None]:
+async def document_folders(conn: Conn, *, api_key_id: str, organization_id: str,
+                           ids: list[str]) -> dict[str, str | None]:
     """The folder of each existing document among `ids`."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "ids": ids}
     return {r["id"]: r["folder_id"] for r in await fetch_all(conn, q.document_folders, params)}
 
 
-async def grants_on(
-    conn: Conn, *, api_key_id: str, organization_id: str, resources: list[tuple[str, str]], now_ms: int
-) -> list[dict[str, Any]]:
+async def grants_on(conn: Conn, *, api_key_id: str, organization_id: str, resources: list[tuple[str, str]],
+                    now_ms: int) -> list[dict[str, Any]]:
     """Live grants on (type, id) resources, one row per user (a group's grant once for each of its members)."""
     params = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "types": [r[0] for r in resources],
-        "ids": [r[1] for r in resources],
-        "now_ms": now_ms,
+        "api_key_id": api_key_id, "organization_id": organization_id, "types": [r[0] for r in resources],
+        "ids": [r[1] for r in resources], "now_ms": now_ms
     }
     return await fetch_all(conn, q.grants_on, params)

@@ -23,30 +23,21 @@ Auth = Depends(api_key_auth)
 Svc = Depends(services)
 
 
-@router.post(
-    "/auth/permissions/add",
-    summary="Grant roles on resources to a user or a group [API-key auth]",
-    responses=ACKNOWLEDGED,
-)
+@router.post("/auth/permissions/add", summary="Grant roles on resources to a user or a group [API-key auth]",
+             responses=ACKNOWLEDGED)
 async def add(body: Envelope[AddPermissions], tenant: Tenant = Auth, svc: Services = Svc):
     await service.add(svc, tenant=tenant, data=body.data)
     return ok(None, "Permissions added successfully.")
 
 
-@router.post(
-    "/auth/permissions/get",
-    summary="Effective access of users [API-key auth]",
-    responses=answer(dict[str, UserAccess]),
-)
+@router.post("/auth/permissions/get", summary="Effective access of users [API-key auth]",
+             responses=answer(dict[str, UserAccess]))
 async def get(body: Envelope[GetPermissions], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.get(svc, tenant=tenant, data=body.data), "Permissions retrieved successfully.")
 
 
-@router.post(
-    "/auth/permissions/remove",
-    summary="Revoke roles on resources [API-key auth]",
-    responses=answer(PermissionsRemoved),
-)
+@router.post("/auth/permissions/remove", summary="Revoke roles on resources [API-key auth]",
+             responses=answer(PermissionsRemoved))
 async def remove(body: Envelope[RemovePermissions], tenant: Tenant = Auth, svc: Services = Svc):
     removed = await service.remove(svc, tenant=tenant, data=body.data)
     return ok({"removed": removed}, "Permissions removed successfully.")
@@ -57,19 +48,15 @@ async def generate_token(body: Envelope[GenerateToken], tenant: Tenant = Auth, s
     return ok(await service.generate_token(svc, tenant=tenant, data=body.data), "Token generated successfully.")
 
 
-@router.post(
-    "/auth/tokenkeys/get",
-    summary="The public keys (JWKS) that verify this API key's user tokens [API-key auth]",
-    responses=answer(TokenKeys),
-)
+@router.post("/auth/tokenkeys/get",
+             summary="The public keys (JWKS) that verify this API key's user tokens [API-key auth]",
+             responses=answer(TokenKeys))
 async def get_token_keys(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(service.token_keys(svc, tenant=tenant), "Token keys retrieved successfully.")
 
 
-@router.post(
-    "/auth/tokenkeys/rotate",
-    summary="Sign user tokens with a new key; the previous one still verifies [API-key auth]",
-    responses=answer(TokenKeys),
-)
+@router.post("/auth/tokenkeys/rotate",
+             summary="Sign user tokens with a new key; the previous one still verifies [API-key auth]",
+             responses=answer(TokenKeys))
 async def rotate_token_keys(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.rotate_token_keys(svc, tenant=tenant), "Token keys rotated successfully.")

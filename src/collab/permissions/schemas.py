@@ -54,11 +54,8 @@ class ResourceRefs(Model):
 
 def _one_of(first: str, second: str):
     """A principal rule: the body names exactly one of two fields."""
-    return lambda v: (
-        None
-        if (v.get(first) is None) != (v.get(second) is None)
-        else Broken(None, f"Provide exactly one of {first} and {second}")
-    )
+    return lambda v: (None if (v.get(first) is None) !=
+                      (v.get(second) is None) else Broken(None, f"Provide exactly one of {first} and {second}"))
 
 
 class UserRef(Model):
@@ -138,11 +135,9 @@ class PermissionsRemoved(Doc):
 
 
 class UserToken(Doc):
-    token: str = Field(
-        description="A JWT signed with the API key's own Ed25519 key (EdDSA, header `kid`; claims "
-        "`iss` collab, `aud` the API key), valid for 48 hours; verify it with "
-        "auth/tokenkeys/get."
-    )
+    token: str = Field(description="A JWT signed with the API key's own Ed25519 key (EdDSA, header `kid`; claims "
+                       "`iss` collab, `aud` the API key), valid for 48 hours; verify it with "
+                       "auth/tokenkeys/get.")
 
 
 class Jwk(Doc):

@@ -14,68 +14,37 @@ from collab.permissions import repository as repo
 from collab.permissions.schemas import AddPermissions, GenerateToken, GetPermissions, RemovePermissions, Resource
 
 
-async def _refuse_missing(
-    conn: Conn, *, tenant: Tenant, resources: list[Resource], path: list[str], organization_id: str | None = None
-) -> None:
+async def _refuse_missing(conn: Conn, *, tenant: Tenant, resources: list[Resource], path: list[str],
+                          organization_id: str | None = None) -> None:
     """INVALID_ARGUMENT naming every resource that does not exist (or lies outside the group's organization)."""
     problems = [
-        issue([*path, i, "organizationId"], "Must be the group's organization.")
-        for i, r in enumerate(resources)
+        issue([*path, i, "organizationId"], "Must be the group's organization.") for i, r in enumerate(resources)
         if organization_id is not None and r.organizationId != organization_id
     ]
     if not problems:
-        missing = await repo.missing_resources(
-            conn, api_key_id=tenant.api_key_id, resources=[(r.type, r.id, r.organizationId) for r in resources]
-        )
+        missing = await repo.missing_resources(conn, api_key_id=tenant.api_key_id,
+                                               resources=[(r.type, r.id, r.organizationId) for r in resources])
         problems = [issue([*path, i, "id"], not_found_message(resources[i].type, "permissions")) for i in missing]
     if problems:
         raise invalid(problems[0]["message"] if len(problems) == 1 else "Some resources do not exist.", problems)
 
 
-def grant_row(
-    *,
-    tenant: Tenant,
-    principal: tuple[str, str],
-    organization_id: str,
-    resource_type: str,
-    resource_id: str,
-    access_role: str,
-    expires_at: float | None,
-    now: int,
-) -> dict[str, Any]:
+def grant_row(*, tenant: Tenant, principal: tuple[str, str], organization_id: str, resource_type: str, resource_id: str,
+              access_role: str, expires_at: float | None, now: int) -> dict[str, Any]:
     """One row of `grants`, as permissions/add, users/add and token generation write it."""
     return {
-        "api_key_id": tenant.api_key_id,
-        "organization_id": organization_id,
-        "principal_type": principal[0],
-        "principal_id": principal[1],
-        "resource_type": resource_type,
-        "resource_id": resource_id,
-        "access_role": access_role,
-        "expires_at": int(expires_at) if expires_at is not None else None,
-        "now": now,
+        "api_key_id": tenant.api_key_id, "organization_id": organization_id, "principal_type": principal[0],
+        "principal_id": principal[1], "resource_type": resource_type, "resource_id": resource_id,
+        "access_role": access_role, "expires_at": int(expires_at) if expires_at is not None else None, "now": now
     }
 
 
-async def _grant(
-    conn: Conn, *, tenant: Tenant, principal: tuple[str, str], resources: list[Resource], now: int
-) -> None:
-    await repo.upsert_grants(
-        conn,
-        [
-            grant_row(
-                tenant=tenant,
-                principal=principal,
-                organization_id=r.organizationId,
-                resource_type=r.type,
-                resource_id=r.id,
-                access_role=r.accessRole,
-                expires_at=r.expiresAt,
-                now=now,
-            )
-            for r in resources
-        ],
-    )
+async def _grant(conn: Conn, *, tenant: Tenant, principal: tuple[str, str], resources: list[Resource],
+                 now: int) -> None:
+    await repo.upsert_grants(conn, [
+        grant_row(tenant=tenant, principal=principal, organization_id=r.organizationId, resource_type=r.type,
+                  resource_id=r.id, access_role=r.accessRole, expires_at=r.expiresAt, now=now) for r in resources
+    ])
 
 
 async def add(svc: Services, *, tenant: Tenant, data: AddPermissions) -> None:
@@ -85,21 +54,12 @@ async def add(svc: Services, *, tenant: Tenant, data: AddPermissions) -> None:
     async with transaction(svc.pool, svc.redis) as tx:
         if data.group is not None:
             group = data.group
-            if not await repo.group_exists(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
-                organization_id=group.organizationId,
-                id=group.organizationUserGroupId,
-            ):
+            if not await repo.group_exists(tx.conn, api_key_id=tenant.api_key_id, organization_id=group.organizationId,
+                                           id=group.organizationUserGroupId):
                 message = not_found_message("group")
                 raise invalid(message, [issue(["group", "organizationUserGroupId"], message)])
-            await _refuse_missing(
-                tx.conn,
-                tenant=tenant,
-                resources=resources,
-                path=["permissions", "resources"],
-                organization_id=group.organizationId,
-            )
+            await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"],
+                                  organization_id=group.organizationId)
             principal = ("group", group.organizationUserGroupId)
         else:
             await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"])
@@ -116,37 +76,17 @@ async def remove(svc: Services, *, tenant: Tenant, data: RemovePermissions) -> i
         for r in data.permissions.resources:
             if data.group is not None and r.organizationId != data.group.organizationId:
                 continue  # a group only holds grants in its own organization
-            removed += await repo.delete_grant(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
-                organization_id=r.organizationId,
-                principal_type=principal[0],
-                principal_id=principal[1],
-                resource_type=r.type,
-                resource_id=r.id,
-            )
+            removed += await repo.delete_grant(tx.conn, api_key_id=tenant.api_key_id, organization_id=r.organizationId,
+                                               principal_type=principal[0], principal_id=principal[1],
+                                               resource_type=r.type, resource_id=r.id)
     return removed
 
 
-async def effective(
-    conn: Conn,
-    *,
-    tenant: Tenant,
-    organization_id: str,
-    user_ids: list[str],
-    folder_ids: list[str] | None,
-    document_ids: list[str] | None,
-    now_ms: int,
-) -> dict[str, Any]:
+async def effective(conn: Conn, *, tenant: Tenant, organization_id: str, user_ids: list[str],
+                    folder_ids: list[str] | None, document_ids: list[str] | None, now_ms: int) -> dict[str, Any]:
     """Each user's effective access in one organization; without ids, to what they hold grants on."""
-    found = await repo.access_inputs(
-        conn,
-        api_key_id=tenant.api_key_id,
-        organization_id=organization_id,
-        user_ids=user_ids,
-        document_ids=document_ids or [],
-        now_ms=now_ms,
-    )
+    found = await repo.access_inputs(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
+                                     user_ids=user_ids, document_ids=document_ids or [], now_ms=now_ms)
     organization, grants, folders, documents = (found[k] for k in ("organization", "grants", "folders", "documents"))
     by_user = {u: [g for g in grants if g["user_id"] == u] for u in user_ids}
 
@@ -154,15 +94,10 @@ async def effective(
         return sorted({g["resource_id"] for g in by_user[user] if g["resource_type"] == kind})
 
     return {
-        user: access.resolve(
-            organization_id=organization_id,
-            organization=organization,
-            grants=by_user[user],
-            folders=folders,
-            documents=documents,
-            folder_ids=folder_ids if folder_ids is not None else granted(user, "folder"),
-            document_ids=document_ids if document_ids is not None else granted(user, "document"),
-        )
+        user: access.resolve(organization_id=organization_id, organization=organization, grants=by_user[user],
+                             folders=folders, documents=documents,
+                             folder_ids=folder_ids if folder_ids is not None else granted(user, "folder"),
+                             document_ids=document_ids if document_ids is not None else granted(user, "document"))
         for user in user_ids
     }
 
@@ -170,15 +105,8 @@ async def effective(
 async def get(svc: Services, *, tenant: Tenant, data: GetPermissions) -> dict[str, Any]:
     """Effective access keyed by userId: organization, folders and documents."""
     async with svc.pool.connection() as conn:
-        return await effective(
-            conn,
-            tenant=tenant,
-            organization_id=data.organizationId,
-            user_ids=data.userIds,
-            folder_ids=data.folderIds,
-            document_ids=data.documentIds,
-            now_ms=svc.now_ms(),
-        )
+        return await effective(conn, tenant=tenant, organization_id=data.organizationId, user_ids=data.userIds,
+                               folder_ids=data.folderIds, document_ids=data.documentIds, now_ms=svc.now_ms())
 
 
 async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) -> dict[str, str]:
@@ -188,35 +116,19 @@ async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) 
     props = data.userProperties
     async with transaction(svc.pool, svc.redis) as tx:
         await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"])
-        await profiles.record_user(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            id=data.userId,
-            now=now,
-            name=props.name if props else None,
-            email=props.email if props else None,
-        )
+        await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=data.userId, now=now,
+                                   name=props.name if props else None, email=props.email if props else None)
         await _grant(tx.conn, tenant=tenant, principal=("user", data.userId), resources=resources, now=now)
         granted = []
-        for organization_id, grouped in groupby(
-            sorted(resources, key=lambda r: r.organizationId), lambda r: r.organizationId
-        ):
+        for organization_id, grouped in groupby(sorted(resources, key=lambda r: r.organizationId),
+                                                lambda r: r.organizationId):
             group = list(grouped)
-            answer = (
-                await effective(
-                    tx.conn,
-                    tenant=tenant,
-                    organization_id=organization_id,
-                    user_ids=[data.userId],
-                    folder_ids=[r.id for r in group if r.type == "folder"],
-                    document_ids=[r.id for r in group if r.type == "document"],
-                    now_ms=now,
-                )
-            )[data.userId]
+            answer = (await
+                      effective(tx.conn, tenant=tenant, organization_id=organization_id, user_ids=[data.userId],
+                                folder_ids=[r.id for r in group if r.type == "folder"],
+                                document_ids=[r.id for r in group if r.type == "document"], now_ms=now))[data.userId]
             sections = {
-                "organization": answer["organization"],
-                "folder": answer["folders"],
-                "document": answer["documents"],
+                "organization": answer["organization"], "folder": answer["folders"], "document": answer["documents"]
             }
             for r in group:
                 entry = sections[r.type][r.id]

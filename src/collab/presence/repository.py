@@ -8,27 +8,11 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def upsert(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str,
-    user_id: str,
-    name: str | None,
-    email: str | None,
-    status: str,
-    last_seen: int,
-) -> None:
+async def upsert(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, user_id: str, name: str | None,
+                 email: str | None, status: str, last_seen: int) -> None:
     row = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "user_id": user_id,
-        "name": name,
-        "email": email,
-        "status": status,
-        "last_seen": last_seen,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "user_id": user_id,
+        "name": name, "email": email, "status": status, "last_seen": last_seen
     }
     await execute(conn, q.upsert_presence, row)
 
@@ -40,10 +24,7 @@ async def list_users(conn: Conn, *, api_key_id: str, organization_id: str, docum
 
 async def delete(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, user_ids: list[str]) -> int:
     params = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "user_ids": user_ids,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "user_ids": user_ids
     }
     return await execute(conn, q.delete_presence, params)
 

@@ -30,10 +30,7 @@ async def delete(body: Envelope[DeletePresence], tenant: Tenant = Auth, svc: Ser
     return ok(await service.delete(svc, tenant=tenant, data=body.data), "Presence deleted.")
 
 
-@router.post(
-    "/presence/get",
-    summary="Users present on a document, with their status [API-key auth]",
-    responses=answer(list[Presence]),
-)
+@router.post("/presence/get", summary="Users present on a document, with their status [API-key auth]",
+             responses=answer(list[Presence]))
 async def get(body: Envelope[GetPresence], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.get(svc, tenant=tenant, data=body.data), "Presence retrieved successfully.")

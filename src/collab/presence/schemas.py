@@ -59,8 +59,7 @@ class Presence(Doc):
     email: str | None = Field(None, description="Absent when never sent.")
     status: str = Field(
         description="The status last sent (default `online`), read as `away` and then `offline` once the user "
-        "stops sending heartbeats."
-    )
+        "stops sending heartbeats.")
     lastSeen: int = Field(description="Last update, epoch milliseconds.")
 
     @staticmethod

@@ -27,30 +27,17 @@ async def upsert(svc: Services, *, tenant: Tenant, data: UpdatePresence) -> dict
     async with transaction(svc.pool, svc.redis) as tx:
         # One lock order for every writer: two heartbeats naming the same users cannot deadlock.
         for user in sorted(data.users, key=lambda u: u.userId):
-            await repo.upsert(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
-                organization_id=data.organizationId,
-                document_id=data.documentId,
-                user_id=user.userId,
-                name=user.name,
-                email=user.email,
-                status=user.status or ONLINE,
-                last_seen=now,
-            )
+            await repo.upsert(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                              document_id=data.documentId, user_id=user.userId, name=user.name, email=user.email,
+                              status=user.status or ONLINE, last_seen=now)
     return {"success": True}
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeletePresence) -> dict[str, Any]:
     """Remove users' presence from a document (absent users are no error)."""
     async with transaction(svc.pool, svc.redis) as tx:
-        await repo.delete(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            user_ids=data.userIds,
-        )
+        await repo.delete(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                          document_id=data.documentId, user_ids=data.userIds)
     return {"success": True}
 
 
@@ -60,23 +47,16 @@ async def get(svc: Services, *, tenant: Tenant, data: GetPresence) -> list[dict[
     away_ms = svc.settings.presence_away_s * 1000
     offline_ms = svc.settings.presence_offline_s * 1000
     async with svc.pool.connection() as conn:
-        rows = await repo.list_users(
-            conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, document_id=data.documentId
-        )
+        rows = await repo.list_users(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                     document_id=data.documentId)
     return [
         Presence.wire(r, effective_status(r["status"], r["last_seen"], now, away_ms=away_ms, offline_ms=offline_ms))
         for r in rows
     ]
 
 
-async def set_live(
-    svc: Services,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str,
-    users: list[tuple[str, str | None, str | None, str]],
-) -> None:
+async def set_live(svc: Services, *, api_key_id: str, organization_id: str, document_id: str,
+                   users: list[tuple[str, str | None, str | None, str]]) -> None:
     """Record what live (realtime) connections say of users: (userId, name, email, status), seen now.
 
     The same rows as REST heartbeats: a connected user is kept `online` (or `away` once idle) by the realtime
@@ -85,14 +65,5 @@ async def set_live(
     now = svc.now_ms()
     async with transaction(svc.pool, svc.redis) as tx:
         for user_id, name, email, status in sorted(users, key=lambda u: u[0]):
-            await repo.upsert(
-                tx.conn,
-                api_key_id=api_key_id,
-                organization_id=organization_id,
-                document_id=document_id,
-                user_id=user_id,
-                name=name,
-                email=email,
-                status=status,
-                last_seen=now,
-            )
+            await repo.upsert(tx.conn, api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
+                              user_id=user_id, name=name, email=email, status=status, last_seen=now)

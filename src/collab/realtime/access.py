@@ -66,34 +66,23 @@ async def authenticate(svc: Services, conn: Conn, token: str | None) -> User:
     if key is None:
         raise Refused(protocol.BAD_TOKEN, "The token is not a valid user token.")
     try:
-        claims = tokens.verify(
-            svc.keyring, token, api_key_id=api_key_id, version=key["token_key_version"], now_s=svc.clock()
-        )
+        claims = tokens.verify(svc.keyring, token, api_key_id=api_key_id, version=key["token_key_version"],
+                               now_s=svc.clock())
     except jwt.InvalidTokenError as exc:
         expired = isinstance(exc, jwt.ExpiredSignatureError)
         raise Refused(protocol.BAD_TOKEN, "The token has expired." if expired else "The token is not valid.") from None
     user: dict[str, Any] = claims.get("user") or {}
-    tenant = Tenant(
-        api_key_id=key["api_key_id"], workspace_id=key["workspace_id"], token_key_version=key["token_key_version"]
-    )
-    return User(
-        tenant=tenant, user_id=claims["sub"], name=user.get("name"), email=user.get("email"), expires_s=claims["exp"]
-    )
+    tenant = Tenant(api_key_id=key["api_key_id"], workspace_id=key["workspace_id"],
+                    token_key_version=key["token_key_version"])
+    return User(tenant=tenant, user_id=claims["sub"], name=user.get("name"), email=user.get("email"),
+                expires_s=claims["exp"])
 
 
-async def roles(
-    svc: Services, conn: Conn, *, tenant: Tenant, organization_id: str, document_ids: list[str], user_ids: list[str]
-) -> dict[str, dict[str, str | Refused]]:
+async def roles(svc: Services, conn: Conn, *, tenant: Tenant, organization_id: str, document_ids: list[str],
+                user_ids: list[str]) -> dict[str, dict[str, str | Refused]]:
     """Each user's role on each document now (`editor` or `viewer`), or why they have none."""
-    answer = await permissions.effective(
-        conn,
-        tenant=tenant,
-        organization_id=organization_id,
-        user_ids=user_ids,
-        folder_ids=[],
-        document_ids=document_ids,
-        now_ms=svc.now_ms(),
-    )
+    answer = await permissions.effective(conn, tenant=tenant, organization_id=organization_id, user_ids=user_ids,
+                                         folder_ids=[], document_ids=document_ids, now_ms=svc.now_ms())
     out: dict[str, dict[str, str | Refused]] = {}
     for user_id, entry in answer.items():
         organization = entry["organization"][organization_id]
@@ -102,9 +91,8 @@ async def roles(
             document = entry["documents"][document_id]
             if organization.get("errorCode") == "does_not_exist":
                 # The token's tenant has no such organization: the token belongs to another tenant (or is wrong).
-                role: str | Refused = Refused(
-                    protocol.BAD_TOKEN, "This token does not open rooms of this organization."
-                )
+                role: str | Refused = Refused(protocol.BAD_TOKEN,
+                                              "This token does not open rooms of this organization.")
             elif document.get("errorCode") == "does_not_exist":
                 role = Refused(protocol.UNKNOWN, not_found_message("document"))
             elif "accessRole" not in document:
@@ -115,17 +103,11 @@ async def roles(
     return out
 
 
-async def editor_kind(
-    conn: Conn, *, tenant: Tenant, organization_id: str, document_id: str, editor_id: str
-) -> dict[str, Any]:
+async def editor_kind(conn: Conn, *, tenant: Tenant, organization_id: str, document_id: str,
+                      editor_id: str) -> dict[str, Any]:
     """The editor's type and content key; 4404 when it has no CRDT document (crdt/add makes one)."""
-    kind = await crdt_repo.kind(
-        conn,
-        api_key_id=tenant.api_key_id,
-        organization_id=organization_id,
-        document_id=document_id,
-        editor_id=editor_id,
-    )
+    kind = await crdt_repo.kind(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
+                                document_id=document_id, editor_id=editor_id)
     if kind is None:
         raise Refused(protocol.UNKNOWN, not_found_message("crdt", "editor"))
     return kind

@@ -65,15 +65,10 @@ class Appender:
                 await crdt_repo.append_updates(tx.conn, [row for row, _, _ in batch])
                 for row, webhook, _ in batch:
                     if webhook:
-                        await webhook_events.crdt_changed(
-                            tx.conn,
-                            now=row["now"],
-                            api_key_id=row["api_key_id"],
-                            organization_id=row["organization_id"],
-                            document_id=row["document_id"],
-                            editor_id=row["editor_id"],
-                            user_id=row["user_id"],
-                        )
+                        await webhook_events.crdt_changed(tx.conn, now=row["now"], api_key_id=row["api_key_id"],
+                                                          organization_id=row["organization_id"],
+                                                          document_id=row["document_id"], editor_id=row["editor_id"],
+                                                          user_id=row["user_id"])
         except ForeignKeyViolation as exc:
             if len(batch) > 1:  # an editor deleted meanwhile: the others' updates still go in, each alone
                 for item in batch:

@@ -61,16 +61,14 @@ class EditorDoc:
     def _build(self, state: bytes, pending: list[bytes]) -> tuple[Doc, int]:
         doc, bad = ydoc.fold(self.kind, self.key, state, pending)
         if bad:
-            log.warning(
-                "realtime: stored updates left out of an editor's document (compaction quarantines them): %s", bad
-            )
+            log.warning("realtime: stored updates left out of an editor's document (compaction quarantines them): %s",
+                        bad)
         for update in self.inflight:
             doc.apply_update(update)
         return doc, len(state) + sum(len(u) for u in pending) + sum(len(u) for u in self.inflight)
 
-    async def run(
-        self, fn: Callable[[Doc], Any], read: Callable[[], Awaitable[dict[str, Any] | None]], *, max_age: float | None
-    ) -> Any:
+    async def run(self, fn: Callable[[Doc], Any], read: Callable[[], Awaitable[dict[str, Any] | None]], *,
+                  max_age: float | None) -> Any:
         """`fn(doc)` in a thread, alone with the document, built first from `read()` where it is not or is older
         than `max_age` seconds; Missing when the editor does not exist."""
         async with self.lock:
@@ -79,9 +77,8 @@ class EditorDoc:
             assert self.doc is not None  # _ready built it
             return await asyncio.to_thread(fn, self.doc)
 
-    async def attempt(
-        self, update: bytes, read: Callable[[], Awaitable[dict[str, Any] | None]], *, cap: int, max_structs: int
-    ) -> bool:
+    async def attempt(self, update: bytes, read: Callable[[], Awaitable[dict[str, Any] | None]], *, cap: int,
+                      max_structs: int) -> bool:
         """Apply a socket's update if it meets REST's standard (BadContent when not), and keep it aside until
         `stored()`; False when the editor does not exist. Built first where it is not (from `read()`); a result
         that does not read back leaves the document to be built again. TooLarge past `cap` bytes."""

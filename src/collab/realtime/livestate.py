@@ -29,20 +29,16 @@ async def broadcast(svc: Services, *, tenant: Tenant, data: BroadcastLiveState) 
         message_ = f"A live state value may hold at most {limit} bytes of JSON."
         raise invalid(message_, [issue(["data"], message_, "too_big")])
     key: dict[str, Any] = {
-        "api_key_id": tenant.api_key_id,
-        "organization_id": data.organizationId,
-        "document_id": data.documentId,
+        "api_key_id": tenant.api_key_id, "organization_id": data.organizationId, "document_id": data.documentId
     }
     async with transaction(svc.pool, svc.redis) as tx:
-        found = await permissions_repo.document_folders(
-            tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, ids=[data.documentId]
-        )
+        found = await permissions_repo.document_folders(tx.conn, api_key_id=tenant.api_key_id,
+                                                        organization_id=data.organizationId, ids=[data.documentId])
         if data.documentId not in found:  # values follow their document (deleted and migrated with it)
             raise not_found("document")
         await repo.lock_document_live_states(tx.conn, **key)
-        row = await repo.upsert_live_state(
-            tx.conn, **key, live_state_data_id=data.liveStateDataId, data=data.data, merge=data.merge, now=svc.now_ms()
-        )
+        row = await repo.upsert_live_state(tx.conn, **key, live_state_data_id=data.liveStateDataId, data=data.data,
+                                           merge=data.merge, now=svc.now_ms())
         _within_caps(svc, await repo.measure_live_state(tx.conn, **key, live_state_data_id=data.liveStateDataId))
     await fanout.publish(svc.redis, **key, editor_id="", topic=data.liveStateDataId, message=message(row))
     return {"success": True}
@@ -63,12 +59,7 @@ def _within_caps(svc: Services, held: dict[str, int]) -> None:
 async def get(svc: Services, *, tenant: Tenant, data: GetLiveState) -> list[dict[str, Any]]:
     """The document's kept values (one when liveStateDataId is given), by id."""
     async with svc.pool.connection() as conn:
-        rows = await repo.live_states(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            live_state_data_id=data.liveStateDataId,
-            limit=svc.settings.realtime_live_states_per_document,
-        )
+        rows = await repo.live_states(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                      document_id=data.documentId, live_state_data_id=data.liveStateDataId,
+                                      limit=svc.settings.realtime_live_states_per_document)
     return [LiveState.wire(r) for r in rows]

@@ -30,8 +30,7 @@ def server_options(max_message_bytes: int) -> dict[str, Any]:
         ws_per_message_deflate=False,
         # Frames a little over our own limit still reach the route and get its 4413; far larger ones are cut by
         # the server (1009) before they are buffered whole (its default would buffer 16 MiB per socket).
-        ws_max_size=max_message_bytes + 65536,
-    )
+        ws_max_size=max_message_bytes + 65536)
 
 
 class Malformed(ValueError):

@@ -28,19 +28,8 @@ log = logging.getLogger("collab.realtime")
 class Connection:
     """One socket: who it is, what it may do, and its send queue (drained by its own writer task)."""
 
-    def __init__(
-        self,
-        ws: Any,
-        *,
-        user: Any,
-        role: str,
-        organization_id: str,
-        document_id: str,
-        editor_id: str,
-        queue: int,
-        rate: float,
-        queue_bytes: int = 2**62,
-    ):
+    def __init__(self, ws: Any, *, user: Any, role: str, organization_id: str, document_id: str, editor_id: str,
+                 queue: int, rate: float, queue_bytes: int = 2**62):
         self.ws, self.user, self.role = ws, user, role
         self.organization_id, self.document_id, self.editor_id = organization_id, document_id, editor_id
         self.limit, self.limit_bytes = queue, queue_bytes
@@ -132,9 +121,8 @@ class DocumentRoom:
     def connections(self) -> list[Connection]:
         return [c for conns in self.editors.values() for c in conns]
 
-    def learn_awareness(
-        self, editor_id: str, entries: list[tuple[int, int, str]], *, owner: object, room_bytes: int | None = None
-    ) -> tuple[list[tuple[int, int, str]], bool]:
+    def learn_awareness(self, editor_id: str, entries: list[tuple[int, int, str]], *, owner: object,
+                        room_bytes: int | None = None) -> tuple[list[tuple[int, int, str]], bool]:
         """Keep the newest state of each client `owner` may speak for; (the entries kept, whether a state changed,
         not just renewed).
 
@@ -178,12 +166,9 @@ def _may_speak(holder: object, speaker: object) -> bool:
     socket (a client that reconnects keeps its id while the server may not yet have seen the old socket go)."""
     if holder is speaker:
         return True
-    return (
-        isinstance(holder, Connection)
-        and isinstance(speaker, Connection)
-        and holder.user.user_id == speaker.user.user_id
-        and holder.user.tenant.api_key_id == speaker.user.tenant.api_key_id
-    )
+    return (isinstance(holder, Connection) and isinstance(speaker, Connection)
+            and holder.user.user_id == speaker.user.user_id
+            and holder.user.tenant.api_key_id == speaker.user.tenant.api_key_id)
 
 
 class Hub:
@@ -214,24 +199,18 @@ class Hub:
         with no await between (join counts first thing), so concurrent handshakes cannot all slip under a cap."""
         tenant = conn.user.tenant
         key = (tenant.api_key_id, conn.organization_id, conn.document_id)
-        for name, used in (
-            ("document", self.count(key)),
-            ("user", self.by_user.get((key[0], conn.user.user_id), 0)),
-            ("api key", self.by_tenant.get(key[0], 0)),
-            ("workspace", self.by_workspace.get(tenant.workspace_id, 0)),
-            ("process", self.total),
-        ):
+        for name, used in (("document", self.count(key)), ("user", self.by_user.get(
+            (key[0], conn.user.user_id), 0)), ("api key", self.by_tenant.get(key[0], 0)),
+                           ("workspace", self.by_workspace.get(tenant.workspace_id, 0)), ("process", self.total)):
             if used >= caps[name]:
                 return name
         return None
 
     def _count(self, conn: Connection, step: int) -> None:
         tenant = conn.user.tenant
-        counted: tuple[tuple[dict[Any, int], Any], ...] = (
-            (self.by_tenant, tenant.api_key_id),
-            (self.by_workspace, tenant.workspace_id),
-            (self.by_user, (tenant.api_key_id, conn.user.user_id)),
-        )
+        counted: tuple[tuple[dict[Any, int], Any],
+                       ...] = ((self.by_tenant, tenant.api_key_id), (self.by_workspace, tenant.workspace_id),
+                               (self.by_user, (tenant.api_key_id, conn.user.user_id)))
         for counts, key in counted:
             counts[key] = counts.get(key, 0) + step
             if not counts[key]:
@@ -279,16 +258,9 @@ class Hub:
 
     async def publish(self, conn: Connection, message: bytes, *, editor_id: str, topic: str = "") -> None:
         """Send to the other processes holding rooms of the document (this one relays locally itself)."""
-        await fanout.publish(
-            self.redis,
-            api_key_id=conn.user.tenant.api_key_id,
-            organization_id=conn.organization_id,
-            document_id=conn.document_id,
-            editor_id=editor_id,
-            message=message,
-            topic=topic,
-            origin=self.id,
-        )
+        await fanout.publish(self.redis, api_key_id=conn.user.tenant.api_key_id, organization_id=conn.organization_id,
+                             document_id=conn.document_id, editor_id=editor_id, message=message, topic=topic,
+                             origin=self.id)
 
     # Redis.
 

@@ -34,27 +34,20 @@ async def realtime(ws: WebSocket, room: str):
     if ids is None:
         await ws.accept()
         await ws.close(
-            protocol.UNKNOWN,
-            "The URL is /realtime/{organizationId}/{documentId}/{editorId}, each id "
-            "1-200 characters without control characters.",
-        )
+            protocol.UNKNOWN, "The URL is /realtime/{organizationId}/{documentId}/{editorId}, each id "
+            "1-200 characters without control characters.")
         return
-    await ws.app.state.realtime.serve(
-        ws, organization_id=ids[0], document_id=ids[1], editor_id=ids[2], token=ws.query_params.get("token")
-    )
+    await ws.app.state.realtime.serve(ws, organization_id=ids[0], document_id=ids[1], editor_id=ids[2],
+                                      token=ws.query_params.get("token"))
 
 
-@router.post(
-    "/livestate/broadcast",
-    summary="Push a live state value to a document's clients [API-key auth]",
-    responses=answer(LiveStateOutcome),
-)
+@router.post("/livestate/broadcast", summary="Push a live state value to a document's clients [API-key auth]",
+             responses=answer(LiveStateOutcome))
 async def broadcast(body: Envelope[BroadcastLiveState], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await livestate.broadcast(svc, tenant=tenant, data=body.data), "Event broadcasted successfully.")
 
 
-@router.post(
-    "/livestate/get", summary="A document's last live state values [API-key auth]", responses=answer(list[LiveState])
-)
+@router.post("/livestate/get", summary="A document's last live state values [API-key auth]",
+             responses=answer(list[LiveState]))
 async def get(body: Envelope[GetLiveState], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await livestate.get(svc, tenant=tenant, data=body.data), "Live state retrieved successfully.")

@@ -84,9 +84,8 @@ class Realtime:
 
     # A session.
 
-    async def serve(
-        self, ws: Any, *, organization_id: str, document_id: str, editor_id: str, token: str | None
-    ) -> None:
+    async def serve(self, ws: Any, *, organization_id: str, document_id: str, editor_id: str,
+                    token: str | None) -> None:
         """Run one WebSocket connection to the room of an editor, from accept to close."""
         await ws.accept()
         try:
@@ -116,21 +115,15 @@ class Realtime:
             await self._leave(conn, room)
             await asyncio.gather(writer, return_exceptions=True)
 
-    async def _admit(
-        self, ws: Any, organization_id: str, document_id: str, editor_id: str, token: str | None
-    ) -> Connection:
+    async def _admit(self, ws: Any, organization_id: str, document_id: str, editor_id: str,
+                     token: str | None) -> Connection:
         settings = self.svc.settings
         if self.hub.total >= self._caps()["process"]:  # before any work for it (checked again before it joins)
             raise Refused(protocol.LIMITED, "Too many connections for this process.")
         # Bad tokens count against the caller's address like bad API credentials do (kit/authlimit.py).
         try:
-            gate = await authlimit.admit(
-                self.svc,
-                kind="user-token",
-                address=ws.client.host if ws.client else "-",
-                subject=None,
-                token=token or "",
-            )
+            gate = await authlimit.admit(self.svc, kind="user-token", address=ws.client.host if ws.client else "-",
+                                         subject=None, token=token or "")
         except ApiError:
             raise Refused(protocol.LIMITED, "Too many failed authentication attempts; retry later.") from None
         async with self.svc.pool.connection() as db:
@@ -140,32 +133,15 @@ class Realtime:
                 await authlimit.failed(self.svc, gate)
                 raise
             await authlimit.succeeded(self.svc, gate)
-            role = (
-                await access.roles(
-                    self.svc,
-                    db,
-                    tenant=user.tenant,
-                    organization_id=organization_id,
-                    document_ids=[document_id],
-                    user_ids=[user.user_id],
-                )
-            )[user.user_id][document_id]
+            role = (await access.roles(self.svc, db, tenant=user.tenant, organization_id=organization_id,
+                                       document_ids=[document_id], user_ids=[user.user_id]))[user.user_id][document_id]
             if isinstance(role, Refused):
                 raise role
-            await access.editor_kind(
-                db, tenant=user.tenant, organization_id=organization_id, document_id=document_id, editor_id=editor_id
-            )
-        return Connection(
-            ws,
-            user=user,
-            role=role,
-            organization_id=organization_id,
-            document_id=document_id,
-            editor_id=editor_id,
-            queue=settings.realtime_send_queue,
-            rate=settings.realtime_updates_per_s,
-            queue_bytes=settings.realtime_send_queue_bytes,
-        )
+            await access.editor_kind(db, tenant=user.tenant, organization_id=organization_id, document_id=document_id,
+                                     editor_id=editor_id)
+        return Connection(ws, user=user, role=role, organization_id=organization_id, document_id=document_id,
+                          editor_id=editor_id, queue=settings.realtime_send_queue, rate=settings.realtime_updates_per_s,
+                          queue_bytes=settings.realtime_send_queue_bytes)
 
     def _caps(self) -> dict[str, int]:
         """Open sockets allowed in this process, by what they share (Hub.full's names)."""
@@ -176,7 +152,7 @@ class Realtime:
             "api key": settings.realtime_max_connections_per_tenant,
             "workspace": settings.realtime_max_connections_per_workspace,
             # Never past the file descriptors the process may open, less some for its own connections.
-            "process": min(settings.realtime_max_connections, self.descriptors - 256),
+            "process": min(settings.realtime_max_connections, self.descriptors - 256)
         }
 
     async def _open(self, conn: Connection, room: DocumentRoom) -> None:
@@ -203,17 +179,10 @@ class Realtime:
 
         async def read() -> dict[str, Any] | None:
             async with self.svc.pool.connection() as db:
-                rows = await crdt_repo.list_editors(
-                    db,
-                    api_key_id=conn.user.tenant.api_key_id,
-                    organization_id=conn.organization_id,
-                    document_id=conn.document_id,
-                    editor_id=conn.editor_id,
-                    after_id=None,
-                    limit=1,
-                    yjs=False,
-                    budget=2**62,
-                )
+                rows = await crdt_repo.list_editors(db, api_key_id=conn.user.tenant.api_key_id,
+                                                    organization_id=conn.organization_id, document_id=conn.document_id,
+                                                    editor_id=conn.editor_id, after_id=None, limit=1, yjs=False,
+                                                    budget=2**62)
             return rows[0] if rows else None
 
         return read
@@ -240,9 +209,8 @@ class Realtime:
                 except Refused as refused:
                     conn.close(refused.code, refused.reason)
 
-    async def _handle(
-        self, conn: Connection, room: DocumentRoom, data: bytes, kind: int, step: int, payload: Any
-    ) -> None:
+    async def _handle(self, conn: Connection, room: DocumentRoom, data: bytes, kind: int, step: int,
+                      payload: Any) -> None:
         if kind == protocol.SYNC and step == protocol.STEP1:
             _charge(conn, "sync step 1")
             try:
@@ -265,33 +233,25 @@ class Realtime:
 
     def _parse(self, data: bytes) -> tuple[int, int, Any]:
         settings = self.svc.settings
-        return protocol.parse(
-            data,
-            max_clients=settings.realtime_awareness_clients,
-            max_state_bytes=settings.realtime_awareness_state_bytes,
-        )
+        return protocol.parse(data, max_clients=settings.realtime_awareness_clients,
+                              max_state_bytes=settings.realtime_awareness_state_bytes)
 
-    async def _awareness(
-        self, conn: Connection, room: DocumentRoom, data: bytes, entries: list[tuple[int, int, str]]
-    ) -> None:
+    async def _awareness(self, conn: Connection, room: DocumentRoom, data: bytes, entries: list[tuple[int, int,
+                                                                                                      str]]) -> None:
         """Learn and relay the states of the clients this socket speaks for (at most a few, each its own)."""
         _charge(conn, "awareness")  # relayed to every socket of the room: a flood is refused like one of edits
         settings = self.svc.settings
         fresh = {client for client, _, state in entries if state != "null"} - conn.controlled.keys()
         if len(conn.controlled) + len(fresh) > settings.realtime_awareness_clients:
-            raise Refused(
-                protocol.LIMITED,
-                f"A socket may speak for at most {settings.realtime_awareness_clients} awareness clients.",
-            )
+            raise Refused(protocol.LIMITED,
+                          f"A socket may speak for at most {settings.realtime_awareness_clients} awareness clients.")
         try:
-            kept, changed = room.learn_awareness(
-                conn.editor_id, entries, owner=conn, room_bytes=settings.realtime_awareness_room_bytes
-            )
+            kept, changed = room.learn_awareness(conn.editor_id, entries, owner=conn,
+                                                 room_bytes=settings.realtime_awareness_room_bytes)
         except AwarenessFull:
             raise Refused(
                 protocol.TOO_LARGE,
-                f"This editor's awareness states would pass {settings.realtime_awareness_room_bytes} bytes.",
-            ) from None
+                f"This editor's awareness states would pass {settings.realtime_awareness_room_bytes} bytes.") from None
         for client, clock, state in kept:
             if state == "null":
                 conn.controlled.pop(client, None)
@@ -314,22 +274,18 @@ class Realtime:
         document = room.docs.setdefault(conn.editor_id, EditorDoc())
         cap = svc.settings.crdt_max_state_bytes  # the REST cap on a document holds for socket edits too
         try:
-            known = await document.attempt(
-                update, self._reader(conn), cap=cap, max_structs=svc.settings.realtime_max_update_structs
-            )
+            known = await document.attempt(update, self._reader(conn), cap=cap,
+                                           max_structs=svc.settings.realtime_max_update_structs)
         except ydoc.BadContent as exc:
             raise protocol.Malformed(f"not an update this editor can take: {exc}") from None
         except TooLarge:
-            raise Refused(
-                protocol.TOO_LARGE, f"The document would exceed {cap} bytes (COLLAB_CRDT_MAX_STATE_BYTES)."
-            ) from None
+            raise Refused(protocol.TOO_LARGE,
+                          f"The document would exceed {cap} bytes (COLLAB_CRDT_MAX_STATE_BYTES).") from None
         if not known:
             raise Refused(protocol.UNKNOWN, not_found_message("crdt", "editor"))
         key = {
-            "api_key_id": tenant.api_key_id,
-            "organization_id": conn.organization_id,
-            "document_id": conn.document_id,
-            "editor_id": conn.editor_id,
+            "api_key_id": tenant.api_key_id, "organization_id": conn.organization_id, "document_id": conn.document_id,
+            "editor_id": conn.editor_id
         }
         now, committed = time.monotonic(), False
         try:
@@ -348,24 +304,18 @@ class Realtime:
             room.appended[conn.editor_id] = 0
             self.spawn(self.compact(**key))
 
-    async def _append(
-        self, conn: Connection, room: DocumentRoom, key: dict[str, str], update: bytes, now: float
-    ) -> None:
+    async def _append(self, conn: Connection, room: DocumentRoom, key: dict[str, str], update: bytes,
+                      now: float) -> None:
         # crdt.update_data webhooks window changes per editor (5 s); counting one per second is enough.
         webhook = now - room.webhook_at.get(conn.editor_id, -WEBHOOK_EVERY_S) >= WEBHOOK_EVERY_S
         if webhook:
             room.webhook_at[conn.editor_id] = now
-        await self.appender.append(
-            {**key, "update": update, "user_id": conn.user.user_id, "now": self.svc.now_ms()}, webhook=webhook
-        )
+        await self.appender.append({**key, "update": update, "user_id": conn.user.user_id, "now": self.svc.now_ms()},
+                                   webhook=webhook)
 
     async def _livestate_op(self, conn: Connection, op: Any) -> None:
-        if (
-            not isinstance(op, dict)
-            or op.get("op") not in ("subscribe", "unsubscribe")
-            or not isinstance(op.get("liveStateDataId"), str)
-            or not 0 < len(op["liveStateDataId"]) <= 500
-        ):
+        if (not isinstance(op, dict) or op.get("op") not in ("subscribe", "unsubscribe")
+                or not isinstance(op.get("liveStateDataId"), str) or not 0 < len(op["liveStateDataId"]) <= 500):
             raise protocol.Malformed('live state messages are {"op": "subscribe"|"unsubscribe", "liveStateDataId"}')
         topic = op["liveStateDataId"]
         if op["op"] == "unsubscribe":
@@ -377,14 +327,9 @@ class Realtime:
             raise Refused(protocol.LIMITED, f"A socket may subscribe to at most {cap} live state ids.")
         conn.topics.add(topic)
         async with self.svc.pool.connection() as db:
-            rows = await repo.live_states(
-                db,
-                api_key_id=conn.user.tenant.api_key_id,
-                organization_id=conn.organization_id,
-                document_id=conn.document_id,
-                live_state_data_id=topic,
-                limit=1,
-            )
+            rows = await repo.live_states(db, api_key_id=conn.user.tenant.api_key_id,
+                                          organization_id=conn.organization_id, document_id=conn.document_id,
+                                          live_state_data_id=topic, limit=1)
         if rows:
             conn.send(livestate.message(rows[0]))
 
@@ -403,13 +348,8 @@ class Realtime:
             if room.editors.get(conn.editor_id) == {conn} and room.appended.get(conn.editor_id):
                 room.appended[conn.editor_id] = 0  # the editor's last socket here: fold what it appended
                 self.spawn(
-                    self.compact(
-                        api_key_id=conn.user.tenant.api_key_id,
-                        organization_id=conn.organization_id,
-                        document_id=conn.document_id,
-                        editor_id=conn.editor_id,
-                    )
-                )
+                    self.compact(api_key_id=conn.user.tenant.api_key_id, organization_id=conn.organization_id,
+                                 document_id=conn.document_id, editor_id=conn.editor_id))
             await self.upkeep.left(conn, room)
         finally:
             # Last, so that a socket counts as gone only once all of the above is done (tests wait on it).

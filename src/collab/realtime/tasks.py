@@ -21,7 +21,6 @@ async def compact_sweep(ctx: dict, *, limit: int = 200) -> int:
         try:
             done += await crdt_service.compact(svc, **key)
         except Exception:  # noqa: BLE001 - one tenant's editor never blocks another's
-            log.exception(
-                "compaction of %s/%s (key %s) failed", key["document_id"], key["editor_id"], key["api_key_id"]
-            )
+            log.exception("compaction of %s/%s (key %s) failed", key["document_id"], key["editor_id"],
+                          key["api_key_id"])
     return done

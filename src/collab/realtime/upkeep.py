@@ -29,7 +29,7 @@ class Upkeep:
         settings = self.rt.svc.settings
         self.tasks = [
             asyncio.create_task(self._every(lambda: settings.realtime_heartbeat_s, self.tick)),
-            asyncio.create_task(self._every(lambda: settings.realtime_access_recheck_s, self.recheck)),
+            asyncio.create_task(self._every(lambda: settings.realtime_access_recheck_s, self.recheck))
         ]
 
     async def stop(self) -> None:
@@ -123,23 +123,19 @@ class Upkeep:
             if not conns:
                 continue
             try:
-                await asyncio.wait_for(
-                    self._recheck(organization_id, rooms, conns), svc.settings.realtime_access_recheck_s
-                )
+                await asyncio.wait_for(self._recheck(organization_id, rooms, conns),
+                                       svc.settings.realtime_access_recheck_s)
             except Exception:  # noqa: BLE001 - one organization never holds back the others
                 log.exception("realtime access recheck of organization %s failed", organization_id)
 
     async def _recheck(self, organization_id: str, rooms: list[DocumentRoom], conns: list[Connection]) -> None:
         svc = self.rt.svc
         async with svc.pool.connection() as db:
-            answer = await access.roles(
-                svc,
-                db,
-                tenant=conns[0].user.tenant,
-                organization_id=organization_id,
-                document_ids=sorted({r.key[2] for r in rooms}),
-                user_ids=sorted({c.user.user_id for c in conns}),
-            )
+            answer = await access.roles(svc, db, tenant=conns[0].user.tenant, organization_id=organization_id,
+                                        document_ids=sorted({r.key[2]
+                                                             for r in rooms}),
+                                        user_ids=sorted({c.user.user_id
+                                                         for c in conns}))
         for conn in conns:
             role = answer[conn.user.user_id][conn.document_id]
             if isinstance(role, Refused):

@@ -18,61 +18,28 @@ async def lock_and_find(conn: Conn, *, api_key_id: str, organization_id: str, an
     return row["document_id"] if row else None
 
 
-async def insert_version(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str,
-    annotation_id: str,
-    recording_type: str,
-    mode: str,
-    display_name: str,
-    duration_ms: int | None,
-    attachments: Any,
-    from_user: dict[str, Any] | None,
-    now: int,
-) -> int:
+async def insert_version(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, annotation_id: str,
+                         recording_type: str, mode: str, display_name: str, duration_ms: int | None, attachments: Any,
+                         from_user: dict[str, Any] | None, now: int) -> int:
     """Store the next version of an annotation (call under its lock); the version number."""
     row = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "annotation_id": annotation_id,
-        "recording_type": recording_type,
-        "mode": mode,
-        "display_name": display_name,
-        "duration_ms": duration_ms,
-        "attachments": attachments,
-        "from_user": from_user,
-        "now": now,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "annotation_id": annotation_id, "recording_type": recording_type, "mode": mode, "display_name": display_name,
+        "duration_ms": duration_ms, "attachments": attachments, "from_user": from_user, "now": now
     }
     params = row | {
         "attachments": Jsonb(row["attachments"]),
-        "from_user": Jsonb(row["from_user"]) if row["from_user"] is not None else None,
+        "from_user": Jsonb(row["from_user"]) if row["from_user"] is not None else None
     }
     return (await fetch_row(conn, q.insert_version, params))["version"]
 
 
-async def list_page(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str | None,
-    annotation_ids: list[str] | None,
-    after_id: str | None,
-    limit: int,
-    budget: int,
-) -> list[dict[str, Any]]:
+async def list_page(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None,
+                    annotation_ids: list[str] | None, after_id: str | None, limit: int,
+                    budget: int) -> list[dict[str, Any]]:
     filters = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "annotation_ids": annotation_ids,
-        "after_id": after_id,
-        "limit": limit,
-        "budget": budget,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "annotation_ids": annotation_ids, "after_id": after_id, "limit": limit, "budget": budget
     }
     return await fetch_all(conn, q.list_latest, filters)
 

@@ -20,11 +20,8 @@ async def get(body: Envelope[GetRecordings], tenant: Tenant = Auth, svc: Service
     return listed(records, token, "Recordings retrieved successfully.")
 
 
-@router.post(
-    "/recordings/add",
-    summary="Import recordings; an existing annotationId gets a new version [API-key auth]",
-    responses=BY_ID,
-)
+@router.post("/recordings/add", summary="Import recordings; an existing annotationId gets a new version [API-key auth]",
+             responses=BY_ID)
 async def add(body: Envelope[AddRecordings], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.add(svc, tenant=tenant, data=body.data), "Recordings processed.")
 

@@ -124,20 +124,11 @@ class Recording(Doc):
     def wire(row: dict[str, Any]) -> dict[str, Any]:
         """A recording annotation in the spec's shape, at its latest version."""
         return {
-            "type": "recorder",
-            "recordingType": row["recording_type"],
-            "mode": row["mode"],
-            "metadata": {
-                "apiKey": row["api_key_id"],
-                "documentId": row["document_id"],
-                "organizationId": row["organization_id"],
-            },
-            "recordedTime": {"duration": row["duration_ms"], "display": display(row["duration_ms"])},
-            "displayName": row["display_name"],
-            "annotationId": row["annotation_id"],
-            "attachments": [
-                {k: a[k] for k in ("attachmentId", "url", "mimeType", "name", "type", "size")}
-                for a in row["attachments"]
-            ],
-            "latestVersion": row["version"],
+            "type": "recorder", "recordingType": row["recording_type"], "mode": row["mode"], "metadata": {
+                "apiKey": row["api_key_id"], "documentId": row["document_id"], "organizationId": row["organization_id"]
+            }, "recordedTime": {"duration": row["duration_ms"], "display": display(row["duration_ms"])},
+            "displayName": row["display_name"], "annotationId": row["annotation_id"],
+            "attachments": [{k: a[k]
+                             for k in ("attachmentId", "url", "mimeType", "name", "type", "size")}
+                            for a in row["attachments"]], "latestVersion": row["version"]
         }

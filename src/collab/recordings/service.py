@@ -33,18 +33,10 @@ async def add(svc: Services, *, tenant: Tenant, data: AddRecordings) -> dict[str
                 results[annotation_id] = {"success": False, "id": annotation_id, "message": OTHER_DOCUMENT}
                 continue
             version = await repo.insert_version(
-                tx.conn,
-                **key,
-                document_id=data.documentId,
-                annotation_id=annotation_id,
-                recording_type=recording.recordingType,
-                mode=recording.mode,
-                display_name=recording.displayName,
-                duration_ms=recording.recordedTime.duration,
-                attachments=_attachments(recording),
-                from_user=recording.from_.model_dump(exclude_none=True) if recording.from_ else None,
-                now=now,
-            )
+                tx.conn, **key, document_id=data.documentId, annotation_id=annotation_id,
+                recording_type=recording.recordingType, mode=recording.mode, display_name=recording.displayName,
+                duration_ms=recording.recordedTime.duration, attachments=_attachments(recording),
+                from_user=recording.from_.model_dump(exclude_none=True) if recording.from_ else None, now=now)
             message = "Recording added." if version == 1 else f"Recording version {version} added."
             results[annotation_id] = {"success": True, "id": annotation_id, "message": message}
     # Answer in the order sent.
@@ -55,36 +47,24 @@ async def get(svc: Services, *, tenant: Tenant, data: GetRecordings) -> tuple[li
     """A page of recording annotations (latest version each) in annotationId order, at most `pageSize` records
     and about `max_response_bytes` of JSON (at least one record), and the token of the next page."""
     pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:recordings:{data.organizationId}")
-    (after_id,) = pager.after(data.pageToken, 1)
+    (after_id, ) = pager.after(data.pageToken, 1)
     budget = svc.settings.max_response_bytes
     async with svc.pool.connection() as conn:
-        rows = await repo.list_page(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            document_id=data.documentId,
-            annotation_ids=data.recordingIds,
-            after_id=after_id,
-            limit=data.pageSize + 1,
-            budget=budget,
-        )
+        rows = await repo.list_page(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    document_id=data.documentId, annotation_ids=data.recordingIds, after_id=after_id,
+                                    limit=data.pageSize + 1, budget=budget)
     return pager.cut(rows, data.pageSize, "annotation_id", render=Recording.wire, budget=budget)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteRecordings) -> dict[str, Any]:
     """Delete recordings with all their versions; results keyed by annotationId."""
     async with transaction(svc.pool, svc.redis) as tx:
-        deleted = await repo.delete(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            annotation_ids=data.annotationIds,
-        )
+        deleted = await repo.delete(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    annotation_ids=data.annotationIds)
     return {
         a: {
-            "success": a in deleted,
-            "id": a,
-            "message": "Recording deleted." if a in deleted else not_found_message("recording"),
+            "success": a in deleted, "id": a,
+            "message": "Recording deleted." if a in deleted else not_found_message("recording")
         }
         for a in data.annotationIds
     }

@@ -50,22 +50,15 @@ class Live:
     async def _serve(self) -> None:
         self.svc = await build_services(self.settings)
         self.app = create_app(self.settings, svc=self.svc)
-        config = uvicorn.Config(
-            self.app,
-            log_config=None,
-            access_log=False,
-            proxy_headers=True,
-            forwarded_allow_ips="127.0.0.1",
-            lifespan="on",
-            **server_options(self.settings.realtime_max_message_bytes),
-        )
+        config = uvicorn.Config(self.app, log_config=None, access_log=False, proxy_headers=True,
+                                forwarded_allow_ips="127.0.0.1", lifespan="on",
+                                **server_options(self.settings.realtime_max_message_bytes))
         self.server = uvicorn.Server(config)
         worker_task = None
         if self.with_worker:
             assert self.settings.redis_url is not None  # tests always name their Redis
-            worker = self.worker = make_worker(
-                self.settings, self.svc, redis_url=self.settings.redis_url, handle_signals=False
-            )
+            worker = self.worker = make_worker(self.settings, self.svc, redis_url=self.settings.redis_url,
+                                               handle_signals=False)
             worker_task = asyncio.ensure_future(worker.main())
         serve_task = asyncio.ensure_future(self.server.serve(sockets=[self.sock]))
         while not self.server.started:

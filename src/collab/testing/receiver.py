@@ -31,13 +31,14 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+
             def _handle(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 with receiver.lock:
                     receiver.requests.append(
-                        Received(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                    )
+                        Received(self.command, self.path, {k.lower(): v
+                                                           for k, v in self.headers.items()}, body))
                     status, headers, reply = receiver.script.popleft() if receiver.script else (200, {}, b"ok")
                 self.send_response(status)
                 for name, value in headers.items():

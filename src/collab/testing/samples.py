@@ -32,12 +32,8 @@ def build_pdf(objects: list[bytes], *, root: int = 1, trailer_extra: bytes = b""
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     for offset in offsets:
         out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root %d 0 R %s>>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        root,
-        trailer_extra,
-        xref,
-    )
+    out += b"trailer\n<< /Size %d /Root %d 0 R %s>>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, root, trailer_extra,
+                                                                                  xref)
     return bytes(out)
 
 
@@ -53,13 +49,11 @@ def make_pdf(pages: list[list[str]]) -> bytes:
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % p for p in page_ids), count),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
     ]
     for i, lines in enumerate(pages):
-        objects.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (page_ids[i] + 1)
-        )
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                       b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (page_ids[i] + 1))
         objects.append(stream(_content(lines)))
     return build_pdf(objects)
 
@@ -95,11 +89,10 @@ def flate_bomb_pdf(*, raw_bytes: int) -> bytes:
     chunk = b" " * (1024 * 1024)
     packed = b"".join(compressor.compress(chunk) for _ in range(raw_bytes // len(chunk))) + compressor.flush()
     objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+        b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
         b"/Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>",
-        stream(packed, extra=b"/Filter /FlateDecode "),
+        stream(packed, extra=b"/Filter /FlateDecode ")
     ]
     return build_pdf(objects)

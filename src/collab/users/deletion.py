@@ -68,15 +68,8 @@ async def _contacts(conn: Conn, **scope: Any) -> None:
 
 # Run in this order: contacts go last, when the access they depend on is gone.
 TASKS: dict[str, Callable[..., Awaitable[None]]] = {
-    "access": _access,
-    "activities": _activities,
-    "notifications": _notifications,
-    "presence": _presence,
-    "recordings": _recordings,
-    "crdt": _crdt,
-    "comments": _comments,
-    "webhooks": _webhooks,
-    "contacts": _contacts,
+    "access": _access, "activities": _activities, "notifications": _notifications, "presence": _presence,
+    "recordings": _recordings, "crdt": _crdt, "comments": _comments, "webhooks": _webhooks, "contacts": _contacts
 }
 
 
@@ -84,15 +77,8 @@ async def start(svc: Services, *, tenant: Tenant, data: DeleteUserData) -> dict[
     """Queue the deletion; its job id reads the progress."""
     job_id = new_id("job_")
     async with transaction(svc.pool, svc.redis) as tx:
-        await repo.insert_deletion(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            id=job_id,
-            user_ids=data.userIds,
-            organization_ids=data.organizationIds,
-            tasks=list(TASKS),
-            now=svc.now_ms(),
-        )
+        await repo.insert_deletion(tx.conn, api_key_id=tenant.api_key_id, id=job_id, user_ids=data.userIds,
+                                   organization_ids=data.organizationIds, tasks=list(TASKS), now=svc.now_ms())
         await tx.enqueue("delete_user_data", api_key_id=tenant.api_key_id, _job_id=job_id, deletion_id=job_id)
     return {"jobId": job_id, "tasksCount": len(TASKS)}
 

@@ -36,9 +36,7 @@ class Kind:
 
 def _where(row: dict[str, Any]) -> dict[str, Any]:
     return {
-        "organizationId": row["organization_id"],
-        "documentId": row["document_id"],
-        "annotationId": row["annotation_id"],
+        "organizationId": row["organization_id"], "documentId": row["document_id"], "annotationId": row["annotation_id"]
     }
 
 
@@ -48,25 +46,19 @@ def _comment(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
 
 def _reaction(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
     return _where(row) | {
-        "commentId": row["comment_id"],
-        "reaction": row["reaction"],
-        "userId": row["user_id"],
-        "createdAt": row["created_at"],
+        "commentId": row["comment_id"], "reaction": row["reaction"], "userId": row["user_id"],
+        "createdAt": row["created_at"]
     }
 
 
 def _recording(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
     return _where(row) | {
-        "version": row["version"],
-        "recordingType": row["recording_type"],
-        "mode": row["mode"],
-        "displayName": row["display_name"],
-        "recordedTime": {"duration": row["duration_ms"], "display": display(row["duration_ms"])},
-        "attachments": [
-            {k: a[k] for k in ("attachmentId", "url", "mimeType", "name", "type", "size")} for a in row["attachments"]
-        ],
-        "from": row["from_user"],
-        "createdAt": row["created_at"],
+        "version": row["version"], "recordingType": row["recording_type"], "mode": row["mode"],
+        "displayName": row["display_name"], "recordedTime": {
+            "duration": row["duration_ms"], "display": display(row["duration_ms"])
+        }, "attachments": [{k: a[k]
+                            for k in ("attachmentId", "url", "mimeType", "name", "type", "size")}
+                           for a in row["attachments"]], "from": row["from_user"], "createdAt": row["created_at"]
     }
 
 
@@ -83,49 +75,25 @@ def _unsized(fetch: Callable[..., Awaitable[list[dict[str, Any]]]]) -> Callable[
 # The order pages walk; a token names a kind by its place here, so new kinds go at the end. Comments are read by
 # their stored sizes as well (up to 64 KiB each, and their reactions), so a page never loads a thousand whole.
 KINDS: tuple[Kind, ...] = (
-    Kind(
-        "comment",
-        comments_repo.user_comments,
-        lambda r: [r["organization_id"], r["annotation_id"], r["id"]],
-        lambda r: {r["from_id"]},
-        _comment,
-    ),
-    Kind(
-        "reaction",
-        _unsized(comments_repo.user_reactions),
-        lambda r: [r["organization_id"], r["annotation_id"], r["comment_id"], r["reaction"], r["user_id"]],
-        lambda r: {r["user_id"]},
-        _reaction,
-    ),
-    Kind(
-        "notification",
-        _unsized(repo.export_notifications),
-        lambda r: [r["id"]],
-        _notification_owners,
-        lambda r, api_key_id: Notification.wire(r, api_key_id),
-    ),
-    Kind(
-        "activity",
-        _unsized(repo.export_activities),
-        lambda r: [r["id"]],
-        lambda r: {r["action_user"].get("userId")},
-        lambda r, api_key_id: Activity.wire(r),
-    ),
-    Kind(
-        "recording",
-        _unsized(repo.export_recordings),
-        lambda r: [r["organization_id"], r["annotation_id"], r["version"]],
-        lambda r: {u for u in [(r["from_user"] or {}).get("userId")] if u is not None},
-        _recording,
-    ),
-)
+    Kind("comment", comments_repo.user_comments, lambda r: [r["organization_id"], r["annotation_id"], r["id"]],
+         lambda r: {r["from_id"]}, _comment),
+    Kind("reaction", _unsized(comments_repo.user_reactions),
+         lambda r: [r["organization_id"], r["annotation_id"], r["comment_id"], r["reaction"], r["user_id"]],
+         lambda r: {r["user_id"]}, _reaction),
+    Kind("notification", _unsized(repo.export_notifications), lambda r: [r["id"]], _notification_owners,
+         lambda r, api_key_id: Notification.wire(r, api_key_id)),
+    Kind("activity", _unsized(repo.export_activities), lambda r: [r["id"]], lambda r: {r["action_user"].get("userId")},
+         lambda r, api_key_id: Activity.wire(r)),
+    Kind("recording", _unsized(repo.export_recordings),
+         lambda r: [r["organization_id"], r["annotation_id"], r["version"]],
+         lambda r: {u
+                    for u in [(r["from_user"] or {}).get("userId")] if u is not None}, _recording))
 
 
 async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list[Any], str | None]:
     """A page of everything stored about the users, as typed records, cut at pageSize records or the byte budget."""
-    pager = paging.Pager.for_query(
-        svc.keyring, tenant.api_key_id, "users/data", {"userIds": data.userIds, "organizationIds": data.organizationIds}
-    )
+    pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "users/data",
+                                   {"userIds": data.userIds, "organizationIds": data.organizationIds})
     start, after = pager.after(data.pageToken, 2)
     start = start or 0
     wanted = set(data.userIds)
@@ -138,21 +106,13 @@ async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list
         for index in range(start, len(KINDS)):
             kind = KINDS[index]
             # One row past what the page can take tells whether anything is left (here or in a later kind).
-            rows = await kind.fetch(
-                conn,
-                **scope,
-                after=after if index == start else None,
-                limit=data.pageSize - len(records) + 1,
-                budget=budget - used,
-            )
+            rows = await kind.fetch(conn, **scope, after=after if index == start else None,
+                                    limit=data.pageSize - len(records) + 1, budget=budget - used)
             for row in rows:
-                blob = dumps(
-                    {
-                        "type": kind.type,
-                        "userIds": sorted(kind.owners(row) & wanted),
-                        "record": kind.render(row, tenant.api_key_id),
-                    }
-                )
+                blob = dumps({
+                    "type": kind.type, "userIds": sorted(kind.owners(row) & wanted),
+                    "record": kind.render(row, tenant.api_key_id)
+                })
                 if len(records) == data.pageSize or (records and used + len(blob) + 1 > budget):
                     more = True
                     break

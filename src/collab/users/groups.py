@@ -18,25 +18,16 @@ async def add(svc: Services, *, tenant: Tenant, data: AddGroups) -> dict[str, An
     now = svc.now_ms()
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
-        exists = await ensure_organization(
-            tx.conn, tenant=tenant, organization_id=data.organizationId, create=False, now=now
-        )
+        exists = await ensure_organization(tx.conn, tenant=tenant, organization_id=data.organizationId, create=False,
+                                           now=now)
         for group in data.organizationUserGroups:
             if not exists:
                 results[group.groupId] = {
-                    "success": False,
-                    "id": group.groupId,
-                    "message": not_found_message("organization"),
+                    "success": False, "id": group.groupId, "message": not_found_message("organization")
                 }
                 continue
-            added = await repo.insert_group(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
-                organization_id=data.organizationId,
-                id=group.groupId,
-                name=group.groupName,
-                now=now,
-            )
+            added = await repo.insert_group(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                            id=group.groupId, name=group.groupName, now=now)
             message = "Group added." if added else "Group already exists."
             results[group.groupId] = {"success": added, "id": group.groupId, "message": message}
     return results

@@ -8,97 +8,48 @@ from collab.kit.db.pool import Conn
 q = Queries.beside(__file__)
 
 
-async def update_users(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    users: list[dict[str, Any]],
-    resource_type: str,
-    resource_id: str,
-    now: int,
-) -> set[str]:
+async def update_users(conn: Conn, *, api_key_id: str, organization_id: str, users: list[dict[str, Any]],
+                       resource_type: str, resource_id: str, now: int) -> set[str]:
     """Change the profile and scope role of the `users` ({userId, name, email, accessRole}) with a live grant of
     their own on the scope resource, in one statement (`now` in ms); the ids of the users updated."""
     params = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "resource_type": resource_type,
-        "resource_id": resource_id,
-        "now": now,
-        "user_ids": [u["userId"] for u in users],
-        "names": [u.get("name") for u in users],
-        "emails": [u.get("email") for u in users],
-        "roles": [u.get("accessRole") for u in users],
+        "api_key_id": api_key_id, "organization_id": organization_id, "resource_type": resource_type,
+        "resource_id": resource_id, "now": now, "user_ids": [u["userId"]
+                                                             for u in users], "names": [u.get("name") for u in users],
+        "emails": [u.get("email") for u in users], "roles": [u.get("accessRole") for u in users]
     }
     return set((await fetch_row(conn, q.update_users, params))["updated"])
 
 
-async def delete_scope_grant(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    user_id: str,
-    resource_type: str,
-    resource_id: str,
-) -> bool:
+async def delete_scope_grant(conn: Conn, *, api_key_id: str, organization_id: str, user_id: str, resource_type: str,
+                             resource_id: str) -> bool:
     scope = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "user_id": user_id,
-        "resource_type": resource_type,
-        "resource_id": resource_id,
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_id": user_id,
+        "resource_type": resource_type, "resource_id": resource_id
     }
     return await execute(conn, q.delete_scope_grant, scope) > 0
 
 
-async def delete_user_grants(
-    conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None
-) -> set[str]:
+async def delete_user_grants(conn: Conn, *, api_key_id: str, user_ids: list[str],
+                             organization_ids: list[str] | None) -> set[str]:
     """Drop users' grants and group memberships; the users who had any."""
     params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     return {r["user_id"] for r in await fetch_all(conn, q.delete_user_grants, params)}
 
 
-async def list_page(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    resource_type: str,
-    resource_id: str | None,
-    user_ids: list[str] | None,
-    group_ids: list[str] | None,
-    after_resource: str | None,
-    after_user: str | None,
-    limit: int,
-    now_ms: int,
-) -> list[dict[str, Any]]:
+async def list_page(conn: Conn, *, api_key_id: str, organization_id: str, resource_type: str, resource_id: str | None,
+                    user_ids: list[str] | None, group_ids: list[str] | None, after_resource: str | None,
+                    after_user: str | None, limit: int, now_ms: int) -> list[dict[str, Any]]:
     filters = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "resource_type": resource_type,
-        "resource_id": resource_id,
-        "user_ids": user_ids,
-        "group_ids": group_ids,
-        "after_resource": after_resource,
-        "after_user": after_user,
-        "limit": limit,
-        "now_ms": now_ms,
+        "api_key_id": api_key_id, "organization_id": organization_id, "resource_type": resource_type,
+        "resource_id": resource_id, "user_ids": user_ids, "group_ids": group_ids, "after_resource": after_resource,
+        "after_user": after_user, "limit": limit, "now_ms": now_ms
     }
     return await fetch_all(conn, q.list_users, filters)
 
 
-async def insert_group(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    id: str,
-    name: str | None,
-    now: int,
-) -> bool:
+async def insert_group(conn: Conn, *, api_key_id: str, organization_id: str, id: str, name: str | None,
+                       now: int) -> bool:
     row = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "name": name, "now": now}
     return await fetch_one(conn, q.insert_group, row) is not None
 
@@ -113,23 +64,11 @@ async def delete_member(conn: Conn, *, api_key_id: str, organization_id: str, gr
     return await fetch_one(conn, q.delete_member, row) is not None
 
 
-async def insert_deletion(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    id: str,
-    user_ids: list[str],
-    organization_ids: list[str] | None,
-    tasks: list[str],
-    now: int,
-) -> None:
+async def insert_deletion(conn: Conn, *, api_key_id: str, id: str, user_ids: list[str],
+                          organization_ids: list[str] | None, tasks: list[str], now: int) -> None:
     row = {
-        "api_key_id": api_key_id,
-        "id": id,
-        "user_ids": user_ids,
-        "organization_ids": organization_ids,
-        "tasks": tasks,
-        "now": now,
+        "api_key_id": api_key_id, "id": id, "user_ids": user_ids, "organization_ids": organization_ids, "tasks": tasks,
+        "now": now
     }
     await execute(conn, q.insert_deletion, row)
 
@@ -142,44 +81,24 @@ async def task_done(conn: Conn, *, api_key_id: str, id: str, task: str, now: int
     await execute(conn, q.task_done, {"api_key_id": api_key_id, "id": id, "task": task, "now": now})
 
 
-async def delete_user_activities(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    user_ids: list[str],
-    organization_ids: list[str] | None,
-) -> int:
+async def delete_user_activities(conn: Conn, *, api_key_id: str, user_ids: list[str],
+                                 organization_ids: list[str] | None) -> int:
     scope = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     return await execute(conn, q.delete_user_activities, scope)
 
 
-async def delete_contacts(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    user_ids: list[str],
-    organization_ids: list[str] | None,
-) -> int:
+async def delete_contacts(conn: Conn, *, api_key_id: str, user_ids: list[str],
+                          organization_ids: list[str] | None) -> int:
     scope = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     return await execute(conn, q.delete_contacts, scope)
 
 
-async def _export_after_id(
-    conn: Conn,
-    sql: str,
-    *,
-    api_key_id: str,
-    user_ids: list[str],
-    organization_ids: list[str] | None,
-    after: list[Any] | None,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def _export_after_id(conn: Conn, sql: str, *, api_key_id: str, user_ids: list[str],
+                           organization_ids: list[str] | None, after: list[Any] | None,
+                           limit: int) -> list[dict[str, Any]]:
     params = {
-        "api_key_id": api_key_id,
-        "user_ids": user_ids,
-        "organization_ids": organization_ids,
-        "after_id": after[0] if after else None,
-        "limit": limit,
+        "api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids,
+        "after_id": after[0] if after else None, "limit": limit
     }
     return await fetch_all(conn, sql, params)
 
@@ -194,24 +113,12 @@ async def export_activities(conn: Conn, **scope: Any) -> list[dict[str, Any]]:
     return await _export_after_id(conn, q.export_activities, **scope)
 
 
-async def export_recordings(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    user_ids: list[str],
-    organization_ids: list[str] | None,
-    after: list[Any] | None,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def export_recordings(conn: Conn, *, api_key_id: str, user_ids: list[str], organization_ids: list[str] | None,
+                            after: list[Any] | None, limit: int) -> list[dict[str, Any]]:
     """Export: the recording versions the users made, after `after` ([organization, annotation, version])."""
     org, annotation, version = after or (None, None, None)
     params = {
-        "api_key_id": api_key_id,
-        "user_ids": user_ids,
-        "organization_ids": organization_ids,
-        "after_org": org,
-        "after_annotation": annotation,
-        "after_version": version,
-        "limit": limit,
+        "api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids, "after_org": org,
+        "after_annotation": annotation, "after_version": version, "limit": limit
     }
     return await fetch_all(conn, q.export_recordings, params)

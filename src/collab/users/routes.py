@@ -31,11 +31,8 @@ Svc = Depends(services)
 MEMBERSHIP = answer(dict[str, GroupMembership])
 
 
-@router.post(
-    "/users/add",
-    summary="Give users access to an organization, folder or document [API-key auth]",
-    responses=BY_ID,
-)
+@router.post("/users/add", summary="Give users access to an organization, folder or document [API-key auth]",
+             responses=BY_ID)
 async def add(body: Envelope[AddUsers], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.add(svc, tenant=tenant, data=body.data), "Users processed.")
 
@@ -45,52 +42,36 @@ async def update(body: Envelope[UpdateUsers], tenant: Tenant = Auth, svc: Servic
     return ok(await service.update(svc, tenant=tenant, data=body.data), "Users processed.")
 
 
-@router.post(
-    "/users/get",
-    summary="List users with access (advanced queries) [API-key auth]",
-    responses=plain(UsersPage),
-)
+@router.post("/users/get", summary="List users with access (advanced queries) [API-key auth]",
+             responses=plain(UsersPage))
 async def get(body: Envelope[GetUsers], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
     # Both names of the next-page token appear in the spec; clients read either.
     return listed(records, token, "Users retrieved successfully.", nextPageToken=token)
 
 
-@router.post(
-    "/users/delete",
-    summary="Remove users from an organization, folder or document [API-key auth]",
-    responses=answer(dict[str, UserRemoved]),
-)
+@router.post("/users/delete", summary="Remove users from an organization, folder or document [API-key auth]",
+             responses=answer(dict[str, UserRemoved]))
 async def delete(body: Envelope[DeleteUsers], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.delete(svc, tenant=tenant, data=body.data), "Users processed.")
 
 
-@router.post(
-    "/users/data/delete",
-    summary="Delete all data of users, asynchronously [API-key auth]",
-    status_code=202,
-    responses=plain(UserDataDeletion, 202),
-)
+@router.post("/users/data/delete", summary="Delete all data of users, asynchronously [API-key auth]", status_code=202,
+             responses=plain(UserDataDeletion, 202))
 async def delete_data(body: Envelope[DeleteUserData], tenant: Tenant = Auth, svc: Services = Svc):
     data = await deletion.start(svc, tenant=tenant, data=body.data)
     # The spec's top-level body for this one operation, with HTTP 202.
     return raw({"status": "success", "message": "User data deletion started.", "data": data, "statusCode": 202}, 202)
 
 
-@router.post(
-    "/users/data/delete/status",
-    summary="Progress of a user-data deletion [API-key auth]",
-    responses=answer(DeletionStatus),
-)
+@router.post("/users/data/delete/status", summary="Progress of a user-data deletion [API-key auth]",
+             responses=answer(DeletionStatus))
 async def delete_data_status(body: Envelope[UserDataDeleteStatus], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await deletion.status(svc, tenant=tenant, data=body.data), "Deletion status retrieved.")
 
 
-@router.post(
-    "/users/data/get",
-    summary="Export all data of users (GDPR), paged [API-key auth]",
-    responses=plain(UserDataPage),
-)
+@router.post("/users/data/get", summary="Export all data of users (GDPR), paged [API-key auth]",
+             responses=plain(UserDataPage))
 async def get_data(body: Envelope[UserDataGet], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await export.get(svc, tenant=tenant, data=body.data)
     return listed(records, token, "User data retrieved.")
@@ -101,19 +82,13 @@ async def add_groups(body: Envelope[AddGroups], tenant: Tenant = Auth, svc: Serv
     return ok(await groups.add(svc, tenant=tenant, data=body.data), "Groups processed.")
 
 
-@router.post(
-    "/organizations/usergroups/users/add",
-    summary="Add users to an organization user group [API-key auth]",
-    responses=MEMBERSHIP,
-)
+@router.post("/organizations/usergroups/users/add", summary="Add users to an organization user group [API-key auth]",
+             responses=MEMBERSHIP)
 async def add_group_users(body: Envelope[GroupUsers], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await groups.add_users(svc, tenant=tenant, data=body.data), "Users processed.")
 
 
-@router.post(
-    "/organizations/usergroups/users/delete",
-    summary="Remove users from an organization user group [API-key auth]",
-    responses=MEMBERSHIP,
-)
+@router.post("/organizations/usergroups/users/delete",
+             summary="Remove users from an organization user group [API-key auth]", responses=MEMBERSHIP)
 async def delete_group_users(body: Envelope[GroupUsers], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await groups.delete_users(svc, tenant=tenant, data=body.data), "Users processed.")

@@ -28,14 +28,9 @@ class _Scoped(Model):
     folderId: Id = None
 
     _rules = rules(
-        rule("documentId", "folderId")(
-            lambda v: (
-                Broken(None, "Provide either documentId or folderId, not both")
-                if v.get("documentId") is not None and v.get("folderId") is not None
-                else None
-            )
-        )
-    )
+        rule("documentId",
+             "folderId")(lambda v: (Broken(None, "Provide either documentId or folderId, not both")
+                                    if v.get("documentId") is not None and v.get("folderId") is not None else None)))
 
 
 Users = Annotated[list[UserIn], Field(min_length=1, max_length=MAX_BATCH), unique_by("userId")]
@@ -53,8 +48,7 @@ def _all_documents(v):
     if v.get("allDocuments"):
         return [
             Broken(f, "allDocuments covers every document: leave out documentId and folderId")
-            for f in ("documentId", "folderId")
-            if v.get(f) is not None
+            for f in ("documentId", "folderId") if v.get(f) is not None
         ] or None
     return None
 
@@ -68,22 +62,13 @@ class GetUsers(_Scoped):
     pageToken: str = Field(None, max_length=1000)
 
     _rules = rules(
-        rule("documentId", "folderId")(
-            lambda v: (
-                Broken(None, "Provide either documentId or folderId, not both")
-                if v.get("documentId") is not None and v.get("folderId") is not None
-                else None
-            )
-        ),
+        rule("documentId",
+             "folderId")(lambda v: (Broken(None, "Provide either documentId or folderId, not both")
+                                    if v.get("documentId") is not None and v.get("folderId") is not None else None)),
         rule("allDocuments", "documentId", "folderId")(_all_documents),
         rule("allDocuments", "groupByDocumentId")(
-            lambda v: (
-                Broken("groupByDocumentId", "groupByDocumentId works with allDocuments: true")
-                if v.get("groupByDocumentId") and not v.get("allDocuments")
-                else None
-            )
-        ),
-    )
+            lambda v: (Broken("groupByDocumentId", "groupByDocumentId works with allDocuments: true")
+                       if v.get("groupByDocumentId") and not v.get("allDocuments") else None)))
 
 
 class DeleteUsers(_Scoped):
@@ -145,8 +130,7 @@ class UsersPageResult(Doc):
     status: Literal["success"]
     message: str
     data: list[UserWithAccess] | dict[str, list[UserWithAccess]] = Field(
-        description="An array, or with groupByDocumentId an object mapping documentId to such arrays."
-    )
+        description="An array, or with groupByDocumentId an object mapping documentId to such arrays.")
     pageToken: str | None = Field(description="Pass back to get the next page; null on the last page.")
     nextPageToken: str | None = Field(description="The same token as pageToken (the spec names both).")
 
@@ -243,10 +227,9 @@ class ExportedRecording(Doc):
 
 
 # One record of Get User Data: `type` says which feature it comes from and what `record` holds.
-UserDataRecord = Annotated[
-    ExportedComment | ExportedReaction | ExportedNotification | ExportedActivity | ExportedRecording,
-    Field(discriminator="type"),
-]
+UserDataRecord = Annotated[ExportedComment | ExportedReaction | ExportedNotification | ExportedActivity
+                           | ExportedRecording,
+                           Field(discriminator="type")]
 
 
 class UserDataPageOf(Doc):

@@ -36,8 +36,7 @@ async def _missing_scope(conn: Conn, *, tenant: Tenant, data: Any) -> str | None
         return not_found_message("organization")
     scope = scope_of(data)
     if scope["resource_type"] != "organization" and not await permissions_repo.resource_exists(
-        conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, **scope
-    ):
+            conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, **scope):
         return not_found_message(scope["resource_type"])
     return None
 
@@ -54,24 +53,13 @@ async def add(svc: Services, *, tenant: Tenant, data: AddUsers) -> dict[str, Any
                 if missing:
                     return {u.userId: {"success": False, "id": u.userId, "message": missing} for u in data.users}
                 for user in data.users:
-                    await profiles.record_user(
-                        tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name, email=user.email, now=now
-                    )
-                await permissions_repo.upsert_grants(
-                    tx.conn,
-                    [
-                        grant_row(
-                            tenant=tenant,
-                            principal=("user", u.userId),
-                            organization_id=data.organizationId,
-                            access_role=u.accessRole or "editor",
-                            expires_at=None,
-                            now=now,
-                            **scope,
-                        )
-                        for u in data.users
-                    ],
-                )
+                    await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name,
+                                               email=user.email, now=now)
+                await permissions_repo.upsert_grants(tx.conn, [
+                    grant_row(tenant=tenant, principal=("user", u.userId), organization_id=data.organizationId,
+                              access_role=u.accessRole or "editor", expires_at=None, now=now, **scope)
+                    for u in data.users
+                ])
     except ApiError as exc:
         if exc.code != "NOT_FOUND":
             raise
@@ -83,19 +71,13 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateUsers) -> dict[st
     """Change users' names, e-mails and role at the scope; users without access there do not exist."""
     scope = scope_of(data)
     async with svc.pool.connection() as conn:  # one statement: atomic without a transaction of its own
-        updated = await repo.update_users(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            users=[u.model_dump(exclude_none=True) for u in data.users],
-            now=svc.now_ms(),
-            **scope,
-        )
+        updated = await repo.update_users(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                          users=[u.model_dump(exclude_none=True) for u in data.users], now=svc.now_ms(),
+                                          **scope)
     # A user without a grant of their own there, or in a scope that does not exist, is a missing user.
     return {
         u.userId: {"success": True, "id": u.userId, "message": "User updated."}
-        if u.userId in updated
-        else {"success": False, "id": u.userId, "message": not_found_message("user")}
+        if u.userId in updated else {"success": False, "id": u.userId, "message": not_found_message("user")}
         for u in data.users
     }
 
@@ -107,18 +89,10 @@ async def get(svc: Services, *, tenant: Tenant, data: GetUsers) -> tuple[Any, st
     pager = paging.Pager(svc.keyring, f"{tenant.api_key_id}:users:{data.organizationId}:{scope}")
     after_resource, after_user = pager.after(data.pageToken, 2)
     async with svc.pool.connection() as conn:
-        rows = await repo.list_page(
-            conn,
-            api_key_id=tenant.api_key_id,
-            organization_id=data.organizationId,
-            user_ids=data.userIds,
-            group_ids=data.organizationUserGroupIds,
-            after_resource=after_resource,
-            after_user=after_user,
-            now_ms=svc.now_ms(),
-            limit=data.pageSize + 1,
-            **scope,
-        )
+        rows = await repo.list_page(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    user_ids=data.userIds, group_ids=data.organizationUserGroupIds,
+                                    after_resource=after_resource, after_user=after_user, now_ms=svc.now_ms(),
+                                    limit=data.pageSize + 1, **scope)
     rows, token = pager.page(rows, data.pageSize, "resource_id", "user_id")
     if data.groupByDocumentId:
         grouped: dict[str, list[dict[str, Any]]] = {}
@@ -133,15 +107,13 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteUsers) -> dict[st
     scope = scope_of(data)
     async with transaction(svc.pool, svc.redis) as tx:
         if scope["resource_type"] == "organization":
-            removed = await repo.delete_user_grants(
-                tx.conn, api_key_id=tenant.api_key_id, user_ids=data.userIds, organization_ids=[data.organizationId]
-            )
+            removed = await repo.delete_user_grants(tx.conn, api_key_id=tenant.api_key_id, user_ids=data.userIds,
+                                                    organization_ids=[data.organizationId])
         else:
             removed = set()
             for user_id in data.userIds:
-                if await repo.delete_scope_grant(
-                    tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, user_id=user_id, **scope
-                ):
+                if await repo.delete_scope_grant(tx.conn, api_key_id=tenant.api_key_id,
+                                                 organization_id=data.organizationId, user_id=user_id, **scope):
                     removed.add(user_id)
     return {
         u: {"success": u in removed, "message": "User removed." if u in removed else not_found_message("user")}

@@ -26,16 +26,8 @@ async def delete_user_data(ctx: dict, *, api_key_id: str, deletion_id: str) -> d
             await repo.task_done(tx.conn, api_key_id=api_key_id, id=deletion_id, task=name, now=svc.now_ms())
             if name == row["tasks"][-1]:  # the last task: the deletion is complete with this commit
                 await webhook_events.emit(
-                    tx,
-                    now=svc.now_ms(),
-                    api_key_id=api_key_id,
-                    event_type="user_data.delete",
-                    channels=row["organization_ids"] or [],
-                    dedupe=f"user_data.delete:{deletion_id}",
-                    payload={
-                        "jobId": deletion_id,
-                        "userIds": row["user_ids"],
-                        "organizationIds": row["organization_ids"],
-                    },
-                )
+                    tx, now=svc.now_ms(), api_key_id=api_key_id, event_type="user_data.delete",
+                    channels=row["organization_ids"] or [], dedupe=f"user_data.delete:{deletion_id}", payload={
+                        "jobId": deletion_id, "userIds": row["user_ids"], "organizationIds": row["organization_ids"]
+                    })
     return {"tasks": len(row["tasks"])}

@@ -64,13 +64,8 @@ async def post(svc: Services, *, url: str, body: str, headers: dict[str, str]) -
         # trust_env off: a proxy from the environment would connect somewhere we did not check.
         async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=timeout) as client:
             async with asyncio.timeout(timeout):
-                request = client.build_request(
-                    "POST",
-                    target.url,
-                    content=body.encode(),
-                    headers={**headers, **target.headers},
-                    extensions=target.extensions,
-                )
+                request = client.build_request("POST", target.url, content=body.encode(),
+                                               headers={**headers, **target.headers}, extensions=target.extensions)
                 response = await client.send(request, stream=True)
                 try:
                     excerpt = b""
@@ -90,10 +85,8 @@ async def post(svc: Services, *, url: str, body: str, headers: dict[str, str]) -
         log.warning("webhook target refused by the HTTP client: %s", exc)
         return {"status_code": None, "response": None, "error": f"Refused: the URL cannot be used ({exc})"[:500]}
     return {
-        "status_code": response.status_code,
-        "response": excerpt[:EXCERPT_BYTES].decode("utf-8", "replace"),
-        "error": None,
-        "retry_after": response.headers.get("retry-after"),
+        "status_code": response.status_code, "response": excerpt[:EXCERPT_BYTES].decode("utf-8", "replace"),
+        "error": None, "retry_after": response.headers.get("retry-after")
     }
 
 

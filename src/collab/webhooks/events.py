@@ -45,20 +45,10 @@ def _message_id(api_key_id: str, dedupe: str | None) -> str:
     return "msg_" + hashlib.sha256(f"{api_key_id}\n{dedupe}".encode()).hexdigest()[:24]
 
 
-async def emit(
-    db: Tx | Conn,
-    *,
-    now: int,
-    api_key_id: str,
-    event_type: str,
-    payload: Any,
-    organization_id: str | None = None,
-    document_id: str | None = None,
-    action_user: dict[str, Any] | None = None,
-    channels: list[str] | None = None,
-    dedupe: str | None = None,
-    user_ids: list[str] | None = None,
-) -> str | None:
+async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, payload: Any,
+               organization_id: str | None = None, document_id: str | None = None,
+               action_user: dict[str, Any] | None = None, channels: list[str] | None = None, dedupe: str | None = None,
+               user_ids: list[str] | None = None) -> str | None:
     """Record an event for every endpoint that takes it; the message id, or None when none does."""
     conn = db.conn if isinstance(db, Tx) else db
     if channels is None:
@@ -68,16 +58,9 @@ async def emit(
         return None
     config = {**WEBHOOK_DEFAULTS, **(endpoints[0]["webhook_config"] or {})}
     message_id = _message_id(api_key_id, dedupe)
-    shaped = payloads.message(
-        id=message_id,
-        event_type=event_type,
-        now=now,
-        api_key_id=api_key_id,
-        organization_id=organization_id,
-        document_id=document_id,
-        action_user=action_user,
-        payload=payload,
-    )
+    shaped = payloads.message(id=message_id, event_type=event_type, now=now, api_key_id=api_key_id,
+                              organization_id=organization_id, document_id=document_id, action_user=action_user,
+                              payload=payload)
     try:
         body, content_type, error = *payloads.render(shaped, config), None
     except payloads.RenderError as exc:
@@ -88,37 +71,19 @@ async def emit(
         body, content_type, error = None, "application/json", RENDER_FAILED
     if user_ids is None:  # whom the event is about: its actor, unless the caller names more
         user_ids = [action_user["userId"]] if action_user and action_user.get("userId") else []
-    if not await repo.insert_message(
-        conn,
-        api_key_id=api_key_id,
-        id=message_id,
-        event_type=event_type,
-        body=body,
-        content_type=content_type,
-        error=error,
-        organization_id=organization_id,
-        user_ids=sorted(set(user_ids)),
-        now=now,
-    ):
+    if not await repo.insert_message(conn, api_key_id=api_key_id, id=message_id, event_type=event_type, body=body,
+                                     content_type=content_type, error=error, organization_id=organization_id,
+                                     user_ids=sorted(set(user_ids)), now=now):
         return None
     # Inside a Tx the first attempts are queued at commit; a bare connection leaves them to the sweep.
     tx = db if isinstance(db, Tx) and error is None else None
     status = "failed" if error else "queued" if tx else "pending"
     for endpoint in endpoints:
-        await repo.insert_delivery(
-            conn,
-            api_key_id=api_key_id,
-            message_id=message_id,
-            endpoint_id=endpoint["id"],
-            status=status,
-            max_attempts=MAX_ATTEMPTS,
-            last_error=error,
-            now=now,
-        )
+        await repo.insert_delivery(conn, api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint["id"],
+                                   status=status, max_attempts=MAX_ATTEMPTS, last_error=error, now=now)
         if tx is not None:
-            await tx.enqueue(
-                "deliver_webhook", api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint["id"], attempt=1
-            )
+            await tx.enqueue("deliver_webhook", api_key_id=api_key_id, message_id=message_id,
+                             endpoint_id=endpoint["id"], attempt=1)
     return message_id
 
 
@@ -132,50 +97,24 @@ def emits(activity: dict[str, Any]) -> bool:
     return activity.get("featureType") == "comment" and activity.get("actionType") in COMMENT_EVENTS
 
 
-async def on_activities(
-    tx: Tx, *, now: int, api_key_id: str, organization_id: str, document_id: str, activities: list[dict[str, Any]]
-) -> None:
+async def on_activities(tx: Tx, *, now: int, api_key_id: str, organization_id: str, document_id: str,
+                        activities: list[dict[str, Any]]) -> None:
     """Comment activities become `comment_annotation.*` / `comment.*` events named by their actionType."""
     for activity in activities:
         if emits(activity):
-            await emit(
-                tx,
-                now=now,
-                api_key_id=api_key_id,
-                event_type=activity["actionType"],
-                payload=activity,
-                organization_id=organization_id,
-                document_id=document_id,
-                action_user=activity.get("actionUser"),
-            )
+            await emit(tx, now=now, api_key_id=api_key_id, event_type=activity["actionType"], payload=activity,
+                       organization_id=organization_id, document_id=document_id, action_user=activity.get("actionUser"))
 
 
-async def crdt_changed(
-    conn: Conn,
-    *,
-    now: int,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str,
-    editor_id: str,
-    user_id: str | None,
-) -> None:
+async def crdt_changed(conn: Conn, *, now: int, api_key_id: str, organization_id: str, document_id: str, editor_id: str,
+                       user_id: str | None) -> None:
     """Count a CRDT change towards its editor's next `crdt.update_data` (at most one per 5 s per editor)."""
     channels = [organization_id, document_id]
-    if not await repo.accepting_endpoints(
-        conn, api_key_id=api_key_id, event_type="crdt.update_data", channels=channels
-    ):
+    if not await repo.accepting_endpoints(conn, api_key_id=api_key_id, event_type="crdt.update_data",
+                                          channels=channels):
         return
-    await repo.touch_crdt(
-        conn,
-        api_key_id=api_key_id,
-        organization_id=organization_id,
-        document_id=document_id,
-        editor_id=editor_id,
-        user_id=user_id,
-        now=now,
-        due_at=now + CRDT_DEBOUNCE_MS,
-    )
+    await repo.touch_crdt(conn, api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
+                          editor_id=editor_id, user_id=user_id, now=now, due_at=now + CRDT_DEBOUNCE_MS)
 
 
 async def flush_crdt(tx: Tx, *, now: int, limit: int = 200) -> int:
@@ -188,9 +127,8 @@ async def flush_crdt(tx: Tx, *, now: int, limit: int = 200) -> int:
                 await _crdt_event(tx, row, now=now)
                 await repo.delete_crdt(tx.conn, **key)
         except Exception:
-            log.exception(
-                "crdt.update_data of %s/%s (key %s) failed", row["document_id"], row["editor_id"], row["api_key_id"]
-            )
+            log.exception("crdt.update_data of %s/%s (key %s) failed", row["document_id"], row["editor_id"],
+                          row["api_key_id"])
             tries = await repo.fail_crdt(tx.conn, **key, retry_at=now + CRDT_RETRY_MS)
             if tries >= CRDT_MAX_TRIES:
                 await repo.delete_crdt(tx.conn, **key)
@@ -200,20 +138,10 @@ async def flush_crdt(tx: Tx, *, now: int, limit: int = 200) -> int:
 async def _crdt_event(tx: Tx, row: dict[str, Any], *, now: int) -> None:
     user = row["last_updated_by"]
     await emit(
-        tx,
-        now=now,
-        api_key_id=row["api_key_id"],
-        event_type="crdt.update_data",
-        organization_id=row["organization_id"],
-        document_id=row["document_id"],
-        action_user={"userId": user} if user else None,
-        payload={
-            "organizationId": row["organization_id"],
-            "documentId": row["document_id"],
-            "editorId": row["editor_id"],
-            "lastUpdatedBy": user,
-            "updates": row["updates"],
-            "firstUpdateAt": payloads.iso(row["first_at"]),
-            "lastUpdateAt": payloads.iso(row["last_at"]),
-        },
-    )
+        tx, now=now, api_key_id=row["api_key_id"], event_type="crdt.update_data",
+        organization_id=row["organization_id"], document_id=row["document_id"],
+        action_user={"userId": user} if user else None, payload={
+            "organizationId": row["organization_id"], "documentId": row["document_id"], "editorId": row["editor_id"],
+            "lastUpdatedBy": user, "updates": row["updates"], "firstUpdateAt": payloads.iso(row["first_at"]),
+            "lastUpdateAt": payloads.iso(row["last_at"])
+        })

@@ -26,16 +26,8 @@ async def send_test(svc: Services, *, tenant: Tenant, endpoint_id: str, event_ty
     config = await get_webhook_config(svc, tenant=tenant)
     now = svc.now_ms()
     message_id = new_id("msg_")
-    shaped = payloads.message(
-        id=message_id,
-        event_type=event_type,
-        now=now,
-        api_key_id=tenant.api_key_id,
-        organization_id=None,
-        document_id=None,
-        action_user=None,
-        payload=EXAMPLE,
-    )
+    shaped = payloads.message(id=message_id, event_type=event_type, now=now, api_key_id=tenant.api_key_id,
+                              organization_id=None, document_id=None, action_user=None, payload=EXAMPLE)
     try:
         body, content_type = payloads.render(shaped, config)
     except payloads.RenderError as exc:
@@ -47,18 +39,9 @@ async def send_test(svc: Services, *, tenant: Tenant, endpoint_id: str, event_ty
         if endpoint["disabled"]:
             raise ApiError("FAILED_PRECONDITION", "The endpoint is disabled: enable it first.")
         key = {"api_key_id": tenant.api_key_id, "message_id": message_id, "endpoint_id": endpoint["id"]}
-        await repo.insert_message(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            id=message_id,
-            event_type=event_type,
-            body=body,
-            content_type=content_type,
-            error=None,
-            organization_id=None,
-            user_ids=[],
-            now=now,
-        )
+        await repo.insert_message(tx.conn, api_key_id=tenant.api_key_id, id=message_id, event_type=event_type,
+                                  body=body, content_type=content_type, error=None, organization_id=None, user_ids=[],
+                                  now=now)
         await repo.insert_delivery(tx.conn, **key, status="queued", max_attempts=MAX_ATTEMPTS, last_error=None, now=now)
         await tx.enqueue("deliver_webhook", **key, attempt=1)
     return {"messageId": message_id, "endpointId": endpoint["id"], "status": "queued"}

@@ -27,13 +27,8 @@ def _status(statuses: list[str]) -> str:
 
 def _attempt(row: dict[str, Any]) -> dict[str, Any]:
     return {
-        "endpointId": row["endpoint_id"],
-        "attempt": row["attempt"],
-        "statusCode": row["status_code"],
-        "at": iso(row["at"]),
-        "durationMs": row["duration_ms"],
-        "response": row["response"],
-        "error": row["error"],
+        "endpointId": row["endpoint_id"], "attempt": row["attempt"], "statusCode": row["status_code"],
+        "at": iso(row["at"]), "durationMs": row["duration_ms"], "response": row["response"], "error": row["error"]
     }
 
 
@@ -49,18 +44,11 @@ async def list_messages(svc: Services, *, tenant: Tenant, data: ListMessages) ->
             if endpoint is None:
                 raise not_found("endpoint")
             endpoint_id = endpoint["id"]
-        rows = await repo.list_messages(
-            conn,
-            api_key_id=tenant.api_key_id,
-            endpoint_id=endpoint_id,
-            after_ts=after_ts,
-            after_id=after_id,
-            limit=data.limit + 1,
-        )
+        rows = await repo.list_messages(conn, api_key_id=tenant.api_key_id, endpoint_id=endpoint_id, after_ts=after_ts,
+                                        after_id=after_id, limit=data.limit + 1)
         rows, token = pager.page(rows, data.limit, "created_at", "id")
-        attempts = await repo.list_attempts(
-            conn, api_key_id=tenant.api_key_id, message_ids=[r["id"] for r in rows], endpoint_id=endpoint_id
-        )
+        attempts = await repo.list_attempts(conn, api_key_id=tenant.api_key_id, message_ids=[r["id"] for r in rows],
+                                            endpoint_id=endpoint_id)
     by_message: dict[str, list[dict[str, Any]]] = {}
     for attempt in attempts:
         by_message.setdefault(attempt["message_id"], []).append(_attempt(attempt))
@@ -68,11 +56,8 @@ async def list_messages(svc: Services, *, tenant: Tenant, data: ListMessages) ->
     for row in rows:
         status = _status(row["statuses"])
         message = {
-            "id": row["id"],
-            "eventType": row["event_type"],
-            "timestamp": iso(row["created_at"]),
-            "status": status,
-            "attempts": by_message.get(row["id"], []),
+            "id": row["id"], "eventType": row["event_type"], "timestamp": iso(row["created_at"]), "status": status,
+            "attempts": by_message.get(row["id"], [])
         }
         if row["next_attempt_at"] is not None and status == "pending":
             message["nextAttemptAt"] = iso(row["next_attempt_at"])
@@ -93,16 +78,13 @@ async def retry(svc: Services, *, tenant: Tenant, data: RetryMessage) -> dict[st
     async with transaction(svc.pool, svc.redis) as tx:
         endpoint = await repo.get_endpoint(tx.conn, api_key_id=tenant.api_key_id, ref=data.endpointId)
         # Locked: the sweep skips this row meanwhile, and a concurrent retry waits for this one's outcome.
-        row = endpoint and await repo.lock_delivery(
-            tx.conn, api_key_id=tenant.api_key_id, message_id=data.messageId, endpoint_id=endpoint["id"]
-        )
+        row = endpoint and await repo.lock_delivery(tx.conn, api_key_id=tenant.api_key_id, message_id=data.messageId,
+                                                    endpoint_id=endpoint["id"])
         if not row:
             raise not_found("webhook_message")
         if row["status"] == "sending":
-            raise ApiError(
-                "FAILED_PRECONDITION",
-                "The message is being sent to this endpoint right now; retry once that attempt has ended.",
-            )
+            raise ApiError("FAILED_PRECONDITION",
+                           "The message is being sent to this endpoint right now; retry once that attempt has ended.")
         if row["disabled"]:
             raise ApiError("FAILED_PRECONDITION", "The endpoint is disabled: enable it first.")
         if row["body"] is None:

@@ -13,27 +13,10 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 # Keys stripped at any depth by enableDataProtection, compared without case, `_` or `-` (docs/reference.md).
-PERSONAL_KEYS = frozenset(
-    {
-        "name",
-        "email",
-        "avatar",
-        "photourl",
-        "displayname",
-        "firstname",
-        "lastname",
-        "fullname",
-        "username",
-        "emailaddress",
-        "avatarurl",
-        "photo",
-        "picture",
-        "profilepicture",
-        "phone",
-        "phonenumber",
-    }
-)
-
+PERSONAL_KEYS = frozenset({
+    "name", "email", "avatar", "photourl", "displayname", "firstname", "lastname", "fullname", "username",
+    "emailaddress", "avatarurl", "photo", "picture", "profilepicture", "phone", "phonenumber"
+})
 
 # The encrypted envelope's format: 2 is AES-256-GCM (1, AES-256-CBC without a version field, is no longer written).
 ENVELOPE_VERSION = 2
@@ -49,17 +32,8 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def message(
-    *,
-    id: str,
-    event_type: str,
-    now: int,
-    api_key_id: str,
-    organization_id: str | None,
-    document_id: str | None,
-    action_user: dict[str, Any] | None,
-    payload: Any,
-) -> dict[str, Any]:
+def message(*, id: str, event_type: str, now: int, api_key_id: str, organization_id: str | None,
+            document_id: str | None, action_user: dict[str, Any] | None, payload: Any) -> dict[str, Any]:
     """The payload shape: {id, type, timestamp, data: {actionUser?, metadata, payload}}."""
     data: dict[str, Any] = {} if action_user is None else {"actionUser": action_user}
     data["metadata"] = {"apiKey": api_key_id, "organizationId": organization_id, "documentId": document_id}
@@ -107,19 +81,13 @@ def encrypt(plaintext: bytes, key_text: str) -> dict[str, Any]:
     data = AESGCM(key).encrypt(iv, plaintext, None)  # ciphertext followed by the 16-byte tag
     try:
         wrapped = rsa_key.encrypt(
-            key, asymmetric.OAEP(mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
-        )
+            key, asymmetric.OAEP(mgf=asymmetric.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None))
     except ValueError as exc:  # a short key stored before keys were checked on write (768 bits cannot wrap 32 bytes)
-        raise RenderError(
-            f"encryptData is on but publicKey ({rsa_key.key_size} bits) cannot wrap the payload key; "
-            "use an RSA key of at least 2048 bits."
-        ) from exc
+        raise RenderError(f"encryptData is on but publicKey ({rsa_key.key_size} bits) cannot wrap the payload key; "
+                          "use an RSA key of at least 2048 bits.") from exc
     return {
-        "version": ENVELOPE_VERSION,
-        "alg": ENVELOPE_ALG,
-        "encryptedData": _b64(data),
-        "encryptedKey": _b64(wrapped),
-        "iv": _b64(iv),
+        "version": ENVELOPE_VERSION, "alg": ENVELOPE_ALG, "encryptedData": _b64(data), "encryptedKey": _b64(wrapped),
+        "iv": _b64(iv)
     }
 
 

@@ -19,35 +19,14 @@ async def count_endpoints(conn: Conn, *, api_key_id: str) -> int:
     return (await fetch_row(conn, q.count_endpoints, {"api_key_id": api_key_id}))["n"]
 
 
-async def insert_endpoint(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    id: str,
-    url: str,
-    description: str,
-    filter_types: list[str] | None,
-    channels: list[str] | None,
-    disabled: bool,
-    rate_limit: int | None,
-    uid: str | None,
-    metadata: dict[str, Any] | None,
-    secret_enc: bytes,
-    now: int,
-) -> dict[str, Any]:
+async def insert_endpoint(conn: Conn, *, api_key_id: str, id: str, url: str, description: str,
+                          filter_types: list[str] | None, channels: list[str] | None, disabled: bool,
+                          rate_limit: int | None, uid: str | None, metadata: dict[str, Any] | None, secret_enc: bytes,
+                          now: int) -> dict[str, Any]:
     row = {
-        "api_key_id": api_key_id,
-        "id": id,
-        "url": url,
-        "description": description,
-        "filter_types": filter_types,
-        "channels": channels,
-        "disabled": disabled,
-        "rate_limit": rate_limit,
-        "uid": uid,
-        "metadata": Jsonb(metadata),
-        "secret_enc": secret_enc,
-        "now": now,
+        "api_key_id": api_key_id, "id": id, "url": url, "description": description, "filter_types": filter_types,
+        "channels": channels, "disabled": disabled, "rate_limit": rate_limit, "uid": uid, "metadata": Jsonb(metadata),
+        "secret_enc": secret_enc, "now": now
     }
     return await fetch_row(conn, q.insert_endpoint, row)
 
@@ -57,25 +36,12 @@ async def get_endpoint(conn: Conn, *, api_key_id: str, ref: str) -> dict[str, An
     return await fetch_one(conn, q.get_endpoint, {"api_key_id": api_key_id, "ref": ref})
 
 
-async def list_endpoints(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    after_ts: int | None,
-    after_id: str | None,
-    before_ts: int | None,
-    before_id: str | None,
-    backward: bool,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def list_endpoints(conn: Conn, *, api_key_id: str, after_ts: int | None, after_id: str | None,
+                         before_ts: int | None, before_id: str | None, backward: bool,
+                         limit: int) -> list[dict[str, Any]]:
     filters = {
-        "api_key_id": api_key_id,
-        "after_ts": after_ts,
-        "after_id": after_id,
-        "before_ts": before_ts,
-        "before_id": before_id,
-        "backward": backward,
-        "limit": limit,
+        "api_key_id": api_key_id, "after_ts": after_ts, "after_id": after_id, "before_ts": before_ts,
+        "before_id": before_id, "backward": backward, "limit": limit
     }
     return await fetch_all(conn, q.list_endpoints, filters)
 
@@ -102,61 +68,28 @@ async def rotate_secret(conn: Conn, *, api_key_id: str, id: str, until: int, sec
     await execute(conn, q.rotate_secret, change)
 
 
-async def accepting_endpoints(
-    conn: Conn, *, api_key_id: str, event_type: str, channels: list[str]
-) -> list[dict[str, Any]]:
+async def accepting_endpoints(conn: Conn, *, api_key_id: str, event_type: str,
+                              channels: list[str]) -> list[dict[str, Any]]:
     """Enabled endpoints that take the event, each with the key's webhook config; [] when webhooks are off."""
     params = {"api_key_id": api_key_id, "event_type": event_type, "channels": channels}
     return await fetch_all(conn, q.accepting_endpoints, params)
 
 
-async def insert_message(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str | None,
-    id: str,
-    event_type: str,
-    body: str | None,
-    content_type: str,
-    error: str | None,
-    user_ids: list[str],
-    now: int,
-) -> bool:
+async def insert_message(conn: Conn, *, api_key_id: str, organization_id: str | None, id: str, event_type: str,
+                         body: str | None, content_type: str, error: str | None, user_ids: list[str], now: int) -> bool:
     """Record a message; False when its id exists already (a repeated one-off event)."""
     row = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "id": id,
-        "event_type": event_type,
-        "body": body,
-        "content_type": content_type,
-        "error": error,
-        "user_ids": user_ids,
-        "now": now,
+        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "event_type": event_type, "body": body,
+        "content_type": content_type, "error": error, "user_ids": user_ids, "now": now
     }
     return await fetch_one(conn, q.insert_message, row) is not None
 
 
-async def insert_delivery(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    message_id: str,
-    endpoint_id: str,
-    status: str,
-    max_attempts: int,
-    last_error: str | None,
-    now: int,
-) -> None:
+async def insert_delivery(conn: Conn, *, api_key_id: str, message_id: str, endpoint_id: str, status: str,
+                          max_attempts: int, last_error: str | None, now: int) -> None:
     row = {
-        "api_key_id": api_key_id,
-        "message_id": message_id,
-        "endpoint_id": endpoint_id,
-        "status": status,
-        "max_attempts": max_attempts,
-        "last_error": last_error,
-        "now": now,
+        "api_key_id": api_key_id, "message_id": message_id, "endpoint_id": endpoint_id, "status": status,
+        "max_attempts": max_attempts, "last_error": last_error, "now": now
     }
     await execute(conn, q.insert_delivery, row)
 
@@ -170,83 +103,38 @@ async def queue_delivery(conn: Conn, *, api_key_id: str, message_id: str, endpoi
     await execute(conn, q.queue_delivery, key)
 
 
-async def claim_delivery(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    message_id: str,
-    endpoint_id: str,
-    lease_until: int,
-    attempt: int,
-    now: int,
-) -> dict[str, Any] | None:
+async def claim_delivery(conn: Conn, *, api_key_id: str, message_id: str, endpoint_id: str, lease_until: int,
+                         attempt: int, now: int) -> dict[str, Any] | None:
     """Take one attempt of a queued delivery, with its endpoint and message; None when it is not this attempt's."""
     key = {
-        "api_key_id": api_key_id,
-        "lease_until": lease_until,
-        "message_id": message_id,
-        "endpoint_id": endpoint_id,
-        "attempt": attempt,
-        "now": now,
+        "api_key_id": api_key_id, "lease_until": lease_until, "message_id": message_id, "endpoint_id": endpoint_id,
+        "attempt": attempt, "now": now
     }
     return await fetch_one(conn, q.claim_delivery, key)
 
 
-async def reschedule_delivery(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    message_id: str,
-    endpoint_id: str,
-    due_at: int,
-    now: int,
-) -> None:
+async def reschedule_delivery(conn: Conn, *, api_key_id: str, message_id: str, endpoint_id: str, due_at: int,
+                              now: int) -> None:
     key = {"api_key_id": api_key_id, "due_at": due_at, "message_id": message_id, "endpoint_id": endpoint_id, "now": now}
     await execute(conn, q.reschedule_delivery, key)
 
 
-async def record_attempt(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    message_id: str,
-    endpoint_id: str,
-    attempt: int,
-    status_code: int | None,
-    response: str | None,
-    transport_error: str | None,
-    duration_ms: int,
-    status: str,
-    due_at: int | None,
-    error: str | None,
-    now: int,
-) -> None:
+async def record_attempt(conn: Conn, *, api_key_id: str, message_id: str, endpoint_id: str, attempt: int,
+                         status_code: int | None, response: str | None, transport_error: str | None, duration_ms: int,
+                         status: str, due_at: int | None, error: str | None, now: int) -> None:
     """Store the attempt (with the transport's error, if any) and move the delivery on (succeeded, failed, or
     pending until due_at, with the delivery's `error`)."""
     key = {
-        "api_key_id": api_key_id,
-        "message_id": message_id,
-        "endpoint_id": endpoint_id,
-        "attempt": attempt,
-        "now": now,
+        "api_key_id": api_key_id, "message_id": message_id, "endpoint_id": endpoint_id, "attempt": attempt, "now": now
     }
     await execute(
-        conn,
-        q.insert_attempt,
-        {**key, "status_code": status_code, "response": response, "error": transport_error, "duration_ms": duration_ms},
-    )
+        conn, q.insert_attempt,
+        {**key, "status_code": status_code, "response": response, "error": transport_error, "duration_ms": duration_ms})
     await execute(conn, q.finish_attempt, {**key, "status": status, "due_at": due_at, "error": error})
 
 
-async def fail_delivery(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    message_id: str,
-    endpoint_id: str,
-    error: str,
-    now: int,
-) -> None:
+async def fail_delivery(conn: Conn, *, api_key_id: str, message_id: str, endpoint_id: str, error: str,
+                        now: int) -> None:
     key = {"api_key_id": api_key_id, "error": error, "message_id": message_id, "endpoint_id": endpoint_id, "now": now}
     await execute(conn, q.fail_delivery, key)
 
@@ -260,32 +148,16 @@ async def endpoint_failed(conn: Conn, *, api_key_id: str, id: str, gone: bool, d
     await execute(conn, q.endpoint_failed, params)
 
 
-async def list_messages(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    endpoint_id: str | None,
-    after_ts: int | None,
-    after_id: str | None,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def list_messages(conn: Conn, *, api_key_id: str, endpoint_id: str | None, after_ts: int | None,
+                        after_id: str | None, limit: int) -> list[dict[str, Any]]:
     filters = {
-        "api_key_id": api_key_id,
-        "endpoint_id": endpoint_id,
-        "after_ts": after_ts,
-        "after_id": after_id,
-        "limit": limit,
+        "api_key_id": api_key_id, "endpoint_id": endpoint_id, "after_ts": after_ts, "after_id": after_id, "limit": limit
     }
     return await fetch_all(conn, q.list_messages, filters)
 
 
-async def list_attempts(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    endpoint_id: str | None,
-    message_ids: list[str],
-) -> list[dict[str, Any]]:
+async def list_attempts(conn: Conn, *, api_key_id: str, endpoint_id: str | None,
+                        message_ids: list[str]) -> list[dict[str, Any]]:
     params = {"api_key_id": api_key_id, "message_ids": message_ids, "endpoint_id": endpoint_id}
     return await fetch_all(conn, q.list_attempts, params)
 
@@ -300,25 +172,11 @@ async def requeue_delivery(conn: Conn, *, api_key_id: str, message_id: str, endp
     await execute(conn, q.requeue_delivery, key)
 
 
-async def touch_crdt(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str,
-    editor_id: str,
-    user_id: str | None,
-    due_at: int,
-    now: int,
-) -> None:
+async def touch_crdt(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str,
+                     user_id: str | None, due_at: int, now: int) -> None:
     row = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "editor_id": editor_id,
-        "user_id": user_id,
-        "due_at": due_at,
-        "now": now,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_id": editor_id, "user_id": user_id, "due_at": due_at, "now": now
     }
     await execute(conn, q.touch_crdt, row)
 
@@ -329,44 +187,24 @@ async def due_crdt(conn: Conn, *, limit: int, now: int) -> list[dict[str, Any]]:
 
 async def delete_crdt(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str) -> None:
     key = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "editor_id": editor_id,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "editor_id": editor_id
     }
     await execute(conn, q.delete_crdt, key)
 
 
-async def fail_crdt(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    organization_id: str,
-    document_id: str,
-    editor_id: str,
-    retry_at: int,
-) -> int:
+async def fail_crdt(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, editor_id: str,
+                    retry_at: int) -> int:
     """Count a failed try of a CRDT window and make it due again later; the tries so far."""
     key = {
-        "api_key_id": api_key_id,
-        "organization_id": organization_id,
-        "document_id": document_id,
-        "editor_id": editor_id,
-        "retry_at": retry_at,
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "editor_id": editor_id, "retry_at": retry_at
     }
     row = await fetch_one(conn, q.fail_crdt, key)
     return row["attempts"] if row else 0
 
 
-async def give_up_delivery(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    message_id: str,
-    endpoint_id: str,
-    error: str,
-    now: int,
-) -> None:
+async def give_up_delivery(conn: Conn, *, api_key_id: str, message_id: str, endpoint_id: str, error: str,
+                           now: int) -> None:
     """Fail a delivery with a reason, recorded as its last attempt."""
     key = {"api_key_id": api_key_id, "error": error, "message_id": message_id, "endpoint_id": endpoint_id, "now": now}
     await execute(conn, q.give_up_delivery, key)

@@ -28,81 +28,53 @@ Svc = Depends(services)
 BASE = "/workspace/advancedwebhook"
 
 
-@router.post(
-    f"{BASE}/endpoints/create",
-    summary="Create a webhook endpoint [API-key auth]",
-    responses=answer(WebhookEndpoint),
-)
+@router.post(f"{BASE}/endpoints/create", summary="Create a webhook endpoint [API-key auth]",
+             responses=answer(WebhookEndpoint))
 async def create(body: Envelope[CreateEndpoint], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.create(svc, tenant=tenant, data=body.data), "Webhook endpoint created successfully.")
 
 
-@router.post(
-    f"{BASE}/endpoints/get",
-    summary="List webhook endpoints [API-key auth]",
-    responses=answer(WebhookEndpointPage),
-)
+@router.post(f"{BASE}/endpoints/get", summary="List webhook endpoints [API-key auth]",
+             responses=answer(WebhookEndpointPage))
 async def get(body: Envelope[ListEndpoints], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(
-        await service.list_endpoints(svc, tenant=tenant, data=body.data), "Webhook endpoints retrieved successfully."
-    )
+    return ok(await service.list_endpoints(svc, tenant=tenant, data=body.data),
+              "Webhook endpoints retrieved successfully.")
 
 
-@router.post(
-    f"{BASE}/endpoints/update",
-    summary="Update a webhook endpoint [API-key auth]",
-    responses=answer(WebhookEndpoint),
-)
+@router.post(f"{BASE}/endpoints/update", summary="Update a webhook endpoint [API-key auth]",
+             responses=answer(WebhookEndpoint))
 async def update(body: Envelope[UpdateEndpoint], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.update(svc, tenant=tenant, data=body.data), "Webhook endpoint updated successfully.")
 
 
-@router.post(
-    f"{BASE}/endpoints/delete",
-    summary="Delete a webhook endpoint [API-key auth]",
-    responses=answer(WebhookEndpointDeleted),
-)
+@router.post(f"{BASE}/endpoints/delete", summary="Delete a webhook endpoint [API-key auth]",
+             responses=answer(WebhookEndpointDeleted))
 async def delete(body: Envelope[EndpointRef], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.delete(svc, tenant=tenant, data=body.data), "Webhook endpoint deleted successfully.")
 
 
-@router.post(
-    f"{BASE}/endpoints/secret/get",
-    summary="Get a webhook endpoint's signing secret [API-key auth]",
-    responses=answer(WebhookEndpointSecret),
-)
+@router.post(f"{BASE}/endpoints/secret/get", summary="Get a webhook endpoint's signing secret [API-key auth]",
+             responses=answer(WebhookEndpointSecret))
 async def get_secret(body: Envelope[EndpointRef], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(
-        await service.get_secret(svc, tenant=tenant, data=body.data), "Webhook endpoint secret retrieved successfully."
-    )
+    return ok(await service.get_secret(svc, tenant=tenant, data=body.data),
+              "Webhook endpoint secret retrieved successfully.")
 
 
-@router.post(
-    f"{BASE}/endpoints/secret/rotate",
-    summary="Rotate a webhook endpoint's signing secret [API-key auth]",
-    responses=answer(WebhookEndpointSecret),
-)
+@router.post(f"{BASE}/endpoints/secret/rotate", summary="Rotate a webhook endpoint's signing secret [API-key auth]",
+             responses=answer(WebhookEndpointSecret))
 async def rotate_secret(body: Envelope[EndpointRef], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(
-        await service.rotate_secret(svc, tenant=tenant, data=body.data), "Webhook endpoint secret rotated successfully."
-    )
+    return ok(await service.rotate_secret(svc, tenant=tenant, data=body.data),
+              "Webhook endpoint secret rotated successfully.")
 
 
-@router.post(
-    f"{BASE}/messages/get",
-    summary="List webhook messages and their attempts [API-key auth]",
-    responses=answer(WebhookMessagePage),
-)
+@router.post(f"{BASE}/messages/get", summary="List webhook messages and their attempts [API-key auth]",
+             responses=answer(WebhookMessagePage))
 async def get_messages(body: Envelope[ListMessages], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(
-        await messages.list_messages(svc, tenant=tenant, data=body.data), "Webhook messages retrieved successfully."
-    )
+    return ok(await messages.list_messages(svc, tenant=tenant, data=body.data),
+              "Webhook messages retrieved successfully.")
 
 
-@router.post(
-    f"{BASE}/messages/retry",
-    summary="Redeliver a webhook message to an endpoint [API-key auth]",
-    responses=answer(WebhookRetryQueued),
-)
+@router.post(f"{BASE}/messages/retry", summary="Redeliver a webhook message to an endpoint [API-key auth]",
+             responses=answer(WebhookRetryQueued))
 async def retry(body: Envelope[RetryMessage], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await messages.retry(svc, tenant=tenant, data=body.data), "Webhook message queued for redelivery.")

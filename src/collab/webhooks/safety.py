@@ -18,14 +18,7 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Cloud metadata services (most are private or link-local anyway; named here so none slips through).
 METADATA = frozenset(
     ipaddress.ip_address(a)
-    for a in (
-        "169.254.169.254",
-        "169.254.170.2",
-        "100.100.100.200",
-        "192.0.0.192",
-        "fd00:ec2::254",
-    )
-)
+    for a in ("169.254.169.254", "169.254.170.2", "100.100.100.200", "192.0.0.192", "fd00:ec2::254"))
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _RESOLVE_TIMEOUT_S = 5.0
 # One DNS label after IDNA encoding (letters, digits, `_`, inner `-`), and a last label that the resolver's
@@ -97,16 +90,8 @@ def refused_address(address: Address) -> bool:
             embedded = address.teredo[1]
         if embedded is not None and refused_address(embedded):
             return True
-    return (
-        address in METADATA
-        or address.is_private
-        or address.is_loopback
-        or address.is_link_local
-        or address.is_reserved
-        or address.is_multicast
-        or address.is_unspecified
-        or not address.is_global
-    )
+    return (address in METADATA or address.is_private or address.is_loopback or address.is_link_local
+            or address.is_reserved or address.is_multicast or address.is_unspecified or not address.is_global)
 
 
 def _literal(host: str) -> Address | None:

@@ -102,19 +102,10 @@ class WebhookEndpoint(Doc):
     def wire(row: dict[str, Any]) -> dict[str, Any]:
         """An endpoint as Svix shapes it (plus disabledReason); the secret is never part of it."""
         return {
-            "id": row["id"],
-            "url": row["url"],
-            "description": row["description"],
-            "filterTypes": row["filter_types"],
-            "channels": row["channels"],
-            "disabled": row["disabled"],
-            "disabledReason": row["disabled_reason"],
-            "rateLimit": row["rate_limit"],
-            "uid": row["uid"],
-            "metadata": row["metadata"],
-            "version": 1,
-            "createdAt": iso(row["created_at"]),
-            "updatedAt": iso(row["updated_at"]),
+            "id": row["id"], "url": row["url"], "description": row["description"], "filterTypes": row["filter_types"],
+            "channels": row["channels"], "disabled": row["disabled"], "disabledReason": row["disabled_reason"],
+            "rateLimit": row["rate_limit"], "uid": row["uid"], "metadata": row["metadata"], "version": 1,
+            "createdAt": iso(row["created_at"]), "updatedAt": iso(row["updated_at"])
         }
 
 
@@ -148,9 +139,8 @@ class WebhookMessage(Doc):
     id: str
     eventType: EventType
     timestamp: str = Field(description="ISO 8601, UTC.")
-    status: Literal["pending", "succeeded", "failed"] = Field(
-        description="failed if any delivery failed, pending while any is under way."
-    )
+    status: Literal["pending", "succeeded",
+                    "failed"] = Field(description="failed if any delivery failed, pending while any is under way.")
     attempts: list[WebhookAttempt]
     nextAttemptAt: str | None = Field(None, description="ISO 8601, UTC; present while a retry is scheduled.")
     error: str | None = Field(None, description="Why the body could not be made; absent otherwise.")

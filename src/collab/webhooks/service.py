@@ -18,14 +18,8 @@ from collab.workspaces.config import get_webhook_config
 UID_TAKEN = "Another endpoint of this API key has this uid."
 constraints.register("webhook_endpoints_uid", message=UID_TAKEN)
 _COLUMNS = {
-    "url": "url",
-    "description": "description",
-    "filterTypes": "filter_types",
-    "channels": "channels",
-    "disabled": "disabled",
-    "rateLimit": "rate_limit",
-    "uid": "uid",
-    "metadata": "metadata",
+    "url": "url", "description": "description", "filterTypes": "filter_types", "channels": "channels",
+    "disabled": "disabled", "rateLimit": "rate_limit", "uid": "uid", "metadata": "metadata"
 }
 
 
@@ -33,10 +27,8 @@ async def require_enabled(svc: Services, *, tenant: Tenant) -> None:
     """FAILED_PRECONDITION unless the stored advanced webhook config has isEnabled: true."""
     config = await get_webhook_config(svc, tenant=tenant)
     if not config.get("isEnabled"):
-        raise ApiError(
-            "FAILED_PRECONDITION",
-            "Advanced webhooks are disabled: enable them with workspace/advancedwebhookconfig/update.",
-        )
+        raise ApiError("FAILED_PRECONDITION",
+                       "Advanced webhooks are disabled: enable them with workspace/advancedwebhookconfig/update.")
 
 
 async def _check_url(svc: Services, url: str) -> None:
@@ -60,25 +52,13 @@ async def create(svc: Services, *, tenant: Tenant, data: CreateEndpoint) -> dict
         async with transaction(svc.pool, svc.redis) as tx:
             await repo.lock_api_key(tx.conn, api_key_id=tenant.api_key_id)
             if await repo.count_endpoints(tx.conn, api_key_id=tenant.api_key_id) >= svc.settings.webhooks_max_endpoints:
-                raise ApiError(
-                    "RESOURCE_EXHAUSTED",
-                    f"An API key has at most {svc.settings.webhooks_max_endpoints} webhook endpoints.",
-                )
-            row = await repo.insert_endpoint(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
-                id=endpoint_id,
-                url=data.url,
-                description=data.description,
-                filter_types=_distinct(data.filterTypes),
-                channels=_distinct(data.channels),
-                disabled=data.disabled,
-                rate_limit=data.rateLimit,
-                uid=data.uid,
-                metadata=data.metadata,
-                secret_enc=sealed,
-                now=svc.now_ms(),
-            )
+                raise ApiError("RESOURCE_EXHAUSTED",
+                               f"An API key has at most {svc.settings.webhooks_max_endpoints} webhook endpoints.")
+            row = await repo.insert_endpoint(tx.conn, api_key_id=tenant.api_key_id, id=endpoint_id, url=data.url,
+                                             description=data.description, filter_types=_distinct(data.filterTypes),
+                                             channels=_distinct(data.channels), disabled=data.disabled,
+                                             rate_limit=data.rateLimit, uid=data.uid, metadata=data.metadata,
+                                             secret_enc=sealed, now=svc.now_ms())
     return WebhookEndpoint.wire(row)
 
 
@@ -86,23 +66,15 @@ async def list_endpoints(svc: Services, *, tenant: Tenant, data: ListEndpoints) 
     """A page of endpoints, oldest first: {data, iterator, prevIterator, done}."""
     await require_enabled(svc, tenant=tenant)
     scope = f"{tenant.api_key_id}:webhook-endpoints"
-    direction, ts, last_id = (
-        paging.decode(data.iterator, 3, keyring=svc.keyring, scope=scope) if data.iterator else (None, None, None)
-    )
+    direction, ts, last_id = (paging.decode(data.iterator, 3, keyring=svc.keyring, scope=scope) if data.iterator else
+                              (None, None, None))
     backward = direction == "before"
     async with svc.pool.connection() as conn:
-        rows = await repo.list_endpoints(
-            conn,
-            api_key_id=tenant.api_key_id,
-            backward=backward,
-            limit=data.limit + 1,
-            after_ts=None if backward else ts,
-            after_id=None if backward else last_id,
-            before_ts=ts if backward else None,
-            before_id=last_id if backward else None,
-        )
+        rows = await repo.list_endpoints(conn, api_key_id=tenant.api_key_id, backward=backward, limit=data.limit + 1,
+                                         after_ts=None if backward else ts, after_id=None if backward else last_id,
+                                         before_ts=ts if backward else None, before_id=last_id if backward else None)
     more = len(rows) > data.limit
-    rows = rows[: data.limit]
+    rows = rows[:data.limit]
     if backward:
         rows.reverse()
     has_next = True if backward else more
@@ -114,8 +86,7 @@ async def list_endpoints(svc: Services, *, tenant: Tenant, data: ListEndpoints) 
     return {
         "data": [WebhookEndpoint.wire(r) for r in rows],
         "iterator": token("after", rows[-1]) if rows and has_next else None,
-        "prevIterator": token("before", rows[0]) if rows and has_prev else None,
-        "done": not has_next,
+        "prevIterator": token("before", rows[0]) if rows and has_prev else None, "done": not has_next
     }
 
 
@@ -139,9 +110,8 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateEndpoint) -> dict
     with constraints.mapped():
         async with transaction(svc.pool, svc.redis) as tx:
             row = await _endpoint(tx.conn, tenant=tenant, ref=data.endpointId)
-            row = await repo.update_endpoint(
-                tx.conn, api_key_id=tenant.api_key_id, id=row["id"], changes=changes, now=svc.now_ms()
-            )
+            row = await repo.update_endpoint(tx.conn, api_key_id=tenant.api_key_id, id=row["id"], changes=changes,
+                                             now=svc.now_ms())
     return WebhookEndpoint.wire(row)
 
 
@@ -170,12 +140,6 @@ async def rotate_secret(svc: Services, *, tenant: Tenant, data: EndpointRef) -> 
     async with transaction(svc.pool, svc.redis) as tx:
         row = await _endpoint(tx.conn, tenant=tenant, ref=data.endpointId)
         sealed = secret.seal(svc, fresh, api_key_id=tenant.api_key_id, endpoint_id=row["id"])
-        await repo.rotate_secret(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            id=row["id"],
-            secret_enc=sealed,
-            until=now + secret.ROTATION_OVERLAP_MS,
-            now=now,
-        )
+        await repo.rotate_secret(tx.conn, api_key_id=tenant.api_key_id, id=row["id"], secret_enc=sealed,
+                                 until=now + secret.ROTATION_OVERLAP_MS, now=now)
     return {"key": fresh}

@@ -15,9 +15,8 @@ log = logging.getLogger("collab.webhooks")
 
 
 @job(timeout=past("webhooks_timeout_s", 30), max_tries=3)
-async def deliver_webhook(
-    ctx: dict, *, api_key_id: str, message_id: str, endpoint_id: str, attempt: int
-) -> dict | None:
+async def deliver_webhook(ctx: dict, *, api_key_id: str, message_id: str, endpoint_id: str,
+                          attempt: int) -> dict | None:
     """Make attempt `attempt` of a message to an endpoint, record it, and schedule the next one."""
     svc: Services = ctx["svc"]
     now = svc.now_ms()
@@ -31,9 +30,8 @@ async def deliver_webhook(
             reason = "The endpoint is disabled." if claimed["disabled"] else "The message body could not be made."
             await repo.fail_delivery(conn, **key, error=reason, now=now)
             return {"status": "failed", "reason": reason}
-        if claimed["rate_limit"] and await delivery.over_rate(
-            svc, endpoint_id=endpoint_id, api_key_id=api_key_id, limit=claimed["rate_limit"], now=now
-        ):
+        if claimed["rate_limit"] and await delivery.over_rate(svc, endpoint_id=endpoint_id, api_key_id=api_key_id,
+                                                              limit=claimed["rate_limit"], now=now):
             # Over the endpoint's rateLimit: try again in the next one-second window; no attempt is used up.
             await repo.reschedule_delivery(conn, **key, due_at=(now // 1000 + 1) * 1000, now=now)
             return {"status": "rescheduled"}
@@ -41,11 +39,8 @@ async def deliver_webhook(
     keys = secret.for_signing(svc, claimed, api_key_id=api_key_id, endpoint_id=endpoint_id, now=now)
     signatures = " ".join(secret.sign(k, message_id, timestamp, claimed["body"]) for k in keys)
     headers = {
-        "content-type": claimed["content_type"],
-        "user-agent": "collab-webhooks/1",
-        "webhook-id": message_id,
-        "webhook-timestamp": str(timestamp),
-        "webhook-signature": signatures,
+        "content-type": claimed["content_type"], "user-agent": "collab-webhooks/1", "webhook-id": message_id,
+        "webhook-timestamp": str(timestamp), "webhook-signature": signatures
     }
     started = time.perf_counter()
     result = await delivery.post(svc, url=claimed["url"], body=claimed["body"], headers=headers)
@@ -53,30 +48,15 @@ async def deliver_webhook(
     status, due_at, error = delivery.outcome(result, attempt=attempt, max_attempts=claimed["max_attempts"], now=now)
     async with svc.pool.connection() as conn:
         async with conn.transaction():
-            await repo.record_attempt(
-                conn,
-                **key,
-                attempt=attempt,
-                status_code=result["status_code"],
-                response=result["response"],
-                transport_error=result["error"],
-                duration_ms=duration_ms,
-                status=status,
-                due_at=due_at,
-                error=error,
-                now=now,
-            )
+            await repo.record_attempt(conn, **key, attempt=attempt, status_code=result["status_code"],
+                                      response=result["response"], transport_error=result["error"],
+                                      duration_ms=duration_ms, status=status, due_at=due_at, error=error, now=now)
             if status == "succeeded":
                 await repo.endpoint_succeeded(conn, api_key_id=api_key_id, id=endpoint_id)
             else:
-                await repo.endpoint_failed(
-                    conn,
-                    api_key_id=api_key_id,
-                    id=endpoint_id,
-                    now=now,
-                    gone=result["status_code"] == 410,
-                    disable_after_ms=delivery.DISABLE_AFTER_MS,
-                )
+                await repo.endpoint_failed(conn, api_key_id=api_key_id, id=endpoint_id, now=now,
+                                           gone=result["status_code"] == 410,
+                                           disable_after_ms=delivery.DISABLE_AFTER_MS)
     usage.count(svc, "webhooks_succeeded" if status == "succeeded" else "webhooks_failed", api_key_id=api_key_id)
     return {"status": status, "statusCode": result["status_code"]}
 
@@ -99,12 +79,8 @@ async def sweep(ctx: dict, *, limit: int = 500) -> int:
         for row in due:
             key = {k: row[k] for k in ("api_key_id", "message_id", "endpoint_id")}
             if row["status"] == "sending" and row["lost_leases"] >= delivery.MAX_LOST_LEASES:
-                log.warning(
-                    "webhook delivery %s to %s given up after %s lost attempts",
-                    row["message_id"],
-                    row["endpoint_id"],
-                    row["lost_leases"] + 1,
-                )
+                log.warning("webhook delivery %s to %s given up after %s lost attempts", row["message_id"],
+                            row["endpoint_id"], row["lost_leases"] + 1)
                 await repo.give_up_delivery(tx.conn, **key, error=delivery.LOST, now=now)
                 continue
             try:

@@ -18,20 +18,15 @@ from collab.workspaces.schemas import (
 )
 
 WEBHOOK_DEFAULTS = {
-    "isEnabled": False,
-    "encryptData": False,
-    "encodeData": False,
-    "publicKey": "",
-    "enableDataProtection": False,
+    "isEnabled": False, "encryptData": False, "encodeData": False, "publicKey": "", "enableDataProtection": False
 }
 _BATCH_DEFAULTS = {"isEnabled": False, "batchWindowSeconds": 10, "maxActivities": 2}
 NOTIFICATION_DEFAULTS = {
-    "useNotificationService": False,
-    "notificationServiceConfig": {
+    "useNotificationService": False, "notificationServiceConfig": {
         "triggers": {"comment": dict.fromkeys(COMMENT_EVENTS, False), "huddle": dict.fromkeys(HUDDLE_EVENTS, False)},
         "delayConfig": {"isEnabled": False, "delaySeconds": 10},
-        "batchConfig": {"document": dict(_BATCH_DEFAULTS), "user": dict(_BATCH_DEFAULTS)},
-    },
+        "batchConfig": {"document": dict(_BATCH_DEFAULTS), "user": dict(_BATCH_DEFAULTS)}
+    }
 }
 
 
@@ -45,10 +40,8 @@ async def update_webhook_config(svc: Services, *, tenant: Tenant, data: WebhookC
     async with transaction(svc.pool, svc.redis) as tx:
         stored = (await repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id, for_update=True))["webhook_config"]
         if stored is None and incoming.get("isEnabled") is not True:
-            raise ApiError(
-                "FAILED_PRECONDITION",
-                "Advanced webhooks are not configured yet: the first update must set isEnabled: true.",
-            )
+            raise ApiError("FAILED_PRECONDITION",
+                           "Advanced webhooks are not configured yet: the first update must set isEnabled: true.")
         merged = {**WEBHOOK_DEFAULTS, **(stored or {}), **incoming}
         await repo.set_config(tx.conn, api_key_id=tenant.api_key_id, column="webhook", config=merged)
     return merged
@@ -65,10 +58,8 @@ async def get_webhook_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]
 
 def _activity_defaults(now_ms: int) -> dict[str, Any]:
     return {
-        "isEnabled": True,
-        "immutable": True,
-        "enabledTime": now_ms,
-        "triggers": {"comment": dict.fromkeys(COMMENT_EVENTS, True)},
+        "isEnabled": True, "immutable": True, "enabledTime": now_ms,
+        "triggers": {"comment": dict.fromkeys(COMMENT_EVENTS, True)}
     }
 
 
@@ -91,9 +82,8 @@ async def get_activity_config(svc: Services, *, tenant: Tenant) -> dict[str, Any
     return {"activityServiceConfig": {"isEnabled": False, **(stored or {})}}
 
 
-async def update_notification_config(
-    svc: Services, *, tenant: Tenant, data: NotificationConfigUpdate
-) -> dict[str, Any]:
+async def update_notification_config(svc: Services, *, tenant: Tenant,
+                                     data: NotificationConfigUpdate) -> dict[str, Any]:
     """Deep-merge over the stored config; enabling without stored triggers seeds comment and huddle triggers."""
     incoming = data.model_dump(exclude_unset=True)
     async with transaction(svc.pool, svc.redis) as tx:
@@ -107,7 +97,7 @@ async def update_notification_config(
         await repo.set_config(tx.conn, api_key_id=tenant.api_key_id, column="notification", config=merged)
     return {
         "useNotificationService": merged.get("useNotificationService", False),
-        "notificationServiceConfig": merged.get("notificationServiceConfig", {}),
+        "notificationServiceConfig": merged.get("notificationServiceConfig", {})
     }
 
 
@@ -122,9 +112,7 @@ async def _api_key_config_view(svc: Services, conn, *, tenant: Tenant) -> dict[s
     row = await repo.api_key_config_view(conn, api_key_id=tenant.api_key_id)
     return {
         "enableAdvancedQueries": row["enable_advanced_queries"],
-        "aiModelApiKey": [
-            {"provider": k["provider"], "isSet": True, "last4": k["last4"]} for k in row["provider_keys"]
-        ],
+        "aiModelApiKey": [{"provider": k["provider"], "isSet": True, "last4": k["last4"]} for k in row["provider_keys"]]
     }
 
 
@@ -139,13 +127,9 @@ async def update_api_key_config(svc: Services, *, tenant: Tenant, data: ApiKeyCo
                 await repo.delete_provider_key(tx.conn, api_key_id=tenant.api_key_id, provider=entry.provider)
                 continue
             secret = entry.customerApiKey.strip()
-            await repo.upsert_provider_key(
-                tx.conn,
-                api_key_id=tenant.api_key_id,
-                provider=entry.provider,
-                key_enc=svc.keyring.encrypt(secret, _provider_aad(tenant, entry.provider)),
-                last4=secret[-4:],
-            )
+            await repo.upsert_provider_key(tx.conn, api_key_id=tenant.api_key_id, provider=entry.provider,
+                                           key_enc=svc.keyring.encrypt(secret, _provider_aad(tenant, entry.provider)),
+                                           last4=secret[-4:])
         return await _api_key_config_view(svc, tx.conn, tenant=tenant)
 
 
@@ -162,8 +146,7 @@ async def require_advanced_queries(svc: Services, *, tenant: Tenant) -> None:
     if not row["enable_advanced_queries"]:
         raise ApiError(
             "FAILED_PRECONDITION",
-            "Advanced queries are not enabled: turn on enableAdvancedQueries with workspace/apikeyconfig/update.",
-        )
+            "Advanced queries are not enabled: turn on enableAdvancedQueries with workspace/apikeyconfig/update.")
 
 
 async def provider_api_key(svc: Services, *, tenant: Tenant, provider: str) -> str | None:

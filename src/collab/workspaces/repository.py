@@ -19,29 +19,12 @@ async def workspaces_of_email(conn: Conn, *, email: str) -> list[dict[str, Any]]
     return await fetch_all(conn, q.workspaces_of_email, {"email": email})
 
 
-async def insert_workspace(
-    conn: Conn,
-    *,
-    id: str,
-    name: str,
-    owner_email: str,
-    owner_id: str,
-    owner_name: str,
-    owner_avatar: str,
-    auth_token_hash: bytes,
-    auth_token_enc: bytes,
-    is_root: bool,
-) -> None:
+async def insert_workspace(conn: Conn, *, id: str, name: str, owner_email: str, owner_id: str, owner_name: str,
+                           owner_avatar: str, auth_token_hash: bytes, auth_token_enc: bytes, is_root: bool) -> None:
     row = {
-        "id": id,
-        "name": name,
-        "owner_email": owner_email,
-        "owner_id": owner_id,
-        "owner_name": owner_name,
-        "owner_avatar": owner_avatar,
-        "auth_token_hash": auth_token_hash,
-        "auth_token_enc": auth_token_enc,
-        "is_root": is_root,
+        "id": id, "name": name, "owner_email": owner_email, "owner_id": owner_id, "owner_name": owner_name,
+        "owner_avatar": owner_avatar, "auth_token_hash": auth_token_hash, "auth_token_enc": auth_token_enc,
+        "is_root": is_root
     }
     await execute(conn, q.insert_workspace, row)
 
@@ -51,15 +34,8 @@ async def insert_api_key(conn: Conn, *, workspace_id: str, id: str, name: str, t
     await execute(conn, q.insert_api_key, row)
 
 
-async def insert_auth_token(
-    conn: Conn,
-    *,
-    api_key_id: str,
-    name: str,
-    domains: list[str] | None,
-    token_hash: bytes,
-    token_enc: bytes,
-) -> None:
+async def insert_auth_token(conn: Conn, *, api_key_id: str, name: str, domains: list[str] | None, token_hash: bytes,
+                            token_enc: bytes) -> None:
     row = {"api_key_id": api_key_id, "name": name, "domains": domains, "token_hash": token_hash, "token_enc": token_enc}
     await execute(conn, q.insert_auth_token, row)
 
@@ -98,9 +74,7 @@ async def api_key_config(conn: Conn, *, api_key_id: str, for_update: bool = Fals
 async def set_config(conn: Conn, *, api_key_id: str, column: str, config: dict[str, Any]) -> None:
     """Store one of the JSON config columns (webhook, activity, notification)."""
     sql = {
-        "webhook": q.set_webhook_config,
-        "activity": q.set_activity_config,
-        "notification": q.set_notification_config,
+        "webhook": q.set_webhook_config, "activity": q.set_activity_config, "notification": q.set_notification_config
     }
     await execute(conn, sql[column], {"api_key_id": api_key_id, "config": Jsonb(config)})
 
@@ -117,11 +91,8 @@ async def api_key_config_view(conn: Conn, *, api_key_id: str) -> dict[str, Any]:
 
 
 async def upsert_provider_key(conn: Conn, *, api_key_id: str, provider: str, key_enc: bytes, last4: str) -> None:
-    await execute(
-        conn,
-        q.upsert_provider_key,
-        {"api_key_id": api_key_id, "provider": provider, "key_enc": key_enc, "last4": last4},
-    )
+    await execute(conn, q.upsert_provider_key,
+                  {"api_key_id": api_key_id, "provider": provider, "key_enc": key_enc, "last4": last4})
 
 
 async def delete_provider_key(conn: Conn, *, api_key_id: str, provider: str) -> None:

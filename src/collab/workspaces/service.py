@@ -42,29 +42,17 @@ def _key_token_aad(api_key_id: str) -> str:
 
 async def _add_auth_token(svc: Services, conn: Conn, *, api_key_id: str) -> dict[str, Any]:
     token = new_token()
-    await repo.insert_auth_token(
-        conn,
-        api_key_id=api_key_id,
-        name=DEFAULT_TOKEN_NAME,
-        domains=[],
-        token_hash=svc.keyring.hash(token),
-        token_enc=svc.keyring.encrypt(token, _key_token_aad(api_key_id)),
-    )
+    await repo.insert_auth_token(conn, api_key_id=api_key_id, name=DEFAULT_TOKEN_NAME, domains=[],
+                                 token_hash=svc.keyring.hash(token),
+                                 token_enc=svc.keyring.encrypt(token, _key_token_aad(api_key_id)))
     return {"token": token, "name": DEFAULT_TOKEN_NAME, "domains": []}
 
 
-async def _add_api_key(
-    svc: Services, conn: Conn, *, workspace_id: str, owner_email: str, kind: str, name: str | None, with_token: bool
-) -> str:
+async def _add_api_key(svc: Services, conn: Conn, *, workspace_id: str, owner_email: str, kind: str, name: str | None,
+                       with_token: bool) -> str:
     api_key_id = new_id("key_")
-    await repo.insert_api_key(
-        conn,
-        id=api_key_id,
-        workspace_id=workspace_id,
-        name=name or _key_name(owner_email, kind),
-        type=kind,
-        owner_email=owner_email,
-    )
+    await repo.insert_api_key(conn, id=api_key_id, workspace_id=workspace_id, name=name or _key_name(owner_email, kind),
+                              type=kind, owner_email=owner_email)
     if with_token:
         await _add_auth_token(svc, conn, api_key_id=api_key_id)
     return api_key_id
@@ -72,13 +60,8 @@ async def _add_api_key(
 
 async def create_workspace(svc: Services, *, data: CreateWorkspace, client_ip: str) -> dict[str, Any]:
     """Create a workspace with one testing API key (and its auth token) for the owner e-mail."""
-    await check(
-        svc.redis,
-        bucket=f"workspace-create:{client_ip}",
-        rate=svc.settings.rate_limit_workspace_create,
-        now=svc.clock(),
-        message="Too many workspaces created from this address; retry later.",
-    )
+    await check(svc.redis, bucket=f"workspace-create:{client_ip}", rate=svc.settings.rate_limit_workspace_create,
+                now=svc.clock(), message="Too many workspaces created from this address; retry later.")
     email = data.ownerEmail
     if _is_disposable(email):
         message = "Disposable e-mail domains are not allowed."
@@ -94,26 +77,17 @@ async def create_workspace(svc: Services, *, data: CreateWorkspace, client_ip: s
             raise ApiError("ALREADY_EXISTS", "A workspace with this name already exists for this e-mail.")
         root = next((w for w in owned if w["is_root"]), None)
         if root is not None and root["plan"] != "paid":
-            raise ApiError(
-                "PERMISSION_DENIED", "An additional workspace requires the root workspace to be on a paid plan."
-            )
+            raise ApiError("PERMISSION_DENIED",
+                           "An additional workspace requires the root workspace to be on a paid plan.")
         if len(owned) >= svc.settings.max_workspaces_per_email:
             raise ApiError("RESOURCE_EXHAUSTED", "This e-mail already owns the maximum number of workspaces.")
-        await repo.insert_workspace(
-            tx.conn,
-            id=workspace_id,
-            name=workspace_name,
-            owner_email=email,
-            owner_id=root["owner_id"] if root else new_id("usr_"),
-            owner_name=name,
-            owner_avatar=data.avatar or "",
-            auth_token_hash=svc.keyring.hash(token),
-            auth_token_enc=svc.keyring.encrypt(token, _ws_token_aad(workspace_id)),
-            is_root=root is None,
-        )
-        await _add_api_key(
-            svc, tx.conn, workspace_id=workspace_id, owner_email=email, kind="testing", name=None, with_token=True
-        )
+        await repo.insert_workspace(tx.conn, id=workspace_id, name=workspace_name, owner_email=email,
+                                    owner_id=root["owner_id"] if root else new_id("usr_"), owner_name=name,
+                                    owner_avatar=data.avatar or "", auth_token_hash=svc.keyring.hash(token),
+                                    auth_token_enc=svc.keyring.encrypt(token, _ws_token_aad(workspace_id)), is_root=root
+                                    is None)
+        await _add_api_key(svc, tx.conn, workspace_id=workspace_id, owner_email=email, kind="testing", name=None,
+                           with_token=True)
         return await _workspace_object(svc, tx.conn, workspace_id=workspace_id)
 
 
@@ -123,28 +97,18 @@ async def _workspace_object(svc: Services, conn: Conn, *, workspace_id: str) -> 
         raise not_found("workspace")
     keys = await repo.api_keys_of_workspace(conn, workspace_id=workspace_id)
     return {
-        "id": row["id"],
-        "name": row["name"],
-        "owner": {
-            "email": row["owner_email"],
-            "id": row["owner_id"],
-            "name": row["owner_name"],
-            "avatar": row["owner_avatar"],
-        },
-        "authToken": svc.keyring.decrypt(row["auth_token_enc"], _ws_token_aad(workspace_id)),
-        "apiKeyList": {k["id"]: {"apiKeyName": k["name"], "id": k["id"], "type": k["type"]} for k in keys},
+        "id": row["id"], "name": row["name"], "owner": {
+            "email": row["owner_email"], "id": row["owner_id"], "name": row["owner_name"], "avatar": row["owner_avatar"]
+        }, "authToken": svc.keyring.decrypt(row["auth_token_enc"], _ws_token_aad(workspace_id)),
+        "apiKeyList": {k["id"]: {"apiKeyName": k["name"], "id": k["id"], "type": k["type"]}
+                       for k in keys}
     }
 
 
 async def get_workspace(svc: Services, *, caller: WorkspaceCaller) -> dict[str, Any]:
     """The caller's workspace object, rate limited per workspace."""
-    await check(
-        svc.redis,
-        bucket=f"workspace-get:{caller.workspace_id}",
-        rate=svc.settings.rate_limit_workspace_get,
-        now=svc.clock(),
-        message="Rate limit exceeded; retry after 1 minute.",
-    )
+    await check(svc.redis, bucket=f"workspace-get:{caller.workspace_id}", rate=svc.settings.rate_limit_workspace_get,
+                now=svc.clock(), message="Rate limit exceeded; retry after 1 minute.")
     async with svc.pool.connection() as conn:
         return await _workspace_object(svc, conn, workspace_id=caller.workspace_id)
 
@@ -169,14 +133,10 @@ async def list_auth_tokens(svc: Services, *, caller: WorkspaceCaller, api_key_id
     async with svc.pool.connection() as conn:
         await _own_key(conn, caller=caller, api_key_id=api_key_id)
         rows = await repo.auth_tokens_of_key(conn, api_key_id=api_key_id)
-    tokens = [
-        {
-            "token": svc.keyring.decrypt(r["token_enc"], _key_token_aad(api_key_id)),
-            "name": r["name"],
-            "domains": list(r["domains"]),
-        }
-        for r in rows
-    ]
+    tokens = [{
+        "token": svc.keyring.decrypt(r["token_enc"], _key_token_aad(api_key_id)), "name": r["name"],
+        "domains": list(r["domains"])
+    } for r in rows]
     return {"apiKey": api_key_id, "authTokens": tokens}
 
 
@@ -186,15 +146,8 @@ async def create_api_key(svc: Services, *, caller: WorkspaceCaller, data: Create
         keys = await repo.api_keys_of_workspace(tx.conn, workspace_id=caller.workspace_id)
         if len(keys) >= MAX_API_KEYS:
             raise ApiError("RESOURCE_EXHAUSTED", f"A workspace holds at most {MAX_API_KEYS} API keys.")
-        api_key_id = await _add_api_key(
-            svc,
-            tx.conn,
-            workspace_id=caller.workspace_id,
-            owner_email=data.ownerEmail,
-            kind=data.type,
-            name=data.apiKeyName,
-            with_token=data.createAuthToken,
-        )
+        api_key_id = await _add_api_key(svc, tx.conn, workspace_id=caller.workspace_id, owner_email=data.ownerEmail,
+                                        kind=data.type, name=data.apiKeyName, with_token=data.createAuthToken)
     return {"apiKey": api_key_id}
 
 
@@ -217,11 +170,8 @@ async def reset_workspace_token(svc: Services, *, caller: WorkspaceCaller) -> di
     token = new_token()
     async with transaction(svc.pool, svc.redis) as tx:
         changed = await repo.set_workspace_token(
-            tx.conn,
-            workspace_id=caller.workspace_id,
-            auth_token_hash=svc.keyring.hash(token),
-            auth_token_enc=svc.keyring.encrypt(token, _ws_token_aad(caller.workspace_id)),
-        )
+            tx.conn, workspace_id=caller.workspace_id, auth_token_hash=svc.keyring.hash(token),
+            auth_token_enc=svc.keyring.encrypt(token, _ws_token_aad(caller.workspace_id)))
         if not changed:
             raise not_found("workspace")
     return {"authToken": token}

@@ -19,7 +19,7 @@ log = logging.getLogger("collab.db")
 # A violation of a constraint no domain registered still answers by its kind, with these words.
 DEFAULTS = {
     UniqueViolation: ("ALREADY_EXISTS", "The record already exists."),
-    ForeignKeyViolation: ("NOT_FOUND", not_found_message("record")),
+    ForeignKeyViolation: ("NOT_FOUND", not_found_message("record"))
 }
 _MEANINGS: dict[str, tuple[str, str]] = {}
 

@@ -26,7 +26,6 @@ CONNECT_TIMEOUT_S = 5
 # the first request rather than at the end of a long exponential backoff.
 RECONNECT_TIMEOUT_S = 5.0
 
-
 # Statements a pooled connection keeps prepared (psycopg's own cache: every statement is prepared at its first use,
 # `prepare_threshold=0`); the service's named queries number a few hundred, so a working set fits, and made-up SQL
 # cannot grow it without bound (psycopg drops the least recently used past it).
@@ -103,37 +102,18 @@ def _has_input(conn: Conn) -> bool:
     return bool(poller.poll(0))
 
 
-def create_pool(
-    url: str,
-    *,
-    min_size: int = 1,
-    max_size: int = 10,
-    timeout: float = POOL_TIMEOUT_S,
-    reconnect_timeout: float = RECONNECT_TIMEOUT_S,
-    statement_timeout_s: float = 0,
-    idle_in_transaction_timeout_s: float = 0,
-) -> AsyncConnectionPool:
+def create_pool(url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = POOL_TIMEOUT_S,
+                reconnect_timeout: float = RECONNECT_TIMEOUT_S, statement_timeout_s: float = 0,
+                idle_in_transaction_timeout_s: float = 0) -> AsyncConnectionPool:
     """A pool whose connections autocommit (reads); writes open an explicit transaction. The time limits (0: none)
     are the connections' own settings from their start (so RESET returns to them)."""
     return Pool(
-        url,
-        min_size=min_size,
-        max_size=max_size,
-        open=False,
-        timeout=timeout,
-        reconnect_timeout=reconnect_timeout,
-        configure=_prepared,
-        kwargs={
-            "autocommit": True,
-            "row_factory": dict_row,
-            "connect_timeout": CONNECT_TIMEOUT_S,
-            "options": _options(
-                url,
-                statement_timeout_s=statement_timeout_s,
-                idle_in_transaction_timeout_s=idle_in_transaction_timeout_s,
-            ),
-        },
-    )
+        url, min_size=min_size, max_size=max_size, open=False, timeout=timeout, reconnect_timeout=reconnect_timeout,
+        configure=_prepared, kwargs={
+            "autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S,
+            "options": _options(url, statement_timeout_s=statement_timeout_s,
+                                idle_in_transaction_timeout_s=idle_in_transaction_timeout_s)
+        })
 
 
 async def _prepared(conn: Conn) -> None:
@@ -145,10 +125,8 @@ async def _prepared(conn: Conn) -> None:
 def _options(url: str, *, statement_timeout_s: float, idle_in_transaction_timeout_s: float) -> str:
     """The URL's own `options`, then the pool's time limits (in ms)."""
     own = conninfo_to_dict(url).get("options") or ""
-    limits = (
-        f"-c statement_timeout={int(statement_timeout_s * 1000)} "
-        f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)}"
-    )
+    limits = (f"-c statement_timeout={int(statement_timeout_s * 1000)} "
+              f"-c idle_in_transaction_session_timeout={int(idle_in_transaction_timeout_s * 1000)}")
     return f"{own} {limits}".strip()
 
 
@@ -179,9 +157,8 @@ async def fetch_row(conn: Conn, sql: Query, params: dict[str, Any] | None = None
     return row
 
 
-async def fetch_all(
-    conn: Conn, sql: Query, params: dict[str, Any] | None = None, *, prepare: bool | None = None
-) -> list[dict[str, Any]]:
+async def fetch_all(conn: Conn, sql: Query, params: dict[str, Any] | None = None, *,
+                    prepare: bool | None = None) -> list[dict[str, Any]]:
     try:
         return await (await _execute(conn, sql, params, prepare)).fetchall()
     except psycopg.OperationalError as exc:

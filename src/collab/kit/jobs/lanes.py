@@ -20,10 +20,8 @@ class Lane:
 # Bulk keeps arq's default queue (jobs already queued by an older release are still served).
 BULK_QUEUE = default_queue_name
 LANES = {
-    "search": Lane("search", "collab:queue:search"),
-    "ai": Lane("ai", "collab:queue:ai"),
-    "extraction": Lane("extraction", "collab:queue:extraction"),
-    "bulk": Lane("bulk", BULK_QUEUE),
+    "search": Lane("search", "collab:queue:search"), "ai": Lane("ai", "collab:queue:ai"),
+    "extraction": Lane("extraction", "collab:queue:extraction"), "bulk": Lane("bulk", BULK_QUEUE)
 }
 WAKE_KEY = "collab:wake:"  # + queue name: a list workers block on; a push means "a job is waiting"
 _WAKE_TOKENS = 64  # a burst of enqueues needs no more: each wake-up reads a whole batch of jobs
@@ -41,9 +39,8 @@ return 1
 """
 
 
-async def enqueue(
-    redis: ArqRedis, function: str, *args: Any, job_id: str, queue: str, expires_ms: int | None = None, **kwargs: Any
-) -> bool:
+async def enqueue(redis: ArqRedis, function: str, *args: Any, job_id: str, queue: str, expires_ms: int | None = None,
+                  **kwargs: Any) -> bool:
     """Queue a job as arq's enqueue_job does and wake the queue's workers; False when a job with this id is queued
     or has a result already."""
     now = timestamp_ms()

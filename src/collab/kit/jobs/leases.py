@@ -96,30 +96,15 @@ async def reap(ctx: dict, *, limit: int = 1000) -> list[str]:
             await redis.srem(WORKERS, *gone)  # type: ignore[misc]
     reaped = []
     for queue, in_progress_s in lanes.items():
-        reaped += await _reap_queue(
-            redis,
-            queue,
-            claimed,
-            lock_ms=int(in_progress_s * 1000),
-            lease_ms=lease_ms,
-            limit=limit,
-            cron_names=ctx.get("cron_names", ()),
-        )
+        reaped += await _reap_queue(redis, queue, claimed, lock_ms=int(in_progress_s * 1000), lease_ms=lease_ms,
+                                    limit=limit, cron_names=ctx.get("cron_names", ()))
     if reaped:
         log.warning("unlocked %d job(s) whose worker died: %s", len(reaped), reaped)
     return reaped
 
 
-async def _reap_queue(
-    redis: ArqRedis,
-    queue: str,
-    claimed: set[str],
-    *,
-    lock_ms: int,
-    lease_ms: int,
-    limit: int,
-    cron_names: Iterable[str],
-) -> list[str]:
+async def _reap_queue(redis: ArqRedis, queue: str, claimed: set[str], *, lock_ms: int, lease_ms: int, limit: int,
+                      cron_names: Iterable[str]) -> list[str]:
     due = [j.decode() for j in await redis.zrangebyscore(queue, "-inf", timestamp_ms(), start=0, num=limit)]
     # Cron jobs are left alone: the next tick runs them anyway, and arq keeps a finished one's in-progress key
     # for 60 s (to run each tick once), which would read here as a lock an hour old.

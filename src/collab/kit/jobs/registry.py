@@ -16,9 +16,8 @@ class JobSpec:
     """One declared job: what arq runs, on which lane, with which timeout and tries."""
 
     name: str
-    run: Callable[
-        ..., Coroutine[Any, Any, Any]
-    ]  # the function as the worker runs it (tracked or reporting its failures)
+    run: Callable[..., Coroutine[Any, Any,
+                                 Any]]  # the function as the worker runs it (tracked or reporting its failures)
     lane: Lane
     awaited: bool
     timeout: float | Callable[[Any], float] | None  # seconds, or read from the settings
@@ -32,14 +31,8 @@ class JobSpec:
 JOBS: dict[str, JobSpec] = {}
 
 
-def job(
-    *,
-    lane: str = "bulk",
-    awaited: bool = False,
-    timeout: float | Callable[[Any], float] | None = None,
-    max_tries: int | None = None,
-    backoff_s: float = 2.0,
-):
+def job(*, lane: str = "bulk", awaited: bool = False, timeout: float | Callable[[Any], float] | None = None,
+        max_tries: int | None = None, backoff_s: float = 2.0):
     """Declare a job: registered under its function's name, served by `lane`'s workers.
 
     A plain job is tracked: enqueued in a transaction (`tx.enqueue(name, ...)`), its row moves queued → running →

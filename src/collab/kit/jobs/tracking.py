@@ -63,6 +63,7 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
     """Wrap a job so its row moves queued → running → succeeded/failed, idempotently."""
 
     def decorate(fn: Callable[..., Awaitable[Any]]):
+
         @functools.wraps(fn)
         async def run(ctx: dict, job_id: str) -> Any:
             pool: AsyncConnectionPool = ctx["pool"]
@@ -86,16 +87,15 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
                 return None
             except Exception as exc:
                 if connection_lost(exc):
-                    return await _connection_lost(
-                        pool, job_id, fn.__name__, exc, attempts=row["attempts"], backoff_s=backoff_s
-                    )
+                    return await _connection_lost(pool, job_id, fn.__name__, exc, attempts=row["attempts"],
+                                                  backoff_s=backoff_s)
                 if row["attempts"] >= max_tries:
                     detail = f"{type(exc).__name__}: {exc}"
                     reason = str(exc) if isinstance(exc, JobFailure) else GENERIC_FAILURE.format(tries=row["attempts"])
                     log.warning("job %s (%s) failed for good: %s", job_id, fn.__name__, detail)
                     await _finish(pool, job_id, "failed", error=reason, detail=detail[:4000])
                     return None
-                raise Retry(defer=timedelta(seconds=backoff_s * 2 ** (row["attempts"] - 1))) from exc
+                raise Retry(defer=timedelta(seconds=backoff_s * 2**(row["attempts"] - 1))) from exc
             await _finish(pool, job_id, "succeeded", result=result)
             return result
 
@@ -112,32 +112,21 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
 CONNECTION_LOSSES_ALLOWED = 1
 
 
-async def _connection_lost(
-    pool: AsyncConnectionPool, job_id: str, function: str, exc: Exception, *, attempts: int, backoff_s: float
-) -> None:
+async def _connection_lost(pool: AsyncConnectionPool, job_id: str, function: str, exc: Exception, *, attempts: int,
+                           backoff_s: float) -> None:
     """Count a lost connection against the job; retry it once, fail it for good (with its reason) the second time."""
     statement = failed_statement(exc) or "(not a named statement)"
     losses = await _count_loss(pool, job_id)
     if losses > CONNECTION_LOSSES_ALLOWED:
         log.error(
             "job %s (%s) failed for good: its database connection was lost %d times, the last in statement %s: %s",
-            job_id,
-            function,
-            losses,
-            statement,
-            exc,
-        )
+            job_id, function, losses, statement, exc)
         detail = f"connection lost {losses} times, the last in statement {statement}: {type(exc).__name__}: {exc}"
         await _finish(pool, job_id, "failed", error=GENERIC_FAILURE.format(tries=attempts), detail=detail[:4000])
         return None
-    log.warning(
-        "job %s (%s) lost its database connection in statement %s; it runs once more: %s",
-        job_id,
-        function,
-        statement,
-        exc,
-    )
-    raise Retry(defer=timedelta(seconds=backoff_s * 2 ** (attempts - 1))) from exc
+    log.warning("job %s (%s) lost its database connection in statement %s; it runs once more: %s", job_id, function,
+                statement, exc)
+    raise Retry(defer=timedelta(seconds=backoff_s * 2**(attempts - 1))) from exc
 
 
 async def _count_loss(pool: AsyncConnectionPool, job_id: str, wait_s: float = 60.0) -> int:
@@ -154,24 +143,11 @@ async def _count_loss(pool: AsyncConnectionPool, job_id: str, wait_s: float = 60
             await asyncio.sleep(0.5)  # the server is still restarting after the crash
 
 
-async def _finish(
-    pool: AsyncConnectionPool,
-    job_id: str,
-    status: str,
-    *,
-    result: Any = None,
-    error: str | None = None,
-    detail: str | None = None,
-):
+async def _finish(pool: AsyncConnectionPool, job_id: str, status: str, *, result: Any = None, error: str | None = None,
+                  detail: str | None = None):
     async with pool.connection() as conn:
         await execute(
-            conn,
-            q.finish_job,
-            {
-                "id": job_id,
-                "status": status,
-                "result": Jsonb(result) if result is not None else None,
-                "error": error,
-                "detail": detail,
-            },
-        )
+            conn, q.finish_job, {
+                "id": job_id, "status": status, "result": Jsonb(result) if result is not None else None, "error": error,
+                "detail": detail
+            })
