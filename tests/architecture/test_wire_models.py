@@ -16,6 +16,15 @@ import pytest
 
 import collab
 from collab.activities.schemas import Activity
+from collab.comments.schemas import (
+    Annotation,
+    AnnotationSnapshot,
+    Comment,
+    CommentBrief,
+    UserBrief,
+    UserComment,
+    UserReaction,
+)
 from collab.crdt.schemas import CrdtEditor
 from collab.documents.schemas import Document, Folder
 from collab.kit.openapi import Doc
@@ -24,12 +33,45 @@ from collab.organizations.schemas import Organization
 from collab.presence.schemas import Presence
 from collab.realtime.schemas import LiveState
 from collab.recordings.schemas import Recording
-from collab.users.schemas import UserWithAccess
+from collab.users.schemas import DeletionStatus, UserRecording, UserWithAccess
 from collab.webhooks.schemas import WebhookEndpoint
+from collab.workspaces.schemas import ApiKeyEntry, Workspace
 
 SRC = Path(collab.__file__).parent
 NOW = 1_700_000_000_123
 ACTOR = {"userId": "u1", "name": "Ana", "email": "ana@example.com", "color": "#f00"}  # extra keys kept as sent
+
+COMMENT = {
+    "id": 1, "comment_text": "Looks good", "comment_html": "<p>Looks good</p>", "from_user": ACTOR, "created_at": NOW,
+    "updated_at": NOW + 5, "is_edited": True, "tagged": [{"userId": "u2", "contact": {"userId": "u2", "name": "Bo"}}],
+    "reactions": [{"reaction": "👍", "userIds": ["u2"]}], "attachments": [{"url": "https://example.com/a.png"}],
+    "agent": {"agentId": "ag_1"}
+}
+BARE_COMMENT = COMMENT | {
+    "id": 2, "comment_text": None, "comment_html": None, "is_edited": False, "tagged": [], "reactions": [],
+    "attachments": [], "agent": None
+}
+THREAD = {
+    "id": "ann_1", "document_id": "d1", "organization_id": "o1", "location": {"id": "loc1"},
+    "target_element": {"elementId": "e1", "targetText": "Plan",
+                       "occurrence": 1}, "status": "resolved", "status_type": "terminal", "priority": "P1",
+    "assigned_to": ACTOR, "from_user": ACTOR, "context": {"k": "v"}, "visibility": "restricted",
+    "visible_user_ids": ["u2"], "created_at": NOW, "updated_at": NOW + 1, "resolved_by": "u1"
+}
+BARE_THREAD = THREAD | {
+    "location": None, "target_element": None, "status": "open", "status_type": "default", "priority": None,
+    "assigned_to": None, "context": None, "visibility": "public", "visible_user_ids": None, "resolved_by": None
+}
+PLACE = {"organization_id": "o1", "document_id": "d1", "annotation_id": "ann_1"}
+DELETION = {
+    "tasks": ["comments", "crdt"], "done": ["comments"], "last_task_completed_at": NOW, "job_status": "failed",
+    "job_error": "boom"
+}
+WORKSPACE = {
+    "id": "ws_1", "name": "Acme", "owner_email": "ana@example.com", "owner_id": "usr_1", "owner_name": "Ana",
+    "owner_avatar": ""
+}
+KEYS = [{"id": "key_1", "name": "Main", "type": "testing"}, {"id": "key_2", "name": "Prod", "type": "production"}]
 
 # (model, the arguments of model.wire after the row, rows as the repository returns them). Each row is served
 # twice where a field may be absent: with every optional column set, and with each one unset.
@@ -99,6 +141,30 @@ CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
       {"editor_id": "e2", "last_update": NOW, "last_updated_by": None, "session_id": None, "state": b""}]),
     (Presence, ("online", ), [{"user_id": "u1", "name": "Ana", "email": "ana@example.com", "last_seen": NOW},
                               {"user_id": "u2", "name": None, "email": None, "last_seen": NOW}]),
+    (Comment, (), [COMMENT, BARE_COMMENT]), (Annotation, ([Comment.wire(COMMENT)], ), [THREAD, BARE_THREAD]),
+    (AnnotationSnapshot, (), [THREAD, BARE_THREAD]),
+    (CommentBrief, (), [{
+        "id": 3, "text_preview": "Looks", "from_brief": {"userId": "u1", "name": "Ana"}, "created_at": NOW,
+        "updated_at": NOW, "is_edited": False
+    }, {
+        "id": 4, "text_preview": None, "from_brief": {"userId": "u1"}, "created_at": NOW, "updated_at": NOW,
+        "is_edited": True
+    }]), (UserBrief, (), [ACTOR, {"userId": "u3"}]), (UserComment, (), [PLACE | COMMENT, PLACE | BARE_COMMENT]),
+    (UserReaction, (), [PLACE | {"comment_id": 1, "reaction": "👍", "user_id": "u2", "created_at": NOW}]),
+    (UserRecording, (), [
+        PLACE | {
+            "version": 2, "recording_type": "video", "mode": "thread", "display_name": "Demo", "duration_ms": 61_000,
+            "attachments": [{
+                "attachmentId": 1, "url": "https://example.com/v.webm", "mimeType": "video/webm", "name": "v.webm",
+                "type": "video", "size": 10, "stored": "ignored"
+            }], "from_user": ACTOR, "created_at": NOW
+        }
+    ]),
+    (DeletionStatus, (), [
+        DELETION, DELETION | {"done": ["comments", "crdt"]}, DELETION | {"job_status": "running"},
+        DELETION | {"last_task_completed_at": None, "done": [], "job_status": "queued"}
+    ]), (ApiKeyEntry, (), KEYS),
+    (Workspace, (KEYS, "wtok_1"), [WORKSPACE, WORKSPACE | {"owner_avatar": "https://example.com/a.png"}]),
     (LiveState, (), [{"live_state_data_id": "cursor", "data": {"x": 1, "y": [2, None]}, "updated_at": NOW},
                      {"live_state_data_id": "flag", "data": None, "updated_at": NOW}])
 ]
@@ -121,7 +187,7 @@ def test_each_wire_function_builds_what_its_model_documents(model, wire):
     sent = orjson.loads(orjson.dumps(wire()))  # what a client receives
     parsed = model.model_validate_json(orjson.dumps(sent), strict=True)  # closed models: no unnamed key passes
     # Nothing was coerced or dropped on the way: the model reads back exactly what was sent.
-    assert parsed.model_dump(mode="json", exclude_unset=True) == sent
+    assert parsed.model_dump(mode="json", exclude_unset=True, by_alias=True) == sent
 
 
 def _documented_models() -> set[type[Doc]]:

@@ -2,7 +2,8 @@
 access to the document decides (editors write; viewers react and mark read), and a restricted thread exists only
 for those who may see it."""
 
-from collab.comments import render
+from typing import Any
+
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError, not_found
@@ -11,6 +12,12 @@ from collab.permissions import repository as permissions_repo
 from collab.permissions.service import effective
 
 DISABLED = "Organization access is disabled."
+STATUS_TYPES = {"open": "default", "in_progress": "ongoing", "resolved": "terminal"}
+
+
+def may_see(row: dict[str, Any], user_id: str) -> bool:
+    """Whether a user may see a thread: public, or restricted to them (its creator always may)."""
+    return row["visibility"] == "public" or row["from_id"] == user_id or user_id in (row["visible_user_ids"] or [])
 
 
 async def writable(conn: Conn, *, tenant: Tenant, organization_id: str, create: bool = False, now: int = 0) -> None:
@@ -45,5 +52,5 @@ async def verify(conn: Conn, *, tenant: Tenant, organization_id: str, document_i
 
 def require_visible(thread: dict, user_ids: set[str]) -> None:
     """NOT_FOUND, as for a thread that never existed (reads hide it alike), unless every user may see the thread."""
-    if not all(render.may_see(thread, user_id) for user_id in user_ids):
+    if not all(may_see(thread, user_id) for user_id in user_ids):
         raise not_found("annotation")

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from collab.activities.service import publish
-from collab.comments import render
+from collab.comments.access import may_see
+from collab.comments.schemas import AnnotationSnapshot, UserBrief
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
@@ -24,7 +25,6 @@ from collab.workspaces import repository as workspaces_repo
 
 MENTION_HEADLINE = "{actionUser} mentioned you in a comment"
 PREVIEW = 500  # characters of a stored text an event quotes (the anchored text, a comment it did not carry)
-_BRIEF_USER = ("userId", "name", "email")
 _BRIEF_COMMENT = ("annotationId", "commentId", "from", "createdAt", "lastUpdated", "isEdited", "reaction")
 
 
@@ -70,39 +70,7 @@ def brief_user(user: None) -> None:
 
 def brief_user(user: dict[str, Any] | None) -> dict[str, Any] | None:
     """A user without the extra keys a client may attach (userId, name and email only)."""
-    return None if user is None else {k: user[k] for k in _BRIEF_USER if k in user}
-
-
-def snapshot(thread: dict[str, Any]) -> dict[str, Any]:
-    """The thread as every event carries it: ids and small fields, none of its free-form blobs (location, context,
-    target element, users' extra keys, the restricted list)."""
-    record: dict[str, Any] = {
-        "annotationId": thread["id"], "documentId": thread["document_id"], "organizationId": thread["organization_id"],
-        "status": {"id": thread["status"], "type": thread["status_type"]}
-    }
-    if thread["priority"] is not None:
-        record["priority"] = {"id": thread["priority"]}
-    if thread["assigned_to"] is not None:
-        record["assignedTo"] = brief_user(thread["assigned_to"])
-    record |= {
-        "from": brief_user(thread["from_user"]), "visibility": {"type": thread["visibility"]},
-        "createdAt": thread["created_at"], "lastUpdated": thread["updated_at"]
-    }
-    if thread["resolved_by"] is not None:
-        record["resolvedByUserId"] = thread["resolved_by"]
-    return record
-
-
-def brief_comment(row: dict[str, Any]) -> dict[str, Any]:
-    """A stored comment as an event that did not carry it quotes it (a comment_briefs row): author, times and the
-    first PREVIEW characters of its text."""
-    record: dict[str, Any] = {"commentId": row["id"]}
-    if row["text_preview"] is not None:
-        record["commentText"] = row["text_preview"]
-    return record | {
-        "from": row["from_brief"], "createdAt": row["created_at"], "lastUpdated": row["updated_at"],
-        "isEdited": row["is_edited"]
-    }
+    return None if user is None else UserBrief.wire(user)
 
 
 def record(*, action_type: str, actor: dict[str, Any], thread: dict[str, Any], comment: dict[str, Any] | None = None,
@@ -116,7 +84,7 @@ def record(*, action_type: str, actor: dict[str, Any], thread: dict[str, Any], c
         entity |= {k: v for k, v in comment.items() if k not in ("reactions", )}
     if reaction is not None:
         entity["reaction"] = reaction
-    entity["commentAnnotation"] = snapshot(thread)
+    entity["commentAnnotation"] = AnnotationSnapshot.wire(thread)
     target_text = (thread["target_element"] or {}).get("targetText")
     if isinstance(target_text, str) and not new_thread:
         target_text = target_text[:PREVIEW]
@@ -169,7 +137,7 @@ async def _mention(tx: Tx, svc: Services, *, tenant: Tenant, thread: dict[str, A
                    user_id: str) -> None:
     """Notify one newly tagged user (never twice for one comment: the id is derived from it), if they may see it."""
     actor = event["action_user"]
-    if user_id == actor["userId"] or not render.may_see(thread, user_id):
+    if user_id == actor["userId"] or not may_see(thread, user_id):
         return
     now = svc.now_ms()
     key = (

@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from collab.comments import render
 from collab.comments import repository as repo
+from collab.comments.schemas import Annotation, Comment
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
@@ -74,7 +74,7 @@ async def threads(conn: Conn, svc: Services, *, tenant: Tenant, organization_id:
     found = {r["id"]: r for r in await repo.annotations_by_id(conn, **key, ids=ids)}
     comments: dict[str, list[dict[str, Any]]] = {}
     for row in await repo.thread_comments(conn, **key, annotation_ids=ids, upto=[upto for _, upto in taken]):
-        comments.setdefault(row["annotation_id"], []).append(render.comment(row))
+        comments.setdefault(row["annotation_id"], []).append(Comment.wire(row))
     # A thread deleted between the plan and the read is left out, as if the page had been read a moment later.
     served = [(found[i], upto) for i, (_, upto) in zip(ids, taken) if i in found]
     records = [_record(svc, tenant, row, comments.get(row["id"], []), upto) for row, upto in served]
@@ -89,7 +89,7 @@ async def threads(conn: Conn, svc: Services, *, tenant: Tenant, organization_id:
 def _record(svc: Services, tenant: Tenant, row: dict[str, Any], comments: list[dict[str, Any]],
             upto: int | None) -> dict[str, Any]:
     """A thread as get shows it; one cut inside says where its comments go on."""
-    record = render.annotation(row, comments)
+    record = Annotation.wire(row, comments)
     if upto is not None:
         record["commentsPageToken"] = paging.encode(upto, keyring=svc.keyring,
                                                     scope=comments_pager(svc, tenant, row, None).scope)
@@ -105,4 +105,4 @@ async def comments(conn: Conn, svc: Services, *, tenant: Tenant, thread: dict[st
     rows = await repo.comments_page(conn, api_key_id=tenant.api_key_id, organization_id=thread["organization_id"],
                                     annotation_id=thread["id"], comment_ids=ids, after_id=after, limit=size + 1,
                                     budget=budget)
-    return pager.cut(rows, size, "id", render=render.comment, budget=budget)
+    return pager.cut(rows, size, "id", render=Comment.wire, budget=budget)

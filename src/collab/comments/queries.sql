@@ -263,7 +263,7 @@ returning user_id
 
 -- name: mark_read
 -- Move a user's read marks on some threads of a document (all when ids is null) to now, only on threads the user
--- may see (render.may_see); the threads marked.
+-- may see (access.may_see); the threads marked.
 insert into comment_reads (api_key_id, organization_id, document_id, annotation_id, user_id, read_at)
 select a.api_key_id, a.organization_id, a.document_id, a.id, %(user_id)s, %(now)s
 from comment_annotations a

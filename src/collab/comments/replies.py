@@ -7,6 +7,8 @@ from collab.comments import repository as repo
 from collab.comments.schemas import (
     MAX_COMMENT_BYTES,
     AddComments,
+    Comment,
+    CommentBrief,
     CommentIn,
     DeleteComments,
     GetComments,
@@ -27,20 +29,13 @@ def limit_issue(path: list[Any], cap: int) -> dict[str, Any]:
 
 def _wire(*, id: int, source: CommentIn, now: int) -> dict[str, Any]:
     """The comment as stored and shown (a new one has no reactions)."""
-    tagged = [t.model_dump(exclude_none=True) for t in source.taggedUserContacts or []]
-    record: dict[str, Any] = {"commentId": id}
-    if source.commentText is not None:
-        record["commentText"] = source.commentText
-    if source.commentHtml is not None:
-        record["commentHtml"] = source.commentHtml
-    record |= {
-        "from": source.from_.model_dump(exclude_none=True), "createdAt": now, "lastUpdated": now, "isEdited": False,
-        "taggedUserContacts": tagged, "reactions": [],
-        "attachments": [a.model_dump(exclude_none=True) for a in source.attachments or []]
-    }
-    if source.agent is not None:
-        record["agent"] = source.agent
-    return record
+    return Comment.wire({
+        "id": id, "comment_text": source.commentText, "comment_html": source.commentHtml,
+        "from_user": source.from_.model_dump(exclude_none=True), "created_at": now, "updated_at": now,
+        "is_edited": False, "tagged": [t.model_dump(exclude_none=True) for t in source.taggedUserContacts or []],
+        "reactions": [], "attachments": [a.model_dump(exclude_none=True)
+                                         for a in source.attachments or []], "agent": source.agent
+    })
 
 
 async def insert_comments(conn: Conn, *, tenant: Tenant, thread: dict[str, Any], comments: list[CommentIn],
@@ -169,7 +164,7 @@ def _edited(brief: dict[str, Any], change: dict[str, Any], now: int) -> tuple[di
         "taggedUserContacts": [{"userId": u} for u in brief["tagged_ids"] or []]
     }
     changes = {wire: {"from": old[wire], "to": value} for wire, value in new.items()}
-    quoted = {k: v for k, v in (events.brief_comment(brief) | new).items() if v is not None}  # a text set to null goes
+    quoted = {k: v for k, v in (CommentBrief.wire(brief) | new).items() if v is not None}  # a text set to null goes
     return quoted | {"lastUpdated": now, "isEdited": True}, changes
 
 
@@ -239,7 +234,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict
             batch = [
                 events.Event(
                     events.record(
-                        action_type="comment.delete", thread=thread, comment=events.brief_comment(before[i]), now=now,
+                        action_type="comment.delete", thread=thread, comment=CommentBrief.wire(before[i]), now=now,
                         actor=data.actionUser.model_dump(
                             exclude_none=True) if data.actionUser else before[i]["from_brief"]))
                 for i in sorted(deleted)
@@ -301,7 +296,7 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
             batch = [
                 events.Event(
                     events.record(action_type=kind, actor={"userId": data.userId}, thread=thread,
-                                  comment=events.brief_comment(brief), reaction=data.reaction, now=now))
+                                  comment=CommentBrief.wire(brief), reaction=data.reaction, now=now))
             ]
             await events.send(tx, svc, tenant=tenant, config=config, thread=thread,
                               participants={thread["from_id"], brief["from_id"]}, events=batch)

@@ -344,6 +344,78 @@ class ReactionOut(Doc):
     userIds: list[str]
 
 
+class UserBrief(Doc):
+    """A user as events carry it: the client's extra keys left out."""
+
+    userId: str
+    name: str | None = None
+    email: str | None = None
+
+    @staticmethod
+    def wire(user: dict[str, Any]) -> dict[str, Any]:
+        """The user's id, name and email, those it has."""
+        return {k: user[k] for k in ("userId", "name", "email") if k in user}
+
+
+class CommentBrief(Doc):
+    """A stored comment as an event that did not carry it quotes it: author, times and the start of its text."""
+
+    commentId: int
+    commentText: str | None = Field(None, description="The first 500 characters; absent when the comment has none.")
+    from_: UserBrief = Field(alias="from")
+    createdAt: int = Field(description="Epoch milliseconds.")
+    lastUpdated: int = Field(description="Epoch milliseconds.")
+    isEdited: bool
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A comment_briefs row as events quote it."""
+        record: dict[str, Any] = {"commentId": row["id"]}
+        if row["text_preview"] is not None:
+            record["commentText"] = row["text_preview"]
+        return record | {
+            "from": row["from_brief"], "createdAt": row["created_at"], "lastUpdated": row["updated_at"],
+            "isEdited": row["is_edited"]
+        }
+
+
+class AnnotationSnapshot(Doc):
+    """The thread as every event carries it: ids and small fields, none of its free-form blobs (location, context,
+    target element, users' extra keys, the restricted list)."""
+
+    annotationId: str
+    documentId: str
+    organizationId: str
+    status: StatusOut
+    priority: PriorityOut | None = None
+    assignedTo: UserBrief | None = None
+    from_: UserBrief = Field(alias="from")
+    visibility: VisibilityOut
+    createdAt: int = Field(description="Epoch milliseconds.")
+    lastUpdated: int = Field(description="Epoch milliseconds.")
+    resolvedByUserId: str | None = None
+
+    @staticmethod
+    def wire(thread: dict[str, Any]) -> dict[str, Any]:
+        """A thread row as events carry it."""
+        record: dict[str, Any] = {
+            "annotationId": thread["id"], "documentId": thread["document_id"],
+            "organizationId": thread["organization_id"],
+            "status": {"id": thread["status"], "type": thread["status_type"]}
+        }
+        if thread["priority"] is not None:
+            record["priority"] = {"id": thread["priority"]}
+        if thread["assigned_to"] is not None:
+            record["assignedTo"] = UserBrief.wire(thread["assigned_to"])
+        record |= {
+            "from": UserBrief.wire(thread["from_user"]), "visibility": {"type": thread["visibility"]},
+            "createdAt": thread["created_at"], "lastUpdated": thread["updated_at"]
+        }
+        if thread["resolved_by"] is not None:
+            record["resolvedByUserId"] = thread["resolved_by"]
+        return record
+
+
 class Comment(Doc):
     commentId: int
     commentText: str | None = None
@@ -356,6 +428,23 @@ class Comment(Doc):
     reactions: list[ReactionOut]
     attachments: list[dict[str, Any]] = Field(description="As the client sent them (url, name, mimeType, size...).")
     agent: dict[str, Any] | None = None
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A comment with its reactions (unset text fields left out)."""
+        record: dict[str, Any] = {"commentId": row["id"]}
+        if row["comment_text"] is not None:
+            record["commentText"] = row["comment_text"]
+        if row["comment_html"] is not None:
+            record["commentHtml"] = row["comment_html"]
+        record |= {
+            "from": row["from_user"], "createdAt": row["created_at"], "lastUpdated": row["updated_at"],
+            "isEdited": row["is_edited"], "taggedUserContacts": row["tagged"], "reactions": row["reactions"],
+            "attachments": row["attachments"]
+        }
+        if row["agent"] is not None:
+            record["agent"] = row["agent"]
+        return record
 
 
 class Annotation(Doc):
@@ -378,6 +467,33 @@ class Annotation(Doc):
         None, description=(
             "Present only when the thread's comments did not fit the page (COLLAB_MAX_RESPONSE_BYTES): pass it to "
             "comments/get for this thread to read the rest."))
+
+    @staticmethod
+    def wire(row: dict[str, Any], comments: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """A thread with its comments (each a `Comment.wire`); without them (None) as event snapshots carry it."""
+        record: dict[str, Any] = {
+            "annotationId": row["id"], "documentId": row["document_id"], "organizationId": row["organization_id"]
+        }
+        for column, wire in (("location", "location"), ("target_element", "targetElement")):
+            if row[column] is not None:
+                record[wire] = row[column]
+        record["status"] = {"id": row["status"], "type": row["status_type"]}
+        if row["priority"] is not None:
+            record["priority"] = {"id": row["priority"]}
+        if row["assigned_to"] is not None:
+            record["assignedTo"] = row["assigned_to"]
+        record["from"] = row["from_user"]
+        if comments is not None:
+            record["comments"] = comments
+        if row["context"] is not None:
+            record["context"] = row["context"]
+        visibility: dict[str, Any] = {"type": row["visibility"]}
+        if row["visibility"] == "restricted":
+            visibility["userIds"] = list(row["visible_user_ids"] or [])
+        record |= {"visibility": visibility, "createdAt": row["created_at"], "lastUpdated": row["updated_at"]}
+        if row["resolved_by"] is not None:
+            record["resolvedByUserId"] = row["resolved_by"]
+        return record
 
 
 class AnnotationsPageOf(Doc):
@@ -406,6 +522,13 @@ class Count(Doc):
     unreadComments: int = Field(description="Comments by others after the user's read marks.")
 
 
+def where(row: dict[str, Any]) -> dict[str, Any]:
+    """The thread an exported record belongs to, as clients name it."""
+    return {
+        "organizationId": row["organization_id"], "documentId": row["document_id"], "annotationId": row["annotation_id"]
+    }
+
+
 class UserComment(Doc):
     """One comment of a user in the export, with where it sits."""
 
@@ -413,6 +536,11 @@ class UserComment(Doc):
     documentId: str
     annotationId: str
     comment: Comment
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A comment row of the export, with its thread's place."""
+        return where(row) | {"comment": Comment.wire(row)}
 
 
 class UserReaction(Doc):
@@ -425,3 +553,11 @@ class UserReaction(Doc):
     reaction: str
     userId: str
     createdAt: int
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A reaction row of the export, with its comment's place."""
+        return where(row) | {
+            "commentId": row["comment_id"], "reaction": row["reaction"], "userId": row["user_id"],
+            "createdAt": row["created_at"]
+        }

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from collab.comments import access, events, pages, render
+from collab.comments import access, events, pages
 from collab.comments import repository as repo
 from collab.comments.replies import insert_comments, limit_issue, room, thread_issue
 from collab.comments.schemas import (
@@ -68,7 +68,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
                 tx.conn, **key, document_id=data.documentId, id=annotation_id, location=item.location,
                 target_element=item.targetElement.model_dump(exclude_none=True) if item.targetElement else None,
                 status=item.status.id if item.status else "open",
-                status_type=render.STATUS_TYPES[item.status.id if item.status else "open"],
+                status_type=access.STATUS_TYPES[item.status.id if item.status else "open"],
                 priority=item.priority.id if item.priority else None,
                 assigned_to=item.assignedTo.model_dump(exclude_none=True) if item.assignedTo else None,
                 from_user=creator, context=item.context, visibility=visibility.type if visibility else "public",
@@ -130,7 +130,7 @@ def _change(data: UpdateAnnotations, change: AnnotationChange, actor: dict[str, 
     out: dict[str, Any] = {}
     if change.status is not None:
         out |= {
-            "status": change.status.id, "status_type": render.STATUS_TYPES[change.status.id],
+            "status": change.status.id, "status_type": access.STATUS_TYPES[change.status.id],
             "resolved_by": actor["userId"] if actor is not SYSTEM_USER else None
         }
     if change.priority is not None:
@@ -183,7 +183,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
         for annotation_id in data.annotationIds or []:
             before = await repo.get_annotation(tx.conn, **key, document_id=data.documentId, id=annotation_id, lock=True)
             # With verifyUserPermissions a restricted thread exists only for who may see it (visibility included).
-            if before is None or (data.verifyUserPermissions and not render.may_see(before, actor["userId"])):
+            if before is None or (data.verifyUserPermissions and not access.may_see(before, actor["userId"])):
                 results[annotation_id] = _outcome(annotation_id, False, not_found_message("annotation"))
                 continue
             after = await repo.update_annotation(tx.conn, **key, id=annotation_id, change=change, now=now)
@@ -219,7 +219,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> d
                                 document_id=data.documentId, user_ids={data.actionUser.userId}, role="editor", now=now)
         threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds)
         if data.verifyUserPermissions:  # delete-all included: never a thread the actor cannot see
-            threads = [t for t in threads if render.may_see(t, data.actionUser.userId)]
+            threads = [t for t in threads if access.may_see(t, data.actionUser.userId)]
         deleted = await repo.delete_annotations(tx.conn, **key, document_id=data.documentId,
                                                 ids=[t["id"] for t in threads])
     wanted = data.annotationIds if data.annotationIds is not None else sorted(deleted)

@@ -17,7 +17,7 @@ from collab.notifications import repository as notifications_repo
 from collab.presence import repository as presence_repo
 from collab.recordings import repository as recordings_repo
 from collab.users import repository as repo
-from collab.users.schemas import DeleteUserData, UserDataDeleteStatus
+from collab.users.schemas import DeleteUserData, DeletionStatus, UserDataDeleteStatus
 from collab.webhooks import repository as webhooks_repo
 
 
@@ -89,8 +89,4 @@ async def status(svc: Services, *, tenant: Tenant, data: UserDataDeleteStatus) -
         row = await repo.get_deletion(conn, api_key_id=tenant.api_key_id, id=data.jobId)
     if row is None:
         raise not_found("deletion_job")
-    left = len(set(row["tasks"]) - set(row["done"]))
-    result = {"isDeleteCompleted": left == 0, "tasksLeft": left, "lastTaskCompletedTime": row["last_task_completed_at"]}
-    if left and row["job_status"] == "failed":
-        result["error"] = f"The deletion job failed: {row['job_error']}"
-    return result
+    return DeletionStatus.wire(row)

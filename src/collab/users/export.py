@@ -11,16 +11,15 @@ from typing import Any, Awaitable, Callable
 import orjson
 
 from collab.activities.schemas import Activity
-from collab.comments import render as comment_render
 from collab.comments import repository as comments_repo
+from collab.comments.schemas import UserComment, UserReaction
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.envelope import dumps
 from collab.kit.services import Services
 from collab.notifications.schemas import Notification
-from collab.recordings.schemas import display
 from collab.users import repository as repo
-from collab.users.schemas import UserDataGet
+from collab.users.schemas import UserDataGet, UserRecording
 
 
 @dataclass(frozen=True)
@@ -34,37 +33,14 @@ class Kind:
     render: Callable[[dict[str, Any], str], dict[str, Any]]
 
 
-def _where(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "organizationId": row["organization_id"], "documentId": row["document_id"], "annotationId": row["annotation_id"]
-    }
-
-
-def _comment(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
-    return _where(row) | {"comment": comment_render.comment(row)}
-
-
-def _reaction(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
-    return _where(row) | {
-        "commentId": row["comment_id"], "reaction": row["reaction"], "userId": row["user_id"],
-        "createdAt": row["created_at"]
-    }
-
-
-def _recording(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
-    return _where(row) | {
-        "version": row["version"], "recordingType": row["recording_type"], "mode": row["mode"],
-        "displayName": row["display_name"], "recordedTime": {
-            "duration": row["duration_ms"], "display": display(row["duration_ms"])
-        }, "attachments": [{k: a[k]
-                            for k in ("attachmentId", "url", "mimeType", "name", "type", "size")}
-                           for a in row["attachments"]], "from": row["from_user"], "createdAt": row["created_at"]
-    }
-
-
 def _notification_owners(row: dict[str, Any]) -> set[str]:
     actor = (row["action_user"] or {}).get("userId")
     return {*([actor] if actor else []), *row["notify_users_by_user_id"], *row["read_by"]}
+
+
+def _recording_owners(row: dict[str, Any]) -> set[str]:
+    author = (row["from_user"] or {}).get("userId")
+    return {author} if author is not None else set()
 
 
 def _unsized(fetch: Callable[..., Awaitable[list[dict[str, Any]]]]) -> Callable[..., Awaitable[list[dict[str, Any]]]]:
@@ -76,18 +52,17 @@ def _unsized(fetch: Callable[..., Awaitable[list[dict[str, Any]]]]) -> Callable[
 # their stored sizes as well (up to 64 KiB each, and their reactions), so a page never loads a thousand whole.
 KINDS: tuple[Kind, ...] = (
     Kind("comment", comments_repo.user_comments, lambda r: [r["organization_id"], r["annotation_id"], r["id"]],
-         lambda r: {r["from_id"]}, _comment),
+         lambda r: {r["from_id"]}, lambda r, api_key_id: UserComment.wire(r)),
     Kind("reaction", _unsized(comments_repo.user_reactions),
          lambda r: [r["organization_id"], r["annotation_id"], r["comment_id"], r["reaction"], r["user_id"]],
-         lambda r: {r["user_id"]}, _reaction),
+         lambda r: {r["user_id"]}, lambda r, api_key_id: UserReaction.wire(r)),
     Kind("notification", _unsized(repo.export_notifications), lambda r: [r["id"]], _notification_owners,
          lambda r, api_key_id: Notification.wire(r, api_key_id)),
     Kind("activity", _unsized(repo.export_activities), lambda r: [r["id"]], lambda r: {r["action_user"].get("userId")},
          lambda r, api_key_id: Activity.wire(r)),
     Kind("recording", _unsized(repo.export_recordings),
-         lambda r: [r["organization_id"], r["annotation_id"], r["version"]],
-         lambda r: {u
-                    for u in [(r["from_user"] or {}).get("userId")] if u is not None}, _recording))
+         lambda r: [r["organization_id"], r["annotation_id"], r["version"]], _recording_owners,
+         lambda r, api_key_id: UserRecording.wire(r)))
 
 
 async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list[Any], str | None]:

@@ -5,14 +5,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from collab.activities.schemas import Activity
-from collab.comments.schemas import UserComment, UserReaction
+from collab.comments.schemas import UserComment, UserReaction, where
 from collab.events import ActionUser
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, IdList100, Name, unique_by
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 from collab.notifications.schemas import Notification
-from collab.recordings.schemas import RecordingAttachment, RecordingTime
+from collab.recordings.schemas import RecordingAttachment, RecordingTime, display
 
 
 class UserIn(Model):
@@ -176,6 +176,17 @@ class DeletionStatus(Doc):
     lastTaskCompletedTime: int | None = Field(description="Epoch milliseconds; null before the first task finishes.")
     error: str | None = Field(None, description="Present when the deletion job failed for good with tasks left.")
 
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """Progress of a deletion job's row: done or not, tasks left, when the last task finished, why it failed."""
+        left = len(set(row["tasks"]) - set(row["done"]))
+        status: dict[str, Any] = {
+            "isDeleteCompleted": left == 0, "tasksLeft": left, "lastTaskCompletedTime": row["last_task_completed_at"]
+        }
+        if left and row["job_status"] == "failed":
+            status["error"] = f"The deletion job failed: {row['job_error']}"
+        return status
+
 
 class UserRecording(Doc):
     """One recording version a user made, in the export."""
@@ -191,6 +202,17 @@ class UserRecording(Doc):
     attachments: list[RecordingAttachment]
     from_: ActionUser = Field(alias="from")
     createdAt: int = Field(description="Epoch milliseconds.")
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """A recording version of the export: its place, time and the attachments' documented keys."""
+        attachments = [{k: a[k] for k in RecordingAttachment.model_fields} for a in row["attachments"]]
+        return where(row) | {
+            "version": row["version"], "recordingType": row["recording_type"], "mode": row["mode"],
+            "displayName": row["display_name"], "recordedTime": {
+                "duration": row["duration_ms"], "display": display(row["duration_ms"])
+            }, "attachments": attachments, "from": row["from_user"], "createdAt": row["created_at"]
+        }
 
 
 _OWNERS = "The requested userIds this record is about (its author, actor, recipient or reader)."

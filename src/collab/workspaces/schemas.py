@@ -3,7 +3,7 @@
 import base64
 import binascii
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -205,6 +205,11 @@ class ApiKeyEntry(Doc):
     id: str
     type: ApiKeyType
 
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """An API key as its workspace lists it."""
+        return {"apiKeyName": row["name"], "id": row["id"], "type": row["type"]}
+
 
 class Workspace(Doc):
     id: str
@@ -212,6 +217,16 @@ class Workspace(Doc):
     owner: Owner
     authToken: str = Field(description="The workspace-level auth token (workspace auth).")
     apiKeyList: dict[str, ApiKeyEntry] = Field(description="Keyed by API key ID.")
+
+    @staticmethod
+    def wire(row: dict[str, Any], keys: list[dict[str, Any]], auth_token: str) -> dict[str, Any]:
+        """The workspace object: its owner, its token (decrypted by the caller) and its API keys by id."""
+        owner = {"email": row["owner_email"], "id": row["owner_id"], "name": row["owner_name"]}
+        return {
+            "id": row["id"], "name": row["name"], "owner": owner | {"avatar": row["owner_avatar"]},
+            "authToken": auth_token, "apiKeyList": {k["id"]: ApiKeyEntry.wire(k)
+                                                    for k in keys}
+        }
 
 
 class AuthToken(Doc):

@@ -13,7 +13,7 @@ from collab.kit.jobs import transaction
 from collab.kit.ratelimit import check
 from collab.kit.services import Services
 from collab.workspaces import repository as repo
-from collab.workspaces.schemas import CreateApiKey, CreateWorkspace
+from collab.workspaces.schemas import ApiKeyEntry, CreateApiKey, CreateWorkspace, Workspace
 
 DEFAULT_TOKEN_NAME = "Default Auth Token"
 MAX_API_KEYS = 100
@@ -96,13 +96,7 @@ async def _workspace_object(svc: Services, conn: Conn, *, workspace_id: str) -> 
     if row is None:
         raise not_found("workspace")
     keys = await repo.api_keys_of_workspace(conn, workspace_id=workspace_id)
-    return {
-        "id": row["id"], "name": row["name"], "owner": {
-            "email": row["owner_email"], "id": row["owner_id"], "name": row["owner_name"], "avatar": row["owner_avatar"]
-        }, "authToken": svc.keyring.decrypt(row["auth_token_enc"], _ws_token_aad(workspace_id)),
-        "apiKeyList": {k["id"]: {"apiKeyName": k["name"], "id": k["id"], "type": k["type"]}
-                       for k in keys}
-    }
+    return Workspace.wire(row, keys, svc.keyring.decrypt(row["auth_token_enc"], _ws_token_aad(workspace_id)))
 
 
 async def get_workspace(svc: Services, *, caller: WorkspaceCaller) -> dict[str, Any]:
@@ -155,7 +149,7 @@ async def list_api_keys(svc: Services, *, caller: WorkspaceCaller) -> list[dict[
     """The workspace's API keys."""
     async with svc.pool.connection() as conn:
         keys = await repo.api_keys_of_workspace(conn, workspace_id=caller.workspace_id)
-    return [{"id": k["id"], "apiKeyName": k["name"], "type": k["type"]} for k in keys]
+    return [ApiKeyEntry.wire(k) for k in keys]
 
 
 async def set_plan(svc: Services, *, workspace_id: str, plan: str) -> None:
