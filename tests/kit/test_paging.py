@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from support.factories import activity, add_activities, page_of
+from support.factories import activity, add_activities, notify, page_of
 from support.helpers import (
     enable_activities,
     enable_advanced_queries,
@@ -20,17 +20,7 @@ from support.helpers import (
 pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 ACTIVITIES, NOTIFICATIONS, CRDT = "/v2/activities", "/v2/notifications", "/v2/crdt"
-USER = {"userId": "u1", "name": "Ana"}
 BUDGET = 4096
-
-
-def add_notification(client, t, notification_id, **fields):
-    body = {
-        "organizationId": "o1", "documentId": "d1", "notificationId": notification_id, "createOrganization": True,
-        "actionUser": USER, "displayHeadlineMessageTemplate": "x", "displayBodyMessage": "hello",
-        "notifyUsers": [{"userId": "u2"}], **fields
-    }
-    return result(post(client, f"{NOTIFICATIONS}/add", body, t.headers))
 
 
 def every_page(client, path, t, **data):
@@ -85,7 +75,7 @@ def test_notifications_pages_stop_at_the_byte_budget(client, small_pages):
     t = new_tenant(client)
     enable_advanced_queries(client, t)
     for i in range(5):
-        add_notification(client, t, f"n{i}", displayBodyMessage="z" * 1500)
+        notify(client, t, f"n{i}", displayBodyMessage="z" * 1500)
     pages = every_page(client, f"{NOTIFICATIONS}/get", t, organizationId="o1", documentId="d1", order="asc")
     assert_paged_by_bytes(pages, [f"n{i}" for i in range(5)], small_pages)
 
@@ -175,7 +165,7 @@ def test_notification_page_tokens_only_work_with_their_filters(client):
     t = new_tenant(client)
     enable_advanced_queries(client, t)
     for i in range(3):
-        add_notification(client, t, f"n{i}", locationId="l1")
+        notify(client, t, f"n{i}", locationId="l1")
     query = {"organizationId": "o1", "documentId": "d1", "locationId": "l1", "pageSize": 1}
     token = page_of(client, f"{NOTIFICATIONS}/get", t, **query)["pageToken"]
     assert token is not None
