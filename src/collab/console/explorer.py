@@ -76,9 +76,9 @@ async def organization(request: Request, org: str = "", key: str | None = None, 
     query = outcomes.given(organizationId=org, folderId=folder or None, pageSize=PAGE_SIZE, pageToken=page)
     listed = await outcomes.run(lambda: documents.get(svc, tenant=tenant, data=GetDocuments(**query)))
     rows, token = listed.value or ([], None)
+    paged = page is not None
     return _page(request, console, "explorer_organization.html", title=f"Organization {org}", outcome=listed, keys=keys,
-                 key=key, organization=found, folders=tree, folder=folder, documents=rows, next_page=token, paged=page
-                 is not None)
+                 key=key, organization=found, folders=tree, folder=folder, documents=rows, next_page=token, paged=paged)
 
 
 @router.get("/explorer/document")
@@ -94,9 +94,9 @@ async def document(request: Request, org: str = "", doc: str = "", key: str | No
     listed = await outcomes.run(lambda: activities.list_activities(svc, tenant=tenant, data=GetActivities(**query)))
     rows, token = listed.value or ([], None)
     rows = outcomes.plain(rows)
+    paged = page is not None
     return _page(request, console, "explorer_document.html", title=f"Document {doc}", outcome=listed, keys=keys,
-                 key=key, org=org, doc=doc, access=access.value, activities=rows, next_page=token, paged=page
-                 is not None)
+                 key=key, org=org, doc=doc, access=access.value, activities=rows, next_page=token, paged=paged)
 
 
 @router.get("/explorer/user")

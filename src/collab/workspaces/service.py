@@ -84,8 +84,8 @@ async def create_workspace(svc: Services, *, data: CreateWorkspace, client_ip: s
         await repo.insert_workspace(tx.conn, id=workspace_id, name=workspace_name, owner_email=email,
                                     owner_id=root["owner_id"] if root else new_id("usr_"), owner_name=name,
                                     owner_avatar=data.avatar or "", auth_token_hash=svc.keyring.hash(token),
-                                    auth_token_enc=svc.keyring.encrypt(token, _ws_token_aad(workspace_id)), is_root=root
-                                    is None)
+                                    auth_token_enc=svc.keyring.encrypt(token,
+                                                                       _ws_token_aad(workspace_id)), is_root=not root)
         await _add_api_key(svc, tx.conn, workspace_id=workspace_id, owner_email=email, kind="testing", name=None,
                            with_token=True)
         return await _workspace_object(svc, tx.conn, workspace_id=workspace_id)
