@@ -164,7 +164,8 @@ def _eval_search(args: argparse.Namespace) -> int:
     from collab.judgments import evaluate
 
     return evaluate.main(model=args.model, set_path=Path(args.set) if args.set else None, as_json=args.json,
-                         queries=args.queries, judgments=args.judgments, bf16=args.bf16)
+                         queries=args.queries, judgments=args.judgments, bf16=args.bf16,
+                         split=None if args.split == "all" else args.split)
 
 
 def _reembed(args: argparse.Namespace) -> int:
@@ -343,8 +344,13 @@ def main(argv: list[str] | None = None) -> int:
     extraction.set_defaults(fn=_eval)
     search = esub.add_parser("search", help="recall@1/3/10, MRR and latency of judgment search on a labelled set")
     search.add_argument("--model", help="a candidate embedding model (as for reembed); default: the active one")
-    search.add_argument("--set",
-                        help="a labelled set directory (judgments.jsonl + queries.jsonl); default: fixtures/search")
+    search.add_argument(
+        "--set", help=("a labelled set directory (judgments.jsonl + queries.jsonl); default: "
+                       "fixtures/search, then fixtures/search/harder"))
+    search.add_argument(
+        "--split", choices=["report", "tune", "all"], default="report",
+        help=("which half of a split set's queries: report (held out, the default), tune (the half "
+              "to tune on) or all"))
     search.add_argument("--json", action="store_true", help="print the report as JSON")
     search.add_argument("--queries", type=int, help="only this many queries (taken round-robin over the kinds)")
     search.add_argument("--judgments", type=int, help="only this many judgments (the queries' relevant ones first)")

@@ -2,6 +2,9 @@
 
 import asyncio
 import json
+import subprocess
+import sys
+from collections import Counter
 
 import pytest
 
@@ -11,6 +14,8 @@ from collab.judgments import evaluate
 pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
 KINDS = {"paraphrase", "question", "keyword"}
+HARDER_KINDS = {"paraphrase", "question", "comment", "keyword"}
+REPORT_HALF = {q["id"] for q in evaluate.load_set(evaluate.HARDER).queries if q["split"] == "report"}
 
 
 def test_the_fixture_set_is_large_varied_and_consistent():
@@ -26,6 +31,35 @@ def test_the_fixture_set_is_large_varied_and_consistent():
     for query in labelled.queries:
         if query["kind"] != "keyword":
             assert all(query["query"].lower() not in reasoning[r] for r in query["relevant"]), query
+
+
+def test_the_harder_set_keeps_its_own_rules_and_holds_out_half():
+    # check.py: paraphrases share at most one content word with their judgment, questions two, comments copy no
+    # run of four words, keywords name their judgments only (its own rules, stdlib only).
+    checked = subprocess.run([sys.executable, str(evaluate.HARDER / "check.py")], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    labelled = evaluate.load_set(evaluate.HARDER)
+    assert len(labelled.records) >= 400 and len(labelled.queries) >= 150
+    assert len({r["activity"]["entityTargetData"]["contentType"] for r in labelled.records}) >= 15
+    kinds = Counter((q["kind"], q["split"]) for q in labelled.queries)
+    assert {kind for kind, _ in kinds} == HARDER_KINDS
+    assert all(abs(kinds[kind, "tune"] - kinds[kind, "report"]) <= 1 for kind in HARDER_KINDS)
+    # The two sets can be loaded side by side: no id of one is an id of the other.
+    easy = evaluate.load_set()
+    assert not {r["activity"]["id"] for r in easy.records} & {r["activity"]["id"] for r in labelled.records}
+
+
+def test_a_half_keeps_every_judgment_and_only_its_queries():
+    labelled = evaluate.load_set(evaluate.HARDER)
+    report = evaluate.half(labelled, "report")
+    assert report.name == "harder (report half)" and report.records == labelled.records
+    assert {q["id"] for q in report.queries} == REPORT_HALF
+    assert {q["id"]
+            for q in evaluate.half(labelled, "tune").queries} == {q["id"]
+                                                                  for q in labelled.queries} - REPORT_HALF
+    assert evaluate.half(labelled, None) == labelled
+    easy = evaluate.load_set()  # no split in it: a half is the whole set
+    assert evaluate.half(easy, "report") == easy
 
 
 def test_sample_keeps_every_kind_and_the_relevant_judgments():
@@ -50,7 +84,10 @@ def test_score_caps_recall_at_what_fits_in_the_top_k():
      (('{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment",'
        ' "actionType": "comment.add", "actionUser": {"userId": "u"}}}\n'),
       '{"id": "q1", "kind": "keyword", "query": "x", "relevant": ["nope"]}\n', "not in judgments.jsonl"),
-     ("not json\n", "", "line 1")])
+     ("not json\n", "", "line 1"),
+     (('{"organizationId": "o", "documentId": "d", "activity": {"id": "a", "featureType": "comment",'
+       ' "actionType": "comment.add", "actionUser": {"userId": "u"}}}\n'),
+      '{"id": "q1", "kind": "keyword", "query": "x", "relevant": ["a"], "split": "train"}\n', "split must be one of")])
 def test_a_malformed_set_is_refused_with_its_line(tmp_path, capsys, judgments, queries, problem):
     (tmp_path / "judgments.jsonl").write_text(judgments)
     (tmp_path / "queries.jsonl").write_text(queries)
@@ -77,7 +114,11 @@ def test_cli_runs_on_a_slice_of_the_fixture_set(live, db, monkeypatch, capsys):
     code = cli.main(["eval", "search", "--queries", "12", "--judgments", "40", "--json"])
     out = capsys.readouterr().out
     assert code == 0, out
-    report = json.loads(out)
+    # Both sets, each in a tenant of its own: the project's whole, the harder set's held-out half.
+    report, harder = json.loads(out)["sets"]
+    assert report["set"] == "search" and harder["set"] == "harder (report half)"
+    assert harder["judgments"] == 40 and harder["queries"] == 12
+    assert {d["id"] for d in harder["perQuery"]} <= REPORT_HALF
     assert report["judgments"] == 40 and report["queries"] == 12
     assert report["load"]["judgments"] == 40 and report["load"]["vectors"] == 40
     assert set(report["rankings"]) == {"configured", "vector_only"}

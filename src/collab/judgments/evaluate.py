@@ -22,6 +22,8 @@ from collab.config import Settings
 from collab.kit.db import Queries, execute
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "search"
+HARDER = FIXTURES / "harder"  # paraphrases sharing at most one content word, questions, reviewers' notes
+SPLITS = ("tune", "report")  # a query's half: tune on `tune`, quote `report` (held out, never tuned on)
 CUTOFFS = (1, 3, 10)
 LIMIT = 10  # results per query: recall@10 is the widest cutoff
 SCRATCH_EMAIL = "search-eval@collab.invalid"  # owner of every scratch workspace (never a real address)
@@ -36,7 +38,8 @@ class SetError(Exception):
 @dataclass(frozen=True)
 class LabelledSet:
     records: list[dict[str, Any]]  # {organizationId, documentId, activity}: one activity as activities/add takes it
-    queries: list[dict[str, Any]]  # {id, kind, query, relevant: [activity ids]}
+    queries: list[dict[str, Any]]  # {id, kind, query, relevant: [activity ids], split?: tune | report}
+    name: str = "search"  # the set's folder, as the report names it
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -92,9 +95,20 @@ def load_set(path: Path = FIXTURES) -> LabelledSet:
         unknown = [r for r in relevant if r not in ids]
         if unknown:
             raise SetError(f"{where}: relevant ids not in judgments.jsonl: {unknown}")
+        if query.get("split", SPLITS[0]) not in SPLITS:
+            raise SetError(f"{where}: split must be one of {', '.join(SPLITS)}")
     if not records or not queries:
         raise SetError(f"{directory.name}: the set has no judgments or no queries")
-    return LabelledSet(records=records, queries=queries)
+    return LabelledSet(records=records, queries=queries, name=directory.name)
+
+
+def half(labelled: LabelledSet, split: str | None) -> LabelledSet:
+    """The queries of one split (every judgment stays, as the distractors it is scored among); a set whose queries
+    carry no split, or `split` None, whole."""
+    if split is None or not any("split" in query for query in labelled.queries):
+        return labelled
+    chosen = [query for query in labelled.queries if query.get("split") == split]
+    return dataclasses.replace(labelled, queries=chosen, name=f"{labelled.name} ({split} half)")
 
 
 def sample(labelled: LabelledSet, *, queries: int | None = None, judgments: int | None = None) -> LabelledSet:
@@ -116,7 +130,7 @@ def sample(labelled: LabelledSet, *, queries: int | None = None, judgments: int 
         others = [r for r in records if r["activity"]["id"] not in needed][:room]
         keep = needed | {r["activity"]["id"] for r in others}
         records = [r for r in records if r["activity"]["id"] in keep]
-    return LabelledSet(records=records, queries=chosen)
+    return dataclasses.replace(labelled, records=records, queries=chosen)
 
 
 def score(ranked: list[str], relevant: list[str]) -> dict[str, float]:
@@ -265,8 +279,9 @@ async def evaluate(svc, embedder, *, labelled: LabelledSet) -> dict[str, Any]:
     finally:
         await _drop_tenant(svc, workspace_id=workspace_id)
     return {
-        "model": embedder.name, "dimensions": embedder.dimensions, "judgments": len(labelled.records),
-        "queries": len(labelled.queries), "load": loaded, "rankings": summaries, "perQuery": per_query
+        "set": labelled.name, "model": embedder.name, "dimensions": embedder.dimensions,
+        "judgments": len(labelled.records), "queries": len(labelled.queries), "load": loaded, "rankings": summaries,
+        "perQuery": per_query
     }
 
 
@@ -292,13 +307,20 @@ async def _embedder(svc, model: str | None, dtype: str):
 
 async def run(settings: Settings, *, labelled: LabelledSet, model: str | None = None,
               dtype: str = "auto") -> dict[str, Any]:
-    """The eval against the configured database: build Services, pick the model, evaluate, close."""
+    """The eval of one set against the configured database."""
+    [report] = await run_sets(settings, sets=[labelled], model=model, dtype=dtype)
+    return report
+
+
+async def run_sets(settings: Settings, *, sets: list[LabelledSet], model: str | None = None,
+                   dtype: str = "auto") -> list[dict[str, Any]]:
+    """Build Services, pick the model, evaluate each set in a scratch tenant of its own, close."""
     from collab.kit.services import build_services, close_services
 
     svc = await build_services(settings)
     try:
         embedder = await _embedder(svc, model, dtype)
-        return await evaluate(svc, embedder, labelled=labelled)
+        return [await evaluate(svc, embedder, labelled=labelled) for labelled in sets]
     finally:
         await close_services(svc)
 
@@ -314,7 +336,7 @@ def table(report: dict[str, Any]) -> str:
     """The report as text: a Markdown table per ranking and kind, then the configured ranking's misses at 3."""
     load_info = report["load"]
     lines = [
-        f"model {report['model']} ({report['dimensions']} dims):"
+        f"set {report['set']}, model {report['model']} ({report['dimensions']} dims):"
         f" {report['judgments']} judgments, {report['queries']} queries;"
         f" loaded {load_info['judgments']} judgments / {load_info['vectors']} vectors in {load_info['seconds']} s", "",
         "| ranking | kind | queries | recall@1 | recall@3 | recall@10 | MRR | p50 ms | p95 ms |",
@@ -333,17 +355,19 @@ def table(report: dict[str, Any]) -> str:
 
 
 def main(*, model: str | None, set_path: Path | None, as_json: bool, queries: int | None, judgments: int | None,
-         bf16: bool) -> int:
-    """The CLI entry: print the table (or the JSON report); exit 2 on a malformed set."""
+         bf16: bool, split: str | None = "report") -> int:
+    """The CLI entry: print a table per set (or the JSON reports); exit 2 on a malformed set. Without a set named,
+    the project's set and the harder set's `split` half."""
     import sys
 
     from collab.config import get_settings
 
     try:
-        labelled = sample(load_set(set_path or FIXTURES), queries=queries, judgments=judgments)
+        sets = [half(load_set(path), split) for path in ([set_path] if set_path else [FIXTURES, HARDER])]
+        sets = [sample(labelled, queries=queries, judgments=judgments) for labelled in sets]
     except SetError as exc:
         print(f"collab eval search: {exc}", file=sys.stderr)
         return 2
-    report = asyncio.run(run(get_settings(), labelled=labelled, model=model, dtype="bf16" if bf16 else "auto"))
-    print(json.dumps(report, indent=1) if as_json else table(report))
+    reports = asyncio.run(run_sets(get_settings(), sets=sets, model=model, dtype="bf16" if bf16 else "auto"))
+    print(json.dumps({"sets": reports}, indent=1) if as_json else "\n\n".join(table(r) for r in reports))
     return 0
