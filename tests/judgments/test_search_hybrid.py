@@ -42,6 +42,62 @@ def test_an_exact_identifier_is_found_though_the_vector_ranks_it_low(client, liv
     assert found["recordId"] == "target" and -1 <= found["similarity"] <= 1  # still the cosine
 
 
+# Near-duplicates: each pair shares most of its words, and for some the model puts the other one first when the
+# reasoning is searched without its decision ("Missing alt text" is nearer "approved: Missing alt text was added"
+# than "rejected: Missing alt text").
+NEAR = [("good", "approve", "Looks good."), ("good-but", "reject", "Looks good, but the footer link is broken."),
+        ("ret", "add", "Retention is 30 days."), ("ret-not", "reject", "Retention is 30 days, not 90."),
+        ("alt", "reject", "Missing alt text"), ("alt-added", "approve", "Missing alt text was added"),
+        ("ship", "approve", "Ship it"), ("ship-after", "add", "Ship it after the freeze")]
+DECISIONS = {"approve": "approved", "reject": "rejected", "add": "comment"}
+
+
+def test_a_judgment_searched_by_its_own_text_comes_first_in_every_scope(client, live):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    for org, doc in (("org1", "doc1"), ("org1", "doc2"), ("org2", "doc1")):  # each pair in three places
+        add(client, t, [
+            judged(f"{record_id}-{org}-{doc}", reasoning, action=f"comment_annotation.{action}")
+            for record_id, action, reasoning in NEAR
+        ], org=org, doc=doc)
+    settle_jobs(live, t)
+    for record_id, action, reasoning in NEAR:
+        # As the reviewer wrote it, with its spacing and case changed, and as it is stored ("rejected: ...").
+        for query in (reasoning, f"  {reasoning.upper()}\n", f"{DECISIONS[action]}: {reasoning}"):
+            for scope, where in ((("org2", "doc1"), {}), (("org1", "doc2"), {"organizationId": "org1"}),
+                                 (("org1", "doc1"), {"organizationId": "org1", "documentId": "doc1"})):
+                found = ids(client, t, query=query, limit=3, **where)
+                # Tenant-wide the three copies tie on text: the newest (added last) leads.
+                assert found[0].startswith(f"{record_id}-"), (query, where, found)
+                assert found[0] == f"{record_id}-{scope[0]}-{scope[1]}", (query, where, found)
+
+
+def test_its_own_text_leads_even_where_its_vector_says_otherwise(client, live, db):
+    # Prose (no lexical arm) whose stored vector no longer matches its text: an approximate index, half
+    # precision or another build of the model drift it. Here it is the vector of an unrelated judgment, so by
+    # meaning the near-duplicate wins; by text it is the one that was searched.
+    t = new_tenant(client)
+    enable_activities(client, t)
+    target = ("The vendor's SOC 2 report expired in March, so the renewal stays blocked until the auditors send the "
+              "new one and security has read its exceptions section.")
+    twin = ("The vendor's SOC 2 report expired in March; the renewal is approved anyway because the auditors sent "
+            "a bridge letter and security read its exceptions section.")
+    add(client, t, [
+        judged("target", target),
+        judged("twin", twin, action="comment_annotation.approve"),
+        judged("other", "The hero image on the pricing page is blurry on retina screens; re-export it at 2x.")
+    ])
+    settle_jobs(live, t)
+    db.execute(
+        "update judgment_embeddings e set embedding = o.embedding from judgment_embeddings o "
+        "where e.api_key_id = %(key)s and e.judgment_id = 'target' and o.api_key_id = %(key)s "
+        "and o.judgment_id = 'other' and o.kind = e.kind and o.model = e.model", {"key": t.api_key})
+    for query in (target, f"rejected: {target}", target.replace(" ", "  ").lower()):
+        assert ids(client, t, query=query, limit=2) == ["target", "twin"]
+        assert ids(client, t, query=query, limit=2, organizationId="org1", documentId="doc1") == ["target", "twin"]
+    assert ids(client, t, query=twin, limit=1) == ["twin"]
+
+
 def test_a_tiny_organization_in_a_large_table_gets_full_pages(client, live, db):
     t = new_tenant(client)
     enable_activities(client, t)

@@ -170,3 +170,18 @@ join judgments j on j.api_key_id = top.api_key_id and j.id = top.id
 join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id
  and e.kind = %(kind)s and e.model = %(model)s
 order by top.rank desc, top.created_at desc, top.id
+
+-- name: exact
+-- The judgments of the scope whose text is one of the given texts, whitespace folded and case lowered (a template:
+-- column, where, distance), newest first, with the cosine of their vector to the query's. The texts' keys are made
+-- by the expression of the key columns (migration 0020), so both sides fold alike.
+select j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning,
+       j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at,
+       1 - ({distance}) as similarity
+from judgments j
+join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id
+ and e.kind = %(kind)s and e.model = %(model)s
+where j.{column} in (select md5(lower(btrim(regexp_replace(t, '\s+', ' ', 'g')))) from unnest(%(texts)s::text[]) t)
+  and {where}
+order by j.created_at desc, j.id
+limit %(k)s

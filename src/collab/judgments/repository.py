@@ -184,6 +184,20 @@ async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, vector: s
     return await fetch_all(conn, query, params, prepare=False)
 
 
+async def exact(conn: Conn, *, dimensions: int, k: int, texts: list[str], vector: str, model: str, kind: str,
+                api_key_id: str, organization_id: str | None, document_id: str | None) -> list[dict[str, Any]]:
+    """The judgments of the scope whose embedded text (the reasoning, or the content) is one of `texts`, whitespace
+    folded and case lowered, newest first, with the cosine similarity of their vector under the model."""
+    query = sql.SQL(q.exact).format(column=sql.Identifier("review_key" if kind == "review" else "content_key"),
+                                    distance=_distance(dimensions),
+                                    where=_scope_where(organization_id, document_id, "j"))
+    params = {
+        "k": k, "texts": texts, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,
+        "organization_id": organization_id, "document_id": document_id
+    }
+    return await fetch_all(conn, query, params, prepare=False)
+
+
 async def lexical(conn: Conn, *, dimensions: int, k: int, cap: int, text: str, vector: str, model: str, kind: str,
                   api_key_id: str, organization_id: str | None, document_id: str | None) -> list[dict[str, Any]]:
     """The k judgments of the scope whose text matches every term of `text` best (full-text rank) among the

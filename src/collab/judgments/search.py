@@ -6,6 +6,7 @@ shortcut paths need no model, so `needs_model` lets the job answer them without 
 
 import asyncio
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -174,6 +175,8 @@ MAX_LEXICAL_WORDS = 8
 # OpenVINO bf16 to 0.9999, which embeddings/export.py checks; torch bf16 drifts to 0.998 and misses this tier).
 # Texts that differ reach it only when nearly identical.
 IDENTICAL = 0.999
+# "rejected: ", "document_approved: ": the decision derive.texts puts before the reasoning it embeds.
+DECISION_PREFIX = re.compile(r"^\s*[A-Za-z_]{1,40}\s*:\s*")
 
 
 def lexical_text(query: str) -> str | None:
@@ -279,10 +282,21 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
         if settings.search_lexical_weight > 0 and text:
             lexical = await repo.lexical(conn, dimensions=len(vector), k=k, cap=settings.search_lexical_candidates,
                                          text=text, vector=literal, **params)
+        same = await repo.exact(conn, dimensions=len(vector), k=k, texts=as_written(data.query), vector=literal,
+                                **params)
     found.sort(key=lambda r: -float(r["similarity"]))  # relaxed_order may return them slightly out of order
     fused = fuse(found, lexical, vector_weight=settings.search_vector_weight,
                  lexical_weight=settings.search_lexical_weight, rrf_k=settings.search_rrf_k)
-    return fused[:k]  # rule 7: the post-filters see the top limit * 3 of the fused list
+    # A judgment whose own text was searched leads, whatever its vector's cosine (nothing is better evidence).
+    first = {r["id"] for r in same}
+    return (same + [r for r in fused if r["id"] not in first])[:k]  # rule 7: the post-filters see the top limit * 3
+
+
+def as_written(query: str) -> list[str]:
+    """The texts a query may be a stored judgment's text as: itself, and without a leading decision ("rejected: …",
+    as the review text is embedded) so that the reasoning as the reviewer wrote it matches too."""
+    bare = DECISION_PREFIX.sub("", query, count=1)
+    return [query, bare] if bare.strip() and bare != query else [query]
 
 
 async def run(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments) -> dict[str, Any]:
