@@ -161,8 +161,46 @@ def new_tenant(client: httpx.Client) -> dict[str, str]:
     return {"x-service-api-key": key, "x-service-auth-token": tokens["result"]["data"]["authTokens"][0]["token"]}
 
 
+# BENCH_CPU=avx2 measures what a CPU without AVX-512 and bfloat16 sees, on one that has them: oneDNN (OpenVINO's
+# CPU kernels) and torch are capped at AVX2, so the embedding runs fp32 on ONNX Runtime. ONNX Runtime has no such
+# cap: its kernels still use AVX-512 where the CPU has it. The stack the benches start inherits these variables.
+PROFILES = {"avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}}
+os.environ.update(PROFILES.get(os.environ.get("BENCH_CPU", ""), {}))
+
+
+def cpu_profile() -> str:
+    """`bf16` where the embedding runs OpenVINO's bfloat16 (AMX, AVX512-BF16), else the widest vector ISA of the
+    CPU as capped: `avx512` or `avx2` (fp32 on ONNX Runtime)."""
+    from collab.embeddings.runtime import native_bf16
+
+    if native_bf16():
+        return "bf16"
+    if os.environ.get("BENCH_CPU") == "avx2":
+        return "avx2"
+    return "avx512" if "avx512f" in _cpu_flags() else "avx2"
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((line for line in info.splitlines() if line.startswith("flags")), "")
+    return set(line.split(":", 1)[-1].split())
+
+
+def _cpu_model() -> str:
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    line = next((line for line in info.splitlines() if line.startswith("model name")), "")
+    return line.split(":", 1)[-1].strip() or platform.machine()
+
+
 def machine() -> str:
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    return (f"{platform.machine()} ({_cpu_model()}, {cpu_profile()} profile), {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}")
 
 
 def write_section(name: str, body: str) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
-from bench.common import machine, new_tenant, pct, stack, write_section
+from bench.common import cpu_profile, machine, new_tenant, pct, stack, write_section
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 N = int(os.environ.get("BENCH_SEARCH_N", "100000"))
@@ -407,7 +407,8 @@ def main() -> str:
         f"2,048 of these sentences: {embed_info['per_s']:.0f} texts/s."
     ]
     table = "\n".join(lines)
-    write_section("search" if COPIES == 1 else "search-scale", table)
+    # One section per CPU profile, so the bf16 and the AVX2 figures stand side by side (docs/benchmarks.md).
+    write_section(("search" if COPIES == 1 else "search-scale") + f"-{cpu_profile()}", table)
     return table
 
 

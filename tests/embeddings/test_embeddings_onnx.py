@@ -136,6 +136,21 @@ def test_without_native_bf16_the_default_is_onnx_fp32(cache, onnx_fp32, monkeypa
     assert Embedder(name, source, dtype="fp32", cache_dir=cache).model.label == "onnx-fp32"
 
 
+def test_an_isa_cap_below_bf16_turns_bf16_off():
+    # ONEDNN_MAX_CPU_ISA (oneDNN's, read by OpenVINO's CPU plugin) at AVX2 is the CPU without AVX-512 that users
+    # have: the embedding runs fp32 on ONNX Runtime there; a cap at AMX or none leaves the CPU's own answer.
+    def asked(cap):
+        env = {k: v
+               for k, v in os.environ.items()
+               if k != "ONEDNN_MAX_CPU_ISA"} | ({"ONEDNN_MAX_CPU_ISA": cap} if cap else {})
+        code = "from collab.embeddings.runtime import native_bf16; print(native_bf16())"
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    assert asked("AVX2") == asked("avx512_core_vnni") == "False"
+    assert asked("AVX512_CORE_AMX") == asked(None) == str(native_bf16())
+
+
 def test_bf16_that_drifts_is_refused_for_fp32(cache, onnx_fp32, monkeypatch, caplog):
     from collab.embeddings import runtime
 

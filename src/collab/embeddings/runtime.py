@@ -47,9 +47,16 @@ def _openvino():
     return openvino.Core()
 
 
+# oneDNN's ISA caps (ONEDNN_MAX_CPU_ISA, which OpenVINO's CPU plugin reads too) below the first with bfloat16.
+BELOW_BF16 = {"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI"}
+
+
 @functools.cache
 def native_bf16() -> bool:
-    """Whether OpenVINO is installed and this CPU computes bfloat16 natively (AVX512-BF16 or AMX)."""
+    """Whether OpenVINO is installed and this CPU computes bfloat16 natively (AVX512-BF16 or AMX), unless
+    ONEDNN_MAX_CPU_ISA caps the instruction set below that (as on a CPU without it: fp32 on ONNX Runtime)."""
+    if os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() in BELOW_BF16:
+        return False
     try:
         return "BF16" in _openvino().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
     except ImportError:

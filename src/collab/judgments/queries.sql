@@ -181,7 +181,7 @@ select j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.
 from judgments j
 join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id
  and e.kind = %(kind)s and e.model = %(model)s
-where j.{column} in (select md5(lower(btrim(regexp_replace(t, '\s+', ' ', 'g')))) from unnest(%(texts)s::text[]) t)
+where j.{column} = any(array(select md5(lower(btrim(regexp_replace(t, '\s+', ' ', 'g')))) from unnest(%(texts)s::text[]) t))
   and {where}
 order by j.created_at desc, j.id
 limit %(k)s
