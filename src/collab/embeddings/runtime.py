@@ -162,6 +162,10 @@ class Recent:
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
 
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+
 
 def bulk_device(device: str) -> str:
     """Where bulk embedding runs: 'cuda-onnx' (onnxruntime-gpu), 'cuda-torch', or 'cpu'."""

@@ -222,6 +222,11 @@ def fuse(vector: list[dict], lexical: list[dict], *, vector_weight: float, lexic
         (float(r["similarity"]) < IDENTICAL, -scores[r["id"]], r["id"] not in matched, -float(r["similarity"])))
 
 
+def forget_queries() -> None:
+    """Drop the recent query vectors, so the next search of a text encodes it (the eval times each encode)."""
+    _recent.clear()
+
+
 async def query_vector(embedder, *, api_key_id: str, text: str) -> list[float]:
     """The query's vector: this tenant's recent one for the same text, else encoded (with any others waiting)."""
     key = (embedder.name, api_key_id, text)
