@@ -162,7 +162,9 @@ def load_table(database_url: str, key: str, vectors: np.ndarray, texts: list[str
                     if table == "activities":
                         copy.write_row((key, rid, org, doc, "comment", "comment.add", '{"userId": "u"}', i))
                     elif table == "judgments":
-                        copy.write_row((key, rid, org, doc, "comment", "human", texts[i], 1.0, '{"userId": "u"}', i))
+                        # A docstring may hold a NUL, which Postgres text refuses (the service strips it too).
+                        reasoning = texts[i].replace("\x00", "")
+                        copy.write_row((key, rid, org, doc, "comment", "human", reasoning, 1.0, '{"userId": "u"}', i))
                     else:
                         copy.write_row((key, rid, "review", model, "bench", org, doc, _vec(vector)))
         if COPIES > 1:
@@ -324,7 +326,7 @@ def main() -> str:
     table_vecs, query_vecs = vectors[:N], vectors[N:]
     rng = random.Random(5)
     rows = N * COPIES
-    title = "## Judgment search" + (f" at {rows:,} rows" if COPIES > 1 else "")
+    title = "## Judgment search" + (f" at {rows:,} rows" if COPIES > 1 else "") + f" ({cpu_profile()} profile)"
     scale = (f" × {COPIES} (each row copied with a perturbed vector, cosine ≈ 0.96: {rows:,} rows; exact-text "
              f"self-retrieval is not measured, since every text is stored {COPIES} times)" if COPIES > 1 else "")
     lines = [
