@@ -54,6 +54,15 @@ def notifications(client, t):
     return result(post(client, "/v2/notifications/get", {**WHERE, "pageSize": 100}, t.headers))
 
 
+def edit_and_react(client, t, thread, reaction):
+    """Edit comment 2 of the thread, then add and take back a reaction of u2's on comment 1."""
+    steps = [("update", {"commentIds": [2], "updatedData": {"commentText": "e"}})]
+    steps += [(f"reactions/{action}", {"commentId": 1, "reaction": reaction, "userId": "u2"})
+              for action in ("add", "delete")]
+    for path, body in steps:
+        result(post(client, f"{BASE}/comments/{path}", {**thread, **body}, t.headers))
+
+
 def test_each_write_logs_its_activity(client, live, clock):
     t = setup(client)
     add(client, t, "a1", assignedTo={"userId": "x"})
@@ -65,15 +74,7 @@ def test_each_write_logs_its_activity(client, live, clock):
                     "commentText": "quiet", "from": {"userId": "u2"}, "triggerActivities": False
                 }]
             }, t.headers))
-    result(
-        post(client, f"{BASE}/comments/update", {**thread, "commentIds": [2], "updatedData": {"commentText": "e"}},
-             t.headers))
-    result(
-        post(client, f"{BASE}/comments/reactions/add", {**thread, "commentId": 1, "reaction": "👍", "userId": "u2"},
-             t.headers))
-    result(
-        post(client, f"{BASE}/comments/reactions/delete", {**thread, "commentId": 1, "reaction": "👍", "userId": "u2"},
-             t.headers))
+    edit_and_react(client, t, thread, "👍")
     result(
         post(
             client, f"{BASE}/update", {
@@ -146,15 +147,7 @@ def test_webhooks_carry_a_snapshot_of_the_thread_for_each_event(client, live, re
     result(
         post(client, f"{BASE}/comments/add",
              {**thread, "commentData": [{"commentText": "r", "from": {"userId": "u2"}}]}, t.headers))
-    result(
-        post(client, f"{BASE}/comments/update", {**thread, "commentIds": [2], "updatedData": {"commentText": "e"}},
-             t.headers))
-    result(
-        post(client, f"{BASE}/comments/reactions/add", {**thread, "commentId": 1, "reaction": "+1", "userId": "u2"},
-             t.headers))
-    result(
-        post(client, f"{BASE}/comments/reactions/delete", {**thread, "commentId": 1, "reaction": "+1", "userId": "u2"},
-             t.headers))
+    edit_and_react(client, t, thread, "+1")
     result(
         post(
             client, f"{BASE}/update", {

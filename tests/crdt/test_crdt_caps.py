@@ -21,13 +21,18 @@ def crdt_caps(live):
 # CRDT caps, enforced on write.
 
 
-def test_crdt_editors_per_document_are_capped(client, crdt_caps):
-    t = new_tenant(client)
-    for editor in ("e1", "e2"):
+def _editors(client, t, *editors):
+    """Add text editors to document d1 of organization o1."""
+    for editor in editors:
         result(
             post(client, f"{CRDT}/add",
                  {"organizationId": "o1", "documentId": "d1", "editorId": editor, "type": "text", "data": "hi"},
                  t.headers))
+
+
+def test_crdt_editors_per_document_are_capped(client, crdt_caps):
+    t = new_tenant(client)
+    _editors(client, t, "e1", "e2")
     third = {"organizationId": "o1", "documentId": "d1", "editorId": "e3", "type": "text", "data": "hi"}
     err = error(post(client, f"{CRDT}/add", third, t.headers), "RESOURCE_EXHAUSTED")
     assert "at most 2 CRDT editors" in err["message"]
@@ -41,11 +46,7 @@ def test_crdt_editors_per_document_are_capped(client, crdt_caps):
 
 def test_an_existing_editor_at_the_cap_is_already_exists(client, crdt_caps):
     t = new_tenant(client)
-    for editor in ("e1", "e2"):
-        result(
-            post(client, f"{CRDT}/add",
-                 {"organizationId": "o1", "documentId": "d1", "editorId": editor, "type": "text", "data": "hi"},
-                 t.headers))
+    _editors(client, t, "e1", "e2")
     again = {"organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text", "data": "other"}
     err = error(post(client, f"{CRDT}/add", again, t.headers), "ALREADY_EXISTS")
     assert err["message"] == "CRDT data already exists for this editor ID."

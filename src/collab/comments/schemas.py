@@ -469,8 +469,8 @@ class Annotation(Doc):
             "comments/get for this thread to read the rest."))
 
     @staticmethod
-    def wire(row: dict[str, Any], comments: list[dict[str, Any]] | None) -> dict[str, Any]:
-        """A thread with its comments (each a `Comment.wire`); without them (None) as event snapshots carry it."""
+    def wire(row: dict[str, Any], comments: list[dict[str, Any]]) -> dict[str, Any]:
+        """A thread with its comments (each a `Comment.wire`)."""
         record: dict[str, Any] = {
             "annotationId": row["id"], "documentId": row["document_id"], "organizationId": row["organization_id"]
         }
@@ -482,9 +482,7 @@ class Annotation(Doc):
             record["priority"] = {"id": row["priority"]}
         if row["assigned_to"] is not None:
             record["assignedTo"] = row["assigned_to"]
-        record["from"] = row["from_user"]
-        if comments is not None:
-            record["comments"] = comments
+        record |= {"from": row["from_user"], "comments": comments}
         if row["context"] is not None:
             record["context"] = row["context"]
         visibility: dict[str, Any] = {"type": row["visibility"]}

@@ -123,16 +123,32 @@ select set_config(s.name, s.value, false) from unnest(%(names)s::text[], %(value
 select count(*) as n from (select 1 from judgment_embeddings e where {where} limit %(cap)s) s
 
 -- name: nearest
--- The k judgments nearest to the query vector within the scope (a template: candidates, one of the two below).
--- The k nearest are found on the embeddings alone, and only those k are joined to their judgments: joined
--- first, an exact scan of a 5,000-row scope paid 5,000 judgment lookups (18 ms against 3 ms). A search reads a
--- judgment's record and the rule-7 filters, never content or the tsvectors.
+-- The judgments of the scope whose text is the query's (`same`; a template: same_text, the block below) and the k
+-- nearest to the query vector (candidates, one of the two after it), in one statement. The k nearest are found on
+-- the embeddings alone, and only those k are joined to their judgments: joined first, an exact scan of a
+-- 5,000-row scope paid 5,000 judgment lookups (18 ms against 3 ms). A search reads a judgment's record and the
+-- rule-7 filters, never content or the tsvectors.
 select j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning,
        j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at,
-       1 - n.distance as similarity
-from ({candidates}) n
+       1 - n.distance as similarity, n.same
+from (
+    select x.*, true as same from ({same_text}) x
+    union all
+    select c.*, false as same from ({candidates}) c
+) n
 join judgments j on j.api_key_id = n.api_key_id and j.id = n.judgment_id
 order by n.distance
+
+-- name: candidates_same_text
+-- The embeddings of the scope's judgments whose text is one of `texts`, whitespace folded and case lowered, newest
+-- first, with their distance (a template: column, where, distance). The texts' keys are made by the expression of
+-- the key columns (migration 0020), so both sides fold alike; the key index serves the lookup.
+select e.api_key_id, e.judgment_id, {distance} as distance from judgments j
+join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id
+where j.{column} = any(array(select md5(lower(btrim(regexp_replace(t, '\s+', ' ', 'g')))) from unnest(%(texts)s::text[]) t))
+  and {where}
+order by j.created_at desc, j.id
+limit %(k)s
 
 -- name: candidates_indexed
 -- The k nearest embeddings of the scope by the HNSW index on the order expression, each with its full-precision
@@ -170,18 +186,3 @@ join judgments j on j.api_key_id = top.api_key_id and j.id = top.id
 join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id
  and e.kind = %(kind)s and e.model = %(model)s
 order by top.rank desc, top.created_at desc, top.id
-
--- name: exact
--- The judgments of the scope whose text is one of the given texts, whitespace folded and case lowered (a template:
--- column, where, distance), newest first, with the cosine of their vector to the query's. The texts' keys are made
--- by the expression of the key columns (migration 0020), so both sides fold alike.
-select j.api_key_id, j.id, j.organization_id, j.document_id, j.annotation_id, j.decision, j.judge_type, j.reasoning,
-       j.content_type, j.reviewer_id, j.confidence, j.action_user, j.agent, j.created_at,
-       1 - ({distance}) as similarity
-from judgments j
-join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id
- and e.kind = %(kind)s and e.model = %(model)s
-where j.{column} = any(array(select md5(lower(btrim(regexp_replace(t, '\s+', ' ', 'g')))) from unnest(%(texts)s::text[]) t))
-  and {where}
-order by j.created_at desc, j.id
-limit %(k)s

@@ -167,34 +167,24 @@ def _distance(dimensions: int, *, half: bool = False) -> sql.Composable:
                                                        sql.Literal(dimensions))
 
 
-async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, vector: str, model: str, kind: str,
-                  api_key_id: str, organization_id: str | None, document_id: str | None,
+async def nearest(conn: Conn, *, dimensions: int, exact: bool, k: int, vector: str, texts: list[str], model: str,
+                  kind: str, api_key_id: str, organization_id: str | None, document_id: str | None,
                   half: bool = False) -> list[dict[str, Any]]:
-    """The k judgments nearest to `vector` within the scope, with cosine similarity; `half`: by the half-precision
-    index (the returned similarity and the order of the k stay full precision)."""
+    """The judgments of the scope whose embedded text (the reasoning, or the content) is one of `texts` (`same`),
+    and the k nearest to `vector`, each with its cosine similarity; `half`: by the half-precision index (the
+    returned similarity and the order of the k stay full precision)."""
     candidates = sql.SQL(q.candidates_exact if exact else q.candidates_indexed).format(
         distance=_distance(dimensions), order=_distance(dimensions, half=half),
         where=_scope_where(organization_id, document_id))
-    query = sql.SQL(q.nearest).format(candidates=candidates)
+    same_text = sql.SQL(q.candidates_same_text).format(
+        column=sql.Identifier("review_key" if kind == "review" else "content_key"), distance=_distance(dimensions),
+        where=_scope_where(organization_id, document_id, "j"))
+    query = sql.SQL(q.nearest).format(candidates=candidates, same_text=same_text)
     params = {
-        "k": k, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,
+        "k": k, "vector": vector, "texts": texts, "model": model, "kind": kind, "api_key_id": api_key_id,
         "organization_id": organization_id, "document_id": document_id
     }
     # Never a server-side prepared plan: it would not see the hnsw.* settings given before it.
-    return await fetch_all(conn, query, params, prepare=False)
-
-
-async def exact(conn: Conn, *, dimensions: int, k: int, texts: list[str], vector: str, model: str, kind: str,
-                api_key_id: str, organization_id: str | None, document_id: str | None) -> list[dict[str, Any]]:
-    """The judgments of the scope whose embedded text (the reasoning, or the content) is one of `texts`, whitespace
-    folded and case lowered, newest first, with the cosine similarity of their vector under the model."""
-    query = sql.SQL(q.exact).format(column=sql.Identifier("review_key" if kind == "review" else "content_key"),
-                                    distance=_distance(dimensions),
-                                    where=_scope_where(organization_id, document_id, "j"))
-    params = {
-        "k": k, "texts": texts, "vector": vector, "model": model, "kind": kind, "api_key_id": api_key_id,
-        "organization_id": organization_id, "document_id": document_id
-    }
     return await fetch_all(conn, query, params, prepare=False)
 
 

@@ -280,16 +280,15 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
     literal = repo.vector_literal(vector)
     async with svc.pool.connection() as conn:  # autocommit: no BEGIN and COMMIT around two reads
         await repo.use_settings(conn, how.settings)
-        found = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, half=how.half, k=k, vector=literal,
-                                   **params)
+        rows = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, half=how.half, k=k, vector=literal,
+                                  texts=as_written(data.query), **params)
         lexical = []
         text = lexical_text(data.query)
         if settings.search_lexical_weight > 0 and text:
             lexical = await repo.lexical(conn, dimensions=len(vector), k=k, cap=settings.search_lexical_candidates,
                                          text=text, vector=literal, **params)
-        same = await repo.exact(conn, dimensions=len(vector), k=k, texts=as_written(data.query), vector=literal,
-                                **params)
-    found.sort(key=lambda r: -float(r["similarity"]))  # relaxed_order may return them slightly out of order
+    same = sorted((r for r in rows if r["same"]), key=lambda r: (-r["created_at"], r["id"]))  # newest first
+    found = sorted((r for r in rows if not r["same"]), key=lambda r: -float(r["similarity"]))  # relaxed_order
     fused = fuse(found, lexical, vector_weight=settings.search_vector_weight,
                  lexical_weight=settings.search_lexical_weight, rrf_k=settings.search_rrf_k)
     # A judgment whose own text was searched leads, whatever its vector's cosine (nothing is better evidence).
