@@ -354,7 +354,8 @@ def main() -> str:
         def asked_once(count: int) -> list[str]:
             return [next(fresh) for _ in range(count)]
 
-        for label, org in (("tenant-wide", None), ("org 0.5%", "org_a"), ("org 5%", "org_b"), ("org 80%", "org_c")):
+        for label, org in (("tenant-wide", None), ("org 0.5%", "org_a"), ("org 5%", "org_b"), ("org 14.5%", "org_d"),
+                           ("org 80%", "org_c")):
             # Every held-out query at scale: 50 moved recall@10 by up to 0.05 between samples (docs/benchmarks.md).
             r = recall(database_url, key, org, query_vecs[:100 if COPIES == 1 else QUERIES], model, rows)
             members = [i for i in range(N) if org is None or org_of(i, N) == org]

@@ -209,8 +209,9 @@ class Settings(BaseSettings):
         "`DEADLINE_EXCEEDED`", json_schema_extra={"section": "Judgment search"})
     search_exact_threshold: int = Field(
         default=20_000,
-        description="A scope of up to this many judgments is searched exactly (btree-selected scan, recall 1.0); a "
-        "larger one through the HNSW index")
+        description="A scope of up to this many judgments is searched exactly (btree-selected scan, recall 1.0), "
+        "unless it is so large a share of the table that the HNSW index serves it for less (pgvector 0.8+); a larger "
+        "one through the HNSW index")
     search_ef_search_max: int = Field(
         default=1000,
         description="Largest HNSW search beam (`hnsw.ef_search`) a search may use; it widens for narrow scopes and "

@@ -20,6 +20,15 @@ def test_small_scopes_are_searched_exactly_on_both_generations():
         assert how.exact and how.settings == {}
 
 
+def test_a_large_share_of_the_table_goes_through_the_graph():
+    # Measured at 100k rows (AVX2): a 14.5% organization 23 ms exact against 13.7 by HNSW; a 5% one 6.8 against 26.
+    assert not plan(pgvector=(0, 8, 2), in_scope=14_500, total=100_000, **ARGS).exact
+    assert plan(pgvector=(0, 8, 2), in_scope=5_000, total=100_000, **ARGS).exact
+    assert plan(pgvector=(0, 8, 2), in_scope=14_500, total=1_000_000, **ARGS).exact  # 1.45% of a larger graph
+    # Without iterative scans a filtered graph search may come back short of k rows: exact, as before.
+    assert plan(pgvector=(0, 7, 4), in_scope=14_500, total=100_000, **ARGS).exact
+
+
 def test_pgvector_0_8_scans_iteratively():
     how = plan(pgvector=(0, 8, 2), in_scope=20_001, total=1_000_000, **ARGS)
     assert not how.exact

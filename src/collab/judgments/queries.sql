@@ -110,17 +110,16 @@ order by api_key_id, id limit %(limit)s
 -- How many judgments there are (all tenants, or one).
 select count(*) as n from judgments where (%(only)s::text is null or api_key_id = %(only)s)
 
--- name: table_rows
--- The planner's estimate of the embeddings table's size (no scan).
-select greatest(reltuples, 0)::bigint as n from pg_class where oid = 'judgment_embeddings'::regclass
-
 -- name: set_session
 -- Set many settings for the connection's session in one round trip (names[i] = values[i]).
 select set_config(s.name, s.value, false) from unnest(%(names)s::text[], %(values)s::text[]) as s (name, value)
 
 -- name: count_scope
--- Embeddings in the scope, counted up to %(cap)s (a template: where is the scope, built in repository.py).
-select count(*) as n from (select 1 from judgment_embeddings e where {where} limit %(cap)s) s
+-- Embeddings in the scope, counted up to %(cap)s (a template: where is the scope, built in repository.py), and the
+-- planner's estimate of the table's rows (free: no scan).
+select count(*) as n,
+       (select greatest(reltuples, 0)::bigint from pg_class where oid = 'judgment_embeddings'::regclass) as total
+from (select 1 from judgment_embeddings e where {where} limit %(cap)s) s
 
 -- name: nearest
 -- The judgments of the scope whose text is the query's (`same`; a template: same_text, the block below) and the k

@@ -131,19 +131,16 @@ def _scope_where(organization_id: str | None, document_id: str | None, table: st
 
 
 async def count_scope(conn: Conn, *, cap: int, model: str, kind: str, api_key_id: str, organization_id: str | None,
-                      document_id: str | None) -> int:
-    """Rows in the scope, counted up to `cap` (enough to choose exact or HNSW search)."""
+                      document_id: str | None) -> tuple[int, int]:
+    """(rows in the scope, counted up to `cap`; the planner's estimate of the table's rows): enough to choose exact
+    or HNSW search."""
     query = sql.SQL(q.count_scope).format(where=_scope_where(organization_id, document_id))
     params = {
         "cap": cap, "model": model, "kind": kind, "api_key_id": api_key_id, "organization_id": organization_id,
         "document_id": document_id
     }
-    return (await fetch_row(conn, query, params))["n"]
-
-
-async def table_rows(conn: Conn) -> int:
-    """The planner's estimate of the embeddings table's size (no scan)."""
-    return (await fetch_row(conn, q.table_rows))["n"]
+    row = await fetch_row(conn, query, params)
+    return row["n"], row["total"]
 
 
 # The hnsw.* settings each pooled connection was given by `use_settings`. They last for its session: only the
