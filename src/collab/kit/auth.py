@@ -26,6 +26,13 @@ _auth_token = APIKeyHeader(name="x-service-auth-token", auto_error=False, scheme
 _workspace_id = APIKeyHeader(name="x-service-workspace-id", auto_error=False, scheme_name="workspaceId")
 _workspace_token = APIKeyHeader(name="x-service-workspace-auth-token", auto_error=False,
                                 scheme_name="workspaceAuthToken")
+# Velt's names for the same headers: a team moving off Velt keeps its client (README, "Moving from Velt"). Read off
+# the request rather than declared, so the OpenAPI document names the spec's headers only; the spec's name wins
+# when both are sent, and an empty one is ignored under either name.
+VELT_HEADERS = {
+    "x-service-api-key": "x-velt-api-key", "x-service-auth-token": "x-velt-auth-token",
+    "x-service-workspace-id": "x-velt-workspace-id", "x-service-workspace-auth-token": "x-velt-workspace-auth-token"
+}
 # A syntactically valid hash that matches nothing, so unknown ids cost the same as wrong tokens.
 _NO_HASH = b"\x00" * 32
 
@@ -52,6 +59,11 @@ def _header(value: str | None) -> str | None:
     return value or None  # empty headers are ignored
 
 
+def _given(request: Request, value: str | None, name: str) -> str | None:
+    """A header's value under the spec's name, else under Velt's (empty ignored)."""
+    return _header(value) or _header(request.headers.get(VELT_HEADERS[name]))
+
+
 def _address(request: Request) -> str:
     # uvicorn already resolved X-Forwarded-For for trusted proxies (COLLAB_FORWARDED_ALLOW_IPS).
     return request.client.host if request.client else "unknown"
@@ -61,7 +73,19 @@ async def api_key_auth(
     request: Request, api_key: str | None = Depends(_api_key), token: str | None = Depends(_auth_token),
     svc: Services = Depends(services)
 ) -> Tenant:
-    """Authenticate x-service-api-key + x-service-auth-token; the tenant is the API key."""
+    """Authenticate x-service-api-key + x-service-auth-token (or Velt's names); the tenant is the API key."""
+    return await authenticate(request, svc, api_key=_given(request, api_key, "x-service-api-key"),
+                              token=_given(request, token, "x-service-auth-token"))
+
+
+def header_credentials(request: Request) -> tuple[str | None, str | None]:
+    """(API key, auth token) from the request's headers, under the spec's names or Velt's."""
+    return (_given(request, request.headers.get("x-service-api-key"), "x-service-api-key"),
+            _given(request, request.headers.get("x-service-auth-token"), "x-service-auth-token"))
+
+
+async def authenticate(request: Request, svc: Services, *, api_key: str | None, token: str | None) -> Tenant:
+    """The tenant of an API key and one of its auth tokens (either missing or empty: 401), past the rate limit."""
     api_key, token = _header(api_key), _header(token)
     if api_key is None or token is None:
         raise ApiError("UNAUTHENTICATED", "Missing x-service-api-key or x-service-auth-token header.")
@@ -123,9 +147,11 @@ async def workspace_auth(
     request: Request, workspace_id: str | None = Depends(_workspace_id), token: str | None = Depends(_workspace_token),
     fallback_token: str | None = Depends(_auth_token), svc: Services = Depends(services)
 ) -> WorkspaceCaller:
-    """Authenticate x-service-workspace-id + x-service-workspace-auth-token (or x-service-auth-token)."""
-    workspace_id = _header(workspace_id)
-    token = _header(token) or _header(fallback_token)
+    """Authenticate x-service-workspace-id + x-service-workspace-auth-token (or x-service-auth-token; or Velt's
+    names)."""
+    workspace_id = _given(request, workspace_id, "x-service-workspace-id")
+    token = (_given(request, token, "x-service-workspace-auth-token")
+             or _given(request, fallback_token, "x-service-auth-token"))
     if workspace_id is None:
         raise ApiError("INVALID_ARGUMENT", "Missing x-service-workspace-id header.")
     if token is None:

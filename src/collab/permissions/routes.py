@@ -1,8 +1,8 @@
 """HTTP routes of permissions and user tokens."""
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
-from collab.kit.auth import Tenant, api_key_auth
+from collab.kit.auth import Tenant, api_key_auth, authenticate, header_credentials
 from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import ACKNOWLEDGED, answer
 from collab.kit.services import Services, services
@@ -11,6 +11,7 @@ from collab.permissions.schemas import (
     AddPermissions,
     GenerateToken,
     GetPermissions,
+    GetToken,
     PermissionsRemoved,
     RemovePermissions,
     TokenKeys,
@@ -46,6 +47,17 @@ async def remove(body: Envelope[RemovePermissions], tenant: Tenant = Auth, svc: 
 @router.post("/auth/generate_token", summary="Issue a signed user token [API-key auth]", responses=answer(UserToken))
 async def generate_token(body: Envelope[GenerateToken], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.generate_token(svc, tenant=tenant, data=body.data), "Token generated successfully.")
+
+
+@router.post(
+    "/auth/token/get",
+    summary="Issue a signed user token: generate_token under Velt's older name, the credentials in the headers "
+    "or (Velt's v1) as `apiKey` and `authToken` in the body [API-key auth]", responses=answer(UserToken))
+async def get_token(request: Request, body: Envelope[GetToken], svc: Services = Svc):
+    api_key, token = header_credentials(request)
+    data = body.data
+    tenant = await authenticate(request, svc, api_key=api_key or data.apiKey, token=token or data.authToken)
+    return ok(await service.generate_token(svc, tenant=tenant, data=data), "Token generated successfully.")
 
 
 @router.post("/auth/tokenkeys/get",

@@ -102,6 +102,14 @@ class GenerateToken(Model):
     permissions: Permissions = None
 
 
+class GetToken(GenerateToken):
+    """auth/token/get, Velt's older name of generate_token: its body, and the credentials in it where Velt's v1
+    puts them (the headers, when sent, win)."""
+
+    apiKey: str | None = Field(None, max_length=200)  # the bounds the headers have (kit/auth.py)
+    authToken: str | None = Field(None, max_length=500)
+
+
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
 
