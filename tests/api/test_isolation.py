@@ -25,7 +25,7 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from collab.kit.auth import api_key_auth, workspace_auth
+from collab.kit.auth import api_key_auth, api_key_auth_or_none, workspace_auth
 from collab.testing import fake_models
 from collab.testing.receiver import Receiver, settle_webhooks
 from support.helpers import Tenant, post, result, settle_jobs
@@ -172,7 +172,8 @@ def auth_of(route: APIRoute) -> str:
         dependant = pending.pop()
         calls.add(dependant.call)
         pending.extend(dependant.dependencies)
-    return "api_key" if api_key_auth in calls else "workspace" if workspace_auth in calls else "public"
+    api_key = api_key_auth in calls or api_key_auth_or_none in calls  # the latter: auth/token/get, headers or body
+    return "api_key" if api_key else "workspace" if workspace_auth in calls else "public"
 
 
 def test_every_operation_has_a_case(live):

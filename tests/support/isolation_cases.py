@@ -509,6 +509,8 @@ CASES: dict[str, Case] = {
         }),
     "/v2/auth/generate_token": Case(
         lambda i: {"userId": i.user2, "permissions": {"resources": [_grant(i, "document", i.doc)]}}),
+    "/v2/auth/token/get": Case(
+        lambda i: {"userId": i.user2, "permissions": {"resources": [_grant(i, "document", i.doc)]}}),
     # They take no ids: each answers the caller's own public keys (`kid`, `x` derive from its own API key).
     "/v2/auth/tokenkeys/get": Case(lambda i: {}),
     "/v2/auth/tokenkeys/rotate": Case(lambda i: {}),

@@ -78,10 +78,16 @@ async def api_key_auth(
                               token=_given(request, token, "x-service-auth-token"))
 
 
-def header_credentials(request: Request) -> tuple[str | None, str | None]:
-    """(API key, auth token) from the request's headers, under the spec's names or Velt's."""
-    return (_given(request, request.headers.get("x-service-api-key"), "x-service-api-key"),
-            _given(request, request.headers.get("x-service-auth-token"), "x-service-auth-token"))
+async def api_key_auth_or_none(
+    request: Request, api_key: str | None = Depends(_api_key), token: str | None = Depends(_auth_token),
+    svc: Services = Depends(services)
+) -> Tenant | None:
+    """api_key_auth where either credential header is sent (under either name); None where neither is, for a route
+    that takes credentials of its own (auth/token/get's v1 body), which must then call `authenticate`."""
+    api_key, token = _given(request, api_key, "x-service-api-key"), _given(request, token, "x-service-auth-token")
+    if api_key is None and token is None:
+        return None
+    return await authenticate(request, svc, api_key=api_key, token=token)
 
 
 async def authenticate(request: Request, svc: Services, *, api_key: str | None, token: str | None) -> Tenant:

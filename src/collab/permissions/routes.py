@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter, Depends, Request
 
-from collab.kit.auth import Tenant, api_key_auth, authenticate, header_credentials
+from collab.kit.auth import Tenant, api_key_auth, api_key_auth_or_none, authenticate
 from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import ACKNOWLEDGED, answer
 from collab.kit.services import Services, services
@@ -53,10 +53,11 @@ async def generate_token(body: Envelope[GenerateToken], tenant: Tenant = Auth, s
     "/auth/token/get",
     summary="Issue a signed user token: generate_token under Velt's older name, the credentials in the headers "
     "or (Velt's v1) as `apiKey` and `authToken` in the body [API-key auth]", responses=answer(UserToken))
-async def get_token(request: Request, body: Envelope[GetToken], svc: Services = Svc):
-    api_key, token = header_credentials(request)
+async def get_token(request: Request, body: Envelope[GetToken], tenant: Tenant | None = Depends(api_key_auth_or_none),
+                    svc: Services = Svc):
     data = body.data
-    tenant = await authenticate(request, svc, api_key=api_key or data.apiKey, token=token or data.authToken)
+    if tenant is None:  # no credential header: (v1) the pair in the body
+        tenant = await authenticate(request, svc, api_key=data.apiKey, token=data.authToken)
     return ok(await service.generate_token(svc, tenant=tenant, data=data), "Token generated successfully.")
 
 
