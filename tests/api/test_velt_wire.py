@@ -97,8 +97,9 @@ def test_token_get_refuses_what_generate_token_refuses(client):
     assert error(post(client, "/v2/auth/token/get", {}, velt(t)), "INVALID_ARGUMENT")
     assert error(post(client, "/v2/auth/token/get", {"userId": "u1", "apiKey": 7}, velt(t)), "INVALID_ARGUMENT")
     # A pair from one place: a header's key with the body's token is half a pair (401), not a mix.
-    assert error(post(client, "/v2/auth/token/get", {"userId": "u1", "authToken": t.auth_token},
-                      {"x-velt-api-key": t.api_key}), "UNAUTHENTICATED")
+    assert error(
+        post(client, "/v2/auth/token/get", {"userId": "u1", "authToken": t.auth_token}, {"x-velt-api-key": t.api_key}),
+        "UNAUTHENTICATED")
     # Credentials in the headers win over the body's: another tenant's key in the body mints nothing for it.
     other = new_tenant(client)
     token = result(post(client, "/v2/auth/token/get", {"userId": "u1", "apiKey": other.api_key}, velt(t)))["token"]
