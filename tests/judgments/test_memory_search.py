@@ -2,6 +2,8 @@
 
 import pytest
 
+from collab.judgments import repository
+from collab.judgments import search as search_module
 from support.factories import add_activities, judged
 from support.helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
 
@@ -302,6 +304,53 @@ def test_scope_sizes_remembered_for_speed_never_hide_rows(client, live, db):
         assert sorted(r["recordId"] for r in out["results"]) == ["p0", "p1", "p2"]
     finally:
         live.svc.settings.search_exact_threshold = 20_000
+
+
+def test_a_scope_the_graph_serves_for_less_takes_it_below_the_threshold(client, live, db, monkeypatch):
+    # The cost rule (ADR 0047) made to favour the graph for any scope: measured, that is a scope of ~12% of a
+    # 100k-row table and more. Far below the exact threshold, the organization still goes through the graph,
+    # answers in full with the stored vectors' cosines, and its count is remembered without hiding rows.
+    t = new_tenant(client)
+    enable_activities(client, t)
+    add(client, t, [judged(f"g{i}", f"Glossary entry {i} spells the product name wrong") for i in range(9)])
+    settle_jobs(live, t)
+    paths = []
+    nearest = repository.nearest
+
+    async def spy(conn, **kw):
+        paths.append("exact" if kw["exact"] else "graph")
+        return await nearest(conn, **kw)
+
+    monkeypatch.setattr(repository, "nearest", spy)
+    monkeypatch.setattr(search_module, "HNSW_BASE_ROWS", 0)
+    monkeypatch.setattr(search_module, "HNSW_ROWS_PER_SPARSITY", 0)
+    out = search(client, t, organizationId="org1", query="product name misspelled in the glossary", limit=20)
+    assert paths == ["graph"] and out["totalInScope"] == 9
+    stored = {
+        r["judgment_id"]: r["cos"]
+        for r in db.execute(
+            "select e.judgment_id, 1 - (e.embedding <=> q.embedding) as cos from judgment_embeddings e,"
+            " judgment_embeddings q where e.api_key_id = %(k)s and q.api_key_id = %(k)s and q.judgment_id = 'g4'"
+            " and e.kind = 'review' and q.kind = 'review'", {"k": t.api_key}).fetchall()
+    }
+    text = db.execute("select decision || ': ' || reasoning as t from judgments where api_key_id = %s and id = 'g4'",
+                      (t.api_key, )).fetchone()["t"]
+    out = search(client, t, organizationId="org1", query=text, limit=20)
+    assert out["results"][0]["recordId"] == "g4"
+    assert all(abs(r["similarity"] - stored[r["recordId"]]) < 1e-5 for r in out["results"])
+    db.execute("delete from judgment_embeddings where api_key_id = %s and judgment_id <> all(%s)",
+               (t.api_key, ["g0", "g1"]))
+    out = search(client, t, organizationId="org1", query="glossary spelling", limit=20)
+    assert sorted(r["recordId"] for r in out["results"]) == ["g0", "g1"] and paths[-1] == "graph"
+    # The rule as shipped: nine rows are scanned exactly.
+    monkeypatch.undo()
+    other = new_tenant(client)
+    enable_activities(client, other)
+    add(client, other, [judged("x1", "Glossary entry spells the product name wrong")])
+    settle_jobs(live, other)
+    monkeypatch.setattr(repository, "nearest", spy)
+    assert search(client, other, organizationId="org1", query="glossary", limit=5)["totalInScope"] == 1
+    assert paths[-1] == "exact"
 
 
 def test_the_hnsw_path_returns_full_precision_cosines(client, live, db):

@@ -29,8 +29,8 @@ _recent = Recent()
 # big for a while, and if it shrank its search takes the HNSW path a little longer, still with full pages. Small
 # scopes are counted every time (cheaply), so a scope that gains its first rows is never answered from a stale count.
 # Keyed per tenant.
-_big_scopes = Recent(4096)
-BIG_SCOPE_TTL_S = 30.0
+_graph_scopes = Recent(4096)
+GRAPH_SCOPE_TTL_S = 30.0
 
 
 def resolve_scope(data: SearchJudgments) -> tuple[str, str | None, str | None]:
@@ -256,14 +256,14 @@ async def _scope_size(svc: Services, params: dict[str, Any]) -> tuple[int, int]:
     """(rows in the scope, counted up to the exact-scan threshold + 1; rows in the table, estimated)."""
     threshold = svc.settings.search_exact_threshold
     key = (threshold, *params.values())
-    big = _big_scopes.get(key)
-    if big is not None and big[0] > time.monotonic():
-        return big[1], big[2]
+    known = _graph_scopes.get(key)
+    if known is not None and known[0] > time.monotonic():
+        return known[1], known[2]
     async with svc.pool.connection() as conn:
         in_scope, total = await repo.count_scope(conn, cap=threshold + 1, **params)
     total = max(total, in_scope)  # the planner's estimate lags a table that grew since its last analyze
     if in_scope > threshold or not exact_is_cheaper(in_scope, total):
-        _big_scopes.put(key, (time.monotonic() + BIG_SCOPE_TTL_S, in_scope, total))
+        _graph_scopes.put(key, (time.monotonic() + GRAPH_SCOPE_TTL_S, in_scope, total))
     return in_scope, total
 
 

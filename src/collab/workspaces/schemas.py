@@ -221,12 +221,11 @@ class Workspace(Doc):
     @staticmethod
     def wire(row: dict[str, Any], keys: list[dict[str, Any]], auth_token: str) -> dict[str, Any]:
         """The workspace object: its owner, its token (decrypted by the caller) and its API keys by id."""
-        owner = {"email": row["owner_email"], "id": row["owner_id"], "name": row["owner_name"]}
-        return {
-            "id": row["id"], "name": row["name"], "owner": owner | {"avatar": row["owner_avatar"]},
-            "authToken": auth_token, "apiKeyList": {k["id"]: ApiKeyEntry.wire(k)
-                                                    for k in keys}
+        owner = {
+            "email": row["owner_email"], "id": row["owner_id"], "name": row["owner_name"], "avatar": row["owner_avatar"]
         }
+        keys_by_id = {k["id"]: ApiKeyEntry.wire(k) for k in keys}
+        return {"id": row["id"], "name": row["name"], "owner": owner, "authToken": auth_token, "apiKeyList": keys_by_id}
 
 
 class AuthToken(Doc):
