@@ -160,3 +160,19 @@ def tune(live):
     yield set_
     for name, value in saved.items():
         object.__setattr__(settings, name, value)
+
+
+@pytest.fixture
+def sdk(live, monkeypatch):
+    """velt-py pointed at this service: the one line a team changes (README, "Moving from Velt")."""
+    from velt_py import VeltSDK
+    from velt_py.services.api.base_api_service import BaseApiService
+    from velt_py.services.api.token_service import TokenService
+
+    monkeypatch.setattr(BaseApiService, "VELT_API_BASE_URL", live.url)
+    monkeypatch.setattr(TokenService, "VELT_API_URL", f"{live.url}/v2/auth/token/get")
+
+    def make(t, **more):
+        return VeltSDK.initialize({"apiKey": t.api_key, "authToken": t.auth_token, **more})
+
+    return make

@@ -2,32 +2,13 @@
 
 import jwt
 import pytest
-from velt_py import VeltSDK
 from velt_py.models.access_control import GenerateTokenRequest
 from velt_py.models.organization import AddOrganizationsRequest, GetOrganizationsRequest
 from velt_py.models.workspace import GetAuthTokensRequest
-from velt_py.services.api.base_api_service import BaseApiService
-from velt_py.services.api.token_service import TokenService
 
-from support.helpers import error, new_tenant, post, result
+from support.helpers import error, new_tenant, post, result, velt
 
 ORGS = "/v2/organizations/get"
-
-
-def velt(t) -> dict[str, str]:
-    return {"x-velt-api-key": t.api_key, "x-velt-auth-token": t.auth_token}
-
-
-@pytest.fixture
-def sdk(live, monkeypatch):
-    """velt-py pointed at this service: the one line a team changes (README, "Moving from Velt")."""
-    monkeypatch.setattr(BaseApiService, "VELT_API_BASE_URL", live.url)
-    monkeypatch.setattr(TokenService, "VELT_API_URL", f"{live.url}/v2/auth/token/get")
-
-    def make(t, **more) -> VeltSDK:
-        return VeltSDK.initialize({"apiKey": t.api_key, "authToken": t.auth_token, **more})
-
-    return make
 
 
 def test_velt_header_names_authenticate_as_the_spec_names(client):

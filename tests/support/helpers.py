@@ -45,6 +45,11 @@ def post(client: httpx.Client, path: str, data: Any = None, headers: dict | None
     return client.post(path, json={"data": {} if data is None else data}, headers=headers or {}, **kw)
 
 
+def velt(t: Tenant) -> dict[str, str]:
+    """A tenant's API credentials under Velt's header names (aliases of the spec's)."""
+    return {"x-velt-api-key": t.api_key, "x-velt-auth-token": t.auth_token}
+
+
 def create_workspace(client: httpx.Client, **data: Any) -> httpx.Response:
     data.setdefault("ownerEmail", fresh_email())
     return post(client, "/v2/workspace/create", data, headers={"x-forwarded-for": fresh_ip()})
