@@ -12,7 +12,6 @@ from collab.permissions import repository as permissions_repo
 from collab.permissions.service import effective
 
 DISABLED = "Organization access is disabled."
-STATUS_TYPES = {"open": "default", "in_progress": "ongoing", "resolved": "terminal"}
 
 
 def may_see(row: dict[str, Any], user_id: str) -> bool:

@@ -18,13 +18,16 @@ MIN_ROW_BYTES = 200  # no stored size is smaller (a comment's starts at 200 byte
 TOKEN_BYTES = 300  # room for a cut thread's commentsPageToken
 
 
-def comments_pager(svc: Services, tenant: Tenant, thread: dict[str, Any], ids: list[int] | None) -> paging.Pager:
-    """Page tokens of one thread's comments (comments/get), for these ids or all."""
-    return paging.Pager.for_query(
-        svc.keyring, tenant.api_key_id, "comments", {
-            "organizationId": thread["organization_id"], "documentId": thread["document_id"],
-            "annotationId": thread["id"], "commentIds": ids
-        })
+def comments_pager(svc: Services, tenant: Tenant, thread: dict[str, Any], ids: list[int] | None,
+                   user_ids: list[str] | None = None) -> paging.Pager:
+    """Page tokens of one thread's comments (comments/get), for these ids (and authors) or all."""
+    scope = {
+        "organizationId": thread["organization_id"], "documentId": thread["document_id"], "annotationId": thread["id"],
+        "commentIds": ids
+    }
+    if user_ids is not None:
+        scope["userIds"] = user_ids
+    return paging.Pager.for_query(svc.keyring, tenant.api_key_id, "comments", scope)
 
 
 def _take(rows: list[dict[str, Any]], size: int, budget: int, truncated: bool) -> list[tuple[dict, int | None]]:
@@ -97,12 +100,13 @@ def _record(svc: Services, tenant: Tenant, row: dict[str, Any], comments: list[d
 
 
 async def comments(conn: Conn, svc: Services, *, tenant: Tenant, thread: dict[str, Any], ids: list[int] | None,
-                   size: int, token: str | None) -> tuple[list[Any], str | None]:
-    """A page of one thread's comments in id order: at most `size` and the response budget (at least one)."""
+                   user_ids: list[str] | None = None, size: int, token: str | None) -> tuple[list[Any], str | None]:
+    """A page of one thread's comments in id order (some ids', some authors' when named): at most `size` and the
+    response budget (at least one)."""
     budget = svc.settings.max_response_bytes
-    pager = comments_pager(svc, tenant, thread, ids)
+    pager = comments_pager(svc, tenant, thread, ids, user_ids)
     (after, ) = pager.after(token, 1)
     rows = await repo.comments_page(conn, api_key_id=tenant.api_key_id, organization_id=thread["organization_id"],
-                                    annotation_id=thread["id"], comment_ids=ids, after_id=after, limit=size + 1,
-                                    budget=budget)
+                                    annotation_id=thread["id"], comment_ids=ids, user_ids=user_ids, after_id=after,
+                                    limit=size + 1, budget=budget)
     return pager.cut(rows, size, "id", render=Comment.wire, budget=budget)

@@ -1,11 +1,12 @@
 -- name: insert_annotation
 -- Create a thread; no row when the id is taken in the organization (an idempotent retry, or another document's).
 insert into comment_annotations (api_key_id, organization_id, document_id, id, location, location_id, target_element,
-                                 status, status_type, priority, assigned_to, assigned_id, from_user, from_id, context,
-                                 visibility, visible_user_ids, created_at, updated_at)
+                                 status, status_type, status_meta, priority, priority_meta, assigned_to, assigned_id,
+                                 from_user, from_id, context, visibility, visible_user_ids, created_at, updated_at)
 values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(id)s, %(location)s, %(location_id)s,
-        %(target_element)s, %(status)s, %(status_type)s, %(priority)s, %(assigned_to)s, %(assigned_id)s,
-        %(from_user)s, %(from_id)s, %(context)s, %(visibility)s, %(visible_user_ids)s, %(now)s, %(now)s)
+        %(target_element)s, %(status)s, %(status_type)s, %(status_meta)s, %(priority)s, %(priority_meta)s,
+        %(assigned_to)s, %(assigned_id)s, %(from_user)s, %(from_id)s, %(context)s, %(visibility)s,
+        %(visible_user_ids)s, %(created_at)s, %(updated_at)s)
 on conflict do nothing
 returning *
 
@@ -28,21 +29,45 @@ select document_id from comment_annotations
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
 
 -- name: lock_annotations
--- Threads of a document (all when ids is null), locked, in id order.
-select * from comment_annotations
+-- Threads of a document, locked, in id order: all of them, or those with the ids, at the locations, started by the
+-- users, and (for agents' threads) whose first comment is by the agent or for one of the pages; each filter when set.
+select * from comment_annotations a
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
   and (%(ids)s::text[] is null or id = any(%(ids)s))
+  and (%(location_ids)s::text[] is null or location_id = any(%(location_ids)s))
+  and (%(user_ids)s::text[] is null or from_id = any(%(user_ids)s))
+  and (%(agent_id)s::text is null and %(agent_urls)s::text[] is null or exists (
+        select 1 from comments c
+        where c.api_key_id = a.api_key_id and c.organization_id = a.organization_id and c.annotation_id = a.id
+          and c.id = (select min(f.id) from comments f
+                      where f.api_key_id = a.api_key_id and f.organization_id = a.organization_id
+                        and f.annotation_id = a.id)
+          and (%(agent_id)s::text is null or c.agent ->> 'agentId' = %(agent_id)s)
+          and (%(agent_urls)s::text[] is null or c.agent ->> 'url' = any(%(agent_urls)s))))
 order by id
 for update
+
+-- name: document_organizations
+-- The organizations (at most two) holding a document of this id: a call that names no organization needs just one.
+select organization_id from documents
+where api_key_id = %(api_key_id)s and id = %(document_id)s
+order by organization_id
+limit 2
 
 -- name: update_annotation
 -- Change a thread's fields (each only when set) and stamp it updated.
 update comment_annotations set
     status = coalesce(%(status)s, status),
     status_type = coalesce(%(status_type)s, status_type),
-    resolved_by = case when %(status)s::text is null then resolved_by
-                       when %(status)s = 'resolved' then %(resolved_by)s else null end,
+    status_meta = case when %(status)s::text is null then status_meta else %(status_meta)s end,
+    -- A status that is not terminal clears the resolver; else the one named (null clears), else who made it terminal.
+    resolved_by = case when %(status_type)s::text is not null and %(status_type)s <> 'terminal' then null
+                       when %(set_resolved_by)s then %(resolved_by)s
+                       when %(status_type)s::text is not null then %(resolver)s
+                       else resolved_by end,
     priority = case when %(set_priority)s then %(priority)s else priority end,
+    priority_meta = case when %(set_priority)s then %(priority_meta)s else priority_meta end,
+    target_element = case when %(set_target)s then %(target_element)s else target_element end,
     assigned_to = case when %(set_assigned)s then %(assigned_to)s else assigned_to end,
     assigned_id = case when %(set_assigned)s then %(assigned_id)s else assigned_id end,
     location = case when %(set_location)s then %(location)s else location end,
@@ -55,8 +80,9 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
 returning *
 
 -- name: touch_annotation
--- Stamp a thread updated and take its next comment ids.
-update comment_annotations set updated_at = %(now)s, last_comment_id = last_comment_id + %(taken)s
+-- Stamp a thread updated and take its next comment ids, after any id an import brought (`floor`).
+update comment_annotations set updated_at = %(now)s,
+    last_comment_id = greatest(last_comment_id, %(floor)s) + %(taken)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
 returning last_comment_id
 
@@ -135,13 +161,14 @@ cross join lateral (
 order by c.annotation_id, c.id
 
 -- name: comments_page
--- A page of one thread's comments (only some ids when named) after an id, at most `limit`, then only those that end
+-- A page of one thread's comments (only some ids', some authors' when named) after an id, at most `limit`, then only those that end
 -- within `budget` bytes by their stored sizes (at least the first), each with its reactions; `fetched` is how many
 -- the page had by id. The exact cut is made on the comments as rendered (kit/paging.py).
 with page as (
     select id, bytes from comments
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
       and (%(comment_ids)s::bigint[] is null or id = any(%(comment_ids)s))
+      and (%(user_ids)s::text[] is null or from_id = any(%(user_ids)s))
       and (%(after_id)s::bigint is null or id > %(after_id)s)
     order by id
     limit %(limit)s
@@ -186,13 +213,23 @@ select user_id from comment_mentions
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
 
 -- name: insert_comments
--- Add comments to a thread in one statement (one row per element of `rows`, a JSON array).
+-- Add comments to a thread in one statement (one row per element of `rows`, a JSON array); an imported id the thread
+-- already holds is skipped (a retried import); the ids added.
 insert into comments (api_key_id, organization_id, document_id, annotation_id, id, comment_text, comment_html,
-                      from_user, from_id, tagged, attachments, agent, created_at, updated_at)
+                      from_user, from_id, tagged, attachments, agent, context, created_at, updated_at)
 select %(api_key_id)s, %(organization_id)s, %(document_id)s, %(annotation_id)s, r.id, r.comment_text, r.comment_html,
-       r.from_user, r.from_user ->> 'userId', r.tagged, r.attachments, r.agent, %(now)s, %(now)s
+       r.from_user, r.from_user ->> 'userId', r.tagged, r.attachments, r.agent, r.context, r.created_at, r.updated_at
 from jsonb_to_recordset(%(rows)s) as r(id bigint, comment_text text, comment_html text, from_user jsonb,
-                                       tagged jsonb, attachments jsonb, agent jsonb)
+                                       tagged jsonb, attachments jsonb, agent jsonb, context jsonb,
+                                       created_at bigint, updated_at bigint)
+on conflict do nothing
+returning id
+
+-- name: thread_comment_ids
+-- Every comment id of a thread (at most the per-thread cap), for a delete that names none.
+select id from comments
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
+order by id
 
 -- name: update_comment
 -- Edit a comment's text, html and tags (each only when set); it keeps createdAt and becomes edited.
@@ -281,6 +318,7 @@ select count(*) as n from (
     select 1 from comment_annotations a
     where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s
       and (%(document_ids)s::text[] is null or a.document_id = any(%(document_ids)s))
+      and (%(status_ids)s::text[] is null or a.status = any(%(status_ids)s))
     limit %(most)s + 1) s
 
 -- name: count_threads
@@ -299,6 +337,7 @@ cross join lateral (
       and c.from_id <> %(user_id)s and c.created_at > coalesce(r.read_at, -1)) u
 where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s
   and (%(document_ids)s::text[] is null or a.document_id = any(%(document_ids)s))
+  and (%(status_ids)s::text[] is null or a.status = any(%(status_ids)s))
   and (a.visibility = 'public' or a.from_id = %(user_id)s or %(user_id)s = any(a.visible_user_ids))
 group by a.document_id
 

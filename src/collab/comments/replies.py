@@ -28,29 +28,49 @@ def limit_issue(path: list[Any], cap: int) -> dict[str, Any]:
 
 
 def _wire(*, id: int, source: CommentIn, now: int) -> dict[str, Any]:
-    """The comment as stored and shown (a new one has no reactions)."""
+    """The comment as stored and shown (a new one has no reactions; an imported one keeps its times)."""
+    created = source.createdAt if source.createdAt is not None else now
     return Comment.wire({
         "id": id, "comment_text": source.commentText, "comment_html": source.commentHtml,
-        "from_user": source.from_.model_dump(exclude_none=True), "created_at": now, "updated_at": now,
-        "is_edited": False, "tagged": [t.model_dump(exclude_none=True) for t in source.taggedUserContacts or []],
-        "reactions": [], "attachments": [a.model_dump(exclude_none=True)
-                                         for a in source.attachments or []], "agent": source.agent
+        "from_user": source.from_.model_dump(exclude_none=True), "created_at": created,
+        "updated_at": source.lastUpdated if source.lastUpdated is not None else created, "is_edited": False,
+        "tagged": [t.model_dump(exclude_none=True) for t in source.taggedUserContacts or []], "reactions": [],
+        "attachments": [a.model_dump(exclude_none=True)
+                        for a in source.attachments or []], "agent": source.agent, "context": source.context
     })
 
 
-async def insert_comments(conn: Conn, *, tenant: Tenant, thread: dict[str, Any], comments: list[CommentIn],
-                          now: int) -> list[tuple[dict[str, Any], CommentIn, list[str]]]:
-    """Store comments in a (locked or new) thread: each as shown, its source, and the users it newly mentions."""
+def not_future(times: list[int | None], now: int, path: list[Any]) -> None:
+    """INVALID_ARGUMENT when an imported time is after now (it would sort above everything made since)."""
+    if any(t is not None and t > now for t in times):
+        message = "createdAt and lastUpdated are epoch milliseconds no later than now."
+        raise invalid(message, [issue(path, message, "too_big")])
+
+
+async def insert_comments(conn: Conn, *, tenant: Tenant, thread: dict[str, Any], comments: list[CommentIn], now: int,
+                          touched: int | None = None) -> list[tuple[dict[str, Any], CommentIn, list[str]]]:
+    """Store comments in a (locked or new) thread, stamped updated at `touched` (else now): each one added as shown,
+    its source, and the users it newly mentions. An imported commentId the thread holds is skipped (a retry)."""
     key = {"api_key_id": tenant.api_key_id, "organization_id": thread["organization_id"]}
-    last = await repo.take_comment_ids(conn, **key, id=thread["id"], count=len(comments), now=now)
-    wires = [_wire(id=last - len(comments) + 1 + n, source=source, now=now) for n, source in enumerate(comments)]
+    given = [c.commentId for c in comments if c.commentId is not None]
+    fresh = len(comments) - len(given)
+    last = await repo.take_comment_ids(conn, **key, id=thread["id"], count=fresh,
+                                       now=now if touched is None else touched, floor=max(given, default=0))
+    new_ids = iter(range(last - fresh + 1, last + 1))  # above every imported id: none can clash
+    wires = [
+        _wire(id=source.commentId if source.commentId is not None else next(new_ids), source=source, now=now)
+        for source in comments
+    ]
     where = {**key, "document_id": thread["document_id"], "annotation_id": thread["id"]}
     # One statement for all of them (and one for their mentions), not a round trip per comment.
-    await repo.insert_comments(
-        conn, **where, now=now, rows=[{
+    added = await repo.insert_comments(
+        conn, **where, rows=[{
             "id": w["commentId"], "comment_text": s.commentText, "comment_html": s.commentHtml, "from_user": w["from"],
-            "tagged": w["taggedUserContacts"], "attachments": w["attachments"], "agent": s.agent
+            "tagged": w["taggedUserContacts"], "attachments": w["attachments"], "agent": s.agent, "context": s.context,
+            "created_at": w["createdAt"], "updated_at": w["lastUpdated"]
         } for w, s in zip(wires, comments)])
+    kept = [(w, s) for w, s in zip(wires, comments) if w["commentId"] in added]
+    wires, comments = [w for w, _ in kept], [s for _, s in kept]
     pairs = [(w["commentId"], t["userId"]) for w in wires for t in w["taggedUserContacts"]]
     stored = await repo.insert_new_mentions(conn, **where, pairs=pairs) if pairs else []
     mentioned: dict[int, list[str]] = {}
@@ -106,7 +126,11 @@ async def _editable(conn: Conn, tenant: Tenant, data: Any, *, now: int) -> tuple
     the actor, else each comment's author, may edit the document."""
     await access.writable(conn, tenant=tenant, organization_id=data.organizationId)
     thread = await _thread(conn, tenant, data, lock=True)
-    before = await _briefs(conn, thread, data.commentIds)
+    ids = data.commentIds
+    if ids is None:  # a delete that names no comment: every comment of the thread
+        ids = await repo.thread_comment_ids(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                            annotation_id=thread["id"])
+    before = await _briefs(conn, thread, ids)
     if data.verifyUserPermissions:
         writers = {data.actionUser.userId} if data.actionUser else {c["from_id"] for c in before.values()}
         access.require_visible(thread, writers)
@@ -126,6 +150,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, 
             access.require_visible(thread, writers)
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
                                 document_id=data.documentId, user_ids=writers, role="editor", now=now)
+        not_future([t for c in data.commentData for t in (c.createdAt, c.lastUpdated)], now, ["commentData"])
         await room(tx.conn, svc, thread, path="commentData", count=len(data.commentData),
                    adding=sum(json_size(c.stored()) for c in data.commentData))
         config = await events.config_of(tx.conn, tenant=tenant)
@@ -138,9 +163,13 @@ async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, 
         ]
         await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=await
                           _participants(tx.conn, thread), events=batch)
+    added = {w["commentId"] for w, _, _ in sent}
+    ids = [c.commentId for c in data.commentData if c.commentId is not None and c.commentId not in added]
     return {
-        str(w["commentId"]): {"success": True, "id": str(w["commentId"]), "message": "Comment added."}
-        for w, _, _ in sent
+        **{str(i): {"success": True, "id": str(i), "message": "Comment already exists."}
+           for i in ids},
+        **{str(i): {"success": True, "id": str(i), "message": "Comment added."}
+           for i in sorted(added)}
     }
 
 
@@ -148,8 +177,8 @@ async def get(svc: Services, *, tenant: Tenant, data: GetComments) -> tuple[list
     """A page of a thread's comments in order (only the given ids when named), within the response budget."""
     async with svc.pool.connection() as conn:
         thread = await _thread(conn, tenant, data, lock=False)
-        return await pages.comments(conn, svc, tenant=tenant, thread=thread, ids=data.commentIds, size=data.pageSize,
-                                    token=data.pageToken)
+        return await pages.comments(conn, svc, tenant=tenant, thread=thread, ids=data.commentIds, user_ids=data.userIds,
+                                    size=data.pageSize, token=data.pageToken)
 
 
 FIELDS = {"commentText": "comment_text", "commentHtml": "comment_html", "taggedUserContacts": "tagged"}
@@ -221,13 +250,15 @@ def _comment_room(old: int, new: int) -> None:
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict[str, Any]:
-    """Delete comments of a thread (the thread stays, even empty); results keyed by commentId."""
+    """Delete comments of a thread (all of them when none is named; the thread stays, even empty); results keyed by
+    commentId."""
     now = svc.now_ms()
-    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     async with transaction(svc.pool, svc.redis) as tx:
         thread, before = await _editable(tx.conn, tenant, data, now=now)
         participants = await _participants(tx.conn, thread)  # before the deleted comments' authors and tags go
-        deleted = await repo.delete_comments(tx.conn, **key, annotation_id=thread["id"], ids=data.commentIds)
+        ids = data.commentIds if data.commentIds is not None else sorted(before)
+        deleted = await repo.delete_comments(tx.conn, **key, annotation_id=thread["id"], ids=ids)
         if deleted:
             config = await events.config_of(tx.conn, tenant=tenant)
             await repo.take_comment_ids(tx.conn, **key, id=thread["id"], count=0, now=now)
@@ -246,7 +277,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict
             "success": i in deleted, "id": str(i),
             "message": "Comment deleted." if i in deleted else not_found_message("comment")
         }
-        for i in data.commentIds
+        for i in ids
     }
 
 

@@ -16,17 +16,21 @@ def _json(value: Any) -> Jsonb | None:
 
 
 async def insert_annotation(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, id: str,
-                            location: Any, target_element: Any, status: str, status_type: str, priority: str | None,
-                            assigned_to: dict[str, Any] | None, from_user: dict[str, Any], context: Any,
-                            visibility: str, visible_user_ids: list[str] | None, now: int) -> dict[str, Any] | None:
+                            location: Any, target_element: Any, status: str, status_type: str,
+                            status_meta: dict[str, Any] | None, priority: str | None,
+                            priority_meta: dict[str, Any] | None, assigned_to: dict[str, Any] | None,
+                            from_user: dict[str,
+                                            Any], context: Any, visibility: str, visible_user_ids: list[str] | None,
+                            created_at: int, updated_at: int) -> dict[str, Any] | None:
     """Create a thread; None when the id is taken in the organization."""
     location_id = location.get("id") if isinstance(location, dict) and isinstance(location.get("id"), str) else None
     params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id, id=id,
                   location=_json(location), location_id=location_id, target_element=_json(target_element),
-                  status=status, status_type=status_type, priority=priority, assigned_to=_json(assigned_to),
-                  assigned_id=(assigned_to
-                               or {}).get("userId"), from_user=Jsonb(from_user), from_id=from_user["userId"],
-                  context=_json(context), visibility=visibility, visible_user_ids=visible_user_ids, now=now)
+                  status=status, status_type=status_type, status_meta=_json(status_meta), priority=priority,
+                  priority_meta=_json(priority_meta), assigned_to=_json(assigned_to),
+                  assigned_id=(assigned_to or {}).get("userId"), from_user=Jsonb(from_user),
+                  from_id=from_user["userId"], context=_json(context), visibility=visibility,
+                  visible_user_ids=visible_user_ids, created_at=created_at, updated_at=updated_at)
     return await fetch_one(conn, q.insert_annotation, params)
 
 
@@ -44,21 +48,42 @@ async def annotation_document(conn: Conn, *, api_key_id: str, organization_id: s
 
 
 async def lock_annotations(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str,
-                           ids: list[str] | None) -> list[dict[str, Any]]:
-    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "ids": ids}
+                           ids: list[str] | None, location_ids: list[str] | None = None,
+                           user_ids: list[str] | None = None, agent_id: str | None = None,
+                           agent_urls: list[str] | None = None) -> list[dict[str, Any]]:
+    """A document's threads, locked, narrowed by each filter given (all of them when none is)."""
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "ids": ids,
+        "location_ids": location_ids, "user_ids": user_ids, "agent_id": agent_id, "agent_urls": agent_urls
+    }
     return await fetch_all(conn, q.lock_annotations, params)
+
+
+async def document_organizations(conn: Conn, *, api_key_id: str, document_id: str) -> list[str]:
+    """The organizations holding a document of this id (at most two: one is the answer, two are ambiguous)."""
+    rows = await fetch_all(conn, q.document_organizations, {"api_key_id": api_key_id, "document_id": document_id})
+    return [r["organization_id"] for r in rows]
+
+
+async def thread_comment_ids(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str) -> list[int]:
+    """Every comment id of a thread."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_id": annotation_id}
+    return [r["id"] for r in await fetch_all(conn, q.thread_comment_ids, params)]
 
 
 async def update_annotation(conn: Conn, *, api_key_id: str, organization_id: str, id: str, change: dict[str, Any],
                             now: int) -> dict[str, Any] | None:
-    """Apply a change (keys: status, status_type, resolved_by, priority, assigned_to, location, context,
-    visibility, visible_user_ids); keys absent stay as they are."""
+    """Apply a change (keys: status, status_type, status_meta, resolver, resolved_by, priority, priority_meta,
+    assigned_to, location, context, target_element, visibility, visible_user_ids); keys absent stay as they are."""
     location = change.get("location")
     assigned = change.get("assigned_to")
     params = dict(
         api_key_id=api_key_id, organization_id=organization_id, id=id, now=now, status=change.get("status"),
-        status_type=change.get("status_type"), resolved_by=change.get("resolved_by"), set_priority="priority" in change,
-        priority=change.get("priority"), set_assigned="assigned_to" in change, assigned_to=_json(assigned),
+        status_type=change.get("status_type"), status_meta=_json(change.get("status_meta")),
+        resolver=change.get("resolver"), set_resolved_by="resolved_by" in change, resolved_by=change.get("resolved_by"),
+        set_priority="priority" in change, priority=change.get("priority"),
+        priority_meta=_json(change.get("priority_meta")), set_target="target_element" in change, target_element=_json(
+            change.get("target_element")), set_assigned="assigned_to" in change, assigned_to=_json(assigned),
         assigned_id=(assigned or {}).get("userId"), set_location="location" in change, location=_json(location),
         location_id=location.get("id") if isinstance(location, dict) and isinstance(location.get("id"), str) else None,
         set_context="context" in change, context=_json(change.get("context")), visibility=change.get("visibility"),
@@ -66,9 +91,13 @@ async def update_annotation(conn: Conn, *, api_key_id: str, organization_id: str
     return await fetch_one(conn, q.update_annotation, params)
 
 
-async def take_comment_ids(conn: Conn, *, api_key_id: str, organization_id: str, id: str, count: int, now: int) -> int:
-    """Stamp a thread updated and reserve `count` comment ids; the last id reserved."""
-    params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "taken": count, "now": now}
+async def take_comment_ids(conn: Conn, *, api_key_id: str, organization_id: str, id: str, count: int, now: int,
+                           floor: int = 0) -> int:
+    """Stamp a thread updated and reserve `count` comment ids above `floor` (an import's highest); the last id."""
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "taken": count, "now": now,
+        "floor": floor
+    }
     return (await fetch_row(conn, q.touch_annotation, params))["last_comment_id"]
 
 
@@ -119,11 +148,11 @@ async def thread_comments(conn: Conn, *, api_key_id: str, organization_id: str, 
 
 
 async def comments_page(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str,
-                        comment_ids: list[int] | None, after_id: int | None, limit: int,
+                        comment_ids: list[int] | None, user_ids: list[str] | None, after_id: int | None, limit: int,
                         budget: int) -> list[dict[str, Any]]:
     """A page of a thread's comments after an id: at most `limit`, ending within `budget` bytes (at least one)."""
     params = dict(api_key_id=api_key_id, organization_id=organization_id, annotation_id=annotation_id,
-                  comment_ids=comment_ids, after_id=after_id, limit=limit, budget=budget)
+                  comment_ids=comment_ids, user_ids=user_ids, after_id=after_id, limit=limit, budget=budget)
     return await fetch_all(conn, q.comments_page, params)
 
 
@@ -149,12 +178,12 @@ async def thread_participants(conn: Conn, *, api_key_id: str, organization_id: s
 
 
 async def insert_comments(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, annotation_id: str,
-                          rows: list[dict[str, Any]], now: int) -> None:
+                          rows: list[dict[str, Any]]) -> set[int]:
     """Add comments to a thread in one round trip; each row: id, comment_text, comment_html, from_user, tagged,
-    attachments, agent."""
+    attachments, agent, context, created_at, updated_at. The ids added (an id the thread holds is skipped)."""
     params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
-                  annotation_id=annotation_id, rows=Jsonb(rows), now=now)
-    await execute(conn, q.insert_comments, params)
+                  annotation_id=annotation_id, rows=Jsonb(rows))
+    return {r["id"] for r in await fetch_all(conn, q.insert_comments, params)}
 
 
 async def insert_new_mentions(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str,
@@ -229,16 +258,20 @@ async def mark_read(conn: Conn, *, api_key_id: str, organization_id: str, docume
 
 
 async def count_scope(conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None,
-                      most: int) -> int:
+                      status_ids: list[str] | None, most: int) -> int:
     """How many threads a count would read, counted up to `most` + 1."""
-    params = {"api_key_id": api_key_id, "organization_id": organization_id, "document_ids": document_ids, "most": most}
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_ids": document_ids,
+        "status_ids": status_ids, "most": most
+    }
     return (await fetch_row(conn, q.count_scope, params))["n"]
 
 
 async def count_threads(conn: Conn, *, api_key_id: str, organization_id: str, document_ids: list[str] | None,
-                        user_id: str) -> list[dict[str, Any]]:
+                        status_ids: list[str] | None, user_id: str) -> list[dict[str, Any]]:
     params = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "document_ids": document_ids, "user_id": user_id
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_ids": document_ids,
+        "status_ids": status_ids, "user_id": user_id
     }
     return await fetch_all(conn, q.count_threads, params)
 

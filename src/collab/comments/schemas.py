@@ -22,8 +22,12 @@ MAX_TAGGED = 50  # tagged users per comment
 MAX_THREADS_PER_CALL = 100  # commentAnnotations in one add
 MAX_COMMENTS_PER_CALL = 100  # commentData in one add
 MAX_REACTION = 64  # characters of a reaction (an emoji or a short name)
-StatusId = Literal["open", "in_progress", "resolved"]
+# The built-in statuses and their types; any other id is a custom status (Velt's status objects) and names its type.
+STATUS_TYPES = {"open": "default", "in_progress": "ongoing", "resolved": "terminal"}
+StatusType = Literal["default", "ongoing", "terminal"]
+StatusId = Annotated[str, Field(min_length=1, max_length=100)]
 OptId = Field(None, min_length=1, max_length=200)
+MAX_EPOCH_MS = 32_503_680_000_000  # year 3000: an import's createdAt and lastUpdated are epoch milliseconds
 
 
 def json_size(value: Any) -> int:
@@ -81,12 +85,49 @@ class TargetElement(Model):
     occurrence: int = Field(None, ge=0, le=1_000_000)
 
 
+Color = Field(None, max_length=100)
+
+
 class Status(Model):
+    """A built-in status by id, or Velt's custom status object (its type says whether it resolves the thread)."""
+
     id: StatusId
+    name: str = Field(None, max_length=200)
+    type: StatusType = None
+    color: str = Color
+    lightColor: str = Color
+    svg: str = Field(None, max_length=MAX_FIELD_BYTES)
+    iconUrl: str = Field(None, max_length=4000)
+
+    @model_validator(mode="after")
+    def _typed(self):
+        built_in = STATUS_TYPES.get(self.id)
+        if built_in is None and self.type is None:
+            raise ValueError(f"A custom status ({self.id!r}) needs a type: default, ongoing or terminal")
+        if built_in is not None and self.type not in (None, built_in):
+            raise ValueError(f"The built-in status {self.id!r} is of type {built_in}")
+        return self
+
+    def kind(self) -> str:
+        """The status's type: its own, else the built-in's."""
+        return self.type or STATUS_TYPES[self.id]
+
+    def meta(self) -> dict[str, Any] | None:
+        """The display fields sent (name, colors, icon), stored beside the id."""
+        return self.model_dump(exclude={"id", "type"}, exclude_none=True) or None
 
 
 class Priority(Model):
+    """A priority by id, with Velt's display fields when sent."""
+
     id: str = Field(min_length=1, max_length=100)
+    name: str = Field(None, max_length=200)
+    color: str = Color
+    lightColor: str = Color
+
+    def meta(self) -> dict[str, Any] | None:
+        """The display fields sent, stored beside the id."""
+        return self.model_dump(exclude={"id"}, exclude_none=True) or None
 
 
 class Visibility(Model):
@@ -97,6 +138,7 @@ class Visibility(Model):
 class Tagged(Model):
     userId: Id
     contact: User = None
+    text: str = Field(None, max_length=1000)  # Velt: the text that tagged the user ("@Ana"), kept
 
 
 class Attachment(Model):
@@ -119,7 +161,14 @@ def _distinct_tags(tags: list[Tagged] | None) -> None:
         distinct((t.userId for t in tags), "tagged userId")
 
 
+Epoch = Field(None, ge=0, le=MAX_EPOCH_MS)
+
+
 class CommentIn(Model):
+    # An import's own id and times (Velt's commentData[].commentId, createdAt and lastUpdated).
+    commentId: int = Field(None, ge=1, le=2**53 - 1)
+    createdAt: int = Epoch
+    lastUpdated: int = Epoch
     commentText: str = Field(None, max_length=MAX_TEXT)
     commentHtml: str = Field(None, max_length=MAX_TEXT)
     from_: User = Field(alias="from")
@@ -128,17 +177,30 @@ class CommentIn(Model):
     triggerNotification: bool = True
     triggerActivities: bool = True
     agent: FreeForm = None
+    context: FreeForm = None
 
     @model_validator(mode="after")
     def _check(self):
         _distinct_tags(self.taggedUserContacts)
+        _ordered(self)
         if json_size(self.stored()) > MAX_COMMENT_BYTES:
             raise too_big("The comment is", MAX_COMMENT_BYTES)
         return self
 
     def stored(self) -> dict[str, Any]:
         """The comment's own fields as they are stored (what its byte cap measures)."""
-        return self.model_dump(by_alias=True, exclude_none=True, exclude={"triggerNotification", "triggerActivities"})
+        return self.model_dump(
+            by_alias=True, exclude_none=True,
+            exclude={"triggerNotification", "triggerActivities", "commentId", "createdAt", "lastUpdated"})
+
+
+def _ordered(item: Any) -> None:
+    if item.createdAt is not None and item.lastUpdated is not None and item.lastUpdated < item.createdAt:
+        raise ValueError("lastUpdated is before createdAt")
+
+
+def _distinct_comment_ids(comments: list[CommentIn]) -> None:
+    distinct((c.commentId for c in comments if c.commentId is not None), "commentId")
 
 
 class AnnotationIn(Model):
@@ -150,11 +212,19 @@ class AnnotationIn(Model):
     assignedTo: User = None
     context: FreeForm = None
     visibility: Visibility = None
+    createdAt: int = Epoch
+    lastUpdated: int = Epoch
     commentData: list[CommentIn] = Field(min_length=1, max_length=MAX_COMMENTS_PER_CALL)
+
+    @model_validator(mode="after")
+    def _check(self):
+        _ordered(self)
+        _distinct_comment_ids(self.commentData)
+        return self
 
     def size(self) -> int:
         """JSON bytes of the thread as it would be stored, its comments included (the thread cap's measure)."""
-        own = self.model_dump(by_alias=True, exclude_none=True, exclude={"commentData"})
+        own = self.model_dump(by_alias=True, exclude_none=True, exclude={"commentData", "createdAt", "lastUpdated"})
         return json_size(own) + sum(json_size(c.stored()) for c in self.commentData)
 
 
@@ -185,7 +255,8 @@ class GetAnnotations(Model):
     userIds: IdList = None
     mentionedUserIds: IdList = None
     assignedToUserIds: IdList = None
-    statusIds: list[StatusId] = Field(None, min_length=1, max_length=3)
+    statusIds: list[StatusId] = Field(None, min_length=1, max_length=100)
+    statusId: StatusId = None  # Velt: one status, the same as statusIds with one id
     resolvedBy: str = OptId
     createdAfter: int = Field(None, ge=0)
     createdBefore: int = Field(None, ge=0)
@@ -201,7 +272,13 @@ class GetAnnotations(Model):
     def _check(self):
         if self.documentId and self.documentIds:
             raise ValueError("Provide documentId or documentIds, not both")
+        if self.statusId is not None and self.statusIds is not None:
+            raise ValueError("Provide statusId or statusIds, not both")
         return self
+
+    def status_ids(self) -> list[str] | None:
+        """The statuses filtered on (statusId is one of them)."""
+        return [self.statusId] if self.statusId is not None else self.statusIds
 
 
 class AnnotationChange(Model):
@@ -211,15 +288,43 @@ class AnnotationChange(Model):
     location: Location = None
     context: FreeForm = None
     visibility: Visibility = None
+    targetElement: TargetElement = None
+    # Velt: who resolved it; null clears it (a status that is not terminal clears it anyway).
+    resolvedByUserId: str | None = Field(None, min_length=1, max_length=200)
 
 
 class IdentityChange(Model):
-    from_: User = Field(alias="from")
-    to: User
+    """One user's identity rewritten: Velt's {oldUser, newUser}, or {from, to}."""
+
+    from_: User = Field(None, alias="from")
+    to: User = None
+    oldUser: User = None
+    newUser: User = None
+
+    @model_validator(mode="after")
+    def _pair(self):
+        if (self.from_ is None) == (self.oldUser is None) or (self.to is None) == (self.newUser is None):
+            raise ValueError("Provide oldUser and newUser (or from and to)")
+        return self
+
+    def old(self) -> User:
+        """The identity being replaced."""
+        return self.oldUser or self.from_
+
+    def new(self) -> User:
+        """The identity it becomes."""
+        return self.newUser or self.to
 
 
-class UpdateAnnotations(Scope):
+class Threads(Scope):
+    """A document's threads, narrowed by ids, locations and creators (all the document's when none is given)."""
+
     annotationIds: IdList = None
+    locationIds: IdList = None
+    userIds: IdList = None
+
+
+class UpdateAnnotations(Threads):
     updatedData: AnnotationChange = None
     updateUsers: list[IdentityChange] = Field(None, min_length=1, max_length=100)
     # Beyond Velt: who makes the change (activities, resolvedByUserId, verifyUserPermissions).
@@ -228,15 +333,18 @@ class UpdateAnnotations(Scope):
 
     @model_validator(mode="after")
     def _check(self):
-        if self.updateUsers is None and (self.annotationIds is None or self.updatedData is None):
-            raise ValueError("Provide annotationIds with updatedData, or updateUsers")
+        if self.updateUsers is None and self.updatedData is None:
+            raise ValueError("Provide updatedData or updateUsers")
         if self.verifyUserPermissions and self.actionUser is None:
             raise ValueError("actionUser is required when verifyUserPermissions is true")
         return self
 
 
-class DeleteAnnotations(Scope):
-    annotationIds: IdList = None
+class DeleteAnnotations(Threads):
+    organizationId: str = OptId  # Velt: optional; the document's organization when it is in only one
+    agentId: str = OptId
+    agentUrls: list[Annotated[str, Field(min_length=1, max_length=4000)]] = Field(None, min_length=1, max_length=100)
+    agentSuggestions: bool = False
     actionUser: User = None
     verifyUserPermissions: bool = False
 
@@ -251,6 +359,7 @@ class CountAnnotations(Model):
     organizationId: Id
     documentIds: IdList = None
     userId: Id
+    statusIds: list[StatusId] = Field(None, min_length=1, max_length=100)
 
 
 class Thread(Scope):
@@ -260,6 +369,13 @@ class Thread(Scope):
 class AddComments(Thread):
     commentData: list[CommentIn] = Field(min_length=1, max_length=MAX_COMMENTS_PER_CALL)
     verifyUserPermissions: bool = False
+    createOrganization: bool = False
+    createDocument: bool = False
+
+    @model_validator(mode="after")
+    def _check(self):
+        _distinct_comment_ids(self.commentData)
+        return self
 
 
 CommentIds = Field(min_length=1, max_length=1000)
@@ -267,6 +383,7 @@ CommentIds = Field(min_length=1, max_length=1000)
 
 class GetComments(Thread):
     commentIds: list[int] = Field(None, min_length=1, max_length=1000)
+    userIds: IdList = None  # Velt: only these authors' comments
     # Beyond Velt: a thread's comments come in pages of at most pageSize comments and COLLAB_MAX_RESPONSE_BYTES.
     pageSize: int = Field(1000, ge=1, le=1000)
     pageToken: str = Field(None, max_length=1000)
@@ -292,7 +409,7 @@ class UpdateComments(Thread):
 
 
 class DeleteComments(Thread):
-    commentIds: list[int] = CommentIds
+    commentIds: list[int] = Field(None, min_length=1, max_length=1000)  # none: every comment of the thread
     actionUser: User = None
     verifyUserPermissions: bool = False
 
@@ -321,12 +438,20 @@ class TargetElementOut(Doc):
 
 
 class StatusOut(Doc):
-    id: StatusId
-    type: Literal["default", "ongoing", "terminal"]
+    id: str
+    type: StatusType
+    name: str | None = None
+    color: str | None = None
+    lightColor: str | None = None
+    svg: str | None = None
+    iconUrl: str | None = None
 
 
 class PriorityOut(Doc):
     id: str
+    name: str | None = None
+    color: str | None = None
+    lightColor: str | None = None
 
 
 class VisibilityOut(Doc):
@@ -337,6 +462,7 @@ class VisibilityOut(Doc):
 class TaggedOut(Doc):
     userId: str
     contact: UserOut | None = None
+    text: str | None = None
 
 
 class ReactionOut(Doc):
@@ -428,6 +554,7 @@ class Comment(Doc):
     reactions: list[ReactionOut]
     attachments: list[dict[str, Any]] = Field(description="As the client sent them (url, name, mimeType, size...).")
     agent: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
 
     @staticmethod
     def wire(row: dict[str, Any]) -> dict[str, Any]:
@@ -444,6 +571,8 @@ class Comment(Doc):
         }
         if row["agent"] is not None:
             record["agent"] = row["agent"]
+        if row["context"] is not None:
+            record["context"] = row["context"]
         return record
 
 
@@ -477,9 +606,9 @@ class Annotation(Doc):
         for column, wire in (("location", "location"), ("target_element", "targetElement")):
             if row[column] is not None:
                 record[wire] = row[column]
-        record["status"] = {"id": row["status"], "type": row["status_type"]}
+        record["status"] = {"id": row["status"], "type": row["status_type"], **(row["status_meta"] or {})}
         if row["priority"] is not None:
-            record["priority"] = {"id": row["priority"]}
+            record["priority"] = {"id": row["priority"], **(row["priority_meta"] or {})}
         if row["assigned_to"] is not None:
             record["assignedTo"] = row["assigned_to"]
         record |= {"from": row["from_user"], "comments": comments}

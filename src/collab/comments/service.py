@@ -4,14 +4,16 @@ from typing import Any
 
 from collab.comments import access, events, pages
 from collab.comments import repository as repo
-from collab.comments.replies import insert_comments, limit_issue, room, thread_issue
+from collab.comments.replies import insert_comments, limit_issue, not_future, room, thread_issue
 from collab.comments.schemas import (
     AddAnnotations,
     AnnotationChange,
+    AnnotationIn,
     CountAnnotations,
     DeleteAnnotations,
     GetAnnotations,
     ReadUpdate,
+    Status,
     UpdateAnnotations,
 )
 from collab.documents import repository as documents_repo
@@ -31,6 +33,16 @@ def _outcome(id: str, success: bool, message: str) -> dict[str, Any]:
     return {"success": success, "id": id, "message": message}
 
 
+def _times(item: AnnotationIn, now: int) -> tuple[int, int]:
+    """A new thread's createdAt and lastUpdated: an import's own, else its comments', else now."""
+    comments = item.commentData
+    created = item.createdAt if item.createdAt is not None else min(
+        (c.createdAt for c in comments if c.createdAt is not None), default=now)
+    updated = item.lastUpdated if item.lastUpdated is not None else max(
+        [created, *(c.lastUpdated or c.createdAt or created for c in comments)])
+    return created, updated
+
+
 async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[str, Any]:
     """Create threads with their first comments; a supplied annotationId that exists answers as done, unchanged."""
     now = svc.now_ms()
@@ -45,7 +57,10 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
     ]
     if over:
         raise invalid(over[0]["message"], over)
-    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    for i, a in enumerate(data.commentAnnotations):
+        not_future([a.createdAt, a.lastUpdated, *(t for c in a.commentData for t in (c.createdAt, c.lastUpdated))], now,
+                   ["commentAnnotations", i])
+    key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
         await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId,
@@ -64,16 +79,18 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
             annotation_id = item.annotationId or new_id("ann_")
             creator = item.commentData[0].from_.model_dump(exclude_none=True)
             visibility = item.visibility
+            status = item.status or Status(id="open")
+            created, updated = _times(item, now)
             thread = await repo.insert_annotation(
                 tx.conn, **key, document_id=data.documentId, id=annotation_id, location=item.location,
                 target_element=item.targetElement.model_dump(exclude_none=True) if item.targetElement else None,
-                status=item.status.id if item.status else "open",
-                status_type=access.STATUS_TYPES[item.status.id if item.status else "open"],
+                status=status.id, status_type=status.kind(), status_meta=status.meta(),
                 priority=item.priority.id if item.priority else None,
+                priority_meta=item.priority.meta() if item.priority else None,
                 assigned_to=item.assignedTo.model_dump(exclude_none=True) if item.assignedTo else None,
                 from_user=creator, context=item.context, visibility=visibility.type if visibility else "public",
                 visible_user_ids=(visibility.userIds or []) if visibility and visibility.type == "restricted" else None,
-                now=now)
+                created_at=created, updated_at=updated)
             if thread is None:
                 where = await repo.annotation_document(tx.conn, **key, id=annotation_id)
                 same = where == data.documentId
@@ -81,7 +98,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
                     annotation_id, same, "Annotation already exists."
                     if same else "Annotation id is taken by another document of the organization.")
                 continue
-            sent = await insert_comments(tx.conn, tenant=tenant, thread=thread, comments=item.commentData, now=now)
+            sent = await insert_comments(tx.conn, tenant=tenant, thread=thread, comments=item.commentData, now=now,
+                                         touched=updated)
             participants = {thread["from_id"], *([thread["assigned_id"]] if thread["assigned_id"] else [])}
             batch = []
             for n, (comment, source, mentioned) in enumerate(sent):
@@ -102,7 +120,7 @@ def _filters(data: GetAnnotations) -> dict[str, Any]:
     # One document is an equality (its index gives the page in order); several are a list.
     return dict(document_id=data.documentId, document_ids=data.documentIds, folder_id=data.folderId,
                 annotation_ids=data.annotationIds, location_ids=data.locationIds, user_ids=data.userIds,
-                assigned_ids=data.assignedToUserIds, status_ids=data.statusIds, resolved_by=data.resolvedBy,
+                assigned_ids=data.assignedToUserIds, status_ids=data.status_ids(), resolved_by=data.resolvedBy,
                 mentioned_ids=data.mentionedUserIds, created_after=data.createdAfter, created_before=data.createdBefore,
                 updated_after=data.updatedAfter, updated_before=data.updatedBefore, viewer=data.userId)
 
@@ -125,16 +143,20 @@ async def get(svc: Services, *, tenant: Tenant, data: GetAnnotations) -> tuple[A
     return grouped, token
 
 
-def _change(data: UpdateAnnotations, change: AnnotationChange, actor: dict[str, Any]) -> dict[str, Any]:
+def _change(change: AnnotationChange, actor: dict[str, Any]) -> dict[str, Any]:
     sent = change.model_dump(exclude_unset=True, exclude_none=True)
     out: dict[str, Any] = {}
     if change.status is not None:
         out |= {
-            "status": change.status.id, "status_type": access.STATUS_TYPES[change.status.id],
-            "resolved_by": actor["userId"] if actor is not SYSTEM_USER else None
+            "status": change.status.id, "status_type": change.status.kind(), "status_meta": change.status.meta(),
+            "resolver": actor["userId"] if actor is not SYSTEM_USER else None
         }
+    if "resolvedByUserId" in change.model_fields_set:  # null clears it; absent leaves it
+        out["resolved_by"] = change.resolvedByUserId
     if change.priority is not None:
-        out["priority"] = change.priority.id
+        out |= {"priority": change.priority.id, "priority_meta": change.priority.meta()}
+    if change.targetElement is not None:
+        out["target_element"] = change.targetElement.model_dump(exclude_none=True)
     if change.assignedTo is not None:
         out["assigned_to"] = change.assignedTo.model_dump(exclude_none=True)
     for name in ("location", "context"):
@@ -161,7 +183,7 @@ def _change_events(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[
                 "from": events.brief_user(before["assigned_to"]), "to": events.brief_user(after["assigned_to"])
             }
         }))
-    if before["priority"] != after["priority"]:
+    if before["priority"] != after["priority"]:  # an id's new display fields alone are no event
         moved.append(
             ("comment_annotation.priority_change", {"priority": {"from": before["priority"], "to": after["priority"]}}))
     return moved
@@ -170,7 +192,7 @@ def _change_events(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[
 async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> dict[str, Any]:
     """Change threads' status, priority, assignee, location, context or visibility; rewrite users' identities."""
     now = svc.now_ms()
-    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     actor = data.actionUser.model_dump(exclude_none=True) if data.actionUser else SYSTEM_USER
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
@@ -179,9 +201,15 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
                                 document_id=data.documentId, user_ids={actor["userId"]}, role="editor", now=now)
         config = await events.config_of(tx.conn, tenant=tenant)
-        change = _change(data, data.updatedData, actor) if data.updatedData else {}
-        for annotation_id in data.annotationIds or []:
-            before = await repo.get_annotation(tx.conn, **key, document_id=data.documentId, id=annotation_id, lock=True)
+        change = _change(data.updatedData, actor) if data.updatedData else {}
+        found: dict[str, dict[str, Any]] = {}
+        if data.updatedData:  # the threads named, narrowed by the filters; without ids, all the filters match
+            threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds,
+                                                  location_ids=data.locationIds, user_ids=data.userIds)
+            found = {t["id"]: t for t in threads}
+        chosen = (sorted(found) if data.annotationIds is None else data.annotationIds) if data.updatedData else []
+        for annotation_id in chosen:
+            before = found.get(annotation_id)  # a thread named but absent or outside the filters is not found
             # With verifyUserPermissions a restricted thread exists only for who may see it (visibility included).
             if before is None or (data.verifyUserPermissions and not access.may_see(before, actor["userId"])):
                 results[annotation_id] = _outcome(annotation_id, False, not_found_message("annotation"))
@@ -200,24 +228,44 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
                                   events=batch)
             results[annotation_id] = _outcome(annotation_id, True, "Annotation updated.")
         for pair in data.updateUsers or []:
-            old = pair.from_.userId
+            old = pair.old().userId
             # The request names a document (and maybe threads): the rewrite stays inside them (docs/reference.md).
             renamed = await repo.rename_user(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds,
-                                             old_id=old, new_user=pair.to.model_dump(exclude_none=True), now=now)
+                                             old_id=old, new_user=pair.new().model_dump(exclude_none=True), now=now)
             results.setdefault(old, _outcome(old, True, f"User identity rewritten on {len(renamed)} threads."))
     return results
 
 
+async def _organization_of(conn, *, tenant: Tenant, data: DeleteAnnotations) -> str:
+    """The call's organization: the one named, else the only one holding the document."""
+    if data.organizationId is not None:
+        return data.organizationId
+    found = await repo.document_organizations(conn, api_key_id=tenant.api_key_id, document_id=data.documentId)
+    if not found:
+        raise not_found("document")
+    if len(found) > 1:
+        message = "Documents with this id are in several organizations: name its organizationId."
+        raise invalid(message, [issue(["organizationId"], message, "missing")])
+    return found[0]
+
+
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> dict[str, Any]:
-    """Delete threads of a document (all of them when no ids are given) with everything in them."""
+    """Delete threads of a document (all of them when no ids are given), narrowed by locations, creators and agents,
+    with everything in them."""
+    if data.agentSuggestions:  # refused rather than ignored: ignoring a narrowing filter would widen the delete
+        message = "collab has no agent suggestions to narrow a delete to: leave agentSuggestions out."
+        raise invalid(message, [issue(["agentSuggestions"], message, "invalid")])
     now = svc.now_ms()
-    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     async with transaction(svc.pool, svc.redis) as tx:
-        await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
+        organization_id = await _organization_of(tx.conn, tenant=tenant, data=data)
+        key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": organization_id}
+        await access.writable(tx.conn, tenant=tenant, organization_id=organization_id)
         if data.verifyUserPermissions:
-            await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
-                                document_id=data.documentId, user_ids={data.actionUser.userId}, role="editor", now=now)
-        threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds)
+            await access.verify(tx.conn, tenant=tenant, organization_id=organization_id, document_id=data.documentId,
+                                user_ids={data.actionUser.userId}, role="editor", now=now)
+        threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds,
+                                              location_ids=data.locationIds, user_ids=data.userIds,
+                                              agent_id=data.agentId, agent_urls=data.agentUrls)
         if data.verifyUserPermissions:  # delete-all included: never a thread the actor cannot see
             threads = [t for t in threads if access.may_see(t, data.actionUser.userId)]
         deleted = await repo.delete_annotations(tx.conn, **key, document_id=data.documentId,
@@ -233,11 +281,12 @@ async def count(svc: Services, *, tenant: Tenant, data: CountAnnotations) -> dic
     """Per document, the threads a user may see and how many of them hold comments unread by that user; at most
     COLLAB_COMMENTS_COUNT_MAX_THREADS threads are counted in one call."""
     most = svc.settings.comments_count_max_threads
-    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     async with svc.pool.connection() as conn:
-        if await repo.count_scope(conn, **key, document_ids=data.documentIds, most=most) > most:
+        scope: dict[str, Any] = {"document_ids": data.documentIds, "status_ids": data.statusIds}
+        if await repo.count_scope(conn, **key, **scope, most=most) > most:
             raise _too_many(data, most)
-        rows = await repo.count_threads(conn, **key, document_ids=data.documentIds, user_id=data.userId)
+        rows = await repo.count_threads(conn, **key, **scope, user_id=data.userId)
     counts = {d: {"total": 0, "unread": 0, "unreadComments": 0} for d in data.documentIds or []}
     for row in rows:
         counts[row["document_id"]] = {

@@ -1,8 +1,10 @@
-"""Effective access: organization role, folder inheritance, group grants, expiry and the disabled state.
+"""Effective access: organization role, folder inheritance, group grants, expiry, access types and disabled states.
 
 Pure functions over rows already read, so the rules are in one place and easy to test. Access flows
 down: an organization role applies to every folder and document in it, a folder role to every
-folder and document below it. Where several grants apply, the higher role wins.
+folder and document below it. Where several grants apply, the higher role wins. A resource's access type (its own,
+else the nearest folder's above it, else organizationPrivate) narrows or widens that (ADR 0051): `restricted` keeps
+organization roles out, `public` lets every user of the API key view it.
 """
 
 from typing import Any, Iterable
@@ -11,6 +13,9 @@ from collab.kit.errors import not_found_message
 
 RANK = {"viewer": 1, "editor": 2}
 DISABLED = {"error": "Organization access is disabled.", "errorCode": "permission_denied"}
+DOCUMENT_DISABLED = {"error": "Document access is disabled.", "errorCode": "permission_denied"}
+DEFAULT_TYPE = "organizationPrivate"  # the rule before access types: organization roles reach everything in it
+PUBLIC_ROLE = {"accessRole": "viewer"}  # what a public resource gives a user no grant reaches
 
 
 def _missing(what: str) -> dict[str, str]:
@@ -34,14 +39,26 @@ def best(grants: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     return {"accessRole": role, "expiresAt": max(g["expires_at"] for g in winners)}
 
 
+def access_type(own: str | None, chain: list[str], folder_types: dict[str, str]) -> str:
+    """A resource's access type: its own, else the nearest folder's in `chain` (nearest first), else the default."""
+    return own or next((folder_types[f] for f in chain if f in folder_types), DEFAULT_TYPE)
+
+
+def reaching(kind: str, organization: list[dict[str, Any]], below: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The grants that reach a resource of an access type: organization roles stay out of a restricted one."""
+    return below if kind == "restricted" else organization + below
+
+
 def resolve(*, organization_id: str, organization: dict[str, Any] | None, grants: list[dict[str, Any]],
-            folders: dict[str, list[str]], documents: dict[str, str | None], folder_ids: list[str],
-            document_ids: list[str]) -> dict[str, Any]:
+            folders: dict[str, list[str]], documents: dict[str, dict[str, Any]], folder_ids: list[str],
+            document_ids: list[str], folder_types: dict[str, str] | None = None) -> dict[str, Any]:
     """One user's effective access to an organization and some of its folders and documents.
 
     `grants` are the user's live grants in the organization; `folders` maps every folder id to its
-    ancestors; `documents` maps each existing requested document to its folder.
+    ancestors; `documents` maps each existing requested document to {folder, accessType, disabled};
+    `folder_types` the access types set on folders.
     """
+    types = folder_types or {}
     if organization is None:
         return {
             "organization": {organization_id: _missing("Organization")},
@@ -54,25 +71,39 @@ def resolve(*, organization_id: str, organization: dict[str, Any] | None, grants
         on.setdefault((g["resource_type"], g["resource_id"]), []).append(g)
     org_grants = on.get(("organization", organization_id), [])
 
-    def folder_chain(folder_id: str | None) -> list[dict[str, Any]]:
+    def chain(folder_id: str | None) -> list[str]:
+        """The folder and those above it, nearest first."""
         if folder_id is None or folder_id not in folders:
             return []
-        chain = [folder_id, *folders[folder_id]]
-        return [g for f in chain for g in on.get(("folder", f), [])]
+        return [folder_id, *reversed(folders[folder_id])]
 
-    def entry(kind: str, exists: bool, applicable: list[dict[str, Any]]) -> dict[str, Any]:
+    def entry(what: str, exists: bool, applicable: list[dict[str, Any]], kind: str = DEFAULT_TYPE,
+              disabled: bool = False) -> dict[str, Any]:
         if not exists:
-            return _missing(kind)
+            return _missing(what)
         if organization["disabled"]:
             return dict(DISABLED)
-        return best(applicable) or _denied(kind.lower())
+        if disabled:
+            return dict(DOCUMENT_DISABLED)
+        found = best(applicable) or (dict(PUBLIC_ROLE) if kind == "public" else None)
+        return found or _denied(what.lower())
+
+    def folder(f: str) -> dict[str, Any]:
+        above = chain(f)
+        kind = access_type(None, above, types)
+        return entry("Folder", f in folders,
+                     reaching(kind, org_grants, [g for x in above for g in on.get(("folder", x), [])]), kind)
+
+    def document(d: str) -> dict[str, Any]:
+        row = documents.get(d) or {}
+        above = chain(row.get("folder"))
+        kind = access_type(row.get("accessType"), above, types)
+        below = [g for x in above for g in on.get(("folder", x), [])] + on.get(("document", d), [])
+        return entry("Document", d in documents, reaching(kind, org_grants, below), kind, bool(row.get("disabled")))
 
     return {
         "organization": {organization_id: entry("Organization", True, org_grants)},
-        "folders": {f: entry("Folder", f in folders, org_grants + folder_chain(f))
-                    for f in folder_ids}, "documents": {
-                        d: entry("Document", d in documents, org_grants + folder_chain(documents.get(d)) + on.get(
-                            ("document", d), []))
-                        for d in document_ids
-                    }
+        "folders": {f: folder(f)
+                    for f in folder_ids}, "documents": {d: document(d)
+                                                        for d in document_ids}
     }

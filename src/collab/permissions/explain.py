@@ -19,22 +19,27 @@ def _kind(grant: dict[str, Any]) -> str:
     return {"document": "direct", "folder": "folder", "organization": "organization"}[grant["resource_type"]]
 
 
-def explain_rows(grants: list[dict[str, Any]], *, disabled: bool) -> list[dict[str, Any]]:
-    """Per user: the effective role (or why none) and every grant behind it, the deciding ones marked."""
+def explain_rows(grants: list[dict[str, Any]], *, disabled: bool, kind: str = access.DEFAULT_TYPE,
+                 document_disabled: bool = False) -> list[dict[str, Any]]:
+    """Per user: the effective role (or why none) and every grant behind it, the deciding ones marked; on a restricted
+    document organization roles decide nothing, on a public one a user no grant reaches still views."""
     by_user: dict[str, list[dict[str, Any]]] = {}
     for grant in grants:
         by_user.setdefault(grant["user_id"], []).append(grant)
     users = []
+    off = access.DISABLED if disabled else access.DOCUMENT_DISABLED if document_disabled else None
     for user_id, held in sorted(by_user.items()):
-        winner = access.best(held)
-        assert winner is not None  # a user here holds at least one grant
+        reach = [g for g in held if kind != "restricted" or g["resource_type"] != "organization"]
+        winner = access.best(reach) or (dict(access.PUBLIC_ROLE) if kind == "public" else None)
         reasons = [{
             "kind": _kind(g), "resourceType": g["resource_type"], "resourceId": g["resource_id"],
             "groupId": g["group_id"], "accessRole": g["access_role"], "expiresAt": g["expires_at"],
-            "decides": not disabled and g["access_role"] == winner["accessRole"]
+            "decides": off is None and g in reach and winner is not None and g["access_role"] == winner["accessRole"]
         } for g in held]
         entry: dict[str, Any] = {"userId": user_id, "reasons": reasons}
-        entry.update(access.DISABLED if disabled else winner)
+        entry.update(off or winner or {
+            "error": "The document is restricted: organization roles do not reach it.", "errorCode": "permission_denied"
+        })
         users.append(entry)
     return users
 
@@ -55,8 +60,11 @@ async def explain_document(svc: Services, *, tenant: Tenant, organization_id: st
             path = [*tree.get(folder_id, []), folder_id]
         resources = [("organization", organization_id), *(("folder", f) for f in path), ("document", document_id)]
         grants = await repo.grants_on(conn, **key, resources=resources, now_ms=svc.now_ms())
+        settings = await repo.access_settings(conn, **key, id=document_id, path=path)
     disabled = bool(organization["disabled"])
+    kind = access.access_type(settings["access_type"], path[::-1], settings["folder_types"])
     return {
         "organizationId": organization_id, "documentId": document_id, "folderPath": path, "disabled": disabled,
-        "users": explain_rows(grants, disabled=disabled)
+        "accessType": kind, "documentDisabled": settings["disabled"],
+        "users": explain_rows(grants, disabled=disabled, kind=kind, document_disabled=settings["disabled"])
     }

@@ -38,7 +38,8 @@ select exists (
 -- name: access_inputs
 -- Everything effective access is computed from, in one round trip: the organization (null when missing), the
 -- grants that apply now to each user (directly or through a group they belong to), every folder with its
--- ancestors (as documents' folder_tree), and the folder of each document asked about or granted.
+-- ancestors (as documents' folder_tree) and the access types set on folders, and the folder, access type and disabled
+-- state of each document asked about or granted.
 with recursive org as (
     select disabled from organizations where api_key_id = %(api_key_id)s and id = %(organization_id)s
 ), live as (
@@ -53,23 +54,26 @@ with recursive org as (
                   and m.user_id = u.user_id)))
     where (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s) and exists (select from org)
 ), tree as (
-    select id, parent_id, array[]::text[] as ancestors
+    select id, parent_id, array[]::text[] as ancestors, access_type
     from folders
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and parent_id is null
       and exists (select from org)
   union all
-    select f.id, f.parent_id, t.ancestors || t.id
+    select f.id, f.parent_id, t.ancestors || t.id, f.access_type
     from folders f join tree t on f.parent_id = t.id
     where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
 )
 select (select json_build_object('disabled', disabled) from org) as organization,
        coalesce((select json_agg(live) from live), '[]') as grants,
        coalesce((select json_object_agg(id, ancestors) from tree), '{}') as folders,
-       coalesce((select json_object_agg(w.id, d.folder_id)
+       coalesce((select json_object_agg(id, access_type) from tree where access_type is not null), '{}')
+         as folder_types,
+       coalesce((select json_object_agg(w.id, json_build_object('folder', d.folder_id, 'accessType', d.access_type,
+                                                                'disabled', d.disabled))
                  from unnest(array(select unnest(%(document_ids)s::text[]) union
                                    select resource_id from live where resource_type = 'document')) as w (id)
                  -- one primary-key probe per id (limit 1 keeps it a probe: a join may scan the organization)
-                 join lateral (select folder_id from documents
+                 join lateral (select folder_id, access_type, disabled from documents
                                where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
                                  and id = w.id and exists (select from org) limit 1) d on true), '{}')
          as documents
@@ -78,6 +82,15 @@ select (select json_build_object('disabled', disabled) from org) as organization
 -- The folder of each of some documents of an organization.
 select id, folder_id from documents
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)
+
+-- name: access_settings
+-- A document's own access type and disabled state, and the access types set on the folders above it (`path`).
+select d.access_type, d.disabled,
+       coalesce((select json_object_agg(f.id, f.access_type) from folders f
+                 where f.api_key_id = d.api_key_id and f.organization_id = d.organization_id
+                   and f.id = any(%(path)s) and f.access_type is not null), '{}') as folder_types
+from documents d
+where d.api_key_id = %(api_key_id)s and d.organization_id = %(organization_id)s and d.id = %(id)s
 
 -- name: grants_on
 -- The live grants on some resources of an organization, per user: a group's grant once for each member.
@@ -93,3 +106,21 @@ where g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
   and (g.principal_type = 'user' or m.user_id is not null)
   and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
 order by 1, g.resource_type, g.resource_id, 2 nulls first
+
+-- name: set_document_access
+-- Set the access type of some documents of an organization (null: inherit the folder's); the ids found.
+update documents set access_type = %(access_type)s, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)
+returning id
+
+-- name: set_document_disabled
+-- Disable or restore some documents of an organization on their own; the ids found.
+update documents set disabled = %(disabled)s, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)
+returning id
+
+-- name: set_folder_access
+-- Set the access type of some folders of an organization (null: inherit the parent's); the ids found.
+update folders set access_type = %(access_type)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)
+returning id

@@ -70,3 +70,29 @@ async def grants_on(conn: Conn, *, api_key_id: str, organization_id: str, resour
         "ids": [r[1] for r in resources], "now_ms": now_ms
     }
     return await fetch_all(conn, q.grants_on, params)
+
+
+async def access_settings(conn: Conn, *, api_key_id: str, organization_id: str, id: str,
+                          path: list[str]) -> dict[str, Any]:
+    """{access_type, disabled, folder_types} of a document and the folders above it."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "path": path}
+    return await fetch_row(conn, q.access_settings, params)
+
+
+async def set_access(conn: Conn, *, api_key_id: str, organization_id: str, kind: str, ids: list[str],
+                     access_type: str | None, now: int) -> set[str]:
+    """Set the access type of some documents or folders (`kind`); the ids found."""
+    query = q.set_document_access if kind == "document" else q.set_folder_access
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "ids": ids, "access_type": access_type, "now": now
+    }
+    return {r["id"] for r in await fetch_all(conn, query, params)}
+
+
+async def set_document_disabled(conn: Conn, *, api_key_id: str, organization_id: str, ids: list[str], disabled: bool,
+                                now: int) -> set[str]:
+    """Disable or restore some documents on their own; the ids found."""
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "ids": ids, "disabled": disabled, "now": now
+    }
+    return {r["id"] for r in await fetch_all(conn, q.set_document_disabled, params)}

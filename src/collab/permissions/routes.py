@@ -6,8 +6,9 @@ from collab.kit.auth import Tenant, api_key_auth, api_key_auth_or_none, authenti
 from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import ACKNOWLEDGED, answer
 from collab.kit.services import Services, services
-from collab.permissions import service
+from collab.permissions import service, types
 from collab.permissions.schemas import (
+    AccessOutcome,
     AddPermissions,
     GenerateToken,
     GetPermissions,
@@ -15,6 +16,9 @@ from collab.permissions.schemas import (
     PermissionsRemoved,
     RemovePermissions,
     TokenKeys,
+    UpdateDocumentAccess,
+    UpdateDocumentDisabled,
+    UpdateFolderAccess,
     UserAccess,
     UserToken,
 )
@@ -73,3 +77,27 @@ async def get_token_keys(body: Envelope[Empty], tenant: Tenant = Auth, svc: Serv
              responses=answer(TokenKeys))
 async def rotate_token_keys(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.rotate_token_keys(svc, tenant=tenant), "Token keys rotated successfully.")
+
+
+@router.post("/organizations/documents/access/update",
+             summary="Set documents' access type: public, organizationPrivate or restricted [API-key auth]",
+             responses=answer(dict[str, AccessOutcome]))
+async def update_document_access(body: Envelope[UpdateDocumentAccess], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await types.update_documents(svc, tenant=tenant, data=body.data),
+              "Updated access for documents successfully.")
+
+
+@router.post("/organizations/folders/access/update",
+             summary="Set folders' access type, or let them inherit their parent's [API-key auth]",
+             responses=answer(dict[str, AccessOutcome]))
+async def update_folder_access(body: Envelope[UpdateFolderAccess], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await types.update_folders(svc, tenant=tenant, data=body.data),
+              "Updated access for folders successfully.")
+
+
+@router.post("/organizations/documents/access/disablestate/update",
+             summary="Disable or restore access to documents on their own [API-key auth]",
+             responses=answer(dict[str, AccessOutcome]))
+async def update_document_disabled(body: Envelope[UpdateDocumentDisabled], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await types.update_disabled(svc, tenant=tenant, data=body.data),
+              "Updated disable state for documents successfully.")

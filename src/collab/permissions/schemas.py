@@ -164,3 +164,44 @@ class TokenKeys(Doc):
     previous key version and, during a secret rotation, the same under the previous secret."""
 
     keys: list[Jwk]
+
+
+# Access types (ADR 0051): Velt's organizations/documents/access/update, folders/access/update and
+# documents/access/disablestate/update.
+AccessType = Literal["public", "organizationPrivate", "restricted"]
+
+
+class UpdateDocumentAccess(Model):
+    organizationId: Id
+    documentIds: IdList100
+    accessType: AccessType
+
+
+class UpdateDocumentDisabled(Model):
+    organizationId: Id
+    documentIds: IdList100
+    disabled: bool
+
+
+class UpdateFolderAccess(Model):
+    organizationId: Id
+    folderIds: IdList100
+    accessType: AccessType = None
+    inheritFromParent: bool = False
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.accessType is None) == (not self.inheritFromParent):
+            raise ValueError("Provide accessType, or inheritFromParent: true")
+        return self
+
+
+class AccessOutcome(Doc):
+    """One resource's answer to an access update, keyed by its id."""
+
+    success: bool
+    id: str
+    message: str
+    accessType: AccessType | None = Field(None, description="The type now set; null when it inherits its parent's.")
+    inheritFromParent: bool | None = None
+    disabled: bool | None = None

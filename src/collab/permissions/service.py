@@ -87,7 +87,8 @@ async def effective(conn: Conn, *, tenant: Tenant, organization_id: str, user_id
     """Each user's effective access in one organization; without ids, to what they hold grants on."""
     found = await repo.access_inputs(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
                                      user_ids=user_ids, document_ids=document_ids or [], now_ms=now_ms)
-    organization, grants, folders, documents = (found[k] for k in ("organization", "grants", "folders", "documents"))
+    organization, grants, folders, documents, folder_types = (found[k] for k in ("organization", "grants", "folders",
+                                                                                 "documents", "folder_types"))
     by_user = {u: [g for g in grants if g["user_id"] == u] for u in user_ids}
 
     def granted(user: str, kind: str) -> list[str]:
@@ -95,7 +96,7 @@ async def effective(conn: Conn, *, tenant: Tenant, organization_id: str, user_id
 
     return {
         user: access.resolve(organization_id=organization_id, organization=organization, grants=by_user[user],
-                             folders=folders, documents=documents,
+                             folders=folders, documents=documents, folder_types=folder_types,
                              folder_ids=folder_ids if folder_ids is not None else granted(user, "folder"),
                              document_ids=document_ids if document_ids is not None else granted(user, "document"))
         for user in user_ids
