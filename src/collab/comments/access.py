@@ -7,6 +7,7 @@ from typing import Any
 from collab.kit.auth import Tenant
 from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError, not_found
+from collab.kit.services import Services
 from collab.organizations import repository as organizations_repo
 from collab.permissions import repository as permissions_repo
 from collab.permissions.service import effective
@@ -37,11 +38,12 @@ async def document_exists(conn: Conn, *, tenant: Tenant, organization_id: str, d
 
 
 async def verify(conn: Conn, *, tenant: Tenant, organization_id: str, document_id: str, user_ids: set[str], role: str,
-                 now: int) -> None:
-    """PERMISSION_DENIED unless every user holds at least `role` (viewer or editor) on the document."""
+                 svc: Services) -> None:
+    """PERMISSION_DENIED unless every user holds at least `role` (viewer or editor) on the document (the API key's
+    permission provider decides when it has one)."""
     ranks = {"viewer": 1, "editor": 2}
     access = await effective(conn, tenant=tenant, organization_id=organization_id, user_ids=sorted(user_ids),
-                             folder_ids=[], document_ids=[document_id], now_ms=now)
+                             folder_ids=[], document_ids=[document_id], now_ms=svc.now_ms(), svc=svc)
     for user_id in sorted(user_ids):
         entry = access[user_id]["documents"][document_id]
         if ranks.get(entry.get("accessRole"), 0) < ranks[role]:

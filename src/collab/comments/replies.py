@@ -121,7 +121,7 @@ async def room(conn: Conn, svc: Services, thread: dict[str, Any], *, path: str, 
         raise invalid(f"{problem['message']} This one would hold {total}.", [problem])
 
 
-async def _editable(conn: Conn, tenant: Tenant, data: Any, *, now: int) -> tuple[dict[str, Any], dict[int, dict]]:
+async def _editable(conn: Conn, svc: Services, tenant: Tenant, data: Any) -> tuple[dict[str, Any], dict[int, dict]]:
     """The locked thread and its named comments by id (briefly), once the organization takes writes and (when asked)
     the actor, else each comment's author, may edit the document."""
     await access.writable(conn, tenant=tenant, organization_id=data.organizationId)
@@ -135,7 +135,7 @@ async def _editable(conn: Conn, tenant: Tenant, data: Any, *, now: int) -> tuple
         writers = {data.actionUser.userId} if data.actionUser else {c["from_id"] for c in before.values()}
         access.require_visible(thread, writers)
         await access.verify(conn, tenant=tenant, organization_id=data.organizationId, document_id=data.documentId,
-                            user_ids=writers or {"-"}, role="editor", now=now)
+                            user_ids=writers or {"-"}, role="editor", svc=svc)
     return thread, before
 
 
@@ -149,7 +149,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, 
             writers = {c.from_.userId for c in data.commentData}
             access.require_visible(thread, writers)
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
-                                document_id=data.documentId, user_ids=writers, role="editor", now=now)
+                                document_id=data.documentId, user_ids=writers, role="editor", svc=svc)
         not_future([t for c in data.commentData for t in (c.createdAt, c.lastUpdated)], now, ["commentData"])
         await room(tx.conn, svc, thread, path="commentData", count=len(data.commentData),
                    adding=sum(json_size(c.stored()) for c in data.commentData))
@@ -207,7 +207,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateComments) -> dict
         change["tagged"] = change["tagged"] or []
     results: dict[str, Any] = {}
     async with transaction(svc.pool, svc.redis) as tx:
-        thread, before = await _editable(tx.conn, tenant, data, now=now)
+        thread, before = await _editable(tx.conn, svc, tenant, data)
         config = await events.config_of(tx.conn, tenant=tenant)
         batch, grown = [], 0
         key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
@@ -255,7 +255,7 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict
     now = svc.now_ms()
     key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     async with transaction(svc.pool, svc.redis) as tx:
-        thread, before = await _editable(tx.conn, tenant, data, now=now)
+        thread, before = await _editable(tx.conn, svc, tenant, data)
         participants = await _participants(tx.conn, thread)  # before the deleted comments' authors and tags go
         ids = data.commentIds if data.commentIds is not None else sorted(before)
         deleted = await repo.delete_comments(tx.conn, **key, annotation_id=thread["id"], ids=ids)
@@ -309,7 +309,7 @@ async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> 
         if data.verifyUserPermissions:
             access.require_visible(thread, {data.userId})
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
-                                document_id=data.documentId, user_ids={data.userId}, role="viewer", now=now)
+                                document_id=data.documentId, user_ids={data.userId}, role="viewer", svc=svc)
         brief = (await _briefs(tx.conn, thread, [data.commentId])).get(data.commentId)
         if brief is None:
             raise not_found("comment")

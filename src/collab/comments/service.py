@@ -73,7 +73,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
         if data.verifyUserPermissions:
             writers = {c.from_.userId for a in data.commentAnnotations for c in a.commentData}
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
-                                document_id=data.documentId, user_ids=writers, role="editor", now=now)
+                                document_id=data.documentId, user_ids=writers, role="editor", svc=svc)
         config = await events.config_of(tx.conn, tenant=tenant)
         for item in data.commentAnnotations:
             annotation_id = item.annotationId or new_id("ann_")
@@ -199,7 +199,7 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
         await access.writable(tx.conn, tenant=tenant, organization_id=data.organizationId)
         if data.verifyUserPermissions:
             await access.verify(tx.conn, tenant=tenant, organization_id=data.organizationId,
-                                document_id=data.documentId, user_ids={actor["userId"]}, role="editor", now=now)
+                                document_id=data.documentId, user_ids={actor["userId"]}, role="editor", svc=svc)
         config = await events.config_of(tx.conn, tenant=tenant)
         change = _change(data.updatedData, actor) if data.updatedData else {}
         found: dict[str, dict[str, Any]] = {}
@@ -255,14 +255,13 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> d
     if data.agentSuggestions:  # refused rather than ignored: ignoring a narrowing filter would widen the delete
         message = "collab has no agent suggestions to narrow a delete to: leave agentSuggestions out."
         raise invalid(message, [issue(["agentSuggestions"], message, "invalid")])
-    now = svc.now_ms()
     async with transaction(svc.pool, svc.redis) as tx:
         organization_id = await _organization_of(tx.conn, tenant=tenant, data=data)
         key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": organization_id}
         await access.writable(tx.conn, tenant=tenant, organization_id=organization_id)
         if data.verifyUserPermissions:
             await access.verify(tx.conn, tenant=tenant, organization_id=organization_id, document_id=data.documentId,
-                                user_ids={data.actionUser.userId}, role="editor", now=now)
+                                user_ids={data.actionUser.userId}, role="editor", svc=svc)
         threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds,
                                               location_ids=data.locationIds, user_ids=data.userIds,
                                               agent_id=data.agentId, agent_urls=data.agentUrls)

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from collab.kit.db import Queries, execute, fetch_all, fetch_row
+from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -96,3 +96,14 @@ async def set_document_disabled(conn: Conn, *, api_key_id: str, organization_id:
         "api_key_id": api_key_id, "organization_id": organization_id, "ids": ids, "disabled": disabled, "now": now
     }
     return {r["id"] for r in await fetch_all(conn, q.set_document_disabled, params)}
+
+
+async def provider_config(conn: Conn, *, api_key_id: str) -> dict[str, Any] | None:
+    """{enabled, url, auth_token_enc, updated_at} of an API key's permission provider; None when never set."""
+    return await fetch_one(conn, q.provider_config, {"api_key_id": api_key_id})
+
+
+async def upsert_provider_config(conn: Conn, *, api_key_id: str, enabled: bool, url: str, auth_token_enc: bytes | None,
+                                 now: int) -> None:
+    params = {"api_key_id": api_key_id, "enabled": enabled, "url": url, "auth_token_enc": auth_token_enc, "now": now}
+    await execute(conn, q.upsert_provider_config, params)

@@ -6,19 +6,23 @@ from collab.kit.auth import Tenant, api_key_auth, api_key_auth_or_none, authenti
 from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import ACKNOWLEDGED, answer
 from collab.kit.services import Services, services
-from collab.permissions import service, types
+from collab.permissions import provider_settings, service, types
 from collab.permissions.schemas import (
     AccessOutcome,
     AddPermissions,
+    GenerateSignature,
     GenerateToken,
     GetPermissions,
     GetToken,
     PermissionsRemoved,
+    ProviderConfig,
     RemovePermissions,
+    Signature,
     TokenKeys,
     UpdateDocumentAccess,
     UpdateDocumentDisabled,
     UpdateFolderAccess,
+    UpdateProviderConfig,
     UserAccess,
     UserToken,
 )
@@ -101,3 +105,26 @@ async def update_folder_access(body: Envelope[UpdateFolderAccess], tenant: Tenan
 async def update_document_disabled(body: Envelope[UpdateDocumentDisabled], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await types.update_disabled(svc, tenant=tenant, data=body.data),
               "Updated disable state for documents successfully.")
+
+
+@router.post("/workspace/permissionproviderconfig/get",
+             summary="The permission provider that decides access in place of grants [API-key auth]",
+             responses=answer(ProviderConfig))
+async def get_provider_config(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await provider_settings.get(svc, tenant=tenant),
+              "Permission provider configuration retrieved successfully.")
+
+
+@router.post("/workspace/permissionproviderconfig/update",
+             summary="Turn the permission provider on or off, set its URL and auth token [API-key auth]",
+             responses=answer(ProviderConfig))
+async def update_provider_config(body: Envelope[UpdateProviderConfig], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await provider_settings.update(svc, tenant=tenant, data=body.data),
+              "Permission provider configuration updated successfully.")
+
+
+@router.post("/auth/generate_signature", summary="Sign a permission provider's decisions [API-key auth]",
+             responses=answer(Signature))
+async def generate_signature(body: Envelope[GenerateSignature], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(provider_settings.generate_signature(svc, tenant=tenant, data=body.data),
+              "Signature generated successfully.")

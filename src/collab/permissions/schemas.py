@@ -205,3 +205,50 @@ class AccessOutcome(Doc):
     accessType: AccessType | None = Field(None, description="The type now set; null when it inherits its parent's.")
     inheritFromParent: bool | None = None
     disabled: bool | None = None
+
+
+# The permission provider (ADR 0051): Velt's workspace/permissionproviderconfig/get|update, auth/generate_signature.
+class ProviderSettings(Model):
+    permissionProviderUrl: str = Field(None, max_length=2000)
+    authToken: str = Field(None, max_length=1000)
+
+
+class UpdateProviderConfig(Model):
+    usePermissionProvider: bool = None
+    permissionProviderConfig: ProviderSettings = None
+
+    @model_validator(mode="after")
+    def _some(self):
+        if self.usePermissionProvider is None and self.permissionProviderConfig is None:
+            raise ValueError("Provide usePermissionProvider or permissionProviderConfig")
+        return self
+
+
+class ProviderSettingsOut(Doc):
+    permissionProviderUrl: str
+    authToken: str = Field(description="The last four characters only, after `****`; empty when none is set.")
+
+
+class ProviderConfig(Doc):
+    usePermissionProvider: bool
+    permissionProviderConfig: ProviderSettingsOut
+
+
+class PermissionData(Model):
+    """One decision of a permission provider's answer, as it will be signed."""
+
+    userId: Id
+    resourceId: Id
+    type: Literal["organization", "folder", "document", "context"]
+    hasAccess: bool
+    organizationId: str = Field(None, min_length=1, max_length=200)
+    accessRole: Literal["viewer", "editor"] = None
+    expiresAt: int = Field(None, ge=0)
+
+
+class GenerateSignature(Model):
+    permissions: list[PermissionData] = Field(min_length=1, max_length=500)
+
+
+class Signature(Doc):
+    signature: str = Field(description="Hex: put it as `signature` beside `data` in the provider's answer.")

@@ -9,7 +9,7 @@ from collab.kit.db.pool import Conn
 from collab.kit.errors import invalid, issue, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
-from collab.permissions import access, profiles, tokens
+from collab.permissions import access, profiles, provider, tokens
 from collab.permissions import repository as repo
 from collab.permissions.schemas import AddPermissions, GenerateToken, GetPermissions, RemovePermissions, Resource
 
@@ -82,9 +82,22 @@ async def remove(svc: Services, *, tenant: Tenant, data: RemovePermissions) -> i
     return removed
 
 
+def _overlay(answers: dict[str, Any], decided: dict[provider.Query, dict[str, Any]], organization_id: str) -> None:
+    """Put the provider's decisions in place of what grants gave; what is missing or disabled stays as it was."""
+    sections = {"organization": "organization", "folders": "folder", "documents": "document"}
+    for user, answer in answers.items():
+        for section, kind in sections.items():
+            for ident, entry in answer[section].items():
+                if entry.get("errorCode") == "does_not_exist" or entry in (access.DISABLED, access.DOCUMENT_DISABLED):
+                    continue
+                answer[section][ident] = decided[(user, kind, ident, organization_id)]
+
+
 async def effective(conn: Conn, *, tenant: Tenant, organization_id: str, user_ids: list[str],
-                    folder_ids: list[str] | None, document_ids: list[str] | None, now_ms: int) -> dict[str, Any]:
-    """Each user's effective access in one organization; without ids, to what they hold grants on."""
+                    folder_ids: list[str] | None, document_ids: list[str] | None, now_ms: int,
+                    svc: Services | None = None) -> dict[str, Any]:
+    """Each user's effective access in one organization; without ids, to what they hold grants on. With `svc`, an
+    API key's permission provider (when enabled) decides in place of the grants."""
     found = await repo.access_inputs(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
                                      user_ids=user_ids, document_ids=document_ids or [], now_ms=now_ms)
     organization, grants, folders, documents, folder_types = (found[k] for k in ("organization", "grants", "folders",
@@ -94,20 +107,29 @@ async def effective(conn: Conn, *, tenant: Tenant, organization_id: str, user_id
     def granted(user: str, kind: str) -> list[str]:
         return sorted({g["resource_id"] for g in by_user[user] if g["resource_type"] == kind})
 
-    return {
+    answers = {
         user: access.resolve(organization_id=organization_id, organization=organization, grants=by_user[user],
                              folders=folders, documents=documents, folder_types=folder_types,
                              folder_ids=folder_ids if folder_ids is not None else granted(user, "folder"),
                              document_ids=document_ids if document_ids is not None else granted(user, "document"))
         for user in user_ids
     }
+    if svc is not None:
+        queries = [(user, kind, ident, organization_id) for user, answer in answers.items()
+                   for section, kind in (("organization", "organization"), ("folders", "folder"),
+                                         ("documents", "document")) for ident in answer[section]]
+        parents = {d: row.get("folder") for d, row in documents.items()}
+        decided = await provider.decide(conn, svc, tenant=tenant, queries=queries, parents=parents)
+        if decided is not None:
+            _overlay(answers, decided, organization_id)
+    return answers
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetPermissions) -> dict[str, Any]:
     """Effective access keyed by userId: organization, folders and documents."""
     async with svc.pool.connection() as conn:
         return await effective(conn, tenant=tenant, organization_id=data.organizationId, user_ids=data.userIds,
-                               folder_ids=data.folderIds, document_ids=data.documentIds, now_ms=svc.now_ms())
+                               folder_ids=data.folderIds, document_ids=data.documentIds, now_ms=svc.now_ms(), svc=svc)
 
 
 async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) -> dict[str, str]:
@@ -124,10 +146,10 @@ async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) 
         for organization_id, grouped in groupby(sorted(resources, key=lambda r: r.organizationId),
                                                 lambda r: r.organizationId):
             group = list(grouped)
-            answer = (await
-                      effective(tx.conn, tenant=tenant, organization_id=organization_id, user_ids=[data.userId],
-                                folder_ids=[r.id for r in group if r.type == "folder"],
-                                document_ids=[r.id for r in group if r.type == "document"], now_ms=now))[data.userId]
+            answer = (await effective(tx.conn, tenant=tenant, organization_id=organization_id, user_ids=[data.userId],
+                                      folder_ids=[r.id for r in group if r.type == "folder"],
+                                      document_ids=[r.id for r in group
+                                                    if r.type == "document"], now_ms=now, svc=svc))[data.userId]
             sections = {
                 "organization": answer["organization"], "folder": answer["folders"], "document": answer["documents"]
             }
