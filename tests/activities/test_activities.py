@@ -3,6 +3,7 @@
 import dataclasses
 
 import pytest
+from velt_py.models.activity_api import DeleteActivitiesRequest
 
 from collab.activities import service
 from collab.activities.schemas import AddActivities
@@ -231,6 +232,24 @@ def test_delete(client):
     assert data["deletedIds"] == ["a1"]
     assert [r["id"] for r in listed(client, t)["data"]] == ["a2"]
     error(post(client, DELETE, {"organizationId": "org1"}, t.headers), "INVALID_ARGUMENT")
+
+
+def test_delete_by_target_entity_as_velt_py_sends_it(client, sdk):
+    t = new_tenant(client)
+    enable_activities(client, t)
+    result(
+        add(client, t, activity(id="a1", targetEntityId="ann1"), activity(id="a2", targetEntityId="ann2"),
+            activity(id="a3", targetEntityId="ann1")))
+    answer = sdk(t).api.activities.deleteActivities(
+        DeleteActivitiesRequest(organizationId="org1", targetEntityId="ann1"))
+    assert sorted(answer["result"]["data"]["deletedIds"]) == ["a1", "a3"]
+    assert [r["id"] for r in listed(client, t)["data"]] == ["a2"]
+    # Narrowing filters combine: another document's activities about the entity stay.
+    assert result(
+        post(client, DELETE, {"organizationId": "org1", "documentId": "elsewhere", "targetEntityId": "ann2"},
+             t.headers))["deletedIds"] == []
+    err = error(post(client, DELETE, {"organizationId": "org1", "targetEntityId": ""}, t.headers), "INVALID_ARGUMENT")
+    assert issue_paths(err) == [["targetEntityId"]]
 
 
 def test_other_tenant_sees_nothing(client):

@@ -79,10 +79,11 @@ where s.before < %(budget)s
 order by s.n
 
 -- name: delete_activities
--- Delete a document's or an organization's activities (or only some ids); the ids deleted.
+-- Delete a document's or an organization's activities (or only some ids, or those about one entity); the ids deleted.
 delete from activities
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
   and (%(document_id)s::text is null or document_id = %(document_id)s)
+  and (%(target_entity_id)s::text is null or target_entity_id = %(target_entity_id)s)
   and (%(activity_ids)s::text[] is null or id = any(%(activity_ids)s))
 returning id
 
@@ -91,13 +92,15 @@ returning id
 -- settings read, the records whose trigger is not off written, and the judgments' job of those among
 -- `derive_ids` recorded (the row kit/jobs.py's `insert_job` writes, marked sent). Writes nothing when the
 -- activity service is off, when the notification service is on, or when `events` (some record is a webhook event
--- type) and the key has an enabled webhook endpoint: the caller then takes the transaction path, which notifies
--- and emits. The records carry distinct ids: one statement cannot write a row twice.
+-- type) and the key has an enabled webhook endpoint or the basic webhook service: the caller then takes the
+-- transaction path, which notifies and emits. The records carry distinct ids: one statement cannot write a row twice.
 with settings as (
     select coalesce((k.activity_config ->> 'isEnabled')::boolean, false) as enabled,
            coalesce((k.notification_config ->> 'useNotificationService')::boolean, false)
            or (%(events)s and coalesce((k.webhook_config ->> 'isEnabled')::boolean, false)
                and exists (select 1 from webhook_endpoints e where e.api_key_id = k.id and not e.disabled))
+           -- Velt's basic webhook service (ADR 0049) is sent from the transaction path too.
+           or (%(events)s and coalesce((k.webhook_config -> 'basic' ->> 'useWebhookService')::boolean, false))
                as follows,
            k.activity_config -> 'triggers' -> 'comment' as triggers
     from api_keys k where k.id = %(api_key_id)s

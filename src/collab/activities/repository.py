@@ -71,9 +71,9 @@ async def list_page(conn: Conn, *, api_key_id: str, organization_id: str, docume
 
 
 async def delete(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None,
-                 activity_ids: list[str] | None) -> list[str]:
+                 activity_ids: list[str] | None, target_entity_id: str | None = None) -> list[str]:
     filters = {
         "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
-        "activity_ids": activity_ids
+        "activity_ids": activity_ids, "target_entity_id": target_entity_id
     }
     return [r["id"] for r in await fetch_all(conn, q.delete_activities, filters)]

@@ -84,11 +84,13 @@ class DeleteActivities(Model):
     organizationId: str = Id
     documentId: str = Field(None, min_length=1, max_length=200)
     activityIds: list[fields.Id] = Field(None, min_length=1, max_length=500)
+    targetEntityId: str = Field(None, min_length=1, max_length=200)  # Velt: every activity about this entity
 
     _rules = rules(
-        rule("documentId",
-             "activityIds")(lambda v: (Broken(None, "Provide activityIds or documentId")
-                                       if not v.get("documentId") and not v.get("activityIds") else None)))
+        rule(
+            "documentId", "activityIds",
+            "targetEntityId")(lambda v: (Broken(None, "Provide activityIds, documentId or targetEntityId") if not v.get(
+                "documentId") and not v.get("activityIds") and not v.get("targetEntityId") else None)))
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).

@@ -192,5 +192,6 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteActivities) -> di
     """Remove activities; the judgments derived from them go too."""
     async with transaction(svc.pool, svc.redis) as tx:
         deleted = await repo.delete(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                                    document_id=data.documentId, activity_ids=data.activityIds)
+                                    document_id=data.documentId, activity_ids=data.activityIds,
+                                    target_entity_id=data.targetEntityId)
     return {"success": True, "message": f"{len(deleted)} activities deleted.", "deletedIds": deleted}

@@ -24,6 +24,7 @@ from collab.kit.crypto import DecryptError
 from collab.kit.db import Queries, fetch_one
 from collab.kit.errors import ApiError, not_found
 from collab.kit.services import Services, services
+from collab.workspaces import domains
 from collab.workspaces import service as workspaces
 
 log = logging.getLogger("collab.console")
@@ -53,6 +54,9 @@ class Console:
     flash: list[str] = field(default_factory=list)  # messages left by the previous request (shown once)
     revealed: dict | None = None  # a secret left by the previous request: {what, token}, shown once
     data: dict[str, Any] = field(default_factory=dict, repr=False)
+    # A browser Origin other than this console's own (an embedding page): it must be an allowed domain of every
+    # API key the request acts on (ADR 0049). None for the console itself and clients that send no Origin.
+    foreign_origin: str | None = None
 
     @property
     def caller(self) -> WorkspaceCaller:
@@ -67,6 +71,8 @@ class Console:
             row = await fetch_one(conn, q.key_of_workspace, params)
         if row is None:
             raise not_found("api_key")
+        if not await domains.origin_allowed(self.svc, api_key_id=row["id"], origin=self.foreign_origin):
+            raise ApiError("PERMISSION_DENIED", domains.REFUSED_ORIGIN)
         return Tenant(api_key_id=row["id"], workspace_id=row["workspace_id"],
                       token_key_version=row["token_key_version"])
 
@@ -164,11 +170,21 @@ async def load(request: Request, svc: Services) -> Console | None:
                    revealed=revealed, data=data)
 
 
+def _own_origin(request: Request, svc: Services, origin: str) -> bool:
+    """Whether an Origin is this console's (https read as http behind an untrusted TLS proxy in production)."""
+    scheme, _, netloc = origin.rstrip("/").partition("://")
+    same_scheme = scheme == request.url.scheme or (scheme == "https" and svc.settings.env == "production")
+    return same_scheme and netloc == request.url.netloc
+
+
 async def signed_in(request: Request, svc: Services = Depends(services)) -> Console:
     """FastAPI dependency: the signed-in Console; SignInRequired (redirect or 401 page) without a live session."""
     console = await load(request, svc)
     if console is None:
         raise SignInRequired()
+    origin = request.headers.get("origin")
+    if origin is not None and not _own_origin(request, svc, origin):
+        console.foreign_origin = origin
     request.state.console = console
     return console
 

@@ -14,6 +14,7 @@ from collab.events import COMMENT_EVENTS
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
 from collab.kit.jobs import Tx
+from collab.webhooks import basic
 from collab.webhooks import payload as payloads
 from collab.webhooks import repository as repo
 from collab.workspaces.config import WEBHOOK_DEFAULTS
@@ -53,11 +54,17 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
     conn = db.conn if isinstance(db, Tx) else db
     if channels is None:
         channels = [c for c in (organization_id, document_id) if c]
+    message_id = _message_id(api_key_id, dedupe)
+    if user_ids is None:  # whom the event is about: its actor, unless the caller names more
+        user_ids = [action_user["userId"]] if action_user and action_user.get("userId") else []
+    # Velt's basic service takes the event on its own terms (its triggers, its payload shape), as its own message.
+    await basic.emit(db, now=now, api_key_id=api_key_id, event_type=event_type, payload=payload,
+                     organization_id=organization_id, document_id=document_id, action_user=action_user,
+                     dedupe_id=message_id if dedupe is not None else None, user_ids=sorted(set(user_ids)))
     endpoints = await repo.accepting_endpoints(conn, api_key_id=api_key_id, event_type=event_type, channels=channels)
     if not endpoints:
         return None
     config = {**WEBHOOK_DEFAULTS, **(endpoints[0]["webhook_config"] or {})}
-    message_id = _message_id(api_key_id, dedupe)
     shaped = payloads.message(id=message_id, event_type=event_type, now=now, api_key_id=api_key_id,
                               organization_id=organization_id, document_id=document_id, action_user=action_user,
                               payload=payload)
@@ -69,8 +76,6 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
         # Whatever one tenant's data or config does to rendering, it fails this message only, never the caller.
         log.exception("webhook body of %s (%s, key %s) could not be made", message_id, event_type, api_key_id)
         body, content_type, error = None, "application/json", RENDER_FAILED
-    if user_ids is None:  # whom the event is about: its actor, unless the caller names more
-        user_ids = [action_user["userId"]] if action_user and action_user.get("userId") else []
     if not await repo.insert_message(conn, api_key_id=api_key_id, id=message_id, event_type=event_type, body=body,
                                      content_type=content_type, error=error, organization_id=organization_id,
                                      user_ids=sorted(set(user_ids)), now=now):
@@ -88,8 +93,10 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
 
 
 def enabled(webhook_config: dict[str, Any] | None) -> bool:
-    """Whether a key's stored webhook settings have webhooks on (no endpoint takes an event while they are off)."""
-    return bool((webhook_config or {}).get("isEnabled"))
+    """Whether a key's stored webhook settings have webhooks on, advanced or basic (no endpoint takes an event
+    while both are off)."""
+    config = webhook_config or {}
+    return bool(config.get("isEnabled") or (config.get("basic") or {}).get("useWebhookService"))
 
 
 def emits(activity: dict[str, Any]) -> bool:
@@ -110,8 +117,9 @@ async def crdt_changed(conn: Conn, *, now: int, api_key_id: str, organization_id
                        user_id: str | None) -> None:
     """Count a CRDT change towards its editor's next `crdt.update_data` (at most one per 5 s per editor)."""
     channels = [organization_id, document_id]
-    if not await repo.accepting_endpoints(conn, api_key_id=api_key_id, event_type="crdt.update_data",
-                                          channels=channels):
+    if not (await repo.accepting_endpoints(conn, api_key_id=api_key_id, event_type="crdt.update_data",
+                                           channels=channels)
+            or await basic.takes(conn, api_key_id=api_key_id, event_type="crdt.update_data")):
         return
     await repo.touch_crdt(conn, api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
                           editor_id=editor_id, user_id=user_id, now=now, due_at=now + CRDT_DEBOUNCE_MS)

@@ -4,7 +4,7 @@ select id from api_keys where id = %(api_key_id)s for update
 
 -- name: count_endpoints
 -- How many webhook endpoints an API key has.
-select count(*) as n from webhook_endpoints where api_key_id = %(api_key_id)s
+select count(*) as n from webhook_endpoints where api_key_id = %(api_key_id)s and kind = 'advanced'
 
 -- name: insert_endpoint
 -- Create a webhook endpoint; the stored row.
@@ -17,14 +17,14 @@ returning *
 -- name: get_endpoint
 -- An endpoint by its id or its uid.
 select * from webhook_endpoints
-where api_key_id = %(api_key_id)s and (id = %(ref)s or uid = %(ref)s)
+where api_key_id = %(api_key_id)s and (id = %(ref)s or uid = %(ref)s) and kind = 'advanced'
 order by (id = %(ref)s) desc
 limit 1
 
 -- name: list_endpoints
 -- Keyset pages by (created_at, id): forward after a key, or backward before one (then reversed by the caller).
 select * from webhook_endpoints
-where api_key_id = %(api_key_id)s
+where api_key_id = %(api_key_id)s and kind = 'advanced'
   and (%(after_ts)s::bigint is null or (created_at, id) > (%(after_ts)s, %(after_id)s))
   and (%(before_ts)s::bigint is null or (created_at, id) < (%(before_ts)s, %(before_id)s))
 order by case when %(backward)s then created_at end desc, case when %(backward)s then id end desc,
@@ -46,19 +46,19 @@ update webhook_endpoints set
     uid = case when %(set_uid)s then %(uid)s else uid end,
     metadata = case when %(set_metadata)s then %(metadata)s else metadata end,
     updated_at = %(now)s
-where api_key_id = %(api_key_id)s and id = %(id)s
+where api_key_id = %(api_key_id)s and id = %(id)s and kind = 'advanced'
 returning *
 
 -- name: delete_endpoint
 -- Delete an endpoint (its deliveries and attempts go with it); its id when it existed.
-delete from webhook_endpoints where api_key_id = %(api_key_id)s and id = %(id)s returning id
+delete from webhook_endpoints where api_key_id = %(api_key_id)s and id = %(id)s and kind = 'advanced' returning id
 
 -- name: rotate_secret
 -- Give an endpoint a new signing secret; the previous one stays valid until `until`.
 update webhook_endpoints set
     previous_secret_enc = secret_enc, previous_secret_until = %(until)s, secret_enc = %(secret_enc)s,
     updated_at = %(now)s
-where api_key_id = %(api_key_id)s and id = %(id)s
+where api_key_id = %(api_key_id)s and id = %(id)s and kind = 'advanced'
 
 -- name: accepting_endpoints
 -- The enabled endpoints that take an event type (and one of its channels), with the key's webhook config;
@@ -66,7 +66,7 @@ where api_key_id = %(api_key_id)s and id = %(id)s
 select e.id, k.webhook_config from api_keys k
 join webhook_endpoints e on e.api_key_id = k.id
 where k.id = %(api_key_id)s and coalesce((k.webhook_config ->> 'isEnabled')::boolean, false)
-  and not e.disabled
+  and not e.disabled and e.kind = 'advanced'
   and (e.filter_types is null or %(event_type)s = any(e.filter_types))
   and (e.channels is null or e.channels && %(channels)s::text[])
 order by e.id
@@ -111,12 +111,14 @@ where api_key_id = %(api_key_id)s and message_id = %(message_id)s and endpoint_i
 -- name: claim_delivery
 -- Take attempt number %(attempt)s of a queued delivery; a second run of the same job finds nothing.
 update webhook_deliveries d set status = 'sending', lease_until = %(lease_until)s, updated_at = %(now)s
-from webhook_endpoints e, webhook_messages m
+from webhook_endpoints e, webhook_messages m, api_keys k
 where d.api_key_id = %(api_key_id)s and d.message_id = %(message_id)s and d.endpoint_id = %(endpoint_id)s
   and d.status = 'queued' and d.attempts = %(attempt)s - 1
   and e.api_key_id = d.api_key_id and e.id = d.endpoint_id and m.api_key_id = d.api_key_id and m.id = d.message_id
+  and k.id = d.api_key_id
 returning d.attempts, d.max_attempts, e.url, e.disabled, e.rate_limit, e.secret_enc, e.previous_secret_enc,
-          e.previous_secret_until, m.body, m.content_type
+          e.previous_secret_until, m.body, m.content_type,
+          case when e.kind = 'basic' then k.basic_webhook_token_enc end as basic_token_enc
 
 -- name: reschedule_delivery
 -- Back to pending without using up an attempt (rate limit).
@@ -261,3 +263,14 @@ update webhook_crdt_pending set attempts = attempts + 1, due_at = %(retry_at)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
   and editor_id = %(editor_id)s
 returning attempts
+
+-- name: put_basic_endpoint
+-- Create a basic-service endpoint (unsigned: the service's auth token authenticates it) or point it at the
+-- configured URL; a changed URL or a disabled endpoint starts its failure clock afresh.
+insert into webhook_endpoints (api_key_id, id, kind, url, created_at, updated_at)
+values (%(api_key_id)s, %(id)s, 'basic', %(url)s, %(now)s, %(now)s)
+on conflict (api_key_id, id) do update set
+    url = excluded.url, disabled = false, disabled_reason = null, failing_since = null,
+    updated_at = excluded.updated_at
+where webhook_endpoints.kind = 'basic'
+  and (webhook_endpoints.url <> excluded.url or webhook_endpoints.disabled)

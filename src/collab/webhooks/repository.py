@@ -215,3 +215,8 @@ async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organ
     params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     await execute(conn, q.forget_user, params)
     await execute(conn, q.forget_crdt_user, params)
+
+
+async def put_basic_endpoint(conn: Conn, *, api_key_id: str, id: str, url: str, now: int) -> None:
+    """Create a basic-service endpoint or point it at the configured URL (on again if it was disabled)."""
+    await execute(conn, q.put_basic_endpoint, {"api_key_id": api_key_id, "id": id, "url": url, "now": now})

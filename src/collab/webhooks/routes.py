@@ -3,10 +3,10 @@
 from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Envelope, StrictJsonRoute, ok
+from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import answer
 from collab.kit.services import Services, services
-from collab.webhooks import messages, service
+from collab.webhooks import basic, messages, service
 from collab.webhooks.schemas import (
     CreateEndpoint,
     EndpointRef,
@@ -21,6 +21,8 @@ from collab.webhooks.schemas import (
     WebhookMessagePage,
     WebhookRetryQueued,
 )
+from collab.workspaces import basic_webhooks
+from collab.workspaces.schemas import BasicWebhookConfig, BasicWebhookConfigUpdate
 
 router = APIRouter(tags=["webhooks"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
@@ -78,3 +80,16 @@ async def get_messages(body: Envelope[ListMessages], tenant: Tenant = Auth, svc:
              responses=answer(WebhookRetryQueued))
 async def retry(body: Envelope[RetryMessage], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await messages.retry(svc, tenant=tenant, data=body.data), "Webhook message queued for redelivery.")
+
+
+@router.post("/workspace/webhookconfig/update", summary="Update the basic webhook service [API-key auth]",
+             responses=answer(BasicWebhookConfig))
+async def update_basic_webhooks(body: Envelope[BasicWebhookConfigUpdate], tenant: Tenant = Auth, svc: Services = Svc):
+    result = await basic.update_config(svc, tenant=tenant, data=body.data)
+    return ok(result, "Webhook configuration updated successfully.")
+
+
+@router.post("/workspace/webhookconfig/get", summary="Get the basic webhook service [API-key auth]",
+             responses=answer(BasicWebhookConfig))
+async def get_basic_webhooks(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await basic_webhooks.get(svc, tenant=tenant), "Webhook configuration retrieved successfully.")

@@ -10,6 +10,7 @@ from collab.kit.jobs import job, past, transaction
 from collab.kit.services import Services
 from collab.webhooks import delivery, events, secret
 from collab.webhooks import repository as repo
+from collab.workspaces import basic_webhooks
 
 log = logging.getLogger("collab.webhooks")
 
@@ -36,12 +37,16 @@ async def deliver_webhook(ctx: dict, *, api_key_id: str, message_id: str, endpoi
             await repo.reschedule_delivery(conn, **key, due_at=(now // 1000 + 1) * 1000, now=now)
             return {"status": "rescheduled"}
     timestamp = now // 1000
-    keys = secret.for_signing(svc, claimed, api_key_id=api_key_id, endpoint_id=endpoint_id, now=now)
-    signatures = " ".join(secret.sign(k, message_id, timestamp, claimed["body"]) for k in keys)
     headers = {
         "content-type": claimed["content_type"], "user-agent": "collab-webhooks/1", "webhook-id": message_id,
-        "webhook-timestamp": str(timestamp), "webhook-signature": signatures
+        "webhook-timestamp": str(timestamp)
     }
+    if claimed["secret_enc"] is not None:  # an advanced endpoint: signed per Standard Webhooks
+        keys = secret.for_signing(svc, claimed, api_key_id=api_key_id, endpoint_id=endpoint_id, now=now)
+        headers["webhook-signature"] = " ".join(secret.sign(k, message_id, timestamp, claimed["body"]) for k in keys)
+    if claimed["basic_token_enc"] is not None:  # Velt's basic service: its auth token, as Velt sends it
+        token = basic_webhooks.unseal_token(svc, bytes(claimed["basic_token_enc"]), api_key_id=api_key_id)
+        headers["authorization"] = f"Basic {token}"
     started = time.perf_counter()
     result = await delivery.post(svc, url=claimed["url"], body=claimed["body"], headers=headers)
     duration_ms = int((time.perf_counter() - started) * 1000)

@@ -30,6 +30,14 @@ NOTIFICATION_DEFAULTS = {
 }
 
 
+def advanced_part(stored: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The stored webhook config split into the advanced settings (None before their first enable) and Velt's basic
+    service (under `basic`, None when never set): one column, so one read tells the event paths whether either is on."""
+    rest = dict(stored or {})
+    basic = rest.pop("basic", None)
+    return (rest or None), basic
+
+
 def _provider_aad(tenant: Tenant, provider: str) -> str:
     return f"provider-key:{tenant.workspace_id}:{tenant.api_key_id}:{provider}"
 
@@ -38,19 +46,21 @@ async def update_webhook_config(svc: Services, *, tenant: Tenant, data: WebhookC
     """Change only the sent fields; the very first configuration must enable webhooks."""
     incoming = data.model_dump(exclude_unset=True)
     async with transaction(svc.pool, svc.redis) as tx:
-        stored = (await repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id, for_update=True))["webhook_config"]
+        row = await repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id, for_update=True)
+        stored, basic = advanced_part(row["webhook_config"])
         if stored is None and incoming.get("isEnabled") is not True:
             raise ApiError("FAILED_PRECONDITION",
                            "Advanced webhooks are not configured yet: the first update must set isEnabled: true.")
         merged = {**WEBHOOK_DEFAULTS, **(stored or {}), **incoming}
-        await repo.set_config(tx.conn, api_key_id=tenant.api_key_id, column="webhook", config=merged)
+        await repo.set_config(tx.conn, api_key_id=tenant.api_key_id, column="webhook",
+                              config={**merged, **({"basic": basic} if basic is not None else {})})
     return merged
 
 
 async def get_webhook_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
     """The stored advanced webhook config; FAILED_PRECONDITION before the first enable."""
     async with svc.pool.connection() as conn:
-        stored = (await repo.api_key_config(conn, api_key_id=tenant.api_key_id))["webhook_config"]
+        stored, _ = advanced_part((await repo.api_key_config(conn, api_key_id=tenant.api_key_id))["webhook_config"])
     if stored is None:
         raise ApiError("FAILED_PRECONDITION", "Advanced webhooks have not been enabled for this API key.")
     return {**WEBHOOK_DEFAULTS, **stored}

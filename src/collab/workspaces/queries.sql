@@ -102,3 +102,36 @@ select key_enc from ai_provider_keys where api_key_id = %(api_key_id)s and provi
 -- Replace the workspace's auth token (hash and sealed copy); the old one stops authenticating at once.
 update workspaces set auth_token_hash = %(auth_token_hash)s, auth_token_enc = %(auth_token_enc)s
 where id = %(workspace_id)s
+
+-- name: allowed_domains
+-- An API key's allowed domains (bare, in the order added); none when the key does not exist.
+select allowed_domains from api_keys where id = %(api_key_id)s
+
+-- name: lock_allowed_domains
+-- An API key's allowed domains, locked so concurrent adds and deletes apply in turn.
+select allowed_domains from api_keys where id = %(api_key_id)s for update
+
+-- name: set_allowed_domains
+-- Replace an API key's allowed domains.
+update api_keys set allowed_domains = %(domains)s where id = %(api_key_id)s
+
+-- name: rename_api_key
+-- Rename an API key of the workspace; its id when it exists there.
+update api_keys set name = %(name)s where id = %(api_key_id)s and workspace_id = %(workspace_id)s returning id
+
+-- name: copy_api_key_config
+-- Copy an API key's settings (features, webhook services, allowed domains) onto another key of the same workspace.
+update api_keys t set enable_advanced_queries = s.enable_advanced_queries, webhook_config = s.webhook_config,
+                      activity_config = s.activity_config, notification_config = s.notification_config,
+                      allowed_domains = s.allowed_domains
+from api_keys s
+where s.id = %(source)s and t.id = %(target)s and s.workspace_id = %(workspace_id)s
+  and t.workspace_id = %(workspace_id)s
+
+-- name: basic_webhook_token
+-- The sealed auth token of an API key's basic webhook service.
+select basic_webhook_token_enc from api_keys where id = %(api_key_id)s
+
+-- name: set_basic_webhook_token
+-- Replace the sealed auth token of an API key's basic webhook service (null: none).
+update api_keys set basic_webhook_token_enc = %(token_enc)s where id = %(api_key_id)s

@@ -107,3 +107,31 @@ async def provider_key(conn: Conn, *, api_key_id: str, provider: str) -> bytes |
 async def set_workspace_token(conn: Conn, *, workspace_id: str, auth_token_hash: bytes, auth_token_enc: bytes) -> int:
     row = {"workspace_id": workspace_id, "auth_token_hash": auth_token_hash, "auth_token_enc": auth_token_enc}
     return await execute(conn, q.set_workspace_token, row)
+
+
+async def allowed_domains(conn: Conn, *, api_key_id: str, for_update: bool = False) -> list[str] | None:
+    """The key's allowed domains; None when the key does not exist."""
+    row = await fetch_one(conn, q.lock_allowed_domains if for_update else q.allowed_domains, {"api_key_id": api_key_id})
+    return None if row is None else row["allowed_domains"]
+
+
+async def set_allowed_domains(conn: Conn, *, api_key_id: str, domains: list[str]) -> None:
+    await execute(conn, q.set_allowed_domains, {"api_key_id": api_key_id, "domains": domains})
+
+
+async def rename_api_key(conn: Conn, *, api_key_id: str, workspace_id: str, name: str) -> bool:
+    params = {"api_key_id": api_key_id, "workspace_id": workspace_id, "name": name}
+    return await fetch_one(conn, q.rename_api_key, params) is not None
+
+
+async def copy_api_key_config(conn: Conn, *, source: str, target: str, workspace_id: str) -> None:
+    await execute(conn, q.copy_api_key_config, {"source": source, "target": target, "workspace_id": workspace_id})
+
+
+async def basic_webhook_token(conn: Conn, *, api_key_id: str) -> bytes | None:
+    row = await fetch_one(conn, q.basic_webhook_token, {"api_key_id": api_key_id})
+    return None if row is None or row["basic_webhook_token_enc"] is None else bytes(row["basic_webhook_token_enc"])
+
+
+async def set_basic_webhook_token(conn: Conn, *, api_key_id: str, token_enc: bytes | None) -> None:
+    await execute(conn, q.set_basic_webhook_token, {"api_key_id": api_key_id, "token_enc": token_enc})

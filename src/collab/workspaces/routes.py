@@ -6,28 +6,37 @@ from collab.kit.auth import Tenant, WorkspaceCaller, api_key_auth, workspace_aut
 from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import answer
 from collab.kit.services import Services, services
-from collab.workspaces import config, service
+from collab.workspaces import config, domains, service
 from collab.workspaces.schemas import (
     ActivityConfig,
     ActivityConfigUpdate,
     AdvancedWebhookConfig,
+    AllowedDomains,
     ApiKeyConfig,
     ApiKeyConfigUpdate,
+    ApiKeyCopied,
     ApiKeyEntry,
     ApiKeyRef,
     AuthTokenReset,
     AuthTokens,
+    CopyApiKey,
     CreateApiKey,
     CreateWorkspace,
+    DomainList,
+    DomainsAdded,
+    DomainsRemoved,
     FullNotificationConfig,
     NewApiKey,
     NotificationConfig,
     NotificationConfigUpdate,
+    UpdateApiKey,
     WebhookConfigUpdate,
     Workspace,
+    WorkspaceAuthToken,
 )
 
 router = APIRouter(tags=["workspace"], route_class=StrictJsonRoute)
+Ws, Key, Svc = Depends(workspace_auth), Depends(api_key_auth), Depends(services)
 
 
 @router.post("/workspace/create", summary="Create a workspace [Public]", responses=answer(Workspace))
@@ -131,3 +140,45 @@ async def update_notification_config(body: Envelope[NotificationConfigUpdate], t
 async def get_notification_config(body: Envelope[Empty], tenant: Tenant = Depends(api_key_auth),
                                   svc: Services = Depends(services)):
     return ok(await config.get_notification_config(svc, tenant=tenant), "Notification config retrieved successfully.")
+
+
+@router.post("/workspace/apikey/update", summary="Rename an API key [Workspace auth]", responses=answer(None))
+async def update_api_key(body: Envelope[UpdateApiKey], caller: WorkspaceCaller = Ws, svc: Services = Svc):
+    await service.update_api_key(svc, caller=caller, data=body.data)
+    return ok(None, "API key updated successfully.")
+
+
+@router.post("/workspace/apikey/copy", summary="Copy an API key's settings onto another [Workspace auth]",
+             responses=answer(ApiKeyCopied))
+async def copy_api_key(body: Envelope[CopyApiKey], caller: WorkspaceCaller = Ws, svc: Services = Svc):
+    result = await service.copy_api_key(svc, caller=caller, data=body.data)
+    return ok(result, "API key configuration copied successfully.")
+
+
+@router.post("/workspace/authtoken/ensure", summary="The workspace's auth token [Workspace auth]",
+             responses=answer(WorkspaceAuthToken))
+async def ensure_auth_token(body: Envelope[Empty], caller: WorkspaceCaller = Ws, svc: Services = Svc):
+    result = await service.ensure_workspace_token(svc, caller=caller)
+    return ok(result, "Workspace auth token ensured successfully.")
+
+
+@router.post("/workspace/domains/add", summary="Allow domains for the API key [API-key auth]",
+             responses=answer(DomainsAdded))
+async def add_domains(body: Envelope[DomainList], tenant: Tenant = Key, svc: Services = Svc):
+    result = await domains.add(svc, tenant=tenant, domains=body.data.domains)
+    skipped = " Skipped existing domains." if "skippedDomains" in result else ""
+    return ok(result, "Domain(s) added successfully to allowed domains." + skipped)
+
+
+@router.post("/workspace/domains/delete", summary="Remove allowed domains of the API key [API-key auth]",
+             responses=answer(DomainsRemoved))
+async def delete_domains(body: Envelope[DomainList], tenant: Tenant = Key, svc: Services = Svc):
+    result = await domains.delete(svc, tenant=tenant, domains=body.data.domains)
+    skipped = " Skipped non-existing domains." if "skippedDomains" in result else ""
+    return ok(result, "Domain(s) removed successfully from allowed domains." + skipped)
+
+
+@router.post("/workspace/domains/get", summary="The API key's allowed domains [API-key auth]",
+             responses=answer(AllowedDomains))
+async def get_domains(body: Envelope[Empty], tenant: Tenant = Key, svc: Services = Svc):
+    return ok(await domains.get(svc, tenant=tenant), "Allowed domains retrieved successfully.")

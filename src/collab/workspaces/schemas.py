@@ -14,6 +14,7 @@ from collab.events import CommentEvent, HuddleEvent
 from collab.kit.envelope import Model
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
+from collab.workspaces import domains
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 
@@ -52,14 +53,97 @@ class ApiKeyRef(Model):
     apiKey: str = Field(min_length=1, max_length=200)
 
 
+def _domains(values: list[str] | None) -> list[str] | None:
+    """Each entry as Velt stores it (bare domain); the first bad one fails with its index in the message."""
+    if values is None:
+        return None
+    out = []
+    for i, raw in enumerate(values):
+        try:
+            out.append(domains.normalise(raw))
+        except ValueError as exc:
+            raise ValueError(f"Entry {i} ({raw[:100]!r}): {exc}") from None
+    return out
+
+
+class BasicWebhookServiceConfig(Model):
+    """Velt's basic webhook service settings; an empty string clears a text field."""
+
+    authToken: str = Field(None, max_length=500)
+    rawNotificationUrl: str = Field(None, max_length=2000)
+    processedNotificationUrl: str = Field(None, max_length=2000)
+    encodeData: bool = None
+    encryptData: bool = None
+    publicKey: str = Field(None, max_length=20_000)
+    enableDataProtection: bool = None
+    # Velt's trigger names; names collab never emits are stored and simply never fire (ADR 0049).
+    triggers: dict[str, bool] = Field(None, max_length=100)
+
+    @field_validator("rawNotificationUrl", "processedNotificationUrl")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value and not re.match(r"^https?://\S+$", value):
+            raise ValueError("Must be an http(s) URL")
+        return value
+
+    @field_validator("publicKey")
+    @classmethod
+    def _public_key(cls, value: str | None) -> str | None:
+        return _rsa_public_key(value)
+
+    @field_validator("triggers")
+    @classmethod
+    def _trigger_names(cls, value: dict[str, bool] | None) -> dict[str, bool] | None:
+        if value is not None and any(not 0 < len(k) <= 100 for k in value):
+            raise ValueError("Trigger names are 1-100 characters")
+        return value
+
+
+class BasicWebhookConfigUpdate(Model):
+    useWebhookService: bool = None
+    webhookServiceConfig: BasicWebhookServiceConfig = None
+
+    @model_validator(mode="after")
+    def _at_least_one(self):
+        if not self.model_fields_set:
+            raise ValueError("At least one of useWebhookService and webhookServiceConfig is required")
+        return self
+
+
 class CreateApiKey(Model):
     ownerEmail: str = Field(min_length=3, max_length=254)
     type: Literal["testing", "production"]
     apiKeyName: str = Field(None, min_length=1, max_length=200)
     createAuthToken: bool = True
+    allowedDomains: list[str] = Field(None, max_length=domains.MAX_PER_REQUEST)
+    addLocalHostToAllowedDomains: bool = False
+    useWebhookService: bool = None
+    webhookServiceConfig: BasicWebhookServiceConfig = None
+    # One deployment serves every key: a region is checked (Velt refuses an empty one) and otherwise ignored.
+    persistenceDBRegion: str = Field(None, min_length=1, max_length=100)
+    realtimeDBRegion: str = Field(None, min_length=1, max_length=100)
 
     _email = field_validator("ownerEmail")(_email)
     _name = field_validator("apiKeyName")(_not_blank)
+    _allowed = field_validator("allowedDomains")(_domains)
+
+
+class UpdateApiKey(Model):
+    apiKey: str = Field(min_length=1, max_length=200)
+    apiKeyName: str = Field(min_length=1, max_length=200)
+
+    _name = field_validator("apiKeyName")(_not_blank)
+
+
+class CopyApiKey(Model):
+    sourceApiKey: str = Field(min_length=1, max_length=200)
+    targetApiKey: str = Field(min_length=1, max_length=200)
+
+
+class DomainList(Model):
+    domains: list[str] = Field(min_length=1, max_length=domains.MAX_PER_REQUEST)
+
+    _domains = field_validator("domains")(_domains)
 
 
 class ProviderKey(Model):
@@ -246,6 +330,44 @@ class AuthTokens(Doc):
 
 class NewApiKey(Doc):
     apiKey: str = Field(description="ID of the new API key.")
+
+
+class DomainsAdded(Doc):
+    domainsAdded: list[str]
+    skippedDomains: list[str] | None = Field(None, description="Those already allowed; absent when none.")
+
+
+class DomainsRemoved(Doc):
+    domainsRemoved: list[str]
+    skippedDomains: list[str] | None = Field(None, description="Those not allowed before; absent when none.")
+
+
+class AllowedDomains(Doc):
+    allowedDomains: list[str] = Field(description="Bare domains; empty allows every origin.")
+
+
+class ApiKeyCopied(Doc):
+    """Velt's answer to a copy: an empty object."""
+
+
+class WorkspaceAuthToken(Doc):
+    authToken: str
+
+
+class BasicWebhookServiceConfigOut(Doc):
+    authToken: str = Field(description="Empty string when unset.")
+    rawNotificationUrl: str = Field(description="Empty string when unset.")
+    processedNotificationUrl: str = Field(description="Empty string when unset.")
+    encodeData: bool | None = None
+    encryptData: bool | None = None
+    publicKey: str | None = None
+    enableDataProtection: bool | None = None
+    triggers: dict[str, bool] | None = None
+
+
+class BasicWebhookConfig(Doc):
+    useWebhookService: bool
+    webhookServiceConfig: BasicWebhookServiceConfigOut
 
 
 class ProviderKeyState(Doc):

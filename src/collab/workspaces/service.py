@@ -12,8 +12,17 @@ from collab.kit.errors import ApiError, invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.ratelimit import check
 from collab.kit.services import Services
+from collab.workspaces import basic_webhooks, domains
 from collab.workspaces import repository as repo
-from collab.workspaces.schemas import ApiKeyEntry, CreateApiKey, CreateWorkspace, Workspace
+from collab.workspaces.schemas import (
+    ApiKeyEntry,
+    BasicWebhookConfigUpdate,
+    CopyApiKey,
+    CreateApiKey,
+    CreateWorkspace,
+    UpdateApiKey,
+    Workspace,
+)
 
 DEFAULT_TOKEN_NAME = "Default Auth Token"
 MAX_API_KEYS = 100
@@ -135,14 +144,56 @@ async def list_auth_tokens(svc: Services, *, caller: WorkspaceCaller, api_key_id
 
 
 async def create_api_key(svc: Services, *, caller: WorkspaceCaller, data: CreateApiKey) -> dict[str, Any]:
-    """Add an API key (a new tenant) to the workspace, by default with one auth token."""
+    """Add an API key (a new tenant) to the workspace, by default with one auth token, with Velt's allowed domains
+    and basic webhook service when sent."""
+    local = domains.LOCALHOST if data.addLocalHostToAllowedDomains else ()
+    allowed = list(dict.fromkeys([*(data.allowedDomains or []), *local]))
+    # Its URLs are checked when sent to (webhooks/safety.py pins every target), as this floor cannot check them now.
+    webhooks = data.model_dump(include={"useWebhookService", "webhookServiceConfig"}, exclude_unset=True)
     async with transaction(svc.pool, svc.redis) as tx:
         keys = await repo.api_keys_of_workspace(tx.conn, workspace_id=caller.workspace_id)
         if len(keys) >= MAX_API_KEYS:
             raise ApiError("RESOURCE_EXHAUSTED", f"A workspace holds at most {MAX_API_KEYS} API keys.")
         api_key_id = await _add_api_key(svc, tx.conn, workspace_id=caller.workspace_id, owner_email=data.ownerEmail,
                                         kind=data.type, name=data.apiKeyName, with_token=data.createAuthToken)
+        if allowed:
+            await repo.set_allowed_domains(tx.conn, api_key_id=api_key_id, domains=allowed)
+        if webhooks:
+            tenant = auth.Tenant(api_key_id=api_key_id, workspace_id=caller.workspace_id)
+            await basic_webhooks.apply(svc, tx.conn, tenant=tenant, data=BasicWebhookConfigUpdate(**webhooks))
     return {"apiKey": api_key_id}
+
+
+async def update_api_key(svc: Services, *, caller: WorkspaceCaller, data: UpdateApiKey) -> None:
+    """Rename an API key of the workspace."""
+    async with transaction(svc.pool, svc.redis) as tx:
+        if not await repo.rename_api_key(tx.conn, api_key_id=data.apiKey, workspace_id=caller.workspace_id,
+                                         name=data.apiKeyName.strip()):
+            raise not_found("api_key")
+
+
+async def copy_api_key(svc: Services, *, caller: WorkspaceCaller, data: CopyApiKey) -> dict[str, Any]:
+    """Copy one key's settings onto another of the workspace: feature configs, webhook services, allowed domains.
+    Secrets stay with the key they were given to (auth tokens, AI provider keys, endpoints and their secrets)."""
+    if data.sourceApiKey == data.targetApiKey:
+        message = "sourceApiKey and targetApiKey must differ."
+        raise invalid(message, [issue(["targetApiKey"], message)])
+    async with transaction(svc.pool, svc.redis) as tx:
+        for api_key_id in (data.sourceApiKey, data.targetApiKey):
+            await _own_key(tx.conn, caller=caller, api_key_id=api_key_id)
+        await repo.copy_api_key_config(tx.conn, source=data.sourceApiKey, target=data.targetApiKey,
+                                       workspace_id=caller.workspace_id)
+        await basic_webhooks.copy(svc, tx.conn, source=data.sourceApiKey, target=data.targetApiKey)
+    return {}
+
+
+async def ensure_workspace_token(svc: Services, *, caller: WorkspaceCaller) -> dict[str, Any]:
+    """The workspace's auth token (every collab workspace has one from its creation, so ensuring never mints)."""
+    async with svc.pool.connection() as conn:
+        row = await repo.get_workspace(conn, workspace_id=caller.workspace_id)
+    if row is None:
+        raise not_found("workspace")
+    return {"authToken": svc.keyring.decrypt(row["auth_token_enc"], _ws_token_aad(caller.workspace_id))}
 
 
 async def list_api_keys(svc: Services, *, caller: WorkspaceCaller) -> list[dict[str, Any]]:
