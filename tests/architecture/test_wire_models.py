@@ -33,7 +33,7 @@ from collab.organizations.schemas import Organization
 from collab.presence.schemas import Presence
 from collab.realtime.schemas import LiveState
 from collab.recordings.schemas import Recording
-from collab.users.schemas import DeletionStatus, UserRecording, UserWithAccess
+from collab.users.schemas import DeletionStatus, DocUser, Group, Invitation, UserRecording, UserWithAccess
 from collab.webhooks.schemas import WebhookEndpoint
 from collab.workspaces.schemas import ApiKeyEntry, Workspace
 
@@ -45,22 +45,25 @@ COMMENT = {
     "id": 1, "comment_text": "Looks good", "comment_html": "<p>Looks good</p>", "from_user": ACTOR, "created_at": NOW,
     "updated_at": NOW + 5, "is_edited": True, "tagged": [{"userId": "u2", "contact": {"userId": "u2", "name": "Bo"}}],
     "reactions": [{"reaction": "👍", "userIds": ["u2"]}], "attachments": [{"url": "https://example.com/a.png"}],
-    "agent": {"agentId": "ag_1"}
+    "agent": {"agentId": "ag_1"}, "context": {"ticket": "T-1"}
 }
 BARE_COMMENT = COMMENT | {
     "id": 2, "comment_text": None, "comment_html": None, "is_edited": False, "tagged": [], "reactions": [],
-    "attachments": [], "agent": None
+    "attachments": [], "agent": None, "context": None
 }
 THREAD = {
     "id": "ann_1", "document_id": "d1", "organization_id": "o1", "location": {"id": "loc1"},
     "target_element": {"elementId": "e1", "targetText": "Plan",
-                       "occurrence": 1}, "status": "resolved", "status_type": "terminal", "priority": "P1",
-    "assigned_to": ACTOR, "from_user": ACTOR, "context": {"k": "v"}, "visibility": "restricted",
-    "visible_user_ids": ["u2"], "created_at": NOW, "updated_at": NOW + 1, "resolved_by": "u1"
+                       "occurrence": 1}, "status": "approved", "status_type": "terminal",
+    "status_meta": {"name": "Approved", "color": "#15803d", "lightColor": "#dcfce7", "iconUrl": "https://e.com/a.svg"
+                    }, "priority": "P1", "priority_meta": {"name": "Urgent", "color": "#dc2626"}, "assigned_to": ACTOR,
+    "from_user": ACTOR, "context": {"k": "v"}, "visibility": "restricted", "visible_user_ids": ["u2"],
+    "created_at": NOW, "updated_at": NOW + 1, "resolved_by": "u1"
 }
 BARE_THREAD = THREAD | {
-    "location": None, "target_element": None, "status": "open", "status_type": "default", "priority": None,
-    "assigned_to": None, "context": None, "visibility": "public", "visible_user_ids": None, "resolved_by": None
+    "location": None, "target_element": None, "status": "open", "status_type": "default", "status_meta": None,
+    "priority": None, "priority_meta": None, "assigned_to": None, "context": None, "visibility": "public",
+    "visible_user_ids": None, "resolved_by": None
 }
 PLACE = {"organization_id": "o1", "document_id": "d1", "annotation_id": "ann_1"}
 DELETION = {
@@ -72,6 +75,12 @@ WORKSPACE = {
     "owner_avatar": ""
 }
 KEYS = [{"id": "key_1", "name": "Main", "type": "testing"}, {"id": "key_2", "name": "Prod", "type": "production"}]
+INVITATION = {
+    "id": "inv_1", "organization_id": "o1", "type": "doc_user", "email": "ana@example.com", "status": "ACCEPTED",
+    "document_id": "d1", "folder_id": None, "organization_name": "Acme", "document_name": "Plan", "folder_name": None,
+    "invited_by": {"userId": "u0",
+                   "email": "owner@example.com"}, "user_id": "u1", "created_at": NOW, "updated_at": NOW + 1
+}
 
 # (model, the arguments of model.wire after the row, rows as the repository returns them). Each row is served
 # twice where a field may be absent: with every optional column set, and with each one unset.
@@ -81,8 +90,10 @@ CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
     (Document, (),
      [{"id": "d1", "organization_id": "o1", "name": "Plan", "folder_id": "f1", "created_at": NOW, "updated_at": NOW},
       {"id": "d2", "organization_id": "o1", "name": None, "folder_id": None, "created_at": NOW, "updated_at": NOW}]),
-    (Folder, (), [{"id": "f2", "parent_id": "f1", "ancestors": ["f0", "f1"], "name": "Drafts", "created_at": NOW},
-                  {"id": "f0", "parent_id": None, "ancestors": [], "name": None, "created_at": NOW}]),
+    (Folder, (), [{
+        "id": "f2", "parent_id": "f1", "ancestors": ["f0", "f1"], "name": "Drafts", "created_at": NOW,
+        "updated_at": NOW + 1
+    }, {"id": "f0", "parent_id": None, "ancestors": [], "name": None, "created_at": NOW, "updated_at": None}]),
     (UserWithAccess, (), [{"user_id": "u1", "access_role": "editor", "name": "Ana", "email": "ana@example.com"},
                           {"user_id": "u2", "access_role": "viewer", "name": None, "email": None}]),
     (Notification, ("key_1", ), [{
@@ -166,10 +177,24 @@ CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
     ]), (ApiKeyEntry, (), KEYS),
     (Workspace, (KEYS, "wtok_1"), [WORKSPACE, WORKSPACE | {"owner_avatar": "https://example.com/a.png"}]),
     (LiveState, (), [{"live_state_data_id": "cursor", "data": {"x": 1, "y": [2, None]}, "updated_at": NOW},
-                     {"live_state_data_id": "flag", "data": None, "updated_at": NOW}])
+                     {"live_state_data_id": "flag", "data": None, "updated_at": NOW}]),
+    (DocUser, (), [{
+        "user_id": "u1", "name": "Ana", "email": "ana@example.com", "documents_count": 2,
+        "documents": [["d1", "editor"], ["d2", "viewer"]]
+    }, {"user_id": "u2", "name": None, "email": None, "documents_count": 1, "documents": [["d3", "viewer"]]}]),
+    (Group, (), [{"id": "g1", "name": "Eng", "members": 3, "created_at": NOW},
+                 {"id": "g2", "name": None, "members": 0, "created_at": NOW}]),
+    (Invitation, (), [
+        INVITATION, INVITATION | {
+            "type": "org_user", "document_id": None, "organization_name": None, "document_name": None,
+            "invited_by": None, "user_id": None, "status": "PENDING"
+        }
+    ])
 ]
 # Keyword arguments some wire functions take, served in every combination listed.
-KEYWORDS: dict[type[Doc], list[dict[str, Any]]] = {CrdtEditor: [{"yjs": False}, {"yjs": True}]}
+KEYWORDS: dict[type[Doc], list[dict[str, Any]]] = {
+    CrdtEditor: [{"yjs": False}, {"yjs": True}], DocUser: [{"involved": False}, {"involved": True}]
+}
 
 
 def _calls() -> list[tuple[str, type[Doc], Callable[[], dict[str, Any]]]]:

@@ -188,7 +188,9 @@ def test_another_tenants_users_answer_like_unknown_ones(client):
     other = new_tenant(client)
     unknown = export(client, other, userIds=["u1", "u2"])
     never = export(client, other, userIds=["nobody-ever"])
-    assert unknown == never == {"status": "success", "message": "User data retrieved.", "data": [], "pageToken": None}
+    assert unknown == never == {
+        "status": "success", "message": "User data retrieved.", "data": [], "pageToken": None, "nextPageToken": None
+    }
     assert export(client, t, userIds=["nobody-ever"])["data"] == []
     # A page token is the tenant's own: another tenant cannot use one.
     token = export(client, t, userIds=["u1"], pageSize=1)["pageToken"]

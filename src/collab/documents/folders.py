@@ -3,12 +3,19 @@
 from typing import Any
 
 from collab.documents import repository as repo
-from collab.documents.schemas import AddFolders, Folder, GetFolders
+from collab.documents.schemas import AddFolders, DeleteFolder, Folder, FolderChange, GetFolders, UpdateFolders
+from collab.kit import paging
 from collab.kit.auth import Tenant
-from collab.kit.errors import not_found_message
+from collab.kit.db.pool import Conn
+from collab.kit.errors import not_found, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.organizations.service import ensure as ensure_organization
+
+# Velt's name for the top of the tree (its folders/get shows top-level folders under the parent "root"): as a
+# target it means "no folder", unless the organization has a real folder of that id (ADR 0048).
+ROOT = "root"
+CYCLE = "A folder cannot be moved into itself or one of its subfolders."
 
 
 async def add(svc: Services, *, tenant: Tenant, data: AddFolders) -> dict[str, Any]:
@@ -34,18 +41,81 @@ async def add(svc: Services, *, tenant: Tenant, data: AddFolders) -> dict[str, A
     return results
 
 
-async def get(svc: Services, *, tenant: Tenant, data: GetFolders) -> list[dict[str, Any]]:
-    """An organization's folders, or one folder and its descendants down to `maxDepth` levels."""
+async def target(conn: Conn, *, api_key_id: str, organization_id: str, folder_id: str) -> tuple[bool, str | None]:
+    """Whether a folder named as a destination exists, and the parent it stands for (None: the top level)."""
+    if await repo.folder_exists(conn, api_key_id=api_key_id, organization_id=organization_id, id=folder_id):
+        return True, folder_id
+    return folder_id == ROOT, None
+
+
+async def get(svc: Services, *, tenant: Tenant, data: GetFolders) -> tuple[list[dict[str, Any]], str | None]:
+    """One folder and its descendants down to `maxDepth` levels, or a page of the organization's folders."""
+    if data.folderId is None:
+        return await _page(svc, tenant=tenant, data=data)
     async with svc.pool.connection() as conn:
         rows = await repo.folder_tree(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId)
-    if data.folderId is not None:
-        top = next((r for r in rows if r["id"] == data.folderId), None)
-        if top is None:
-            return []
-        base = len(top["ancestors"])
-        rows = [r for r in rows if r is top or data.folderId in r["ancestors"]]
-    else:
-        base = 0
+    top = next((r for r in rows if r["id"] == data.folderId), None)
+    if top is None:
+        return [], None
+    base = len(top["ancestors"])
+    rows = [r for r in rows if r is top or data.folderId in r["ancestors"]]
     if data.maxDepth is not None:
         rows = [r for r in rows if len(r["ancestors"]) - base <= data.maxDepth]
-    return [Folder.wire(r) for r in rows]
+    return [Folder.wire(r) for r in rows], None
+
+
+async def _page(svc: Services, *, tenant: Tenant, data: GetFolders) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of the organization's folders, parents before children, optionally only the top-level ones."""
+    pager = paging.Pager.for_query(
+        svc.keyring, tenant.api_key_id, "folders",
+        {"organizationId": data.organizationId, "rootFoldersOnly": data.rootFoldersOnly, "maxDepth": data.maxDepth})
+    after_depth, after_id = pager.after(data.pageToken, 2)
+    size = data.pageSize or 1000
+    async with svc.pool.connection() as conn:
+        rows = await repo.folder_page(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                      root_only=data.rootFoldersOnly, max_depth=data.maxDepth, after_depth=after_depth,
+                                      after_id=after_id, limit=size + 1)
+    rows, token = pager.page(rows, size, "depth", "id")
+    return [Folder.wire(r) for r in rows], token
+
+
+async def update(svc: Services, *, tenant: Tenant, data: UpdateFolders) -> dict[str, Any]:
+    """Rename folders or move them, with everything in them, under another parent; keyed by folderId."""
+    now = svc.now_ms()
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    results: dict[str, Any] = {}
+    async with transaction(svc.pool, svc.redis) as tx:
+        # Each move is checked against the tree as it stands; two crossing moves running at once could each pass
+        # that check and together make a loop, so an organization's tree changes one transaction at a time.
+        await repo.lock_folder_tree(tx.conn, **key)
+        for folder in data.folders:
+            message = await _change(tx.conn, key=key, folder=folder, now=now)
+            results[folder.folderId] = {
+                "success": message is None, "id": folder.folderId, "message": message or "Folder Updated."
+            }
+    return results
+
+
+async def _change(conn: Conn, *, key: dict[str, str], folder: FolderChange, now: int) -> str | None:
+    """Apply one folder's change; why it was refused, or None."""
+    if not await repo.folder_exists(conn, **key, id=folder.folderId):
+        return not_found_message("folder")
+    parent = None
+    if folder.parentFolderId is not None:
+        found, parent = await target(conn, **key, folder_id=folder.parentFolderId)
+        if not found:
+            return not_found_message("parent_folder")
+        if parent is not None and await repo.folder_would_cycle(conn, **key, id=folder.folderId, parent_id=parent):
+            return CYCLE
+    await repo.update_folder(conn, **key, id=folder.folderId, name=folder.folderName, move=folder.parentFolderId
+                             is not None, parent_id=parent, now=now)
+    return None
+
+
+async def delete(svc: Services, *, tenant: Tenant, data: DeleteFolder) -> None:
+    """Delete a folder with its subfolders and every document in them (their data and grants too)."""
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    async with transaction(svc.pool, svc.redis) as tx:
+        await repo.lock_folder_tree(tx.conn, **key)
+        if not await repo.delete_folder(tx.conn, **key, id=data.folderId):
+            raise not_found("folder")

@@ -88,15 +88,98 @@ select * from folders where api_key_id = %(api_key_id)s and organization_id = %(
 -- name: folder_tree
 -- Every folder of an organization with its ancestors (root first), parents before children.
 with recursive tree as (
-    select id, name, parent_id, created_at, array[]::text[] as ancestors
+    select id, name, parent_id, created_at, updated_at, array[]::text[] as ancestors
     from folders
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and parent_id is null
   union all
-    select f.id, f.name, f.parent_id, f.created_at, t.ancestors || t.id
+    select f.id, f.name, f.parent_id, f.created_at, f.updated_at, t.ancestors || t.id
     from folders f join tree t on f.parent_id = t.id
     where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
 )
 select * from tree order by cardinality(ancestors), id
+
+-- name: folder_page
+-- A page of an organization's folders with their ancestors, parents before children (by depth, then id) after a
+-- (depth, id) key; optionally only the top-level ones, or those at most max_depth levels down.
+with recursive tree as (
+    select id, name, parent_id, created_at, updated_at, array[]::text[] as ancestors
+    from folders
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and parent_id is null
+  union all
+    select f.id, f.name, f.parent_id, f.created_at, f.updated_at, t.ancestors || t.id
+    from folders f join tree t on f.parent_id = t.id
+    where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
+      and not %(root_only)s and (%(max_depth)s::int is null or cardinality(t.ancestors) < %(max_depth)s::int)
+)
+select *, cardinality(ancestors) as depth from tree
+where %(after_id)s::text is null or (cardinality(ancestors), id) > (%(after_depth)s::int, %(after_id)s::text)
+order by cardinality(ancestors), id
+limit %(limit)s
+
+-- name: lock_folder_tree
+-- Hold the organization's folder tree until the transaction ends: its moves and deletions run one at a time.
+select pg_advisory_xact_lock(hashtextextended(%(api_key_id)s || ':folder-tree:' || %(organization_id)s, 0))
+
+-- name: folder_would_cycle
+-- Whether the folder is the new parent or one of its ancestors (the move would put the folder inside itself).
+with recursive up as (
+    select id, parent_id from folders
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(parent_id)s
+  union all
+    select f.id, f.parent_id from folders f join up on f.id = up.parent_id
+    where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
+)
+select exists (select 1 from up where id = %(id)s) as cycle
+
+-- name: update_folder
+-- Rename a folder and/or give it a new parent (null parent: top level); null name keeps the stored one.
+update folders set
+    name = coalesce(%(name)s, name),
+    parent_id = case when %(move)s then %(parent_id)s else parent_id end,
+    updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
+returning id
+
+-- name: folder_subtree
+-- A folder and every folder below it.
+with recursive down as (
+    select id from folders
+    where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
+  union all
+    select f.id from folders f join down on f.parent_id = down.id
+    where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
+)
+select id from down
+
+-- name: documents_in_folders
+-- The ids of the documents directly in any of the folders.
+select id from documents
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and folder_id = any(%(folder_ids)s)
+
+-- name: delete_folder_grants
+-- Remove the grants on some folders.
+delete from grants
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and resource_type = 'folder' and resource_id = any(%(ids)s)
+
+-- name: delete_folder
+-- Delete a folder (its subfolders go with it by their foreign key); the id when it existed.
+delete from folders
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
+returning id
+
+-- name: move_documents
+-- Put documents into a folder (null: into no folder); the ids that exist.
+update documents set folder_id = %(folder_id)s, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)
+returning id
+
+-- name: count_documents
+-- How many documents an organization has, optionally only those directly in a folder, or only those in none.
+select count(*) as count from documents
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and (%(folder_id)s::text is null or folder_id = %(folder_id)s)
+  and (not %(outside_folders)s or folder_id is null)
 
 -- name: insert_migration
 -- Record a document migration (a move to a new id) and the job that runs it.

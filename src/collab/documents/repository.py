@@ -95,6 +95,67 @@ async def folder_tree(conn: Conn, *, api_key_id: str, organization_id: str) -> l
     return await fetch_all(conn, q.folder_tree, {"api_key_id": api_key_id, "organization_id": organization_id})
 
 
+async def folder_page(conn: Conn, *, api_key_id: str, organization_id: str, root_only: bool, max_depth: int | None,
+                      after_depth: int | None, after_id: str | None, limit: int) -> list[dict[str, Any]]:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "root_only": root_only, "max_depth": max_depth,
+        "after_depth": after_depth, "after_id": after_id, "limit": limit
+    }
+    return await fetch_all(conn, q.folder_page, params)
+
+
+async def lock_folder_tree(conn: Conn, *, api_key_id: str, organization_id: str) -> None:
+    await fetch_row(conn, q.lock_folder_tree, {"api_key_id": api_key_id, "organization_id": organization_id})
+
+
+async def folder_would_cycle(conn: Conn, *, api_key_id: str, organization_id: str, id: str, parent_id: str) -> bool:
+    """Whether giving the folder `parent_id` as parent would put it inside itself."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "parent_id": parent_id}
+    return (await fetch_row(conn, q.folder_would_cycle, params))["cycle"]
+
+
+async def update_folder(conn: Conn, *, api_key_id: str, organization_id: str, id: str, name: str | None, move: bool,
+                        parent_id: str | None, now: int) -> bool:
+    """Rename the folder and/or (when `move`) give it a new parent; False when it does not exist."""
+    change = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "name": name, "move": move,
+        "parent_id": parent_id, "now": now
+    }
+    return await fetch_one(conn, q.update_folder, change) is not None
+
+
+async def delete_folder(conn: Conn, *, api_key_id: str, organization_id: str, id: str) -> bool:
+    """Delete a folder, its subfolders, every document in them (with their data) and the grants on all of them;
+    False when the folder does not exist."""
+    key = {"api_key_id": api_key_id, "organization_id": organization_id}
+    folder_ids = [r["id"] for r in await fetch_all(conn, q.folder_subtree, key | {"id": id})]
+    if not folder_ids:
+        return False
+    documents = await fetch_all(conn, q.documents_in_folders, key | {"folder_ids": folder_ids})
+    if documents:
+        await delete(conn, **key, ids=[r["id"] for r in documents])
+    await execute(conn, q.delete_folder_grants, key | {"ids": folder_ids})
+    return await fetch_one(conn, q.delete_folder, key | {"id": id}) is not None
+
+
+async def move_documents(conn: Conn, *, api_key_id: str, organization_id: str, ids: list[str], folder_id: str | None,
+                         now: int) -> set[str]:
+    """Put documents into a folder (None: into none); the ids that exist."""
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "ids": ids, "folder_id": folder_id, "now": now
+    }
+    return {r["id"] for r in await fetch_all(conn, q.move_documents, params)}
+
+
+async def count(conn: Conn, *, api_key_id: str, organization_id: str, folder_id: str | None,
+                outside_folders: bool) -> int:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "folder_id": folder_id,
+        "outside_folders": outside_folders
+    }
+    return (await fetch_row(conn, q.count_documents, params))["count"]
+
+
 async def insert_migration(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str, id: str,
                            new_document_id: str, job_id: str, now: int) -> None:
     row = {

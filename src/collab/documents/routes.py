@@ -6,8 +6,11 @@ from collab.documents import folders, migration, service
 from collab.documents.schemas import (
     AddDocuments,
     AddFolders,
+    CountDocuments,
     DeleteDocuments,
+    DeleteFolder,
     Document,
+    DocumentCount,
     Folder,
     GetDocuments,
     GetFolders,
@@ -15,11 +18,13 @@ from collab.documents.schemas import (
     Migration,
     MigrationStarted,
     MigrationStatus,
+    MoveDocuments,
     UpdateDocuments,
+    UpdateFolders,
 )
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
-from collab.kit.openapi import BY_ID, answer, page
+from collab.kit.openapi import ACKNOWLEDGED, BY_ID, answer, page
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["documents"], route_class=StrictJsonRoute)
@@ -70,6 +75,31 @@ async def add_folders(body: Envelope[AddFolders], tenant: Tenant = Auth, svc: Se
 
 
 @router.post("/organizations/folders/get", summary="List folders with their ancestors [API-key auth]",
-             responses=answer(list[Folder]))
+             responses=page(Folder))
 async def get_folders(body: Envelope[GetFolders], tenant: Tenant = Auth, svc: Services = Svc):
-    return ok(await folders.get(svc, tenant=tenant, data=body.data), "Folders retrieved successfully.")
+    records, token = await folders.get(svc, tenant=tenant, data=body.data)
+    return listed(records, token, "Folders retrieved successfully.")
+
+
+@router.post("/organizations/folders/update", summary="Rename folders or move them to another parent [API-key auth]",
+             responses=BY_ID)
+async def update_folders(body: Envelope[UpdateFolders], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await folders.update(svc, tenant=tenant, data=body.data), "Folders processed.")
+
+
+@router.post("/organizations/folders/delete",
+             summary="Delete a folder with its subfolders and documents [API-key auth]", responses=ACKNOWLEDGED)
+async def delete_folder(body: Envelope[DeleteFolder], tenant: Tenant = Auth, svc: Services = Svc):
+    await folders.delete(svc, tenant=tenant, data=body.data)
+    return ok(None, "Folder deleted successfully.")
+
+
+@router.post("/organizations/documents/move", summary="Move documents into a folder [API-key auth]", responses=BY_ID)
+async def move(body: Envelope[MoveDocuments], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await service.move(svc, tenant=tenant, data=body.data), "Documents moved successfully.")
+
+
+@router.post("/organizations/documents/count/get", summary="Count an organization's documents [API-key auth]",
+             responses=answer(DocumentCount))
+async def count(body: Envelope[CountDocuments], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await service.count(svc, tenant=tenant, data=body.data), "Documents counted successfully.")

@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, IdList, Name, unique_by
+from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, Name, unique_by
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 
@@ -89,10 +89,75 @@ class AddFolders(Model):
     folders: Folders
 
 
+def _whole_tree_only(v):
+    # One folder's subtree is answered whole; paging and the top-level filter are for the organization's tree.
+    if v.get("folderId") is None:
+        return None
+    return [
+        Broken(f, f"{f} cannot be combined with folderId")
+        for f in ("rootFoldersOnly", "pageSize", "pageToken") if v.get(f) not in (None, False)
+    ] or None
+
+
 class GetFolders(Model):
     organizationId: Id
     folderId: Id = None
     maxDepth: int = Field(None, ge=0, le=1000)
+    rootFoldersOnly: bool = False
+    pageSize: int = Field(None, ge=1, le=1000)
+    pageToken: str = Field(None, max_length=1000)
+
+    _rules = rules(rule("folderId", "rootFoldersOnly", "pageSize", "pageToken")(_whole_tree_only))
+
+
+class FolderChange(Model):
+    folderId: Id
+    folderName: Name = None
+    parentFolderId: Id = None
+
+    _rules = rules(
+        rule(
+            "folderName",
+            "parentFolderId")(lambda v: (Broken(None, "Provide folderName or parentFolderId")
+                                         if v.get("folderName") is None and v.get("parentFolderId") is None else None)))
+
+
+FolderChanges = Annotated[list[FolderChange], Field(min_length=1, max_length=MAX_BATCH), unique_by("folderId")]
+
+
+class UpdateFolders(Model):
+    organizationId: Id
+    folders: FolderChanges
+
+
+class DeleteFolder(Model):
+    organizationId: Id
+    folderId: Id
+
+
+class MoveDocuments(Model):
+    organizationId: Id
+    documentIds: IdList30
+    folderId: Id
+
+
+class DocumentFilter(Model):
+    key: Id
+    operator: Literal["==", "!=", "<", "<=", ">", ">=", "in", "not-in", "array-contains", "array-contains-any"]
+    value: Any = None
+
+
+class CountDocuments(Model):
+    organizationId: Id
+    folderId: Id = None
+    excludeFolderDocs: bool = False
+    filters: list[DocumentFilter] = Field(None, max_length=10)
+
+    _rules = rules(
+        rule("excludeFolderDocs", "filters", "folderId")(lambda v: [
+            Broken("excludeFolderDocs", f"excludeFolderDocs cannot be combined with {f}")
+            for f in ("filters", "folderId") if v.get("excludeFolderDocs") and v.get(f) is not None
+        ] or None))
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
@@ -123,6 +188,7 @@ class Folder(Doc):
     ancestors: list[str] = Field(description="Folder IDs from the top-level folder down to the parent.")
     folderName: str | None = Field(None, description="Absent when the folder was never named.")
     createdAt: int = Field(description="Epoch milliseconds.")
+    lastUpdated: int = Field(description="Epoch milliseconds: the last rename or move, else createdAt.")
 
     @staticmethod
     def wire(row: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +196,13 @@ class Folder(Doc):
         record = {"folderId": row["id"], "parentFolderId": row["parent_id"], "ancestors": list(row["ancestors"])}
         if row["name"] is not None:
             record["folderName"] = row["name"]
-        return record | {"createdAt": row["created_at"]}
+        return record | {"createdAt": row["created_at"], "lastUpdated": row["updated_at"] or row["created_at"]}
+
+
+class DocumentCount(Doc):
+    count: int
+    filtersApplied: bool | None = Field(
+        None, description="Present when filters were sent: false, as documents carry no metadata to filter on here.")
 
 
 class MigrationStarted(Doc):

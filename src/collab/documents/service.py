@@ -3,10 +3,19 @@
 from typing import Any
 
 from collab.documents import repository as repo
-from collab.documents.schemas import AddDocuments, DeleteDocuments, Document, GetDocuments, UpdateDocuments
+from collab.documents.folders import target
+from collab.documents.schemas import (
+    AddDocuments,
+    CountDocuments,
+    DeleteDocuments,
+    Document,
+    GetDocuments,
+    MoveDocuments,
+    UpdateDocuments,
+)
 from collab.kit import paging
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError, not_found_message
+from collab.kit.errors import ApiError, not_found, not_found_message
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.organizations.service import ensure as ensure_organization
@@ -102,3 +111,28 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteDocuments) -> dic
         }
         for d in data.documentIds
     }
+
+
+async def move(svc: Services, *, tenant: Tenant, data: MoveDocuments) -> dict[str, Any]:
+    """Move documents into a folder ("root": into none), all or none; keyed by documentId."""
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    async with transaction(svc.pool, svc.redis) as tx:
+        found, folder_id = await target(tx.conn, **key, folder_id=data.folderId)
+        if not found:
+            raise not_found("folder")
+        moved = await repo.move_documents(tx.conn, **key, ids=data.documentIds, folder_id=folder_id, now=svc.now_ms())
+        missing = [d for d in data.documentIds if d not in moved]
+        if missing:  # Velt answers the call as a whole: a half-done move would read as done
+            gone = not_found_message("document")
+            raise not_found("document", details={d: {"success": False, "id": d, "message": gone} for d in missing})
+    return {d: {"success": True, "id": d, "message": "Document moved."} for d in data.documentIds}
+
+
+async def count(svc: Services, *, tenant: Tenant, data: CountDocuments) -> dict[str, Any]:
+    """How many documents the organization has (in one folder, or in none); 0 for an unknown organization."""
+    async with svc.pool.connection() as conn:
+        total = await repo.count(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                 folder_id=data.folderId, outside_folders=data.excludeFolderDocs)
+    # Documents carry no metadata here, so filters cannot narrow the count: Velt's documented answer for a filter
+    # that could not be applied is the unfiltered count with filtersApplied false.
+    return {"count": total} | ({"filtersApplied": False} if data.filters is not None else {})

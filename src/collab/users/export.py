@@ -67,16 +67,17 @@ KINDS: tuple[Kind, ...] = (
 
 async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list[Any], str | None]:
     """A page of everything stored about the users, as typed records, cut at pageSize records or the byte budget."""
+    user_ids, organization_ids = data.users(), data.organizations()
     pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "users/data",
-                                   {"userIds": data.userIds, "organizationIds": data.organizationIds})
+                                   {"userIds": user_ids, "organizationIds": organization_ids})
     start, after = pager.after(data.pageToken, 2)
     start = start or 0
-    wanted = set(data.userIds)
+    wanted = set(user_ids)
     budget = svc.settings.max_response_bytes
     records: list[Any] = []
     used, more = 1, False
     last: list[Any] | None = None
-    scope = {"api_key_id": tenant.api_key_id, "user_ids": data.userIds, "organization_ids": data.organizationIds}
+    scope = {"api_key_id": tenant.api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
     async with svc.pool.connection() as conn:
         for index in range(start, len(KINDS)):
             kind = KINDS[index]

@@ -182,3 +182,122 @@ where r.api_key_id = %(api_key_id)s and r.from_user ->> 'userId' = any(%(user_id
           > (%(after_org)s, %(after_annotation)s, %(after_version)s::int))
 order by r.organization_id, r.annotation_id, r.version
 limit %(limit)s
+
+-- name: count_users
+-- How many users hold a live grant at the scope (on any document when resource_id is null), directly or through
+-- a group; optionally only whether one user does.
+with holders as (
+    select g.resource_id, g.principal_id as user_id
+    from grants g
+    where g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+      and g.principal_type = 'user' and g.resource_type = %(resource_type)s
+      and (%(resource_id)s::text is null or g.resource_id = %(resource_id)s)
+      and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
+  union all
+    select g.resource_id, m.user_id
+    from grants g
+    join group_members m
+      on m.api_key_id = g.api_key_id and m.organization_id = g.organization_id and m.group_id = g.principal_id
+    where g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+      and g.principal_type = 'group' and g.resource_type = %(resource_type)s
+      and (%(resource_id)s::text is null or g.resource_id = %(resource_id)s)
+      and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
+)
+select count(distinct user_id) as count from holders
+where %(user_id)s::text is null or user_id = %(user_id)s
+
+-- name: document_users
+-- A page of the users holding a live grant on any document of the organization (directly or through a group), by
+-- userId after a key: each with how many documents, and (when asked) the first 1000 of them with the higher role.
+with holders as (
+    select g.resource_id, g.principal_id as user_id, g.access_role
+    from grants g
+    where g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+      and g.principal_type = 'user' and g.resource_type = 'document'
+      and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
+  union all
+    select g.resource_id, m.user_id, g.access_role
+    from grants g
+    join group_members m
+      on m.api_key_id = g.api_key_id and m.organization_id = g.organization_id and m.group_id = g.principal_id
+    where g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+      and g.principal_type = 'group' and g.resource_type = 'document'
+      and (g.expires_at is null or g.expires_at * 1000 > %(now_ms)s)
+), best as (
+    select user_id, resource_id,
+           case when bool_or(access_role = 'editor') then 'editor' else 'viewer' end as access_role
+    from holders
+    where (%(user_ids)s::text[] is null or user_id = any(%(user_ids)s))
+      and (%(after_user)s::text is null or user_id > %(after_user)s)
+    group by user_id, resource_id
+)
+select b.user_id, u.name, u.email, count(*) as documents_count,
+       case when %(involved)s
+            then (array_agg(array[b.resource_id, b.access_role] order by b.resource_id))[1:1000] end as documents
+from best b
+left join users u on u.api_key_id = %(api_key_id)s and u.id = b.user_id
+group by b.user_id, u.name, u.email
+order by b.user_id
+limit %(limit)s
+
+-- name: list_groups
+-- A page of an organization's user groups by id, optionally only some, each with its number of members.
+select g.id, g.name, g.created_at,
+       (select count(*) from group_members m
+        where m.api_key_id = g.api_key_id and m.organization_id = g.organization_id and m.group_id = g.id) as members
+from user_groups g
+where g.api_key_id = %(api_key_id)s and g.organization_id = %(organization_id)s
+  and (%(ids)s::text[] is null or g.id = any(%(ids)s))
+  and (%(after_id)s::text is null or g.id > %(after_id)s)
+order by g.id
+limit %(limit)s
+
+-- name: delete_all_members
+-- Empty a group; the users taken out.
+delete from group_members
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and group_id = %(group_id)s
+returning user_id
+
+-- name: insert_invitation
+-- Invite an e-mail to a target; an earlier invitation there that was declined or withdrawn is made pending again,
+-- a pending or accepted one is left as it is (nothing returned then).
+insert into user_invitations (api_key_id, organization_id, id, type, resource_id, folder_id, document_id, email,
+                              organization_name, folder_name, document_name, invited_by, created_at, updated_at)
+values (%(api_key_id)s, %(organization_id)s, %(id)s, %(type)s, %(resource_id)s, %(folder_id)s, %(document_id)s,
+        %(email)s, %(organization_name)s, %(folder_name)s, %(document_name)s, %(invited_by)s, %(now)s, %(now)s)
+on conflict (api_key_id, organization_id, type, resource_id, email) do update
+set status = 'PENDING', organization_name = excluded.organization_name, folder_name = excluded.folder_name,
+    document_name = excluded.document_name, invited_by = excluded.invited_by, user_id = null,
+    updated_at = excluded.updated_at
+where user_invitations.status in ('REJECTED', 'WITHDRAWN')
+returning *
+
+-- name: get_invitation
+-- The invitation of an e-mail to a target.
+select * from user_invitations
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and type = %(type)s
+  and resource_id = %(resource_id)s and email = %(email)s
+
+-- name: respond_invitation
+-- Answer a pending invitation (accepted, declined or withdrawn); nothing when it is not pending.
+update user_invitations set status = %(status)s, user_id = %(user_id)s, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and type = %(type)s
+  and resource_id = %(resource_id)s and email = %(email)s and status = 'PENDING'
+returning *
+
+-- name: list_invitations
+-- A page of an organization's invitations by (email, id) after a key, optionally for one e-mail, one status or type.
+select * from user_invitations
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and (%(email)s::text is null or email = %(email)s)
+  and (%(status)s::text is null or status = %(status)s)
+  and (%(type)s::text is null or type = %(type)s)
+  and (%(after_email)s::text is null or (email, id) > (%(after_email)s, %(after_id)s::text))
+order by email, id
+limit %(limit)s
+
+-- name: count_pending_invitations
+-- How many invitations of a type wait for an answer in an organization.
+select count(*) as count from user_invitations
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and type = %(type)s
+  and status = 'PENDING'

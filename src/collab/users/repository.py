@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from psycopg.types.json import Jsonb
+
 from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
@@ -122,3 +124,83 @@ async def export_recordings(conn: Conn, *, api_key_id: str, user_ids: list[str],
         "after_annotation": annotation, "after_version": version, "limit": limit
     }
     return await fetch_all(conn, q.export_recordings, params)
+
+
+async def count_users(conn: Conn, *, api_key_id: str, organization_id: str, resource_type: str, resource_id: str | None,
+                      user_id: str | None, now_ms: int) -> int:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "resource_type": resource_type,
+        "resource_id": resource_id, "user_id": user_id, "now_ms": now_ms
+    }
+    return (await fetch_row(conn, q.count_users, params))["count"]
+
+
+async def document_users(conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str] | None,
+                         involved: bool, after_user: str | None, limit: int, now_ms: int) -> list[dict[str, Any]]:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids, "involved": involved,
+        "after_user": after_user, "limit": limit, "now_ms": now_ms
+    }
+    return await fetch_all(conn, q.document_users, params)
+
+
+async def list_groups(conn: Conn, *, api_key_id: str, organization_id: str, ids: list[str] | None, after_id: str | None,
+                      limit: int) -> list[dict[str, Any]]:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "ids": ids, "after_id": after_id, "limit": limit
+    }
+    return await fetch_all(conn, q.list_groups, params)
+
+
+async def delete_all_members(conn: Conn, *, api_key_id: str, organization_id: str, group_id: str) -> list[str]:
+    """Empty a group; the users taken out, in id order."""
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "group_id": group_id}
+    return sorted(r["user_id"] for r in await fetch_all(conn, q.delete_all_members, params))
+
+
+async def insert_invitation(conn: Conn, *, api_key_id: str, organization_id: str, id: str, type: str, resource_id: str,
+                            folder_id: str | None, document_id: str | None, email: str, organization_name: str | None,
+                            folder_name: str | None, document_name: str | None, invited_by: dict[str, Any] | None,
+                            now: int) -> dict[str, Any] | None:
+    """Invite an e-mail to a target; None when a pending or accepted invitation is there already."""
+    row = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "type": type,
+        "resource_id": resource_id, "folder_id": folder_id, "document_id": document_id, "email": email,
+        "organization_name": organization_name, "folder_name": folder_name, "document_name": document_name,
+        "invited_by": Jsonb(invited_by) if invited_by is not None else None, "now": now
+    }
+    return await fetch_one(conn, q.insert_invitation, row)
+
+
+async def get_invitation(conn: Conn, *, api_key_id: str, organization_id: str, type: str, resource_id: str,
+                         email: str) -> dict[str, Any] | None:
+    key = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "type": type, "resource_id": resource_id,
+        "email": email
+    }
+    return await fetch_one(conn, q.get_invitation, key)
+
+
+async def respond_invitation(conn: Conn, *, api_key_id: str, organization_id: str, type: str, resource_id: str,
+                             email: str, status: str, user_id: str | None, now: int) -> dict[str, Any] | None:
+    """Answer a pending invitation; None when there is none pending."""
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "type": type, "resource_id": resource_id,
+        "email": email, "status": status, "user_id": user_id, "now": now
+    }
+    return await fetch_one(conn, q.respond_invitation, params)
+
+
+async def list_invitations(conn: Conn, *, api_key_id: str, organization_id: str, email: str | None, status: str | None,
+                           type: str | None, after_email: str | None, after_id: str | None,
+                           limit: int) -> list[dict[str, Any]]:
+    filters = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "email": email, "status": status, "type": type,
+        "after_email": after_email, "after_id": after_id, "limit": limit
+    }
+    return await fetch_all(conn, q.list_invitations, filters)
+
+
+async def count_pending_invitations(conn: Conn, *, api_key_id: str, organization_id: str, type: str) -> int:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "type": type}
+    return (await fetch_row(conn, q.count_pending_invitations, params))["count"]

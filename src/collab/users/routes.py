@@ -4,19 +4,32 @@ from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok, raw
-from collab.kit.openapi import BY_ID, answer, plain
+from collab.kit.openapi import BY_ID, answer, page, plain
 from collab.kit.services import Services, services
-from collab.users import deletion, export, groups, service
+from collab.users import deletion, export, groups, invitations, service
 from collab.users.schemas import (
     AddGroups,
+    AddInvite,
     AddUsers,
+    CountUsers,
+    DeleteGroupUsers,
     DeleteUserData,
     DeleteUsers,
     DeletionStatus,
+    DocUser,
+    DocUsers,
+    GetGroups,
+    GetInvitations,
+    GetInvites,
     GetUsers,
+    Group,
     GroupMembership,
     GroupUsers,
+    Invitation,
+    PendingInvites,
+    RespondInvite,
     UpdateUsers,
+    UserCount,
     UserDataDeleteStatus,
     UserDataDeletion,
     UserDataGet,
@@ -74,7 +87,7 @@ async def delete_data_status(body: Envelope[UserDataDeleteStatus], tenant: Tenan
              responses=plain(UserDataPage))
 async def get_data(body: Envelope[UserDataGet], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await export.get(svc, tenant=tenant, data=body.data)
-    return listed(records, token, "User data retrieved.")
+    return listed(records, token, "User data retrieved.", nextPageToken=token)
 
 
 @router.post("/organizations/usergroups/add", summary="Add organization user groups [API-key auth]", responses=BY_ID)
@@ -90,5 +103,57 @@ async def add_group_users(body: Envelope[GroupUsers], tenant: Tenant = Auth, svc
 
 @router.post("/organizations/usergroups/users/delete",
              summary="Remove users from an organization user group [API-key auth]", responses=MEMBERSHIP)
-async def delete_group_users(body: Envelope[GroupUsers], tenant: Tenant = Auth, svc: Services = Svc):
+async def delete_group_users(body: Envelope[DeleteGroupUsers], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await groups.delete_users(svc, tenant=tenant, data=body.data), "Users processed.")
+
+
+@router.post("/organizations/usergroups/get", summary="List an organization's user groups [API-key auth]",
+             responses=page(Group))
+async def get_groups(body: Envelope[GetGroups], tenant: Tenant = Auth, svc: Services = Svc):
+    records, token = await groups.get(svc, tenant=tenant, data=body.data)
+    return listed(records, token, "Groups retrieved successfully.")
+
+
+@router.post("/users/count/get", summary="Count users with access (advanced queries) [API-key auth]",
+             responses=answer(UserCount))
+async def count(body: Envelope[CountUsers], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await service.count(svc, tenant=tenant, data=body.data), "Users counted successfully.")
+
+
+@router.post("/users/doc/get", summary="List users with access to documents (advanced queries) [API-key auth]",
+             responses=page(DocUser))
+async def get_document_users(body: Envelope[DocUsers], tenant: Tenant = Auth, svc: Services = Svc):
+    records, token = await service.document_users(svc, tenant=tenant, data=body.data)
+    return listed(records, token, "Users retrieved successfully.")
+
+
+@router.post("/users/invite/add", summary="Invite an e-mail to an organization, folder or document [API-key auth]",
+             responses=answer(Invitation))
+async def add_invite(body: Envelope[AddInvite], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await invitations.add(svc, tenant=tenant, data=body.data), "Invitation processed.")
+
+
+@router.post("/users/invite/respond", summary="Accept, decline or withdraw an invitation [API-key auth]",
+             responses=answer(Invitation))
+async def respond_invite(body: Envelope[RespondInvite], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await invitations.respond(svc, tenant=tenant, data=body.data), "Invitation updated.")
+
+
+@router.post("/users/invite/get", summary="List an organization's invitations [API-key auth]",
+             responses=page(Invitation))
+async def get_invites(body: Envelope[GetInvites], tenant: Tenant = Auth, svc: Services = Svc):
+    records, token = await invitations.get(svc, tenant=tenant, data=body.data)
+    return listed(records, token, "Invitations retrieved successfully.")
+
+
+@router.post("/users/invitations/get", summary="List one e-mail's invitations [API-key auth]",
+             responses=page(Invitation))
+async def get_invitations(body: Envelope[GetInvitations], tenant: Tenant = Auth, svc: Services = Svc):
+    records, token = await invitations.of_email(svc, tenant=tenant, data=body.data)
+    return listed(records, token, "Invitations retrieved successfully.")
+
+
+@router.post("/users/invite/pending/count", summary="Count pending invitations of a type [API-key auth]",
+             responses=answer(UserCount))
+async def pending_invites(body: Envelope[PendingInvites], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await invitations.pending_count(svc, tenant=tenant, data=body.data), "Pending invitations counted.")

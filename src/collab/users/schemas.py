@@ -2,17 +2,22 @@
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from collab.activities.schemas import Activity
 from collab.comments.schemas import UserComment, UserReaction, where
 from collab.events import ActionUser
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, IdList100, Name, unique_by
+from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, IdList100, Name, distinct, unique_by
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 from collab.notifications.schemas import Notification
 from collab.recordings.schemas import RecordingAttachment, RecordingTime, display
+
+
+def _distinct_list(values: list[str]) -> list[str]:
+    distinct(values)
+    return values
 
 
 class UserIn(Model):
@@ -36,12 +41,31 @@ class _Scoped(Model):
 Users = Annotated[list[UserIn], Field(min_length=1, max_length=MAX_BATCH), unique_by("userId")]
 
 
+def _creates(v):
+    # Velt's create flags make the scope they name; a flag without its id has nothing to create.
+    return [
+        Broken(flag, f"{flag} needs {field}")
+        for flag, field in (("createDocument", "documentId"),
+                            ("createFolder", "folderId")) if v.get(flag) and v.get(field) is None
+    ] or None
+
+
 class AddUsers(_Scoped):
     users: Users
+    createOrganization: bool = False
+    createDocument: bool = False
+    createFolder: bool = False
+    parentFolderId: Id = None
+
+    _rules = rules(
+        rule("documentId",
+             "folderId")(lambda v: (Broken(None, "Provide either documentId or folderId, not both")
+                                    if v.get("documentId") is not None and v.get("folderId") is not None else None)),
+        rule("createDocument", "documentId", "createFolder", "folderId")(_creates))
 
 
-class UpdateUsers(AddUsers):
-    pass
+class UpdateUsers(_Scoped):
+    users: Users
 
 
 def _all_documents(v):
@@ -80,11 +104,41 @@ class DeleteUserData(Model):
     organizationIds: IdList100 = None
 
 
+def _one_user_list(v):
+    given = [f for f in ("userIds", "userId", "veltUserIds") if v.get(f) is not None]
+    if not given:
+        return Broken("userIds", "Provide userIds (or Velt's userId)")
+    if given[0] == "userIds" and len(given) > 1:  # Velt's veltUserIds stands in for its userId, not for userIds
+        return Broken(given[1], "Provide userIds, or Velt's userId (or veltUserIds), not both")
+    if v.get("organizationId") is not None and v.get("organizationIds") is not None:
+        return Broken("organizationId", "Provide organizationIds or organizationId, not both")
+    return None
+
+
 class UserDataGet(Model):
-    userIds: IdList100
+    """collab's shape `{userIds, organizationIds?}` or Velt's `{organizationId, userId}` (with its variants
+    `veltUserIds` for several users and `veltAllOrganizations` for every organization)."""
+
+    userIds: IdList100 = None
     organizationIds: IdList100 = None
+    userId: Id = None
+    organizationId: Id = None
+    veltUserIds: IdList100 = None
+    veltAllOrganizations: bool = False
     pageSize: int = Field(1000, ge=1, le=1000)
     pageToken: str = Field(None, max_length=1000)
+
+    _rules = rules(rule("userIds", "userId", "veltUserIds", "organizationId", "organizationIds")(_one_user_list))
+
+    def users(self) -> list[str]:
+        """The users whose data is asked for, whichever shape named them."""
+        return self.userIds or self.veltUserIds or [self.userId]
+
+    def organizations(self) -> list[str] | None:
+        """The organizations the export is bounded to; None for all of them."""
+        if self.veltAllOrganizations:
+            return None
+        return self.organizationIds or ([self.organizationId] if self.organizationId is not None else None)
 
 
 class UserDataDeleteStatus(Model):
@@ -102,12 +156,144 @@ Groups = Annotated[list[GroupIn], Field(min_length=1, max_length=MAX_BATCH), uni
 class AddGroups(Model):
     organizationId: Id
     organizationUserGroups: Groups
+    createOrganization: bool = False
 
 
 class GroupUsers(Model):
     organizationId: Id
     organizationUserGroupId: Id
     userIds: IdList
+
+
+class DeleteGroupUsers(Model):
+    organizationId: Id
+    organizationUserGroupId: Id
+    # With deleteAll the group is emptied and userIds (which Velt clients may still send, even empty) is not read.
+    userIds: Annotated[list[Id], Field(max_length=MAX_BATCH), AfterValidator(_distinct_list)] = None
+    deleteAll: bool = False
+
+    _rules = rules(
+        rule("userIds", "deleteAll")(lambda v: (Broken("userIds", "Provide userIds, or deleteAll: true")
+                                                if not v.get("deleteAll") and not v.get("userIds") else None)))
+
+
+class GetGroups(Model):
+    organizationId: Id
+    organizationUserGroupIds: IdList = None
+    pageSize: int = Field(1000, ge=1, le=1000)
+    pageToken: str = Field(None, max_length=1000)
+
+
+def _scope_or_all(v):
+    if v.get("allDocuments"):
+        return [
+            Broken(f, "allDocuments covers every document: leave out documentId and folderId")
+            for f in ("documentId", "folderId") if v.get(f) is not None
+        ] or None
+    if v.get("documentId") is not None and v.get("folderId") is not None:
+        return Broken(None, "Provide either documentId or folderId, not both")
+    return None
+
+
+class CountUsers(Model):
+    organizationId: Id
+    documentId: Id = None
+    folderId: Id = None
+    userId: Id = None
+    allDocuments: bool = False
+
+    _rules = rules(rule("allDocuments", "documentId", "folderId")(_scope_or_all))
+
+
+class DocUsers(Model):
+    organizationId: Id
+    userIds: Annotated[list[Id], Field(min_length=1, max_length=20), AfterValidator(_distinct_list)] = None
+    includeInvolvedDocuments: bool = False
+    pageSize: int = Field(1000, ge=1, le=1000)
+    pageToken: str = Field(None, max_length=1000)
+
+    _rules = rules(
+        rule("includeInvolvedDocuments",
+             "userIds")(lambda v: (Broken("userIds", "includeInvolvedDocuments needs userIds, at most 5") if v.get(
+                 "includeInvolvedDocuments") and len(v.get("userIds") or range(6)) > 5 else None)))
+
+
+InviteType = Literal["org_user", "doc_user", "folder_user"]
+InviteStatus = Literal["PENDING", "ACCEPTED", "REJECTED", "WITHDRAWN"]
+Email = Annotated[str, Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")]
+
+
+def _invite_target(v):
+    # doc_user names a document and folder_user a folder (velt-py's rule); org_user is the organization itself.
+    needs = {"doc_user": "documentId", "folder_user": "folderId"}.get(v.get("type") or "")
+    if needs and v.get(needs) is None:
+        return Broken(needs, f"Required for type {v.get('type')}")
+    return None
+
+
+class InvitedBy(Model):
+    email: str = Field(None, max_length=320)
+    userId: Id = None
+    userSnippylyId: Id = None
+    clientUserId: Id = None
+
+
+class AddInvite(Model):
+    email: Email
+    organizationId: Id
+    type: InviteType
+    organizationName: Name = None
+    documentId: Id = None
+    documentName: Name = None
+    folderId: Id = None
+    folderName: Name = None
+    invitedBy: InvitedBy = None
+
+    _rules = rules(rule("type", "documentId", "folderId")(_invite_target))
+
+
+class InvitedUser(Model):
+    userId: Id
+    name: Name = None
+    email: str = Field(None, max_length=320)
+
+
+class RespondInvite(Model):
+    email: Email
+    organizationId: Id
+    status: Literal["ACCEPTED", "REJECTED", "WITHDRAWN"]
+    type: InviteType
+    documentId: Id = None
+    folderId: Id = None
+    user: InvitedUser = None
+    authToken: str = Field(None, max_length=10000)
+
+    _rules = rules(
+        rule("type", "documentId", "folderId")(_invite_target),
+        rule("status", "user")(lambda v: (Broken("user", "Required to accept: the user who joins")
+                                          if v.get("status") == "ACCEPTED" and v.get("user") is None else None)))
+
+
+class GetInvites(Model):
+    organizationId: Id
+    email: Email = None
+    isPendingUsersOnly: bool = False
+    pageSize: int = Field(100, ge=1, le=1000)
+    pageToken: str = Field(None, max_length=1000)
+
+
+class GetInvitations(Model):
+    organizationId: Id
+    email: Email
+    status: InviteStatus = None
+    type: InviteType = None
+    pageSize: int = Field(100, ge=1, le=1000)
+    pageToken: str = Field(None, max_length=1000)
+
+
+class PendingInvites(Model):
+    organizationId: Id
+    type: InviteType
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
@@ -259,9 +445,86 @@ class UserDataPageOf(Doc):
     message: str
     data: list[UserDataRecord]
     pageToken: str | None = Field(description="Pass back to get the next page; null on the last page.")
+    nextPageToken: str | None = Field(description="The same token as pageToken (Velt's name).")
 
 
 class UserDataPage(Doc):
-    """`{result: {status, message, data: [typed records], pageToken}}`."""
+    """`{result: {status, message, data: [typed records], pageToken, nextPageToken}}`."""
 
     result: UserDataPageOf
+
+
+class UserCount(Doc):
+    count: int
+
+
+class InvolvedDocument(Doc):
+    documentId: str
+    accessRole: Literal["viewer", "editor"]
+
+
+class DocUser(Doc):
+    """A user with access to at least one document of the organization (users/doc/get)."""
+
+    userId: str
+    name: str | None = Field(None, description="Absent when unknown.")
+    email: str | None = Field(None, description="Absent when unknown.")
+    documentsCount: int = Field(description="How many of the organization's documents the user has access to.")
+    involvedDocuments: list[InvolvedDocument] | None = Field(
+        None, description="With includeInvolvedDocuments: those documents (the first 1000 by id) and the role on each.")
+
+    @staticmethod
+    def wire(row: dict[str, Any], *, involved: bool) -> dict[str, Any]:
+        """A document-level user, with the documents they are involved in when asked."""
+        record = {"userId": row["user_id"]} | {k: row[k] for k in ("name", "email") if row[k] is not None}
+        record["documentsCount"] = row["documents_count"]
+        if involved:
+            record["involvedDocuments"] = [{"documentId": d, "accessRole": r} for d, r in row["documents"]]
+        return record
+
+
+class Invitation(Doc):
+    invitationId: str
+    organizationId: str
+    type: Literal["org_user", "doc_user", "folder_user"]
+    email: str = Field(description="Lower-cased.")
+    status: Literal["PENDING", "ACCEPTED", "REJECTED", "WITHDRAWN"]
+    documentId: str | None = None
+    folderId: str | None = None
+    organizationName: str | None = None
+    documentName: str | None = None
+    folderName: str | None = None
+    invitedBy: dict[str, str] | None = None
+    userId: str | None = Field(None, description="The user who accepted; absent before.")
+    createdAt: int = Field(description="Epoch milliseconds.")
+    lastUpdated: int = Field(description="Epoch milliseconds.")
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """An invitation as clients see it (unset fields left out)."""
+        record = {
+            "invitationId": row["id"], "organizationId": row["organization_id"], "type": row["type"],
+            "email": row["email"], "status": row["status"]
+        }
+        optional = {
+            "documentId": row["document_id"], "folderId": row["folder_id"],
+            "organizationName": row["organization_name"], "documentName": row["document_name"],
+            "folderName": row["folder_name"], "invitedBy": row["invited_by"], "userId": row["user_id"]
+        }
+        record |= {k: v for k, v in optional.items() if v is not None}
+        return record | {"createdAt": row["created_at"], "lastUpdated": row["updated_at"]}
+
+
+class Group(Doc):
+    groupId: str
+    groupName: str | None = Field(None, description="Absent when the group was never named.")
+    membersCount: int
+    createdAt: int = Field(description="Epoch milliseconds.")
+
+    @staticmethod
+    def wire(row: dict[str, Any]) -> dict[str, Any]:
+        """An organization user group with how many members it has."""
+        record: dict[str, Any] = {"groupId": row["id"]}
+        if row["name"] is not None:
+            record["groupName"] = row["name"]
+        return record | {"membersCount": row["members"], "createdAt": row["created_at"]}

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from collab.documents import repository as documents_repo
 from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.db import constraints
@@ -14,7 +15,16 @@ from collab.permissions import profiles
 from collab.permissions import repository as permissions_repo
 from collab.permissions.service import grant_row
 from collab.users import repository as repo
-from collab.users.schemas import AddUsers, DeleteUsers, GetUsers, UpdateUsers, UserWithAccess
+from collab.users.schemas import (
+    AddUsers,
+    CountUsers,
+    DeleteUsers,
+    DocUser,
+    DocUsers,
+    GetUsers,
+    UpdateUsers,
+    UserWithAccess,
+)
 from collab.workspaces.config import require_advanced_queries
 
 # An organization deleted between the check and the write (users/add) answers as one that was never there.
@@ -41,15 +51,35 @@ async def _missing_scope(conn: Conn, *, tenant: Tenant, data: Any) -> str | None
     return None
 
 
+async def _create_scope(conn: Conn, *, tenant: Tenant, data: AddUsers, now: int) -> str | None:
+    """Create what the call's create flags name and does not exist yet; why every item fails, or None."""
+    key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
+    if data.createOrganization:
+        await organizations_repo.insert(conn, api_key_id=tenant.api_key_id, id=data.organizationId, name=None, now=now)
+    if not (data.createFolder or data.createDocument) or await organizations_repo.get(
+            conn, api_key_id=tenant.api_key_id, id=data.organizationId) is None:
+        return None  # nothing to create, or nowhere to create it (the scope check says which)
+    if data.createFolder and data.folderId is not None:
+        parent = data.parentFolderId
+        if parent is not None and not await documents_repo.folder_exists(conn, **key, id=parent):
+            return not_found_message("parent_folder")
+        await documents_repo.insert_folder(conn, **key, id=data.folderId, name=None, parent_id=parent, now=now)
+    if data.createDocument and data.documentId is not None:
+        await documents_repo.insert(conn, **key, id=data.documentId, name=None, folder_id=None, now=now)
+    return None
+
+
 async def add(svc: Services, *, tenant: Tenant, data: AddUsers) -> dict[str, Any]:
-    """Give users a role (default editor) on the organization, a folder or a document; keyed by userId."""
+    """Give users a role (default editor) on the organization, a folder or a document, creating those first when
+    asked to; keyed by userId."""
     now = svc.now_ms()
     scope = scope_of(data)
     try:
         # The check answers the common case; the organization's foreign key answers one deleted after it.
         with constraints.mapped():
             async with transaction(svc.pool, svc.redis) as tx:
-                missing = await _missing_scope(tx.conn, tenant=tenant, data=data)
+                missing = (await _create_scope(tx.conn, tenant=tenant, data=data, now=now)
+                           or await _missing_scope(tx.conn, tenant=tenant, data=data))
                 if missing:
                     return {u.userId: {"success": False, "id": u.userId, "message": missing} for u in data.users}
                 for user in data.users:
@@ -119,3 +149,31 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteUsers) -> dict[st
         u: {"success": u in removed, "message": "User removed." if u in removed else not_found_message("user")}
         for u in data.userIds
     }
+
+
+async def count(svc: Services, *, tenant: Tenant, data: CountUsers) -> dict[str, int]:
+    """How many users have access at the scope (or on any document), directly or through a group."""
+    await require_advanced_queries(svc, tenant=tenant)
+    scope = {"resource_type": "document", "resource_id": None} if data.allDocuments else scope_of(data)
+    async with svc.pool.connection() as conn:
+        total = await repo.count_users(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                       user_id=data.userId, now_ms=svc.now_ms(), **scope)
+    return {"count": total}
+
+
+async def document_users(svc: Services, *, tenant: Tenant, data: DocUsers) -> tuple[list[Any], str | None]:
+    """A page of the users with access to any of the organization's documents, by userId, with how many (and,
+    when asked, which) documents."""
+    await require_advanced_queries(svc, tenant=tenant)
+    pager = paging.Pager.for_query(
+        svc.keyring, tenant.api_key_id, "users/doc", {
+            "organizationId": data.organizationId, "userIds": data.userIds,
+            "includeInvolvedDocuments": data.includeInvolvedDocuments
+        })
+    (after_user, ) = pager.after(data.pageToken, 1)
+    async with svc.pool.connection() as conn:
+        rows = await repo.document_users(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                         user_ids=data.userIds, involved=data.includeInvolvedDocuments,
+                                         after_user=after_user, limit=data.pageSize + 1, now_ms=svc.now_ms())
+    rows, token = pager.page(rows, data.pageSize, "user_id")
+    return [DocUser.wire(r, involved=data.includeInvolvedDocuments) for r in rows], token
