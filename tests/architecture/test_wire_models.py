@@ -92,8 +92,11 @@ CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
       {"id": "d2", "organization_id": "o1", "name": None, "folder_id": None, "created_at": NOW, "updated_at": NOW}]),
     (Folder, (), [{
         "id": "f2", "parent_id": "f1", "ancestors": ["f0", "f1"], "name": "Drafts", "created_at": NOW,
-        "updated_at": NOW + 1
-    }, {"id": "f0", "parent_id": None, "ancestors": [], "name": None, "created_at": NOW, "updated_at": None}]),
+        "updated_at": NOW + 1, "access_type": "restricted"
+    }, {
+        "id": "f0", "parent_id": None, "ancestors": [], "name": None, "created_at": NOW, "updated_at": None,
+        "access_type": None
+    }]),
     (UserWithAccess, (), [{"user_id": "u1", "access_role": "editor", "name": "Ana", "email": "ana@example.com"},
                           {"user_id": "u2", "access_role": "viewer", "name": None, "email": None}]),
     (Notification, ("key_1", ), [{

@@ -5,7 +5,7 @@ import asyncio
 
 import jwt
 from velt_py.models.document import UpdateDocumentAccessRequest, UpdateDocumentDisableStateRequest
-from velt_py.models.folder import UpdateFolderAccessRequest
+from velt_py.models.folder import AddFolderRequest, GetFoldersRequest, UpdateFolderAccessRequest
 
 from support.helpers import error, issue_paths, new_tenant, post, result
 from support.realtime_support import YClient, refused, url
@@ -212,3 +212,24 @@ def test_bad_access_updates_are_refused_and_change_nothing(client):
         post(client, docs, {"organizationId": "o1", "documentIds": ["d1"], "accessType": "public"}, other.headers),
         "NOT_FOUND")
     assert _roles(client, t, "cy")["cy"]["d1"] is None
+
+
+def test_a_folder_added_with_its_access_type_applies_it_and_shows_it(client, sdk):
+    t = new_tenant(client)
+    _tree(client, t)
+    api = sdk(t).api.folders
+    api.addFolder(AddFolderRequest(organizationId="o1", folders=[{"folderId": "f3", "accessType": "restricted"}]))
+    result(
+        post(client, "/v2/organizations/documents/add",
+             {"organizationId": "o1", "folderId": "f3", "documents": [{"documentId": "d3"}]}, t.headers))
+    entry = result(
+        post(client, PERMISSIONS, {"organizationId": "o1", "userIds": ["ana"], "documentIds": ["d3"]},
+             t.headers))["ana"]["documents"]["d3"]
+    assert entry["errorCode"] == "permission_denied"  # ana's organization role stays out of the restricted folder
+    folders = {f["folderId"]: f for f in api.getFolders(GetFoldersRequest(organizationId="o1"))["result"]["data"]}
+    assert folders["f3"]["accessType"] == "restricted" and "accessType" not in folders["f1"]
+    err = error(
+        post(client, "/v2/organizations/folders/add",
+             {"organizationId": "o1", "folders": [{"folderId": "f4", "accessType": "secret"}]}, t.headers),
+        "INVALID_ARGUMENT")
+    assert issue_paths(err)[0][-1] == "accessType"

@@ -35,7 +35,7 @@ async def add(svc: Services, *, tenant: Tenant, data: AddFolders) -> dict[str, A
                 }
                 continue
             added = await repo.insert_folder(tx.conn, **key, id=folder.folderId, name=folder.folderName,
-                                             parent_id=folder.parentFolderId, now=now)
+                                             parent_id=folder.parentFolderId, access_type=folder.accessType, now=now)
             message = "Folder added." if added else "Folder already exists."
             results[folder.folderId] = {"success": added, "id": folder.folderId, "message": message}
     return results

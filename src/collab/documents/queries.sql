@@ -75,9 +75,9 @@ where t.api_key_id = %(api_key_id)s and t.organization_id = %(organization_id)s 
                 and s.document_id = %(id)s and s.user_id = t.user_id)
 
 -- name: insert_folder
--- Create a folder in an organization; nothing when the id exists.
-insert into folders (api_key_id, organization_id, id, name, parent_id, created_at)
-values (%(api_key_id)s, %(organization_id)s, %(id)s, %(name)s, %(parent_id)s, %(now)s)
+-- Create a folder in an organization (its own access type, or null to inherit); nothing when the id exists.
+insert into folders (api_key_id, organization_id, id, name, parent_id, access_type, created_at)
+values (%(api_key_id)s, %(organization_id)s, %(id)s, %(name)s, %(parent_id)s, %(access_type)s, %(now)s)
 on conflict do nothing
 returning id
 
@@ -88,11 +88,11 @@ select * from folders where api_key_id = %(api_key_id)s and organization_id = %(
 -- name: folder_tree
 -- Every folder of an organization with its ancestors (root first), parents before children.
 with recursive tree as (
-    select id, name, parent_id, created_at, updated_at, array[]::text[] as ancestors
+    select id, name, parent_id, created_at, updated_at, access_type, array[]::text[] as ancestors
     from folders
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and parent_id is null
   union all
-    select f.id, f.name, f.parent_id, f.created_at, f.updated_at, t.ancestors || t.id
+    select f.id, f.name, f.parent_id, f.created_at, f.updated_at, f.access_type, t.ancestors || t.id
     from folders f join tree t on f.parent_id = t.id
     where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
 )
@@ -102,11 +102,11 @@ select * from tree order by cardinality(ancestors), id
 -- A page of an organization's folders with their ancestors, parents before children (by depth, then id) after a
 -- (depth, id) key; optionally only the top-level ones, or those at most max_depth levels down.
 with recursive tree as (
-    select id, name, parent_id, created_at, updated_at, array[]::text[] as ancestors
+    select id, name, parent_id, created_at, updated_at, access_type, array[]::text[] as ancestors
     from folders
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and parent_id is null
   union all
-    select f.id, f.name, f.parent_id, f.created_at, f.updated_at, t.ancestors || t.id
+    select f.id, f.name, f.parent_id, f.created_at, f.updated_at, f.access_type, t.ancestors || t.id
     from folders f join tree t on f.parent_id = t.id
     where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
       and not %(root_only)s and (%(max_depth)s::int is null or cardinality(t.ancestors) < %(max_depth)s::int)

@@ -78,10 +78,10 @@ async def move(conn: Conn, *, api_key_id: str, organization_id: str, id: str, ne
 
 
 async def insert_folder(conn: Conn, *, api_key_id: str, organization_id: str, id: str, name: str | None,
-                        parent_id: str | None, now: int) -> bool:
+                        parent_id: str | None, now: int, access_type: str | None = None) -> bool:
     row = {
         "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "name": name, "parent_id": parent_id,
-        "now": now
+        "access_type": access_type, "now": now
     }
     return await fetch_one(conn, q.insert_folder, row) is not None
 

@@ -78,6 +78,7 @@ class FolderIn(Model):
     folderId: Id
     folderName: Name = None
     parentFolderId: Id = None
+    accessType: Literal["public", "organizationPrivate", "restricted"] = None  # none: the parent's (ADR 0051)
 
 
 Folders = Annotated[list[FolderIn], Field(min_length=1, max_length=MAX_BATCH), unique_by("folderId")]
@@ -189,6 +190,8 @@ class Folder(Doc):
     folderName: str | None = Field(None, description="Absent when the folder was never named.")
     createdAt: int = Field(description="Epoch milliseconds.")
     lastUpdated: int = Field(description="Epoch milliseconds: the last rename or move, else createdAt.")
+    accessType: Literal["public", "organizationPrivate", "restricted"] | None = Field(
+        None, description="Absent when the folder inherits its parent's (ADR 0051).")
 
     @staticmethod
     def wire(row: dict[str, Any]) -> dict[str, Any]:
@@ -196,7 +199,10 @@ class Folder(Doc):
         record = {"folderId": row["id"], "parentFolderId": row["parent_id"], "ancestors": list(row["ancestors"])}
         if row["name"] is not None:
             record["folderName"] = row["name"]
-        return record | {"createdAt": row["created_at"], "lastUpdated": row["updated_at"] or row["created_at"]}
+        record |= {"createdAt": row["created_at"], "lastUpdated": row["updated_at"] or row["created_at"]}
+        if row["access_type"] is not None:
+            record["accessType"] = row["access_type"]
+        return record
 
 
 class DocumentCount(Doc):
