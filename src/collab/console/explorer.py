@@ -72,7 +72,7 @@ async def organization(request: Request, org: str = "", key: str | None = None, 
     if found is None:
         return _missing(request, console, key=key, keys=keys, what="Organization")
     svc = console.svc
-    tree = await folders_service.get(svc, tenant=tenant, data=GetFolders(organizationId=org))
+    tree, _ = await folders_service.get(svc, tenant=tenant, data=GetFolders(organizationId=org))  # the first page
     query = outcomes.given(organizationId=org, folderId=folder or None, pageSize=PAGE_SIZE, pageToken=page)
     listed = await outcomes.run(lambda: documents.get(svc, tenant=tenant, data=GetDocuments(**query)))
     rows, token = listed.value or ([], None)
