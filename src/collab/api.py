@@ -12,6 +12,7 @@ from collab.documents.routes import router as documents
 from collab.extraction.routes import router as extraction
 from collab.judgments.routes import router as judgments
 from collab.kit.openapi import ERRORS
+from collab.notifications.email_routes import router as notification_email
 from collab.notifications.routes import router as notifications
 from collab.organizations.routes import router as organizations
 from collab.permissions.routes import router as permissions
@@ -23,8 +24,8 @@ from collab.webhooks.routes import router as webhooks
 from collab.workspaces.routes import router as workspaces
 
 ROUTERS = [
-    workspaces, organizations, documents, users, permissions, notifications, activities, presence, recordings, crdt,
-    extraction, judgments, ask_ai, webhooks, comments, realtime
+    workspaces, organizations, documents, users, permissions, notifications, notification_email, activities, presence,
+    recordings, crdt, extraction, judgments, ask_ai, webhooks, comments, realtime
 ]
 
 

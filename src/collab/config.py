@@ -249,6 +249,42 @@ class Settings(BaseSettings):
         description="Seconds one webhook delivery attempt may take at most (connect, send, first 1 KiB of the answer)")
     webhooks_max_endpoints: int = Field(default=50, description="Webhook endpoints per API key")
 
+    permission_provider_timeout_s: float = Field(
+        default=3.0,
+        description="Seconds an API key's permission provider has to answer (its URL passes the webhooks' address "
+        "guard, `COLLAB_WEBHOOKS_ALLOW_PRIVATE_TARGETS`); past it, or on any bad answer, access is denied",
+        json_schema_extra={"section": "Permission provider"})
+    permission_provider_cache_s: float = Field(
+        default=60.0, description="Seconds a permission provider's decision is reused (less when its `expiresAt` is "
+        "sooner); changing the provider's configuration forgets them in the process that takes the change")
+
+    public_url: str = Field(
+        default="http://localhost:8000",
+        description="The base URL people reach this service at; the unsubscribe links of notification e-mails start "
+        "with it", json_schema_extra={"section": "Notification e-mail"})
+    smtp_host: str | None = Field(
+        default=None, description="The SMTP server of e-mails whose API key uses the `default` e-mail service; unset, "
+        "such e-mails fail with a reason `workspace/email/status` shows")
+    smtp_port: int = Field(default=587, description="Port of `COLLAB_SMTP_HOST`")
+    smtp_security: Literal["none", "starttls", "tls"] = Field(
+        default="starttls", description="`starttls` (upgrade after connecting), `tls` (implicit TLS) or `none`")
+    smtp_username: str | None = Field(default=None, description="SMTP login of `COLLAB_SMTP_HOST` (none: no login)")
+    smtp_password: str | None = Field(default=None, description="SMTP password of `COLLAB_SMTP_USERNAME`")
+    email_from: str = Field(default="notifications@localhost",
+                            description="Sender address when an API key's e-mail config names no `fromEmail`")
+    email_timeout_s: float = Field(default=20.0, description="Seconds one e-mail may take to send (SMTP or SendGrid)")
+    email_batch_window_s: int = Field(
+        default=120, description="Notifications for one user of one organization within this many seconds go out as "
+        "one e-mail")
+    email_max_per_day: int = Field(
+        default=5000, description="E-mails per API key per 24 hours; beyond, e-mails are "
+        "recorded `skipped`")
+    email_allow_private_hosts: bool = Field(
+        default=False, description="`true` lets an API key's own SMTP server (`smtpHost`) be a private or loopback "
+        "address (self-hosting, tests); off, such hosts are refused")
+    sendgrid_base_url: str = Field(default="https://api.sendgrid.com",
+                                   description="SendGrid's API (tests point it at a fake SendGrid)")
+
     max_response_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024,
         description="A page of `activities/get`, `notifications/get` or `crdt/get` stops before its records pass this "

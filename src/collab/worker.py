@@ -67,7 +67,7 @@ def _cron_jobs() -> list:
     from collab.extraction.tasks import drop_old_content
     from collab.kit.usage import drop_old as drop_old_usage
     from collab.llm.quota import drop_past_days as drop_old_platform_usage
-    from collab.notifications.tasks import flush_due
+    from collab.notifications.tasks import email_sweep, flush_due
     from collab.realtime.tasks import compact_sweep
     from collab.webhooks.tasks import sweep as webhook_sweep
 
@@ -77,6 +77,9 @@ def _cron_jobs() -> list:
         cron(reap, second=set(range(0, 60, 5)), run_at_startup=True, unique=True),
         # Delayed and batched notifications fall due at any second; a 5 s tick bounds their lateness.
         cron(flush_due, name="flush_notifications", second=set(range(0, 60, 5)), run_at_startup=True, unique=True),
+        # Notification e-mails whose batch window or retry time has come (a 5 s tick, like the batches).
+        cron(email_sweep, name="notification_email_sweep", second=set(range(2, 60, 5)), run_at_startup=True,
+             unique=True),
         # Webhook retries (5 s and up) and CRDT event windows fall due at any second: sweep every second.
         cron(webhook_sweep, name="webhook_sweep", second=set(range(60)), run_at_startup=True, unique=True),
         # Uploaded bytes past their retention (COLLAB_KNOWLEDGE_SOURCE_RETENTION_DAYS) are dropped hourly.

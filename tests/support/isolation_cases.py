@@ -170,6 +170,11 @@ def _containers(call, i: Ids, tag: str) -> None:
     call("/v2/organizations/usergroups/users/add",
          {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user2]})
     call(
+        "/v2/users/invite/add", {
+            "email": i.email, "organizationId": i.org, "type": "doc_user", "documentId": i.doc,
+            "documentName": f"Alpha Invited Doc {tag}"
+        })
+    call(
         "/v2/auth/permissions/add", {
             "user": {"userId": i.user2}, "permissions": {
                 "resources": [{
@@ -295,6 +300,7 @@ def _page_tokens(client: httpx.Client, t: Tenant, i: Ids) -> None:
                                                                            "pageSize": 1}, "pageToken"),
         "recs_token": ("/v2/recordings/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
         "comments_token": ("/v2/commentannotations/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
+        "folders_token": ("/v2/organizations/folders/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
         "export_token": ("/v2/users/data/get", {"userIds": [i.user], "pageSize": 1},
                          "pageToken"), "judgments_token": ("/v2/memory/judgments/query", {"pageSize": 1}, "pageToken"),
         "endpoints_iterator": (f"{HOOKS}/endpoints/get", {"limit": 1},
@@ -402,6 +408,9 @@ CASES: dict[str, Case] = {
     "/v2/workspace/authtokens/get": Case(lambda i: {"apiKey": i.api_key}),
     "/v2/workspace/apikey/create": Case(lambda i: {"ownerEmail": i.email, "type": "testing"}),
     "/v2/workspace/apikeys/get": Case(lambda i: {}),
+    "/v2/workspace/apikey/update": Case(lambda i: {"apiKey": i.api_key, "apiKeyName": "B's name"}),
+    "/v2/workspace/apikey/copy": Case(lambda i: {"sourceApiKey": i.api_key, "targetApiKey": i.api_key[::-1]}),
+    "/v2/workspace/authtoken/ensure": Case(lambda i: {}),
     # Configuration of the caller's own API key: no ids to send, but nothing of A may change or show.
     "/v2/workspace/apikeyconfig/update": Case(lambda i: {"enableAdvancedQueries": True}),
     "/v2/workspace/apikeyconfig/get": Case(lambda i: {}),
@@ -411,6 +420,11 @@ CASES: dict[str, Case] = {
     "/v2/workspace/activityconfig/get": Case(lambda i: {}),
     "/v2/workspace/notificationconfig/update": Case(lambda i: {"useNotificationService": True}),
     "/v2/workspace/notificationconfig/get": Case(lambda i: {}),
+    "/v2/workspace/domains/add": Case(lambda i: {"domains": ["https://www.b.example.com"]}),
+    "/v2/workspace/domains/delete": Case(lambda i: {"domains": ["b.example.com"]}),
+    "/v2/workspace/domains/get": Case(lambda i: {}),
+    "/v2/workspace/webhookconfig/update": Case(lambda i: {"useWebhookService": False}),
+    "/v2/workspace/webhookconfig/get": Case(lambda i: {}),
     # Webhook endpoints and messages: by id and by uid.
     f"{HOOKS}/endpoints/create": Case(lambda i: {"url": "http://127.0.0.1:9/b", "uid": i.uid}),
     f"{HOOKS}/endpoints/get": Case(lambda i: {"limit": 1, "iterator": i.endpoints_iterator}),
@@ -461,7 +475,23 @@ CASES: dict[str, Case] = {
                                                  {"folderId": i.subfolder, "parentFolderId": i.folder}]
         }, lambda i: {"organizationId": i.org2, "folders": [{"folderId": i.folder}]}),
     "/v2/organizations/folders/get": Case(lambda i: {"organizationId": i.org, "folderId": i.subfolder},
-                                          lambda i: {"organizationId": i.org}, lambda i: {"organizationId": i.org2}),
+                                          lambda i: {"organizationId": i.org}, lambda i: {"organizationId": i.org2},
+                                          lambda i: {"organizationId": i.org, "rootFoldersOnly": True},
+                                          lambda i: {"organizationId": i.org, "pageToken": i.folders_token}),
+    "/v2/organizations/folders/update": Case(
+        lambda i: {
+            "organizationId": i.org, "folders": [{"folderId": i.subfolder, "folderName": "b"},
+                                                 {"folderId": i.folder, "parentFolderId": i.subfolder}]
+        }, lambda i: {"organizationId": i.org, "folders": [{"folderId": i.folder, "folderName": "b"}]}),
+    "/v2/organizations/folders/delete": Case(lambda i: {"organizationId": i.org, "folderId": i.subfolder},
+                                             lambda i: {"organizationId": i.org, "folderId": i.folder}),
+    "/v2/organizations/documents/move": Case(
+        lambda i: {"organizationId": i.org, "documentIds": [i.doc2, i.doc], "folderId": i.folder},
+        lambda i: {"organizationId": i.org, "documentIds": [i.doc], "folderId": i.subfolder},
+        lambda i: {"organizationId": i.org, "documentIds": [i.doc], "folderId": "root"}),
+    "/v2/organizations/documents/count/get": Case(lambda i: {"organizationId": i.org},
+                                                  lambda i: {"organizationId": i.org, "folderId": i.subfolder},
+                                                  lambda i: {"organizationId": i.org2}),
     # Users and groups.
     "/v2/users/add": Case(lambda i: {"organizationId": i.org, "documentId": i.doc2, "users": [{"userId": i.user2}]},
                           lambda i: {"organizationId": i.org, "documentId": i.doc, "users": [{"userId": i.user2}]}),
@@ -488,7 +518,27 @@ CASES: dict[str, Case] = {
     "/v2/organizations/usergroups/users/add": Case(
         lambda i: {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user, i.user2]}),
     "/v2/organizations/usergroups/users/delete": Case(
-        lambda i: {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user2]}),
+        lambda i: {"organizationId": i.org, "organizationUserGroupId": i.group, "userIds": [i.user2]},
+        lambda i: {"organizationId": i.org, "organizationUserGroupId": i.group, "deleteAll": True}),
+    "/v2/organizations/usergroups/get": Case(lambda i: {"organizationId": i.org}, lambda i: {"organizationId": i.org2}),
+    "/v2/users/count/get": Case(lambda i: {"organizationId": i.org},
+                                lambda i: {"organizationId": i.org, "allDocuments": True},
+                                lambda i: {"organizationId": i.org, "documentId": i.doc, "userId": i.user2}),
+    "/v2/users/doc/get": Case(
+        lambda i: {"organizationId": i.org, "userIds": [i.user, i.user2], "includeInvolvedDocuments": True},
+        lambda i: {"organizationId": i.org}),
+    "/v2/users/invite/add": Case(
+        lambda i: {"email": i.email, "organizationId": i.org, "type": "doc_user", "documentId": i.doc2},
+        lambda i: {"email": i.email, "organizationId": i.org, "type": "doc_user", "documentId": i.doc}),
+    "/v2/users/invite/get": Case(lambda i: {"organizationId": i.org},
+                                 lambda i: {"organizationId": i.org, "email": i.email}),
+    "/v2/users/invitations/get": Case(lambda i: {"organizationId": i.org, "email": i.email}),
+    "/v2/users/invite/pending/count": Case(lambda i: {"organizationId": i.org, "type": "doc_user"}),
+    "/v2/users/invite/respond": Case(
+        lambda i: {
+            "email": i.email, "organizationId": i.org, "status": "ACCEPTED", "type": "doc_user", "documentId": i.doc,
+            "user": {"userId": i.user}
+        }),
     # Permissions and user tokens.
     "/v2/auth/permissions/add": Case(
         lambda i: {"user": {"userId": i.user2}, "permissions": {"resources": [_grant(i, "document", i.doc)]}},
@@ -509,6 +559,21 @@ CASES: dict[str, Case] = {
         }),
     "/v2/auth/generate_token": Case(
         lambda i: {"userId": i.user2, "permissions": {"resources": [_grant(i, "document", i.doc)]}}),
+    "/v2/organizations/documents/access/update": Case(
+        lambda i: {"organizationId": i.org, "documentIds": [i.doc, i.docn], "accessType": "public"}),
+    "/v2/organizations/documents/access/disablestate/update": Case(
+        lambda i: {"organizationId": i.org, "documentIds": [i.doc, i.docn], "disabled": True}),
+    "/v2/workspace/permissionproviderconfig/get": Case(lambda i: {}),
+    "/v2/workspace/permissionproviderconfig/update": Case(lambda i: {"usePermissionProvider": False}),
+    "/v2/auth/generate_signature": Case(
+        lambda i: {
+            "permissions": [{
+                "userId": i.user, "resourceId": i.doc, "type": "document", "organizationId": i.org, "hasAccess": True
+            }]
+        }),
+    "/v2/organizations/folders/access/update": Case(
+        lambda i: {"organizationId": i.org, "folderIds": [i.folder, i.subfolder], "accessType": "restricted"},
+        lambda i: {"organizationId": i.org, "folderIds": [i.folder], "inheritFromParent": True}),
     "/v2/auth/token/get": Case(
         lambda i: {"userId": i.user2, "permissions": {"resources": [_grant(i, "document", i.doc)]}}),
     # They take no ids: each answers the caller's own public keys (`kid`, `x` derive from its own API key).
@@ -526,6 +591,14 @@ CASES: dict[str, Case] = {
         }),
     "/v2/notifications/delete": Case(lambda i: {"organizationId": i.org, "notificationIds": [i.ntf, i.ntf_generated]},
                                      lambda i: _where(i)),
+    "/v2/notifications/config/get": Case(
+        lambda i: {"organizationId": i.org, "userId": i.user2, "documentIds": [i.doc], "getOrganizationConfig": True}),
+    "/v2/notifications/config/set": Case(
+        lambda i: {"organizationId": i.org, "userIds": [i.user2], "documentIds": [i.doc], "config": {"email": "NONE"}}),
+    # They take no ids: each reads or changes the caller's own e-mail service and e-mails.
+    "/v2/workspace/emailconfig/get": Case(lambda i: {}),
+    "/v2/workspace/emailconfig/update": Case(lambda i: {"emailServiceConfig": {"fromCompany": "B"}}),
+    "/v2/workspace/email/status": Case(lambda i: {"userId": i.user2}),
     # Activities and presence.
     "/v2/activities/add": Case(lambda i: _where(
         i, activities=
@@ -599,6 +672,8 @@ CASES: dict[str, Case] = {
 
 # Operations with nothing to isolate, and why (the test checks that they are public).
 NOTHING_TO_ISOLATE = {
+    "/v2/notifications/email/unsubscribe": "public: a link in an e-mail, signed by this service; the signed token "
+    "(not the caller) names the API key, organization and user, and a forged or altered token is refused",
     "/v2/workspace/create": "public: it takes no ids and reads no tenant's rows; it names only an owner e-mail, and "
     "the spec itself answers an e-mail that already owns workspaces differently "
     "(ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED)"

@@ -20,7 +20,9 @@ def make_settings(servers, fake=None, **overrides) -> Settings:
         # (most) never load it; those that do ask for the `embedding_model` fixture.
         embedding_preload=False,
         # The webhook receiver of the tests listens on 127.0.0.1; SSRF tests switch this off themselves.
-        webhooks_allow_private_targets=True)
+        webhooks_allow_private_targets=True,
+        # The tests' SMTP servers (aiosmtpd) listen on 127.0.0.1.
+        email_allow_private_hosts=True)
     if fake is not None:
         for provider in ("openai", "anthropic", "gemini"):
             values[f"{provider}_base_url"] = fake.base_url(provider)

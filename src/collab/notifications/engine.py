@@ -12,13 +12,16 @@ and never holds back another batch (the cron serves every tenant).
 import logging
 from typing import Any, Iterable
 
+from collab.config import Settings
 from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
 from collab.kit import usage
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
 from collab.kit.merge import deep_merge
 from collab.kit.services import Services
+from collab.notifications import email, preferences
 from collab.notifications import repository as repo
+from collab.notifications.mail import render
 from collab.notifications.service import event_payload, recipients_map
 from collab.notifications.visibility import visible_to
 from collab.webhooks import events as webhook_events
@@ -110,7 +113,8 @@ async def flush(conn: Conn, *, svc: Services, api_key_id: str | None = None, lim
         try:
             async with conn.transaction():  # nested: a SAVEPOINT, so a failure undoes this batch's work only
                 items = await repo.batch_items(conn, api_key_id=batch["api_key_id"], batch_id=batch["id"])
-                notification_id = await _notify(conn, batch=batch, items=items, now=now) if items else None
+                notification_id = await _notify(conn, settings=svc.settings, batch=batch, items=items,
+                                                now=now) if items else None
                 await repo.mark_flushed(conn, api_key_id=batch["api_key_id"], id=batch["id"],
                                         notification_id=notification_id)
             usage.count(svc, "notifications_sent", api_key_id=batch["api_key_id"], n=int(notification_id is not None))
@@ -134,11 +138,29 @@ def _comment_text(entity: Any) -> str:
     return ""
 
 
-async def _notify(conn: Conn, *, batch: dict[str, Any], items: list[dict[str, Any]], now: int) -> str | None:
+def _named(entity: Any, depth: int = 0) -> set[str]:
+    """The userIds a comment's data names anywhere (a few levels deep)."""
+    if depth > 6:
+        return set()
+    if isinstance(entity, dict):
+        own = {entity["userId"]} if isinstance(entity.get("userId"), str) else set()
+        return own.union(*(_named(v, depth + 1) for v in entity.values()))
+    if isinstance(entity, list):
+        return set().union(*(_named(v, depth + 1) for v in entity[:200]))
+    return set()
+
+
+async def _notify(conn: Conn, *, settings: Settings, batch: dict[str, Any], items: list[dict[str, Any]],
+                  now: int) -> str | None:
     """One notification for a batch's events, to the union of their recipients."""
-    recipients = sorted({r for item in items for r in item["recipients"]})
-    if not recipients:
+    candidates = sorted({r for item in items for r in item["recipients"]})
+    if not candidates:
         return None  # every recipient left (user-data deletion) before the batch fell due
+    # MINE: a recipient a comment names (mentioned, assigned, its author) counts as involved (ADR 0050).
+    involved = sorted({u for item in items for u in _named(item["entity_data"])} & set(candidates))
+    scope = {"api_key_id": batch["api_key_id"], "organization_id": batch["organization_id"]}
+    recipients = await preferences.allowed(conn, **scope, document_id=batch["document_id"], user_ids=candidates,
+                                           involved=involved, channel="inbox")
     last = items[-1]
     allowed = last["visible_to"] if all(i["visible_to"] is not None for i in items) else None
     notify_users, by_user_id = await recipients_map(conn, api_key_id=batch["api_key_id"], users=[],
@@ -159,6 +181,12 @@ async def _notify(conn: Conn, *, batch: dict[str, Any], items: list[dict[str, An
     notification_id = "ntf_" + batch["id"].removeprefix("nb_")  # one per batch, however often it flushes
     source = "huddle" if _group(last["action_type"]) == "huddle" else "comment"
     body = _comment_text(last["entity_data"])
+    await email.enqueue(conn, settings=settings, now=now, **scope, document_id=batch["document_id"],
+                        notification_id=notification_id, action_types=[i["action_type"] for i in items],
+                        emails=dict.fromkeys(candidates), involved=involved,
+                        headline=render(headline, template_data, last["action_user"]), body=body)
+    if not recipients:
+        return None  # nobody takes it in their inbox
     added = await repo.insert(conn, api_key_id=batch["api_key_id"], id=notification_id,
                               organization_id=batch["organization_id"], document_id=batch["document_id"],
                               location_id=None, notification_source=source, notification_source_data=source_data,

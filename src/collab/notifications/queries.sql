@@ -81,28 +81,6 @@ cross join lateral (select * from notifications x where x.api_key_id = %(api_key
 where s.before < %(budget)s
 order by s.n
 
--- name: update_notification
--- Change a notification's messages or source data (null keeps them) and add readers.
-update notifications set
-    display_headline_message_template = coalesce(%(display_headline_message_template)s, display_headline_message_template),
-    display_headline_message_template_data = coalesce(%(display_headline_message_template_data)s,
-                                                      display_headline_message_template_data),
-    display_body_message = coalesce(%(display_body_message)s, display_body_message),
-    notification_source_data = coalesce(%(notification_source_data)s, notification_source_data),
-    visible_to = case when %(notification_source_data)s::jsonb is null then visible_to else %(visible_to)s end,
-    read_by = array(select distinct unnest(read_by || coalesce(%(read_by)s, '{}'::text[])) order by 1),
-    updated_at = %(now)s
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
-returning id
-
--- name: delete_notifications
--- Delete a document's or an organization's notifications (or only some ids); the ids deleted.
-delete from notifications
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
-  and (%(document_id)s::text is null or document_id = %(document_id)s)
-  and (%(ids)s::text[] is null or id = any(%(ids)s))
-returning id
-
 -- name: open_batch
 -- Open a batch for a batch key; nothing when one is open already.
 insert into notification_batches (api_key_id, id, organization_id, document_id, batch_key, recipient, max_size,
@@ -198,3 +176,210 @@ update notification_batches set
     status = case when attempts + 1 >= %(max_attempts)s then 'failed' else status end,
     due_at = case when attempts + 1 >= %(max_attempts)s then due_at else %(retry_at)s end
 where api_key_id = %(api_key_id)s and id = %(id)s
+
+-- name: update_matching
+-- Velt's update without ids: change every notification of the organization that the filters match (at most
+-- `limit`), readers added; the ids changed.
+update notifications set
+    display_headline_message_template = coalesce(%(display_headline_message_template)s, display_headline_message_template),
+    display_headline_message_template_data = coalesce(%(display_headline_message_template_data)s,
+                                                      display_headline_message_template_data),
+    display_body_message = coalesce(%(display_body_message)s, display_body_message),
+    notification_source_data = coalesce(%(notification_source_data)s, notification_source_data),
+    action_user = coalesce(%(action_user)s, action_user),
+    visible_to = case when %(notification_source_data)s::jsonb is null then visible_to else %(visible_to)s end,
+    read_by = array(select distinct unnest(read_by || coalesce(%(read_by)s, '{}'::text[])) order by 1),
+    updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and (%(id)s::text is null or id = %(id)s)
+  and (%(document_id)s::text is null or document_id = %(document_id)s)
+  and (%(location_id)s::text is null or location_id = %(location_id)s)
+  and (%(user_id)s::text is null or notify_users_by_user_id ? %(user_id)s)
+  and id in (select id from notifications
+             where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+               and (%(id)s::text is null or id = %(id)s)
+               and (%(document_id)s::text is null or document_id = %(document_id)s)
+               and (%(location_id)s::text is null or location_id = %(location_id)s)
+               and (%(user_id)s::text is null or notify_users_by_user_id ? %(user_id)s)
+             order by id limit %(limit)s)
+returning id
+
+-- name: delete_matching
+-- Delete the notifications the filters match (document, location, ids); with a user, only those that notify them.
+delete from notifications
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and (%(document_id)s::text is null or document_id = %(document_id)s)
+  and (%(location_id)s::text is null or location_id = %(location_id)s)
+  and (%(ids)s::text[] is null or id = any(%(ids)s))
+  and (%(user_id)s::text is null
+       or (notify_users_by_user_id ? %(user_id)s and notify_users_by_user_id - %(user_id)s::text = '{}'::jsonb))
+returning id
+
+-- name: untag_matching
+-- A user's delete of notifications other users also have: the user leaves them (the others keep theirs).
+update notifications
+set notify_users_by_user_id = notify_users_by_user_id - %(user_id)s::text,
+    notify_users = notify_users - %(user_keys)s::text[],
+    updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
+  and (%(document_id)s::text is null or document_id = %(document_id)s)
+  and (%(location_id)s::text is null or location_id = %(location_id)s)
+  and (%(ids)s::text[] is null or id = any(%(ids)s))
+  and notify_users_by_user_id ? %(user_id)s
+returning id
+
+-- name: preferences
+-- The stored preferences of some users in an organization: its own level ('') and the given documents.
+select user_id, document_id, inbox, email, slack from notification_preferences
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and user_id = any(%(user_ids)s)
+  and document_id = any(%(document_ids)s)
+
+-- name: set_preference
+-- Set some channels of a user at one level (null keeps a channel as it was).
+insert into notification_preferences (api_key_id, organization_id, user_id, document_id, inbox, email, slack,
+                                      updated_at)
+values (%(api_key_id)s, %(organization_id)s, %(user_id)s, %(document_id)s, %(inbox)s, %(email)s, %(slack)s, %(now)s)
+on conflict (api_key_id, organization_id, user_id, document_id) do update set
+    inbox = coalesce(excluded.inbox, notification_preferences.inbox),
+    email = coalesce(excluded.email, notification_preferences.email),
+    slack = coalesce(excluded.slack, notification_preferences.slack),
+    updated_at = excluded.updated_at
+
+-- name: email_off
+-- Unsubscribe: the user's e-mail channel off in the organization, document-level e-mail choices cleared.
+with org as (
+    insert into notification_preferences (api_key_id, organization_id, user_id, document_id, email, updated_at)
+    values (%(api_key_id)s, %(organization_id)s, %(user_id)s, '', 'NONE', %(now)s)
+    on conflict (api_key_id, organization_id, user_id, document_id) do update set
+        email = 'NONE', updated_at = excluded.updated_at
+)
+update notification_preferences set email = null, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and user_id = %(user_id)s
+  and document_id <> ''
+
+-- name: cancel_emails
+-- A user who turned e-mail off gets none of the e-mails still waiting for them.
+update notification_emails set status = 'cancelled', last_error = %(reason)s, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and user_id = any(%(user_ids)s)
+  and status in ('open', 'pending')
+
+-- name: email_config
+-- The API key's e-mail service (none when never set).
+select * from notification_email_configs where api_key_id = %(api_key_id)s
+
+-- name: save_email_config
+-- Store the API key's e-mail service; null secrets keep the stored ones unless `clear_*` is set.
+insert into notification_email_configs (api_key_id, use_email_service, config, api_key_enc, api_key_last4,
+                                        smtp_password_enc, updated_at)
+values (%(api_key_id)s, %(use_email_service)s, %(config)s, %(api_key_enc)s, %(api_key_last4)s,
+        %(smtp_password_enc)s, %(now)s)
+on conflict (api_key_id) do update set
+    use_email_service = excluded.use_email_service, config = excluded.config,
+    api_key_enc = case when %(clear_api_key)s then null
+                       else coalesce(excluded.api_key_enc, notification_email_configs.api_key_enc) end,
+    api_key_last4 = case when %(clear_api_key)s then null
+                         else coalesce(excluded.api_key_last4, notification_email_configs.api_key_last4) end,
+    smtp_password_enc = case when %(clear_smtp_password)s then null
+                             else coalesce(excluded.smtp_password_enc, notification_email_configs.smtp_password_enc) end,
+    updated_at = excluded.updated_at
+returning *
+
+-- name: open_email
+-- Open the e-mail that gathers a user's notifications in an organization; nothing when one is open already.
+insert into notification_emails (api_key_id, id, organization_id, user_id, email, status, due_at, created_at,
+                                 updated_at)
+values (%(api_key_id)s, %(id)s, %(organization_id)s, %(user_id)s, %(email)s, %(status)s, %(due_at)s, %(now)s,
+        %(now)s)
+on conflict (api_key_id, organization_id, user_id) where status = 'open' do nothing
+returning id
+
+-- name: lock_open_email
+-- The open e-mail of a user in an organization, locked while a notification joins it.
+select * from notification_emails
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and user_id = %(user_id)s
+  and status = 'open'
+for update
+
+-- name: add_email_item
+-- A notification joins an e-mail; the e-mail closes (pending, due now) when it holds `max_size` notifications.
+with item as (
+    insert into notification_email_items (api_key_id, email_id, notification_id, document_id, headline, body,
+                                          created_at)
+    values (%(api_key_id)s, %(email_id)s, %(notification_id)s, %(document_id)s, %(headline)s, %(body)s, %(now)s)
+    on conflict do nothing
+    returning email_id
+)
+update notification_emails set
+    size = size + 1, email = %(email)s, updated_at = %(now)s,
+    status = case when size + 1 >= %(max_size)s then 'pending' else status end,
+    due_at = case when size + 1 >= %(max_size)s then %(now)s else due_at end
+where api_key_id = %(api_key_id)s and id in (select email_id from item)
+
+-- name: emails_today
+-- How many e-mails an API key made in the last 24 hours (the daily bound).
+select count(*) as n from notification_emails
+where api_key_id = %(api_key_id)s and created_at > %(since)s and status <> 'skipped'
+
+-- name: due_emails
+-- E-mails whose time has come (window over, or a retry due; a lost send after its lease), locked; oldest first.
+select * from notification_emails
+where ((status in ('open', 'pending') and due_at <= %(now)s) or (status = 'sending' and lease_until <= %(now)s))
+order by due_at
+limit %(limit)s
+for update skip locked
+
+-- name: mark_email_sending
+-- An e-mail handed to a send job: nobody else takes it until its lease ends.
+update notification_emails set status = 'sending', lease_until = %(lease_until)s, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and id = %(id)s
+
+-- name: claim_email
+-- The e-mail a send job is about, if it is still the job's to send.
+select * from notification_emails
+where api_key_id = %(api_key_id)s and id = %(id)s and status = 'sending'
+for update
+
+-- name: email_items
+-- The notifications an e-mail reports, oldest first.
+select * from notification_email_items
+where api_key_id = %(api_key_id)s and email_id = %(email_id)s
+order by created_at, notification_id
+
+-- name: finish_email
+-- Record an attempt: sent, failed for good, or pending again at `due_at` (a retry).
+update notification_emails set
+    status = %(status)s, attempts = attempts + 1, provider = %(provider)s, subject = %(subject)s,
+    last_error = %(error)s, due_at = coalesce(%(due_at)s, due_at), lease_until = null,
+    sent_at = case when %(status)s = 'sent' then %(now)s else sent_at end, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and id = %(id)s
+
+-- name: email_counts
+-- How many of an API key's e-mails are in each state.
+select status, count(*) as n from notification_emails where api_key_id = %(api_key_id)s group by status
+
+-- name: recent_emails
+-- An API key's latest e-mails (optionally one user's or one state's), with the notifications each reports.
+select e.*, array(select i.notification_id from notification_email_items i
+                  where i.api_key_id = e.api_key_id and i.email_id = e.id
+                  order by i.created_at, i.notification_id) as notification_ids
+from notification_emails e
+where e.api_key_id = %(api_key_id)s
+  and (%(user_id)s::text is null or e.user_id = %(user_id)s)
+  and (%(status)s::text is null or e.status = %(status)s)
+order by e.created_at desc, e.id desc
+limit %(limit)s
+
+-- name: workspace_owner
+-- The owner e-mail of the caller's workspace (workspace/email/status).
+select owner_email from workspaces where id = %(workspace_id)s
+
+-- name: forget_preferences
+-- User-data deletion: the users' preferences and the e-mails waiting for them.
+with gone as (
+    delete from notification_preferences
+    where api_key_id = %(api_key_id)s and user_id = any(%(user_ids)s)
+      and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
+)
+delete from notification_emails
+where api_key_id = %(api_key_id)s and user_id = any(%(user_ids)s)
+  and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))

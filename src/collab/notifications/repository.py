@@ -58,24 +58,36 @@ async def list_page(conn: Conn, *, api_key_id: str, organization_id: str, docume
     return await fetch_all(conn, q.list_notifications, filters)
 
 
-async def update(conn: Conn, *, api_key_id: str, organization_id: str, display_headline_message_template: str | None,
+async def update(conn: Conn, *, api_key_id: str, organization_id: str, id: str | None, document_id: str | None,
+                 location_id: str | None, user_id: str | None, display_headline_message_template: str | None,
                  display_headline_message_template_data: Any, display_body_message: str | None,
-                 notification_source_data: Any, visible_to: list[str] | None, read_by: list[str] | None, id: str,
-                 now: int) -> bool:
+                 notification_source_data: Any, action_user: Any, visible_to: list[str] | None,
+                 read_by: list[str] | None, now: int, limit: int) -> list[str]:
+    """Change the notification `id` (or, with None, every one the filters match, at most `limit`); the ids changed."""
     change = {
-        "api_key_id": api_key_id, "organization_id": organization_id,
+        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "document_id": document_id,
+        "location_id": location_id, "user_id": user_id,
         "display_headline_message_template": display_headline_message_template,
         "display_headline_message_template_data": display_headline_message_template_data,
         "display_body_message": display_body_message, "notification_source_data": notification_source_data,
-        "visible_to": visible_to, "read_by": read_by, "id": id, "now": now
+        "action_user": action_user, "visible_to": visible_to, "read_by": read_by, "now": now, "limit": limit
     }
-    return await fetch_one(conn, q.update_notification, _json(change)) is not None
+    return sorted(r["id"] for r in await fetch_all(conn, q.update_matching, _json(change)))
 
 
-async def delete(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None,
-                 ids: list[str] | None) -> list[str]:
-    filters = {"api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "ids": ids}
-    return [r["id"] for r in await fetch_all(conn, q.delete_notifications, filters)]
+async def delete(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None, location_id: str | None,
+                 user_id: str | None, ids: list[str] | None, now: int) -> list[str]:
+    """Delete the matching notifications; with a user, the user leaves those that others also have. The ids gone."""
+    filters = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id,
+        "location_id": location_id, "user_id": user_id, "ids": ids, "now": now
+    }
+    gone = [r["id"] for r in await fetch_all(conn, q.delete_matching, filters)]
+    if user_id is not None:
+        found = await profiles(conn, api_key_id=api_key_id, ids=[user_id])
+        keys = [user_id, *([found[user_id]["email"]] if user_id in found and found[user_id]["email"] else [])]
+        gone += [r["id"] for r in await fetch_all(conn, q.untag_matching, {**filters, "user_keys": keys})]
+    return sorted(gone)
 
 
 async def open_batch(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str | None, id: str,
@@ -124,7 +136,7 @@ async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organ
     found = await profiles(conn, api_key_id=api_key_id, ids=user_ids)
     keys = sorted(set(user_ids) | {p["email"] for p in found.values() if p["email"]})
     params = {"api_key_id": api_key_id, "user_ids": user_ids, "organization_ids": organization_ids, "user_keys": keys}
-    for sql in (q.forget_created, q.forget_pending, q.untag_pending, q.untag_notifications):
+    for sql in (q.forget_created, q.forget_pending, q.untag_pending, q.untag_notifications, q.forget_preferences):
         await execute(conn, sql, params)
 
 
@@ -132,3 +144,127 @@ async def fail_batch(conn: Conn, *, api_key_id: str, id: str, error: str, retry_
     """Count a failed flush of a batch: due again at retry_at, or `failed` after max_attempts."""
     params = {"api_key_id": api_key_id, "id": id, "error": error, "retry_at": retry_at, "max_attempts": max_attempts}
     await execute(conn, q.fail_batch, params)
+
+
+# Preferences (notifications/config) and e-mail.
+
+
+async def preferences(conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str],
+                      document_ids: list[str]) -> list[dict[str, Any]]:
+    """Stored preference rows of the users at the organization level ('') and the given documents."""
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids,
+        "document_ids": ["", *document_ids]
+    }
+    return await fetch_all(conn, q.preferences, params)
+
+
+async def set_preference(conn: Conn, *, api_key_id: str, organization_id: str, user_id: str, document_id: str,
+                         inbox: str | None, email: str | None, slack: str | None, now: int) -> None:
+    row = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_id": user_id, "document_id": document_id,
+        "inbox": inbox, "email": email, "slack": slack, "now": now
+    }
+    await execute(conn, q.set_preference, row)
+
+
+async def email_off(conn: Conn, *, api_key_id: str, organization_id: str, user_id: str, now: int) -> None:
+    params = {"api_key_id": api_key_id, "organization_id": organization_id, "user_id": user_id, "now": now}
+    await execute(conn, q.email_off, params)
+
+
+async def cancel_emails(conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str], reason: str,
+                        now: int) -> None:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids, "reason": reason, "now": now
+    }
+    await execute(conn, q.cancel_emails, params)
+
+
+async def email_config(conn: Conn, *, api_key_id: str) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.email_config, {"api_key_id": api_key_id})
+
+
+async def save_email_config(conn: Conn, *, api_key_id: str, use_email_service: bool, config: dict[str, Any],
+                            api_key_enc: bytes | None, api_key_last4: str | None, smtp_password_enc: bytes | None,
+                            clear_api_key: bool, clear_smtp_password: bool, now: int) -> dict[str, Any]:
+    row = {
+        "api_key_id": api_key_id, "use_email_service": use_email_service, "config": Jsonb(config),
+        "api_key_enc": api_key_enc, "api_key_last4": api_key_last4, "smtp_password_enc": smtp_password_enc,
+        "clear_api_key": clear_api_key, "clear_smtp_password": clear_smtp_password, "now": now
+    }
+    saved = await fetch_one(conn, q.save_email_config, row)
+    assert saved is not None
+    return saved
+
+
+async def open_email(conn: Conn, *, api_key_id: str, id: str, organization_id: str, user_id: str, email: str,
+                     status: str, due_at: int, now: int) -> dict[str, Any]:
+    """The open e-mail of a user in an organization, locked; opened first when there is none."""
+    row = {
+        "api_key_id": api_key_id, "id": id, "organization_id": organization_id, "user_id": user_id, "email": email,
+        "status": status, "due_at": due_at, "now": now
+    }
+    if status != "open":  # a skipped e-mail is recorded, never joined
+        await execute(conn, q.open_email, row)
+        return {"id": id}
+    while True:
+        await execute(conn, q.open_email, row)
+        found = await fetch_one(conn, q.lock_open_email, row)
+        if found is not None:
+            return found
+
+
+async def add_email_item(conn: Conn, *, api_key_id: str, email_id: str, email: str, notification_id: str,
+                         document_id: str | None, headline: str, body: str, max_size: int, now: int) -> None:
+    item = {
+        "api_key_id": api_key_id, "email_id": email_id, "email": email, "notification_id": notification_id,
+        "document_id": document_id, "headline": headline, "body": body, "max_size": max_size, "now": now
+    }
+    await execute(conn, q.add_email_item, item)
+
+
+async def emails_today(conn: Conn, *, api_key_id: str, since: int) -> int:
+    row = await fetch_one(conn, q.emails_today, {"api_key_id": api_key_id, "since": since})
+    return row["n"] if row else 0
+
+
+async def due_emails(conn: Conn, *, now: int, limit: int) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.due_emails, {"now": now, "limit": limit})
+
+
+async def mark_email_sending(conn: Conn, *, api_key_id: str, id: str, lease_until: int, now: int) -> None:
+    await execute(conn, q.mark_email_sending,
+                  {"api_key_id": api_key_id, "id": id, "lease_until": lease_until, "now": now})
+
+
+async def claim_email(conn: Conn, *, api_key_id: str, id: str) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.claim_email, {"api_key_id": api_key_id, "id": id})
+
+
+async def email_items(conn: Conn, *, api_key_id: str, email_id: str) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.email_items, {"api_key_id": api_key_id, "email_id": email_id})
+
+
+async def finish_email(conn: Conn, *, api_key_id: str, id: str, status: str, provider: str | None, subject: str | None,
+                       error: str | None, due_at: int | None, now: int) -> None:
+    row = {
+        "api_key_id": api_key_id, "id": id, "status": status, "provider": provider, "subject": subject, "error": error,
+        "due_at": due_at, "now": now
+    }
+    await execute(conn, q.finish_email, row)
+
+
+async def email_counts(conn: Conn, *, api_key_id: str) -> dict[str, int]:
+    return {r["status"]: r["n"] for r in await fetch_all(conn, q.email_counts, {"api_key_id": api_key_id})}
+
+
+async def recent_emails(conn: Conn, *, api_key_id: str, user_id: str | None, status: str | None,
+                        limit: int) -> list[dict[str, Any]]:
+    params = {"api_key_id": api_key_id, "user_id": user_id, "status": status, "limit": limit}
+    return await fetch_all(conn, q.recent_emails, params)
+
+
+async def workspace_owner(conn: Conn, *, workspace_id: str) -> str | None:
+    row = await fetch_one(conn, q.workspace_owner, {"workspace_id": workspace_id})
+    return row["owner_email"] if row else None

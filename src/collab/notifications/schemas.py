@@ -1,12 +1,13 @@
 """Request models of notifications."""
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
 from collab.events import ActionUser
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, Name, unique_by
+from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, Name, distinct
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 
@@ -22,20 +23,33 @@ class User(Model):
     email: str = Field(None, max_length=320)
 
 
+class Context(Model):
+    """Velt's `context` (context-based filtering in its client SDK); accepted and bounded, not stored (ADR 0050)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    access: dict[str, str | int | float] = Field(None, max_length=100)
+
+
 class AddNotification(Model):
     organizationId: Id
     documentId: Id
     actionUser: User
     notificationId: str = Field(None, min_length=1, max_length=200, pattern=NOTIFICATION_ID)
-    displayHeadlineMessageTemplate: str = Field(max_length=10_000)
+    # Optional as in Velt's docs: a missing headline shows DEFAULT_HEADLINE, a missing body an empty one (ADR 0050).
+    displayHeadlineMessageTemplate: str = Field(None, max_length=10_000)
     displayHeadlineMessageTemplateData: dict[str, Any] = None
-    displayBodyMessage: str = Field(max_length=100_000)
+    displayBodyMessage: str = Field(None, max_length=100_000)
     notifyUsers: list[User] = Field(max_length=MAX_BATCH)
     notifyAll: bool = True
+    notificationSource: Literal["custom", "comment", "huddle", "crdt"] = "custom"
     notificationSourceData: dict[str, Any] = None
     locationId: Id = None
+    location: dict[str, Any] = None
     createDocument: bool = False
     createOrganization: bool = False
+    verifyUserPermissions: bool = False
+    isNotificationResolverUsed: bool = False
+    context: Context = None
 
 
 class GetNotifications(Model):
@@ -54,30 +68,136 @@ class GetNotifications(Model):
 
 
 class NotificationChange(Model):
-    id: Id
+    id: Id = None
+    actionUser: User = None
     displayHeadlineMessageTemplate: str = Field(None, max_length=10_000)
     displayHeadlineMessageTemplateData: dict[str, Any] = None
     displayBodyMessage: str = Field(None, max_length=100_000)
     notificationSourceData: dict[str, Any] = None
     readByUserIds: list[Id] = Field(None, max_length=MAX_BATCH)
+    persistReadForUsers: bool = False  # collab never hides read notifications: always as if true (ADR 0050)
 
 
-Changes = Annotated[list[NotificationChange], Field(min_length=1, max_length=MAX_BATCH), unique_by("id")]
+def _ids_distinct(changes: list[NotificationChange]) -> list[NotificationChange]:
+    distinct((c.id for c in changes if c.id is not None), "id")
+    return changes
+
+
+Changes = Annotated[list[NotificationChange], Field(min_length=1, max_length=MAX_BATCH), AfterValidator(_ids_distinct)]
+
+
+def _field(value: Any, name: str) -> Any:
+    """A field of a sub-object, as sent (a dict) or as validated (a model)."""
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def _scoped(v: dict[str, Any]) -> Broken | None:
+    unscoped = any(_field(c, "id") is None for c in v.get("notifications") or [])
+    if unscoped and all(v.get(k) is None for k in ("documentId", "locationId", "userId")):
+        return Broken("notifications", "A change without an id needs documentId, locationId or userId")
+    return None
 
 
 class UpdateNotifications(Model):
     organizationId: Id
+    documentId: Id = None
+    locationId: Id = None
+    userId: Id = None
+    verifyUserPermissions: bool = False
     notifications: Changes
+
+    _rules = rules(rule("notifications", "documentId", "locationId", "userId")(_scoped))
 
 
 class DeleteNotifications(Model):
     organizationId: Id
     documentId: Id = None
+    locationId: Id = None
+    userId: Id = None
     notificationIds: IdList = None
 
     _rules = rules(
-        rule("documentId", "notificationIds")(lambda v: (Broken(None, "Provide notificationIds or documentId") if v.get(
-            "documentId") is None and v.get("notificationIds") is None else None)))
+        rule("documentId", "notificationIds", "locationId",
+             "userId")(lambda v: (Broken(None, "Provide notificationIds, documentId, locationId or userId") if all(
+                 v.get(k) is None for k in ("documentId", "notificationIds", "locationId", "userId")) else None)))
+
+
+Channel = Literal["ALL", "MINE", "NONE"]
+
+
+class ChannelConfig(Model):
+    inbox: Channel = None
+    email: Channel = None
+    slack: Channel = None  # stored and returned; collab has no Slack delivery (ADR 0050)
+
+
+class SetPreferences(Model):
+    organizationId: Id
+    userIds: IdList
+    documentIds: IdList30 = None
+    config: ChannelConfig
+
+    _rules = rules(
+        rule("config")(lambda v: (Broken("config", "Set at least one of inbox, email or slack")
+                                  if v.get("config") is not None and all(
+                                      _field(v["config"], k) is None for k in ("inbox", "email", "slack")) else None)))
+
+
+class GetPreferences(Model):
+    organizationId: Id
+    userId: Id
+    documentIds: IdList30 = None
+    getOrganizationConfig: bool = False
+
+    _rules = rules(
+        rule("documentIds", "getOrganizationConfig")(
+            lambda v: (Broken("documentIds", "Provide documentIds or getOrganizationConfig: true")
+                       if not v.get("documentIds") and v.get("getOrganizationConfig") is not True else None)))
+
+
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s.]+$"
+
+
+class EmailServiceConfig(Model):
+    """Velt's `emailServiceConfig`, plus `smtp*` fields for an API key's own SMTP server (ADR 0050)."""
+
+    type: Literal["default", "sendgrid", "smtp", "custom"] = None
+    apiKey: str = Field(None, max_length=500)
+    fromEmail: str = Field(None, max_length=320)
+    fromCompany: str = Field(None, max_length=200)
+    commentTemplateId: str = Field(None, max_length=200)
+    tagTemplateId: str = Field(None, max_length=200)
+    triggers: dict[str, bool] = Field(None, max_length=100)
+    smtpHost: str = Field(None, min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\[\]-]+$")
+    smtpPort: int = Field(None, ge=1, le=65535)
+    smtpSecurity: Literal["none", "starttls", "tls"] = None
+    smtpUsername: str = Field(None, max_length=320)
+    smtpPassword: str = Field(None, max_length=500)
+
+    _from = field_validator("fromEmail")(lambda v: _email_or_empty(v))
+
+
+def _email_or_empty(value: str | None) -> str | None:
+    if value and not re.match(EMAIL_PATTERN, value):
+        raise ValueError("Invalid email address")
+    return value
+
+
+class UpdateEmailConfig(Model):
+    useEmailService: bool = None
+    emailServiceConfig: EmailServiceConfig = None
+
+    _rules = rules(
+        rule("useEmailService",
+             "emailServiceConfig")(lambda v: (Broken(None, "Provide useEmailService or emailServiceConfig") if v.get(
+                 "useEmailService") is None and v.get("emailServiceConfig") is None else None)))
+
+
+class EmailStatusQuery(Model):
+    ownerEmail: str = Field(None, max_length=320)
+    userId: Id = None
+    status: Literal["open", "pending", "sending", "sent", "failed", "skipped", "cancelled"] = None
+    pageSize: int = Field(50, ge=1, le=200)
 
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
@@ -115,7 +235,7 @@ class Notification(Doc):
     """A notification record; `readByUserIds` goes beyond the spec."""
 
     id: str
-    notificationSource: Literal["custom", "comment", "huddle"]
+    notificationSource: Literal["custom", "comment", "huddle", "crdt"]
     notificationSourceData: BatchedActivities | dict[str, Any] = Field(
         description="For `comment` and `huddle`, the activities reported; for `custom`, the client's object as sent "
         "(`{}` when none).")
@@ -149,3 +269,81 @@ class NotificationAdded(Doc):
     success: bool
     message: str
     id: str = Field(description="The notification's id: the one sent, or the one generated.")
+
+
+class PreferenceSet(Doc):
+    """One user's outcome of notifications/config/set."""
+
+    success: bool
+    userId: str
+    message: str
+    documentId: str | None = Field(None, description="Present when one document was given.")
+    documentIds: list[str] | None = Field(None, description="Present when several documents were given.")
+
+
+class ChannelChoice(Doc):
+    inbox: Channel
+    email: Channel
+    slack: Channel | None = Field(None, description="Present once set; collab sends nothing to Slack.")
+
+
+class PreferenceMetadata(Doc):
+    organizationId: str
+    apiKey: str
+    userId: str
+    documentId: str | None = Field(None, description="Absent for the organization level.")
+
+
+class UserPreference(Doc):
+    """A user's effective channels at one level (a document's choice, else the organization's, else ALL)."""
+
+    config: ChannelChoice
+    metadata: PreferenceMetadata
+
+
+class EmailServiceView(Doc):
+    type: str
+    apiKey: str = Field(description="`****` and the last 4 characters when set, else empty.")
+    fromEmail: str
+    fromCompany: str
+    commentTemplateId: str
+    tagTemplateId: str
+    triggers: dict[str, bool] | None = None
+    smtpHost: str | None = None
+    smtpPort: int | None = None
+    smtpSecurity: Literal["none", "starttls", "tls"] | None = None
+    smtpUsername: str | None = None
+    smtpPassword: str | None = Field(None, description="`****` when set (never returned).")
+
+
+class EmailConfigView(Doc):
+    useEmailService: bool
+    emailServiceConfig: EmailServiceView
+
+
+class EmailRecord(Doc):
+    """One notification e-mail: to one user, reporting one or more notifications."""
+
+    id: str
+    organizationId: str
+    userId: str
+    to: str
+    status: Literal["open", "pending", "sending", "sent", "failed", "skipped", "cancelled"]
+    notificationIds: list[str]
+    subject: str | None
+    provider: str | None
+    attempts: int
+    lastError: str | None
+    nextAttemptAt: int | None = Field(description="Epoch ms when it goes out (next), while open or pending.")
+    sentAt: int | None
+    createdAt: int
+
+
+class EmailStatus(Doc):
+    useEmailService: bool
+    type: str
+    counts: dict[str, int] = Field(description="E-mails in each state.")
+    emails: list[EmailRecord] = Field(description="The latest e-mails, newest first.")
+    verified: bool | None = Field(
+        None, description="Present when ownerEmail was sent: whether it is the e-mail of "
+        "the workspace's owner (collab has no separate verification step).")

@@ -1,4 +1,5 @@
-"""Notifications: add (idempotent by id), get (advanced queries, paged, visibility), update, delete."""
+"""Notifications: add (idempotent by id), get (advanced queries, paged, visibility), update, delete; add honours
+per-user preferences (notifications/preferences.py) and queues e-mail (notifications/email.py)."""
 
 from typing import Any
 
@@ -8,9 +9,12 @@ from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
 from collab.kit.errors import not_found, not_found_message
+from collab.kit.fields import MAX_BATCH
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
+from collab.notifications import email, preferences
 from collab.notifications import repository as repo
+from collab.notifications.mail import render
 from collab.notifications.schemas import (
     AddNotification,
     DeleteNotifications,
@@ -54,11 +58,22 @@ async def recipients_map(conn: Conn, *, api_key_id: str, users: list[dict[str, A
     return {user_key(u): True for u in by_id.values()}, dict.fromkeys(sorted(by_id), True)
 
 
+# What a notification without a headline shows (Velt requires one unless a notification resolver fills it in).
+DEFAULT_HEADLINE = "{actionUser} sent you a notification"
+
+
 async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[str, Any]:
-    """Add a notification for `notifyUsers` (and every organization user unless notifyAll is false)."""
+    """Add a notification for `notifyUsers` (and every organization user unless notifyAll is false), in the inbox
+    of those who take it there, and queued for the e-mail of those who take e-mail."""
     now = svc.now_ms()
     key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     notification_id = data.notificationId or new_id("ntf_")
+    headline = data.displayHeadlineMessageTemplate
+    if headline is None:
+        headline = "" if data.isNotificationResolverUsed else DEFAULT_HEADLINE
+    body = data.displayBodyMessage or ""
+    location = (data.location or {}).get("id")
+    location_id = data.locationId or (location if isinstance(location, str) and 0 < len(location) <= 200 else None)
     async with transaction(svc.pool, svc.redis) as tx:
         if not await ensure_organization(tx.conn, tenant=tenant, organization_id=data.organizationId,
                                          create=data.createOrganization, now=now):
@@ -68,17 +83,23 @@ async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[s
         actor = data.actionUser.model_dump(exclude_none=True)
         everyone = await repo.audience(tx.conn, **key, document_id=None, now_ms=now) if data.notifyAll else []
         allowed = visible_to(data.notificationSourceData, actor["userId"])
-        notify_users, by_user_id = await recipients_map(
-            tx.conn,
-            api_key_id=tenant.api_key_id,
-            users=[u.model_dump(exclude_none=True) for u in data.notifyUsers],
-            extra_ids=[u for u in everyone if u != actor["userId"]],  # the whole organization, not the actor
-            allowed=allowed)
+        listed = [u.model_dump(exclude_none=True) for u in data.notifyUsers]
+        extra = [u for u in everyone if u != actor["userId"]]  # the whole organization, not the actor
+        if data.verifyUserPermissions:
+            access = set(await repo.audience(tx.conn, **key, document_id=data.documentId, now_ms=now))
+            listed, extra = [u for u in listed if u["userId"] in access], [u for u in extra if u in access]
+        if allowed is not None:
+            listed, extra = [u for u in listed if u["userId"] in allowed], [u for u in extra if u in allowed]
+        involved = [u["userId"] for u in listed]
+        inbox = set(await preferences.allowed(tx.conn, **key, document_id=data.documentId, user_ids=[*involved, *extra],
+                                              involved=involved, channel="inbox"))
+        notify_users, by_user_id = await recipients_map(tx.conn, api_key_id=tenant.api_key_id,
+                                                        users=[u for u in listed if u["userId"] in inbox],
+                                                        extra_ids=[u for u in extra if u in inbox], allowed=allowed)
         added = await repo.insert(tx.conn, **key, id=notification_id, document_id=data.documentId,
-                                  location_id=data.locationId, notification_source="custom",
+                                  location_id=location_id, notification_source=data.notificationSource,
                                   notification_source_data=data.notificationSourceData, action_user=actor,
-                                  display_body_message=data.displayBodyMessage,
-                                  display_headline_message_template=data.displayHeadlineMessageTemplate,
+                                  display_body_message=body, display_headline_message_template=headline,
                                   display_headline_message_template_data=data.displayHeadlineMessageTemplateData,
                                   notify_users=notify_users, notify_users_by_user_id=by_user_id, visible_to=allowed,
                                   timestamp=now)
@@ -86,10 +107,15 @@ async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[s
             await webhook_events.emit(
                 tx, now=now, api_key_id=tenant.api_key_id, event_type="notification.add",
                 organization_id=data.organizationId, document_id=data.documentId, action_user=actor,
-                user_ids=[actor["userId"], *by_user_id], payload=event_payload(
-                    id=notification_id, source="custom", source_data=data.notificationSourceData,
-                    headline=data.displayHeadlineMessageTemplate, headline_data=data.displayHeadlineMessageTemplateData,
-                    body=data.displayBodyMessage, notify_users=notify_users, by_user_id=by_user_id, timestamp=now))
+                user_ids=[actor["userId"], *by_user_id],
+                payload=event_payload(id=notification_id, source=data.notificationSource,
+                                      source_data=data.notificationSourceData, headline=headline,
+                                      headline_data=data.displayHeadlineMessageTemplateData, body=body,
+                                      notify_users=notify_users, by_user_id=by_user_id, timestamp=now))
+            emails = {**dict.fromkeys(extra), **{u["userId"]: u.get("email") for u in listed}}
+            await email.enqueue(tx.conn, settings=svc.settings, now=now, **key, document_id=data.documentId,
+                                notification_id=notification_id, action_types=None, emails=emails, involved=involved,
+                                headline=render(headline, data.displayHeadlineMessageTemplateData, actor), body=body)
     usage.count(svc, "notifications_sent", workspace_id=tenant.workspace_id, n=int(bool(added)))
     message = "Notification added successfully." if added else "Notification already exists."
     return {"success": True, "message": message, "id": notification_id}
@@ -114,27 +140,40 @@ async def get(svc: Services, *, tenant: Tenant, data: GetNotifications) -> tuple
 
 
 async def update(svc: Services, *, tenant: Tenant, data: UpdateNotifications) -> dict[str, Any]:
-    """Change notifications' texts or source data, or mark them read by users; keyed by id."""
+    """Change notifications' texts, actor or source data, or mark them read by users; by id, or (a change without
+    one) every notification the request's documentId/locationId/userId match; keyed by id."""
     now = svc.now_ms()
     results: dict[str, Any] = {}
+    scope = {"document_id": data.documentId, "location_id": data.locationId, "user_id": data.userId}
     async with transaction(svc.pool, svc.redis) as tx:
+        access = None
+        if data.verifyUserPermissions:  # only users with access to the document are marked as readers
+            access = set(await repo.audience(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                             document_id=data.documentId, now_ms=now))
         for change in data.notifications:
-            found = await repo.update(
-                tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, id=change.id,
+            readers = change.readByUserIds
+            if readers is not None and access is not None:
+                readers = [u for u in readers if u in access]
+            changed = await repo.update(
+                tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId, id=change.id, **scope,
                 display_headline_message_template=change.displayHeadlineMessageTemplate,
                 display_headline_message_template_data=change.displayHeadlineMessageTemplateData,
                 display_body_message=change.displayBodyMessage, notification_source_data=change.notificationSourceData,
-                visible_to=visible_to(change.notificationSourceData), read_by=change.readByUserIds, now=now)
-            message = "Notification updated." if found else not_found_message("notification")
-            results[change.id] = {"success": found, "id": change.id, "message": message}
+                action_user=change.actionUser.model_dump(exclude_none=True) if change.actionUser else None,
+                visible_to=visible_to(change.notificationSourceData), read_by=readers, now=now, limit=MAX_BATCH)
+            for i in changed if change.id is None else [change.id]:
+                found = i in changed
+                message = "Notification updated." if found else not_found_message("notification")
+                results[i] = {"success": found, "id": i, "message": message}
     return results
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteNotifications) -> dict[str, Any]:
-    """Delete notifications by id and/or document; keyed by id."""
+    """Delete notifications by id, document, location and/or user (a user leaves shared ones); keyed by id."""
     async with transaction(svc.pool, svc.redis) as tx:
         deleted = set(await repo.delete(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                                        document_id=data.documentId, ids=data.notificationIds))
+                                        document_id=data.documentId, location_id=data.locationId, user_id=data.userId,
+                                        ids=data.notificationIds, now=svc.now_ms()))
     ids = data.notificationIds or sorted(deleted)
     return {
         i: {

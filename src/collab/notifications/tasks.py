@@ -1,6 +1,9 @@
-"""Jobs of notifications: the cron that flushes due batches (the engine is notifications/engine.py)."""
+"""Jobs of notifications: the cron that flushes due batches (the engine is notifications/engine.py), and notification
+e-mail: the sweep cron that hands due e-mails out, and the job that sends one (notifications/email.py)."""
 
+from collab.kit.jobs import job, transaction
 from collab.kit.services import Services
+from collab.notifications import email
 from collab.notifications.engine import FLUSH_LIMIT, flush
 
 
@@ -15,3 +18,17 @@ async def flush_due(ctx: dict) -> int:
         total += count
         if count < FLUSH_LIMIT:
             return total
+
+
+async def email_sweep(ctx: dict) -> int:
+    """Cron: queue a send job for every e-mail whose window or retry time has come; the number queued."""
+    svc: Services = ctx["svc"]
+    async with transaction(svc.pool, svc.redis) as tx:
+        return await email.sweep(tx, settings=svc.settings, now=svc.now_ms())
+
+
+# One try per job: a failed send is retried by the e-mail's own schedule (mail.RETRY_S), which the status shows.
+@job(timeout=lambda settings: settings.email_timeout_s + 10, max_tries=1)
+async def send_notification_email(ctx: dict, *, api_key_id: str, email_id: str) -> dict | None:
+    """Make one attempt at a notification e-mail and record its outcome."""
+    return await email.send(ctx["svc"], api_key_id=api_key_id, email_id=email_id)

@@ -1,0 +1,63 @@
+"""HTTP routes of notification e-mail: the API key's e-mail service, delivery status, one-click unsubscribe."""
+
+import html
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import HTMLResponse
+from fastapi.routing import APIRoute
+
+from collab.kit.auth import Tenant, api_key_auth
+from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
+from collab.kit.openapi import answer
+from collab.kit.services import Services, services
+from collab.notifications import email
+from collab.notifications.schemas import EmailConfigView, EmailStatus, EmailStatusQuery, UpdateEmailConfig
+
+router = APIRouter(tags=["notifications"], route_class=StrictJsonRoute)
+Auth = Depends(api_key_auth)
+Svc = Depends(services)
+Token = Query(min_length=1, max_length=2000)
+_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>{title}</title></head>
+<body><h1>{title}</h1>{content}</body></html>"""
+
+
+@router.post("/workspace/emailconfig/get", summary="The API key's e-mail service [API-key auth]",
+             responses=answer(EmailConfigView))
+async def get_email_config(body: Envelope[Empty], tenant: Tenant = Auth, svc: Services = Svc):
+    return ok(await email.get_config(svc, tenant=tenant), "Email configuration retrieved successfully.")
+
+
+@router.post("/workspace/emailconfig/update", summary="Change the API key's e-mail service [API-key auth]",
+             responses=answer(EmailConfigView))
+async def update_email_config(body: Envelope[UpdateEmailConfig], tenant: Tenant = Auth, svc: Services = Svc):
+    result = await email.update_config(svc, tenant=tenant, data=body.data)
+    return ok(result, "Email configuration updated successfully.")
+
+
+@router.post("/workspace/email/status", summary="What happened to notification e-mails [API-key auth]",
+             responses=answer(EmailStatus))
+async def email_status(body: Envelope[EmailStatusQuery], tenant: Tenant = Auth, svc: Services = Svc):
+    result, message = await email.status(svc, tenant=tenant, data=body.data)
+    return ok(result, message)
+
+
+async def unsubscribe_page(token: str = Token):
+    """A browser opening the link sees a button: a GET changes nothing (mail scanners follow links)."""
+    action = html.escape("?token=" + quote(token, safe=""))
+    form = (f'<form method="post" action="{action}"><p>Stop notification e-mails?</p>'
+            '<button type="submit">Unsubscribe</button></form>')
+    return HTMLResponse(_PAGE.format(title="Unsubscribe", content=form))
+
+
+async def unsubscribe(token: str = Token, svc: Services = Svc):
+    """RFC 8058 one-click unsubscribe (the mail client's POST) and the page's button: e-mail off for the user."""
+    await email.unsubscribe(svc, token=token)
+    return HTMLResponse(_PAGE.format(title="Unsubscribed", content="<p>You will get no more of these e-mails.</p>"))
+
+
+# Not JSON operations: a browser or a mail client calls them with a signed link (hidden from the API reference).
+router.add_api_route("/notifications/email/unsubscribe", unsubscribe_page, methods=["GET"], include_in_schema=False,
+                     response_class=HTMLResponse, route_class_override=APIRoute)
+router.add_api_route("/notifications/email/unsubscribe", unsubscribe, methods=["POST"], include_in_schema=False,
+                     response_class=HTMLResponse, route_class_override=APIRoute)
