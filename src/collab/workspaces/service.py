@@ -173,8 +173,8 @@ async def update_api_key(svc: Services, *, caller: WorkspaceCaller, data: Update
 
 
 async def copy_api_key(svc: Services, *, caller: WorkspaceCaller, data: CopyApiKey) -> dict[str, Any]:
-    """Copy one key's settings onto another of the workspace: feature configs, webhook services, allowed domains.
-    Secrets stay with the key they were given to (auth tokens, AI provider keys, endpoints and their secrets)."""
+    """Give a second key of the workspace the first one's feature configs, webhook services and allowed domains;
+    secrets stay with the key they were given to (auth tokens, AI provider keys, endpoints and their secrets)."""
     if data.sourceApiKey == data.targetApiKey:
         message = "sourceApiKey and targetApiKey must differ."
         raise invalid(message, [issue(["targetApiKey"], message)])
