@@ -19,6 +19,7 @@ from collab.kit.http import RequestContext, install_handlers
 from collab.kit.listener import Listener
 from collab.kit.routing import dispatch_by_table
 from collab.kit.services import Services, build_services, close_services
+from collab.notifications import email_routes
 from collab.realtime.service import Realtime
 
 log = logging.getLogger("collab.app")
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     api.mount(app)
     api.add_routes(app, health.router)
     console.mount(app)  # /console: HTML pages, kept out of the OpenAPI document
+    app.include_router(email_routes.pages)  # /email/unsubscribe: the link in notification e-mails
     _offline_docs(app)
     _documented_errors_only(app)
     dispatch_by_table(app)  # after every route is added

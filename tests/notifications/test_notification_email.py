@@ -172,7 +172,7 @@ def test_smtp_batches_one_email_per_user_with_unsubscribe(client, sdk, live, mai
     assert "Ana shared Plan" in first.text() and "Body n2" in first.text()
     assert by_to["u2@example.com"].message["Subject"] == "Ana shared Plan"
     link = first.message["List-Unsubscribe"].strip("<>")
-    assert link.startswith(live.url + "/v2/notifications/email/unsubscribe?token=")
+    assert link.startswith(live.url + "/email/unsubscribe?token=")
     assert first.message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     sent = status(api)
     assert sent["counts"]["sent"] == 2 and {e["to"] for e in sent["emails"]} == set(by_to)
@@ -241,7 +241,7 @@ def test_sendgrid_gets_the_email_with_its_key(client, sdk, live, sendgrid, tune)
     assert call.body["personalizations"] == [{"to": [{"email": "u1@example.com"}]}]
     assert call.body["from"] == {"email": "noreply@example.com", "name": "Acme"}
     assert call.body["subject"] == "Ana shared Plan"
-    assert call.body["headers"]["List-Unsubscribe"].startswith(f"<{live.url}/v2/notifications/email/unsubscribe")
+    assert call.body["headers"]["List-Unsubscribe"].startswith(f"<{live.url}/email/unsubscribe")
     sendgrid.status = 401
     notify(api, "n2", notifyUsers=[{"userId": "u1", "email": "u1@example.com"}])
     send_due(live, t)

@@ -672,8 +672,6 @@ CASES: dict[str, Case] = {
 
 # Operations with nothing to isolate, and why (the test checks that they are public).
 NOTHING_TO_ISOLATE = {
-    "/v2/notifications/email/unsubscribe": "public: a link in an e-mail, signed by this service; the signed token "
-    "(not the caller) names the API key, organization and user, and a forged or altered token is refused",
     "/v2/workspace/create": "public: it takes no ids and reads no tenant's rows; it names only an owner e-mail, and "
     "the spec itself answers an e-mail that already owns workspaces differently "
     "(ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED)"

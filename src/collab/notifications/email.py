@@ -19,6 +19,8 @@ from collab.notifications import mail, preferences
 from collab.notifications import repository as repo
 from collab.notifications.schemas import EmailStatusQuery, UpdateEmailConfig
 
+UNSUBSCRIBE = "/email/unsubscribe"  # the signed link of every e-mail (not an API operation)
+
 log = logging.getLogger("collab.notifications.email")
 MAX_ITEMS = 50  # notifications in one e-mail; a full e-mail goes out at once
 SWEEP_LIMIT = 200
@@ -175,11 +177,9 @@ async def send(svc: Services, *, api_key_id: str, email_id: str) -> dict[str, An
     settings, stored = svc.settings, config["config"]
     token = mail.unsubscribe_token(svc.keyring, api_key_id=api_key_id, organization_id=claimed["organization_id"],
                                    user_id=claimed["user_id"])
-    out = mail.compose(
-        to=claimed["email"], from_email=stored.get("fromEmail") or settings.email_from,
-        from_name=stored.get("fromCompany") or None, items=items,
-        unsubscribe_url=f"{settings.public_url.rstrip('/')}/v2/notifications/email/unsubscribe?"
-        f"token={token}")
+    out = mail.compose(to=claimed["email"], from_email=stored.get("fromEmail") or settings.email_from,
+                       from_name=stored.get("fromCompany") or None, items=items,
+                       unsubscribe_url=f"{settings.public_url.rstrip('/')}{UNSUBSCRIBE}?token={token}")
     provider = stored.get("type", "default")
     error = await _deliver(svc, config=config, provider=provider, out=out)
     attempts = claimed["attempts"] + 1

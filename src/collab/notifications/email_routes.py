@@ -5,13 +5,13 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse
-from fastapi.routing import APIRoute
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
 from collab.kit.openapi import answer
 from collab.kit.services import Services, services
 from collab.notifications import email
+from collab.notifications.email import UNSUBSCRIBE
 from collab.notifications.schemas import EmailConfigView, EmailStatus, EmailStatusQuery, UpdateEmailConfig
 
 router = APIRouter(tags=["notifications"], route_class=StrictJsonRoute)
@@ -56,8 +56,8 @@ async def unsubscribe(token: str = Token, svc: Services = Svc):
     return HTMLResponse(_PAGE.format(title="Unsubscribed", content="<p>You will get no more of these e-mails.</p>"))
 
 
-# Not JSON operations: a browser or a mail client calls them with a signed link (hidden from the API reference).
-router.add_api_route("/notifications/email/unsubscribe", unsubscribe_page, methods=["GET"], include_in_schema=False,
-                     response_class=HTMLResponse, route_class_override=APIRoute)
-router.add_api_route("/notifications/email/unsubscribe", unsubscribe, methods=["POST"], include_in_schema=False,
-                     response_class=HTMLResponse, route_class_override=APIRoute)
+# Not API operations: a browser or a mail client calls them with a signed link, so they live outside /v1 and /v2
+# (the app adds them beside the console) and out of the API reference.
+pages = APIRouter(include_in_schema=False)
+pages.add_api_route(UNSUBSCRIBE, unsubscribe_page, methods=["GET"], response_class=HTMLResponse)
+pages.add_api_route(UNSUBSCRIBE, unsubscribe, methods=["POST"], response_class=HTMLResponse)

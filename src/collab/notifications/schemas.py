@@ -27,7 +27,7 @@ class Context(Model):
     """Velt's `context` (context-based filtering in its client SDK); accepted and bounded, not stored (ADR 0050)."""
 
     model_config = ConfigDict(strict=True, extra="allow")
-    access: dict[str, str | int | float] = Field(None, max_length=100)
+    access: dict[str, Annotated[str, Field(max_length=1000)] | int | float] = Field(None, max_length=100)
 
 
 class AddNotification(Model):

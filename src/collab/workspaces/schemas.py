@@ -3,7 +3,7 @@
 import base64
 import binascii
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -30,6 +30,10 @@ def _not_blank(value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise ValueError("Must not be empty")
     return value
+
+
+# A domain as sent: a bare name or an origin URL (scheme, port, path are dropped when stored).
+DomainText = Annotated[str, Field(max_length=2000)]
 
 
 class CreateWorkspace(Model):
@@ -115,7 +119,7 @@ class CreateApiKey(Model):
     type: Literal["testing", "production"]
     apiKeyName: str = Field(None, min_length=1, max_length=200)
     createAuthToken: bool = True
-    allowedDomains: list[str] = Field(None, max_length=domains.MAX_PER_REQUEST)
+    allowedDomains: list[DomainText] = Field(None, max_length=domains.MAX_PER_REQUEST)
     addLocalHostToAllowedDomains: bool = False
     useWebhookService: bool = None
     webhookServiceConfig: BasicWebhookServiceConfig = None
@@ -141,7 +145,7 @@ class CopyApiKey(Model):
 
 
 class DomainList(Model):
-    domains: list[str] = Field(min_length=1, max_length=domains.MAX_PER_REQUEST)
+    domains: list[DomainText] = Field(min_length=1, max_length=domains.MAX_PER_REQUEST)
 
     _domains = field_validator("domains")(_domains)
 
