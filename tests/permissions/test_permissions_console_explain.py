@@ -77,3 +77,36 @@ def test_explain_another_tenants_document_is_not_found(live, client):
     with pytest.raises(ApiError) as caught:
         explained(live, mine, "o1", "d1")
     assert caught.value.code == "NOT_FOUND"
+
+
+def test_explain_follows_the_access_type_and_names_the_provider(live, client):
+    t = new_tenant(client)
+    add_organization(client, t, "o1", "d1", folder="f1")
+    grant(client, t, "olga", {"type": "organization", "id": "o1", "accessRole": "editor"})
+    grant(client, t, "fred", {"type": "folder", "id": "f1", "organizationId": "o1", "accessRole": "viewer"})
+    result(
+        post(client, "/v2/organizations/folders/access/update",
+             {"organizationId": "o1", "folderIds": ["f1"], "accessType": "restricted"}, t.headers))
+    got = explained(live, t, "o1", "d1")
+    assert got["accessType"] == "restricted" and got["permissionProvider"] is False
+    users = {u["userId"]: u for u in got["users"]}
+    # The organization role is listed, decides nothing, and leaves olga without access; fred's folder grant decides.
+    assert users["olga"]["errorCode"] == "permission_denied" and users["olga"]["reasons"][0]["decides"] is False
+    assert users["fred"]["accessRole"] == "viewer" and users["fred"]["reasons"][0]["decides"] is True
+    effective = result(
+        post(client, "/v2/auth/permissions/get",
+             {"organizationId": "o1", "userIds": ["fred", "olga"], "documentIds": ["d1"]}, t.headers))
+    assert effective["olga"]["documents"]["d1"]["errorCode"] == "permission_denied"
+    assert effective["fred"]["documents"]["d1"]["accessRole"] == "viewer"
+    # The document's own type wins over its folder's.
+    result(
+        post(client, "/v2/organizations/documents/access/update",
+             {"organizationId": "o1", "documentIds": ["d1"], "accessType": "public"}, t.headers))
+    assert {u["userId"]: u["accessRole"]
+            for u in explained(live, t, "o1", "d1")["users"]} == {"fred": "viewer", "olga": "editor"}
+    result(
+        post(client, "/v2/workspace/permissionproviderconfig/update", {
+            "usePermissionProvider": True,
+            "permissionProviderConfig": {"permissionProviderUrl": "http://127.0.0.1:9/p"}
+        }, t.headers))
+    assert explained(live, t, "o1", "d1")["permissionProvider"] is True

@@ -42,8 +42,8 @@ async def verify(conn: Conn, *, tenant: Tenant, organization_id: str, document_i
     """PERMISSION_DENIED unless every user holds at least `role` (viewer or editor) on the document (the API key's
     permission provider decides when it has one)."""
     ranks = {"viewer": 1, "editor": 2}
-    access = await effective(conn, tenant=tenant, organization_id=organization_id, user_ids=sorted(user_ids),
-                             folder_ids=[], document_ids=[document_id], now_ms=svc.now_ms(), svc=svc)
+    access = await effective(conn, svc, tenant=tenant, organization_id=organization_id, user_ids=sorted(user_ids),
+                             folder_ids=[], document_ids=[document_id])
     for user_id in sorted(user_ids):
         entry = access[user_id]["documents"][document_id]
         if ranks.get(entry.get("accessRole"), 0) < ranks[role]:

@@ -29,7 +29,8 @@ def explain_rows(grants: list[dict[str, Any]], *, disabled: bool, kind: str = ac
     users = []
     off = access.DISABLED if disabled else access.DOCUMENT_DISABLED if document_disabled else None
     for user_id, held in sorted(by_user.items()):
-        reach = [g for g in held if kind != "restricted" or g["resource_type"] != "organization"]
+        reach = access.reaching(kind, [g for g in held if g["resource_type"] == "organization"],
+                                [g for g in held if g["resource_type"] != "organization"])
         winner = access.best(reach) or (dict(access.PUBLIC_ROLE) if kind == "public" else None)
         reasons = [{
             "kind": _kind(g), "resourceType": g["resource_type"], "resourceId": g["resource_id"],
@@ -65,6 +66,6 @@ async def explain_document(svc: Services, *, tenant: Tenant, organization_id: st
     kind = access.access_type(settings["access_type"], path[::-1], settings["folder_types"])
     return {
         "organizationId": organization_id, "documentId": document_id, "folderPath": path, "disabled": disabled,
-        "accessType": kind, "documentDisabled": settings["disabled"],
+        "accessType": kind, "documentDisabled": settings["disabled"], "permissionProvider": settings["provider"],
         "users": explain_rows(grants, disabled=disabled, kind=kind, document_disabled=settings["disabled"])
     }

@@ -38,8 +38,8 @@ select exists (
 -- name: access_inputs
 -- Everything effective access is computed from, in one round trip: the organization (null when missing), the
 -- grants that apply now to each user (directly or through a group they belong to), every folder with its
--- ancestors (as documents' folder_tree) and the access types set on folders, and the folder, access type and disabled
--- state of each document asked about or granted.
+-- ancestors (as documents' folder_tree) and the access types set on folders, the folder, access type and disabled
+-- state of each document asked about or granted, and whether the API key has a permission provider enabled.
 with recursive org as (
     select disabled from organizations where api_key_id = %(api_key_id)s and id = %(organization_id)s
 ), live as (
@@ -76,7 +76,9 @@ select (select json_build_object('disabled', disabled) from org) as organization
                  join lateral (select folder_id, access_type, disabled from documents
                                where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
                                  and id = w.id and exists (select from org) limit 1) d on true), '{}')
-         as documents
+         as documents,
+       exists (select 1 from permission_providers p
+               where p.api_key_id = %(api_key_id)s and p.enabled and p.url <> '') as provider
 
 -- name: document_folders
 -- The folder of each of some documents of an organization.
@@ -84,8 +86,11 @@ select id, folder_id from documents
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = any(%(ids)s)
 
 -- name: access_settings
--- A document's own access type and disabled state, and the access types set on the folders above it (`path`).
+-- A document's own access type and disabled state, the access types set on the folders above it (`path`), and
+-- whether the API key's permission provider decides instead of grants.
 select d.access_type, d.disabled,
+       exists (select 1 from permission_providers p
+               where p.api_key_id = d.api_key_id and p.enabled and p.url <> '') as provider,
        coalesce((select json_object_agg(f.id, f.access_type) from folders f
                  where f.api_key_id = d.api_key_id and f.organization_id = d.organization_id
                    and f.id = any(%(path)s) and f.access_type is not null), '{}') as folder_types

@@ -74,7 +74,7 @@ async def grants_on(conn: Conn, *, api_key_id: str, organization_id: str, resour
 
 async def access_settings(conn: Conn, *, api_key_id: str, organization_id: str, id: str,
                           path: list[str]) -> dict[str, Any]:
-    """{access_type, disabled, folder_types} of a document and the folders above it."""
+    """{access_type, disabled, provider, folder_types} of a document and the folders above it."""
     params = {"api_key_id": api_key_id, "organization_id": organization_id, "id": id, "path": path}
     return await fetch_row(conn, q.access_settings, params)
 

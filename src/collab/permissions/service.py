@@ -93,13 +93,12 @@ def _overlay(answers: dict[str, Any], decided: dict[provider.Query, dict[str, An
                 answer[section][ident] = decided[(user, kind, ident, organization_id)]
 
 
-async def effective(conn: Conn, *, tenant: Tenant, organization_id: str, user_ids: list[str],
-                    folder_ids: list[str] | None, document_ids: list[str] | None, now_ms: int,
-                    svc: Services | None = None) -> dict[str, Any]:
-    """Each user's effective access in one organization; without ids, to what they hold grants on. With `svc`, an
-    API key's permission provider (when enabled) decides in place of the grants."""
+async def effective(conn: Conn, svc: Services, *, tenant: Tenant, organization_id: str, user_ids: list[str],
+                    folder_ids: list[str] | None, document_ids: list[str] | None) -> dict[str, Any]:
+    """Each user's effective access in one organization now; without ids, to what they hold grants on. The API key's
+    permission provider, when it has one enabled, decides in place of the grants."""
     found = await repo.access_inputs(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
-                                     user_ids=user_ids, document_ids=document_ids or [], now_ms=now_ms)
+                                     user_ids=user_ids, document_ids=document_ids or [], now_ms=svc.now_ms())
     organization, grants, folders, documents, folder_types = (found[k] for k in ("organization", "grants", "folders",
                                                                                  "documents", "folder_types"))
     by_user = {u: [g for g in grants if g["user_id"] == u] for u in user_ids}
@@ -114,13 +113,13 @@ async def effective(conn: Conn, *, tenant: Tenant, organization_id: str, user_id
                              document_ids=document_ids if document_ids is not None else granted(user, "document"))
         for user in user_ids
     }
-    if svc is not None:
+    if found["provider"]:  # read in the same statement: a tenant without one pays no round trip
         queries = [(user, kind, ident, organization_id) for user, answer in answers.items()
                    for section, kind in (("organization", "organization"), ("folders", "folder"),
                                          ("documents", "document")) for ident in answer[section]]
         parents = {d: row.get("folder") for d, row in documents.items()}
         decided = await provider.decide(conn, svc, tenant=tenant, queries=queries, parents=parents)
-        if decided is not None:
+        if decided is not None:  # None: turned off since the statement above
             _overlay(answers, decided, organization_id)
     return answers
 
@@ -128,8 +127,8 @@ async def effective(conn: Conn, *, tenant: Tenant, organization_id: str, user_id
 async def get(svc: Services, *, tenant: Tenant, data: GetPermissions) -> dict[str, Any]:
     """Effective access keyed by userId: organization, folders and documents."""
     async with svc.pool.connection() as conn:
-        return await effective(conn, tenant=tenant, organization_id=data.organizationId, user_ids=data.userIds,
-                               folder_ids=data.folderIds, document_ids=data.documentIds, now_ms=svc.now_ms(), svc=svc)
+        return await effective(conn, svc, tenant=tenant, organization_id=data.organizationId, user_ids=data.userIds,
+                               folder_ids=data.folderIds, document_ids=data.documentIds)
 
 
 async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) -> dict[str, str]:
@@ -146,10 +145,9 @@ async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) 
         for organization_id, grouped in groupby(sorted(resources, key=lambda r: r.organizationId),
                                                 lambda r: r.organizationId):
             group = list(grouped)
-            answer = (await effective(tx.conn, tenant=tenant, organization_id=organization_id, user_ids=[data.userId],
-                                      folder_ids=[r.id for r in group if r.type == "folder"],
-                                      document_ids=[r.id for r in group
-                                                    if r.type == "document"], now_ms=now, svc=svc))[data.userId]
+            answer = (await effective(tx.conn, svc, tenant=tenant, organization_id=organization_id,
+                                      user_ids=[data.userId], folder_ids=[r.id for r in group if r.type == "folder"],
+                                      document_ids=[r.id for r in group if r.type == "document"]))[data.userId]
             sections = {
                 "organization": answer["organization"], "folder": answer["folders"], "document": answer["documents"]
             }

@@ -81,8 +81,8 @@ async def authenticate(svc: Services, conn: Conn, token: str | None) -> User:
 async def roles(svc: Services, conn: Conn, *, tenant: Tenant, organization_id: str, document_ids: list[str],
                 user_ids: list[str]) -> dict[str, dict[str, str | Refused]]:
     """Each user's role on each document now (`editor` or `viewer`), or why they have none."""
-    answer = await permissions.effective(conn, tenant=tenant, organization_id=organization_id, user_ids=user_ids,
-                                         folder_ids=[], document_ids=document_ids, now_ms=svc.now_ms(), svc=svc)
+    answer = await permissions.effective(conn, svc, tenant=tenant, organization_id=organization_id, user_ids=user_ids,
+                                         folder_ids=[], document_ids=document_ids)
     out: dict[str, dict[str, str | Refused]] = {}
     for user_id, entry in answer.items():
         organization = entry["organization"][organization_id]
