@@ -225,3 +225,21 @@ def test_user_data_deletion_progress_and_isolation(client, live):
     error(post(client, "/v2/users/data/delete/status", {"jobId": "job_nope"}, a.headers), "NOT_FOUND")
     settle_jobs(live, a)
     assert deletion_status(client, a, started["jobId"])["tasksLeft"] == 0
+
+
+def test_a_migrated_document_keeps_its_invitations(client, live):
+    t = new_tenant(client)
+    add_organization(client, t, "o1", "d1")
+    invite = {"email": "bo@example.com", "organizationId": "o1", "type": "doc_user", "documentId": "d1"}
+    result(post(client, "/v2/users/invite/add", invite, t.headers))
+    started = result(
+        post(client, MIGRATE, {"organizationId": "o1", "documentId": "d1", "newDocumentId": "d1-new"}, t.headers))
+    settle_jobs(live, t)
+    assert status(client, t, started["migrationId"])["status"] == "completed"
+    [moved] = result(post(client, "/v2/users/invite/get", {"organizationId": "o1"}, t.headers))
+    assert (moved["documentId"], moved["status"]) == ("d1-new", "PENDING")
+    # Answered under the new id, the invitation grants on the migrated document.
+    accepted = result(
+        post(client, "/v2/users/invite/respond",
+             {**invite, "documentId": "d1-new", "status": "ACCEPTED", "user": {"userId": "u2"}}, t.headers))
+    assert accepted["status"] == "ACCEPTED"

@@ -238,3 +238,22 @@ def test_invitations_refuse_bad_input_and_write_nothing(client, sdk):
             ] in issue_paths(error(post(client, OF_EMAIL, {"organizationId": "o1"}, t.headers), "INVALID_ARGUMENT"))
     assert ["type"] in issue_paths(error(post(client, PENDING, {"organizationId": "o1"}, t.headers),
                                          "INVALID_ARGUMENT"))
+
+
+def test_accepting_a_folder_invitation_grants_the_folder_and_what_it_holds(client):
+    t = new_tenant(client)
+    setup(client, t)
+    invite = {"email": "cy@example.com", "organizationId": "o1", "type": "folder_user", "folderId": "f1"}
+    result(post(client, INVITE, invite, t.headers))
+    result(post(client, RESPOND, {**invite, "status": "ACCEPTED", "user": {"userId": "u3"}}, t.headers))
+    got = access(client, t, "u3", folderIds=["f1"], documentIds=["d1"])
+    assert got["folders"]["f1"] == {"accessRole": "editor"} and got["documents"]["d1"] == {"accessRole": "editor"}
+    assert got["organization"]["o1"]["errorCode"] == "permission_denied"
+    # An invitation to a folder that does not exist is refused by the database's own check: nothing is stored.
+    missing = post(client, INVITE, {**invite, "folderId": "nope"}, t.headers)
+    assert error(missing, "NOT_FOUND")["message"] == "Folder does not exist."
+    unknown = post(client, INVITE, {**invite, "organizationId": "o9"}, t.headers)
+    assert error(unknown, "NOT_FOUND")
+    assert error(
+        post(client, RESPOND, {**invite, "email": "zz@example.com", "status": "ACCEPTED", "user": {"userId": "u3"}},
+             t.headers), "NOT_FOUND")["message"] == "No invitation matches this e-mail and target."

@@ -186,8 +186,9 @@ where s.upto <= %(budget)s or s.n = 1
 order by s.id
 
 -- name: comment_briefs
--- Named comments of a thread without their free-form blobs: author, times, the first `preview` characters of the
--- text and html, the tagged user ids and the stored size (what edits, deletes, reactions and their events need).
+-- Named comments of a thread (all of them when ids is null) without their free-form blobs: author, times, the first
+-- `preview` characters of the text and html, the tagged user ids and the stored size (what edits, deletes, reactions
+-- and their events need).
 select id, from_id, jsonb_strip_nulls(jsonb_build_object('userId', from_user -> 'userId', 'name', from_user -> 'name',
                                                          'email', from_user -> 'email')) as from_brief,
        left(comment_text, %(preview)s) as text_preview, left(comment_html, %(preview)s) as html_preview,
@@ -195,7 +196,7 @@ select id, from_id, jsonb_strip_nulls(jsonb_build_object('userId', from_user -> 
        jsonb_path_query_array(tagged, '$[*].userId') as tagged_ids
 from comments
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
-  and id = any(%(ids)s)
+  and (%(ids)s::bigint[] is null or id = any(%(ids)s))
 order by id
 
 -- name: thread_load
@@ -224,12 +225,6 @@ from jsonb_to_recordset(%(rows)s) as r(id bigint, comment_text text, comment_htm
                                        created_at bigint, updated_at bigint)
 on conflict do nothing
 returning id
-
--- name: thread_comment_ids
--- Every comment id of a thread (at most the per-thread cap), for a delete that names none.
-select id from comments
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and annotation_id = %(annotation_id)s
-order by id
 
 -- name: update_comment
 -- Edit a comment's text, html and tags (each only when set); it keeps createdAt and becomes edited.

@@ -87,8 +87,8 @@ async def _thread(conn: Conn, tenant: Tenant, data: Any, *, lock: bool) -> dict[
     return thread
 
 
-async def _briefs(conn: Conn, thread: dict[str, Any], ids: list[int]) -> dict[int, dict[str, Any]]:
-    """Named comments of a thread by id, without their blobs (comment_briefs)."""
+async def _briefs(conn: Conn, thread: dict[str, Any], ids: list[int] | None) -> dict[int, dict[str, Any]]:
+    """Named comments of a thread by id (all when ids is None), without their blobs (comment_briefs)."""
     rows = await repo.comment_briefs(conn, api_key_id=thread["api_key_id"], organization_id=thread["organization_id"],
                                      annotation_id=thread["id"], ids=ids, preview=events.PREVIEW)
     return {r["id"]: r for r in rows}
@@ -126,11 +126,7 @@ async def _editable(conn: Conn, svc: Services, tenant: Tenant, data: Any) -> tup
     the actor, else each comment's author, may edit the document."""
     await access.writable(conn, tenant=tenant, organization_id=data.organizationId)
     thread = await _thread(conn, tenant, data, lock=True)
-    ids = data.commentIds
-    if ids is None:  # a delete that names no comment: every comment of the thread
-        ids = await repo.thread_comment_ids(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                                            annotation_id=thread["id"])
-    before = await _briefs(conn, thread, ids)
+    before = await _briefs(conn, thread, data.commentIds)  # none named (a delete): every comment of the thread
     if data.verifyUserPermissions:
         writers = {data.actionUser.userId} if data.actionUser else {c["from_id"] for c in before.values()}
         access.require_visible(thread, writers)

@@ -65,12 +65,6 @@ async def document_organizations(conn: Conn, *, api_key_id: str, document_id: st
     return [r["organization_id"] for r in rows]
 
 
-async def thread_comment_ids(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str) -> list[int]:
-    """Every comment id of a thread."""
-    params = {"api_key_id": api_key_id, "organization_id": organization_id, "annotation_id": annotation_id}
-    return [r["id"] for r in await fetch_all(conn, q.thread_comment_ids, params)]
-
-
 async def update_annotation(conn: Conn, *, api_key_id: str, organization_id: str, id: str, change: dict[str, Any],
                             now: int) -> dict[str, Any] | None:
     """Apply a change (keys: status, status_type, status_meta, resolver, resolved_by, priority, priority_meta,
@@ -156,10 +150,10 @@ async def comments_page(conn: Conn, *, api_key_id: str, organization_id: str, an
     return await fetch_all(conn, q.comments_page, params)
 
 
-async def comment_briefs(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str, ids: list[int],
-                         preview: int) -> list[dict[str, Any]]:
-    """Named comments without their blobs (id, from_id, from_brief, text_preview, times, is_edited, bytes,
-    tagged_ids)."""
+async def comment_briefs(conn: Conn, *, api_key_id: str, organization_id: str, annotation_id: str,
+                         ids: list[int] | None, preview: int) -> list[dict[str, Any]]:
+    """Named comments (all the thread's when ids is None) without their blobs (id, from_id, from_brief, text_preview,
+    times, is_edited, bytes, tagged_ids)."""
     params = dict(api_key_id=api_key_id, organization_id=organization_id, annotation_id=annotation_id, ids=ids,
                   preview=preview)
     return await fetch_all(conn, q.comment_briefs, params)

@@ -75,6 +75,7 @@ NOT_FOUND_MESSAGES: dict[str, str] = {
     "webhook_message": "Message not found for this endpoint.",
     "migration": "Migration not found.",
     "deletion_job": "Deletion job not found.",
+    "invitation": "No invitation matches this e-mail and target.",
     "route": "Route not found.",
     # A foreign-key violation of a constraint no domain registered (see kit/db/constraints.py).
     "record": "A record this refers to does not exist (it may just have been deleted)."

@@ -12,7 +12,6 @@ from collab.kit.db import constraints
 from collab.kit.errors import ApiError, invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
-from collab.organizations import repository as organizations_repo
 from collab.permissions import profiles, tokens
 from collab.permissions import repository as permissions_repo
 from collab.permissions.service import grant_row
@@ -33,8 +32,6 @@ constraints.register_missing("user_invitations_document_fkey", "document")
 
 # What each invitation type grants access to, as a grant's resource type.
 RESOURCE = {"org_user": "organization", "folder_user": "folder", "doc_user": "document"}
-# Invitations are not a record kind of kit.errors' not-found table (yet): this domain's own answer.
-NO_INVITATION = "No invitation matches this e-mail and target."
 
 
 def _target(data: AddInvite | RespondInvite) -> dict[str, Any]:
@@ -49,14 +46,11 @@ async def add(svc: Services, *, tenant: Tenant, data: AddInvite) -> dict[str, An
     target = _target(data)
     with constraints.mapped():
         async with transaction(svc.pool, svc.redis) as tx:
-            if await organizations_repo.get(tx.conn, api_key_id=tenant.api_key_id, id=data.organizationId) is None:
-                raise not_found("organization")
+            # A missing organization, folder or document is the insert's foreign key (NOT_FOUND through constraints).
             kind = RESOURCE[data.type]
-            if kind != "organization" and not await permissions_repo.resource_exists(
-                    tx.conn, **key, resource_type=kind, resource_id=target["resource_id"]):
-                raise not_found(kind)
             row = await repo.insert_invitation(
-                tx.conn, **key, **target, id=new_id("inv_"), folder_id=data.folderId if kind == "folder" else None,
+                tx.conn, **key, type=data.type, email=target["email"], id=new_id("inv_"),
+                folder_id=data.folderId if kind == "folder" else None,
                 document_id=data.documentId if kind == "document" else None, organization_name=data.organizationName,
                 folder_name=data.folderName, document_name=data.documentName,
                 invited_by=data.invitedBy.model_dump(exclude_none=True) if data.invitedBy else None, now=svc.now_ms())
@@ -97,7 +91,7 @@ async def respond(svc: Services, *, tenant: Tenant, data: RespondInvite) -> dict
         if row is None:
             existing = await repo.get_invitation(tx.conn, **key, **target)
             if existing is None:
-                raise ApiError("NOT_FOUND", NO_INVITATION)
+                raise not_found("invitation")
             raise ApiError("FAILED_PRECONDITION", f"The invitation is not pending: it was {existing['status']}.")
         if accepted and user:
             await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=user.userId, name=user.name,

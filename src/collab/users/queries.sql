@@ -232,8 +232,9 @@ with holders as (
     group by user_id, resource_id
 )
 select b.user_id, u.name, u.email, count(*) as documents_count,
-       case when %(involved)s
-            then (array_agg(array[b.resource_id, b.access_role] order by b.resource_id))[1:1000] end as documents
+       -- filter, not case: Postgres builds an aggregate before a case around it could skip it
+       (array_agg(array[b.resource_id, b.access_role] order by b.resource_id)
+          filter (where %(involved)s))[1:1000] as documents
 from best b
 left join users u on u.api_key_id = %(api_key_id)s and u.id = b.user_id
 group by b.user_id, u.name, u.email
@@ -261,9 +262,9 @@ returning user_id
 -- name: insert_invitation
 -- Invite an e-mail to a target; an earlier invitation there that was declined or withdrawn is made pending again,
 -- a pending or accepted one is left as it is (nothing returned then).
-insert into user_invitations (api_key_id, organization_id, id, type, resource_id, folder_id, document_id, email,
+insert into user_invitations (api_key_id, organization_id, id, type, folder_id, document_id, email,
                               organization_name, folder_name, document_name, invited_by, created_at, updated_at)
-values (%(api_key_id)s, %(organization_id)s, %(id)s, %(type)s, %(resource_id)s, %(folder_id)s, %(document_id)s,
+values (%(api_key_id)s, %(organization_id)s, %(id)s, %(type)s, %(folder_id)s, %(document_id)s,
         %(email)s, %(organization_name)s, %(folder_name)s, %(document_name)s, %(invited_by)s, %(now)s, %(now)s)
 on conflict (api_key_id, organization_id, type, resource_id, email) do update
 set status = 'PENDING', organization_name = excluded.organization_name, folder_name = excluded.folder_name,

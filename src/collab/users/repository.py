@@ -158,16 +158,15 @@ async def delete_all_members(conn: Conn, *, api_key_id: str, organization_id: st
     return sorted(r["user_id"] for r in await fetch_all(conn, q.delete_all_members, params))
 
 
-async def insert_invitation(conn: Conn, *, api_key_id: str, organization_id: str, id: str, type: str, resource_id: str,
+async def insert_invitation(conn: Conn, *, api_key_id: str, organization_id: str, id: str, type: str,
                             folder_id: str | None, document_id: str | None, email: str, organization_name: str | None,
                             folder_name: str | None, document_name: str | None, invited_by: dict[str, Any] | None,
                             now: int) -> dict[str, Any] | None:
     """Invite an e-mail to a target; None when a pending or accepted invitation is there already."""
     row = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "type": type,
-        "resource_id": resource_id, "folder_id": folder_id, "document_id": document_id, "email": email,
-        "organization_name": organization_name, "folder_name": folder_name, "document_name": document_name,
-        "invited_by": Jsonb(invited_by) if invited_by is not None else None, "now": now
+        "api_key_id": api_key_id, "organization_id": organization_id, "id": id, "type": type, "folder_id": folder_id,
+        "document_id": document_id, "email": email, "organization_name": organization_name, "folder_name": folder_name,
+        "document_name": document_name, "invited_by": Jsonb(invited_by) if invited_by is not None else None, "now": now
     }
     return await fetch_one(conn, q.insert_invitation, row)
 

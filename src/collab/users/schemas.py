@@ -469,7 +469,8 @@ class DocUser(Doc):
     userId: str
     name: str | None = Field(None, description="Absent when unknown.")
     email: str | None = Field(None, description="Absent when unknown.")
-    documentsCount: int = Field(description="How many of the organization's documents the user has access to.")
+    documentsCount: int = Field(description="How many of the organization's documents the user holds a grant on "
+                                "(their own or a group's, on the document itself).")
     involvedDocuments: list[InvolvedDocument] | None = Field(
         None, description="With includeInvolvedDocuments: those documents (the first 1000 by id) and the role on each.")
 

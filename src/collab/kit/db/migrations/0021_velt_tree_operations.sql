@@ -9,10 +9,11 @@ create table user_invitations (
     organization_id    text not null,
     id                 text not null,
     type               text not null check (type in ('org_user', 'folder_user', 'doc_user')),
-    -- The invited resource: the organization's own id for org_user, else the folder's or the document's.
-    resource_id        text not null,
     folder_id          text,
     document_id        text,
+    -- The invited resource: the document's or the folder's id, else the organization's own (org_user). Derived, so a
+    -- migrated document's new id (the foreign key's cascade) moves it too.
+    resource_id        text generated always as (coalesce(document_id, folder_id, organization_id)) stored,
     email              text not null,
     status             text not null default 'PENDING'
                        check (status in ('PENDING', 'ACCEPTED', 'REJECTED', 'WITHDRAWN')),
@@ -32,9 +33,9 @@ create table user_invitations (
         references folders (api_key_id, organization_id, id) on delete cascade,
     constraint user_invitations_document_fkey foreign key (api_key_id, organization_id, document_id)
         references documents (api_key_id, organization_id, id) on delete cascade on update cascade,
-    check ((type = 'org_user' and folder_id is null and document_id is null and resource_id = organization_id)
-           or (type = 'folder_user' and folder_id = resource_id and document_id is null)
-           or (type = 'doc_user' and document_id = resource_id and folder_id is null))
+    check ((type = 'org_user' and folder_id is null and document_id is null)
+           or (type = 'folder_user' and folder_id is not null and document_id is null)
+           or (type = 'doc_user' and document_id is not null and folder_id is null))
 );
 create index user_invitations_email_idx on user_invitations (api_key_id, organization_id, email, id);
 create index user_invitations_folder_idx on user_invitations (api_key_id, organization_id, folder_id)
