@@ -13,6 +13,8 @@ from velt_py.models.notification_api import (
 )
 from velt_py.models.workspace import GetEmailConfigRequest, GetEmailStatusRequest, UpdateEmailConfigRequest
 
+from collab.notifications import email, mail
+from collab.notifications import repository as notifications_repo
 from collab.notifications.tasks import email_sweep
 from collab.testing.mail import FakeSendGrid, Mailbox
 from support.factories import tenant_with_users
@@ -39,9 +41,10 @@ def sendgrid():
 
 def smtp_tenant(client, sdk, mailbox, **more):
     t = tenant_with_users(client, "u1", "u2")
-    for u, mail in (("u1", "u1@example.com"), ("u2", "u2@example.com")):
+    for u, address in (("u1", "u1@example.com"), ("u2", "u2@example.com")):
         result(
-            post(client, "/v2/users/add", {"organizationId": "o1", "users": [{"userId": u, "email": mail}]}, t.headers))
+            post(client, "/v2/users/add", {"organizationId": "o1", "users": [{"userId": u, "email": address}]},
+                 t.headers))
     config = {
         "type": "smtp", "smtpHost": "127.0.0.1", "smtpPort": mailbox.port, "smtpSecurity": "none",
         "fromEmail": "bot@example.com", "fromCompany": "Acme", **more
@@ -179,6 +182,10 @@ def test_smtp_batches_one_email_per_user_with_unsubscribe(client, sdk, live, mai
     # One-click unsubscribe over HTTP (a forged token is refused); the user gets no more e-mail.
     page = httpx.get(link)
     assert page.status_code == 200 and "Unsubscribe" in page.text
+    opened = api.notifications.getNotificationConfig(
+        GetNotificationConfigRequest(organizationId="o1", userId="u1", getOrganizationConfig=True))
+    # A GET (a mail scanner following the link) changes nothing.
+    assert opened["result"]["data"][0]["config"]["email"] == "ALL"
     forged = link[:-3] + ("AAA" if not link.endswith("AAA") else "BBB")
     assert httpx.post(forged).json()["error"]["status"] == "INVALID_ARGUMENT"
     assert httpx.post(link, data={"List-Unsubscribe": "One-Click"}).status_code == 200
@@ -247,3 +254,39 @@ def test_sendgrid_gets_the_email_with_its_key(client, sdk, live, sendgrid, tune)
     send_due(live, t)
     failed = filtered(client, t, status="pending")["emails"][0]
     assert failed["lastError"].startswith("SendGrid answered 401") and failed["provider"] == "sendgrid"
+
+
+def test_an_unsubscribe_during_a_send_is_not_undone_by_its_outcome(client, sdk, live, mailbox, db, tune):
+    tune(public_url=live.url, email_batch_window_s=3600)
+    t = smtp_tenant(client, sdk, mailbox)
+    api = sdk(t).api
+    notify(api, "n1")
+    # The e-mail as a sweep leaves it for its send job (handed out, nothing tried yet); no job runs here.
+    [row] = db.execute("update notification_emails set status = 'sending' where api_key_id = %s returning id",
+                       (t.api_key, )).fetchall()
+    token = mail.unsubscribe_token(live.svc.keyring, api_key_id=t.api_key, organization_id="o1", user_id="u1")
+    assert httpx.post(f"{live.url}/email/unsubscribe?token={token}").status_code == 200
+    # The job that was handed it finds it cancelled: it sends nothing and records nothing over it.
+    assert live.run(email.send(live.svc, api_key_id=t.api_key, email_id=row["id"], attempts=0)) is None
+
+    # A job that had claimed it before (its outcome arriving after the unsubscribe) cannot make it pending again.
+    async def late_outcome():
+        async with live.svc.pool.connection() as conn:
+            await notifications_repo.finish_email(conn, api_key_id=t.api_key, id=row["id"], attempts=0,
+                                                  status="pending", provider="smtp", subject="s", error="timed out",
+                                                  due_at=0, now=0)
+
+    live.run(late_outcome())
+    assert mailbox.messages == []
+    [cancelled] = status(api)["emails"]
+    assert cancelled["status"] == "cancelled" and cancelled["attempts"] == 0
+
+
+def test_an_address_that_could_inject_headers_is_refused(client, sdk):
+    t = tenant_with_users(client, "u1")
+    body = {
+        "organizationId": "o1", "documentId": "d1", "actionUser": ACTOR, "notificationId": "n1",
+        "notifyUsers": [{"userId": "u1", "email": "a@b.com\nBcc: x@y.com"}]
+    }
+    err = error(post(client, "/v2/notifications/add", body, t.headers), "INVALID_ARGUMENT")
+    assert issue_paths(err)[0][-1] == "email"

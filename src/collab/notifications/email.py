@@ -154,20 +154,22 @@ async def sweep(tx: Tx, *, settings: Settings, now: int) -> int:
     for row in due:
         await repo.mark_email_sending(tx.conn, api_key_id=row["api_key_id"], id=row["id"], lease_until=now + lease,
                                       now=now)
-        await tx.enqueue("send_notification_email", api_key_id=row["api_key_id"], email_id=row["id"])
+        await tx.enqueue("send_notification_email", api_key_id=row["api_key_id"], email_id=row["id"],
+                         attempts=row["attempts"])
     return len(due)
 
 
-async def send(svc: Services, *, api_key_id: str, email_id: str) -> dict[str, Any] | None:
-    """Make one attempt at an e-mail and record it: sent, pending again (a retry), or failed."""
+async def send(svc: Services, *, api_key_id: str, email_id: str, attempts: int) -> dict[str, Any] | None:
+    """Make one attempt at an e-mail and record it: sent, pending again (a retry), or failed. `attempts` is how many
+    were made when it was handed out: a job for an attempt already recorded, or for a cancelled e-mail, does nothing."""
     async with svc.pool.connection() as conn:
-        claimed = await repo.claim_email(conn, api_key_id=api_key_id, id=email_id)
+        claimed = await repo.claim_email(conn, api_key_id=api_key_id, id=email_id, attempts=attempts)
         if claimed is None:
             return None  # sent, cancelled or taken over since the sweep handed it out
         items = await repo.email_items(conn, api_key_id=api_key_id, email_id=email_id)
         config = await repo.email_config(conn, api_key_id=api_key_id)
     now = svc.now_ms()
-    key = {"api_key_id": api_key_id, "id": email_id}
+    key: dict[str, Any] = {"api_key_id": api_key_id, "id": email_id, "attempts": attempts}
     if not items or not config or not config["use_email_service"]:
         async with svc.pool.connection() as conn:
             await repo.finish_email(conn, **key, status="cancelled", provider=None, subject=None,
@@ -177,22 +179,27 @@ async def send(svc: Services, *, api_key_id: str, email_id: str) -> dict[str, An
     settings, stored = svc.settings, config["config"]
     token = mail.unsubscribe_token(svc.keyring, api_key_id=api_key_id, organization_id=claimed["organization_id"],
                                    user_id=claimed["user_id"])
-    out = mail.compose(to=claimed["email"], from_email=stored.get("fromEmail") or settings.email_from,
-                       from_name=stored.get("fromCompany") or None, items=items,
-                       unsubscribe_url=f"{settings.public_url.rstrip('/')}{UNSUBSCRIBE}?token={token}")
-    provider = stored.get("type", "default")
-    error = await _deliver(svc, config=config, provider=provider, out=out)
-    attempts = claimed["attempts"] + 1
+    provider, subject = stored.get("type", "default"), None
+    try:
+        out = mail.compose(to=claimed["email"], from_email=stored.get("fromEmail") or settings.email_from,
+                           from_name=stored.get("fromCompany") or None, items=items,
+                           unsubscribe_url=f"{settings.public_url.rstrip('/')}{UNSUBSCRIBE}?token={token}")
+        subject = out.subject
+        error = await _deliver(svc, config=config, provider=provider, out=out)
+        permanent = False
+    except ValueError as exc:  # a message that cannot be built (an address with a line break): no retry mends it
+        error, permanent = f"Refused: {exc}"[:500], True
+    made = attempts + 1
     if error is None:
         status, due_at = "sent", None
-    elif attempts >= MAX_ATTEMPTS:
+    elif permanent or made >= MAX_ATTEMPTS:
         status, due_at = "failed", None
     else:
-        status, due_at = "pending", svc.now_ms() + mail.RETRY_S[attempts - 1] * 1000
+        status, due_at = "pending", svc.now_ms() + mail.RETRY_S[made - 1] * 1000
     if error:
-        log.warning("notification e-mail %s (key %s) not sent, try %s: %s", email_id, api_key_id, attempts, error)
+        log.warning("notification e-mail %s (key %s) not sent, try %s: %s", email_id, api_key_id, made, error)
     async with svc.pool.connection() as conn:
-        await repo.finish_email(conn, **key, status=status, provider=provider, subject=out.subject, error=error,
+        await repo.finish_email(conn, **key, status=status, provider=provider, subject=subject, error=error,
                                 due_at=due_at, now=svc.now_ms())
     return {"status": status, "error": error}
 

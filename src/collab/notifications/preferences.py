@@ -20,9 +20,10 @@ DEFAULTS = {"inbox": "ALL", "email": "ALL"}  # slack is shown only once set: col
 SET = "User config set successfully."
 
 
-def effective(rows: list[dict[str, Any]], *, user_id: str, document_id: str | None) -> dict[str, str]:
-    """A user's channels in a document (or the organization): the document's choice, else the organization's."""
-    levels = {r["document_id"]: r for r in rows if r["user_id"] == user_id}
+def effective(rows: list[dict[str, Any]], *, document_id: str | None) -> dict[str, str]:
+    """A user's channels in a document (or the organization) from their own rows: the document's choice, else the
+    organization's."""
+    levels = {r["document_id"]: r for r in rows}
     config = dict(DEFAULTS)
     for level in ("", document_id or ""):
         for channel in CHANNELS:
@@ -41,9 +42,12 @@ async def allowed(conn: Conn, *, api_key_id: str, organization_id: str, document
     rows = await repo.preferences(conn, api_key_id=api_key_id, organization_id=organization_id, user_ids=users,
                                   document_ids=[document_id] if document_id else [])
     mine = set(involved)
+    by_user: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:  # once, not a scan of every row per user
+        by_user.setdefault(row["user_id"], []).append(row)
     taken = []
     for user in users:
-        choice = effective(rows, user_id=user, document_id=document_id).get(channel, "NONE")
+        choice = effective(by_user.get(user, []), document_id=document_id).get(channel, "NONE")
         if choice == "ALL" or (choice == "MINE" and user in mine):
             taken.append(user)
     return taken
@@ -58,11 +62,9 @@ async def set_config(svc: Services, *, tenant: Tenant, data: SetPreferences) -> 
         if not await ensure_organization(tx.conn, tenant=tenant, organization_id=data.organizationId, create=False,
                                          now=now):
             raise not_found("organization")
-        for user in data.userIds:
-            for document in documents:
-                await repo.set_preference(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
-                                          user_id=user, document_id=document, inbox=chosen.get("inbox"),
-                                          email=chosen.get("email"), slack=chosen.get("slack"), now=now)
+        await repo.set_preferences(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                   user_ids=data.userIds, document_ids=documents, inbox=chosen.get("inbox"),
+                                   email=chosen.get("email"), slack=chosen.get("slack"), now=now)
         if chosen.get("email") == "NONE" and not data.documentIds:
             await repo.cancel_emails(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                                      user_ids=data.userIds, reason="The user turned e-mail off.", now=now)
@@ -92,5 +94,5 @@ async def get_config(svc: Services, *, tenant: Tenant, data: GetPreferences) -> 
         metadata = {"organizationId": data.organizationId, "apiKey": tenant.api_key_id, "userId": data.userId}
         if document is not None:
             metadata["documentId"] = document
-        answer.append({"config": effective(rows, user_id=data.userId, document_id=document), "metadata": metadata})
+        answer.append({"config": effective(rows, document_id=document), "metadata": metadata})
     return answer

@@ -234,11 +234,13 @@ select user_id, document_id, inbox, email, slack from notification_preferences
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and user_id = any(%(user_ids)s)
   and document_id = any(%(document_ids)s)
 
--- name: set_preference
--- Set some channels of a user at one level (null keeps a channel as it was).
+-- name: set_preferences
+-- Set some channels of users at some levels, every user at every level in one statement (null keeps a channel as
+-- it was).
 insert into notification_preferences (api_key_id, organization_id, user_id, document_id, inbox, email, slack,
                                       updated_at)
-values (%(api_key_id)s, %(organization_id)s, %(user_id)s, %(document_id)s, %(inbox)s, %(email)s, %(slack)s, %(now)s)
+select %(api_key_id)s, %(organization_id)s, u, d, %(inbox)s, %(email)s, %(slack)s, %(now)s
+from unnest(%(user_ids)s::text[]) as u cross join unnest(%(document_ids)s::text[]) as d
 on conflict (api_key_id, organization_id, user_id, document_id) do update set
     inbox = coalesce(excluded.inbox, notification_preferences.inbox),
     email = coalesce(excluded.email, notification_preferences.email),
@@ -258,10 +260,11 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
   and document_id <> ''
 
 -- name: cancel_emails
--- A user who turned e-mail off gets none of the e-mails still waiting for them.
+-- A user who turned e-mail off gets none of the e-mails still waiting for them; one being sent now is not retried
+-- (its send job finds it cancelled and records nothing over it).
 update notification_emails set status = 'cancelled', last_error = %(reason)s, updated_at = %(now)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and user_id = any(%(user_ids)s)
-  and status in ('open', 'pending')
+  and status in ('open', 'pending', 'sending')
 
 -- name: email_config
 -- The API key's e-mail service (none when never set).
@@ -334,10 +337,10 @@ update notification_emails set status = 'sending', lease_until = %(lease_until)s
 where api_key_id = %(api_key_id)s and id = %(id)s
 
 -- name: claim_email
--- The e-mail a send job is about, if it is still the job's to send.
+-- The e-mail a send job is about, if it is still the job's to send: handed out for this attempt, not cancelled or
+-- finished since.
 select * from notification_emails
-where api_key_id = %(api_key_id)s and id = %(id)s and status = 'sending'
-for update
+where api_key_id = %(api_key_id)s and id = %(id)s and status = 'sending' and attempts = %(attempts)s
 
 -- name: email_items
 -- The notifications an e-mail reports, oldest first.
@@ -346,12 +349,13 @@ where api_key_id = %(api_key_id)s and email_id = %(email_id)s
 order by created_at, notification_id
 
 -- name: finish_email
--- Record an attempt: sent, failed for good, or pending again at `due_at` (a retry).
+-- Record an attempt: sent, failed for good, or pending again at `due_at` (a retry); only over the attempt it claimed
+-- (an e-mail cancelled meanwhile stays cancelled).
 update notification_emails set
     status = %(status)s, attempts = attempts + 1, provider = %(provider)s, subject = %(subject)s,
     last_error = %(error)s, due_at = coalesce(%(due_at)s, due_at), lease_until = null,
     sent_at = case when %(status)s = 'sent' then %(now)s else sent_at end, updated_at = %(now)s
-where api_key_id = %(api_key_id)s and id = %(id)s
+where api_key_id = %(api_key_id)s and id = %(id)s and status = 'sending' and attempts = %(attempts)s
 
 -- name: email_counts
 -- How many of an API key's e-mails are in each state.

@@ -159,13 +159,15 @@ async def preferences(conn: Conn, *, api_key_id: str, organization_id: str, user
     return await fetch_all(conn, q.preferences, params)
 
 
-async def set_preference(conn: Conn, *, api_key_id: str, organization_id: str, user_id: str, document_id: str,
-                         inbox: str | None, email: str | None, slack: str | None, now: int) -> None:
+async def set_preferences(conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str],
+                          document_ids: list[str], inbox: str | None, email: str | None, slack: str | None,
+                          now: int) -> None:
+    """Set channels of every user at every level (document id, or "" for the organization)."""
     row = {
-        "api_key_id": api_key_id, "organization_id": organization_id, "user_id": user_id, "document_id": document_id,
-        "inbox": inbox, "email": email, "slack": slack, "now": now
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids,
+        "document_ids": document_ids, "inbox": inbox, "email": email, "slack": slack, "now": now
     }
-    await execute(conn, q.set_preference, row)
+    await execute(conn, q.set_preferences, row)
 
 
 async def email_off(conn: Conn, *, api_key_id: str, organization_id: str, user_id: str, now: int) -> None:
@@ -238,19 +240,19 @@ async def mark_email_sending(conn: Conn, *, api_key_id: str, id: str, lease_unti
                   {"api_key_id": api_key_id, "id": id, "lease_until": lease_until, "now": now})
 
 
-async def claim_email(conn: Conn, *, api_key_id: str, id: str) -> dict[str, Any] | None:
-    return await fetch_one(conn, q.claim_email, {"api_key_id": api_key_id, "id": id})
+async def claim_email(conn: Conn, *, api_key_id: str, id: str, attempts: int) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.claim_email, {"api_key_id": api_key_id, "id": id, "attempts": attempts})
 
 
 async def email_items(conn: Conn, *, api_key_id: str, email_id: str) -> list[dict[str, Any]]:
     return await fetch_all(conn, q.email_items, {"api_key_id": api_key_id, "email_id": email_id})
 
 
-async def finish_email(conn: Conn, *, api_key_id: str, id: str, status: str, provider: str | None, subject: str | None,
-                       error: str | None, due_at: int | None, now: int) -> None:
+async def finish_email(conn: Conn, *, api_key_id: str, id: str, attempts: int, status: str, provider: str | None,
+                       subject: str | None, error: str | None, due_at: int | None, now: int) -> None:
     row = {
-        "api_key_id": api_key_id, "id": id, "status": status, "provider": provider, "subject": subject, "error": error,
-        "due_at": due_at, "now": now
+        "api_key_id": api_key_id, "id": id, "attempts": attempts, "status": status, "provider": provider,
+        "subject": subject, "error": error, "due_at": due_at, "now": now
     }
     await execute(conn, q.finish_email, row)
 

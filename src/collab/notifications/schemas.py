@@ -20,7 +20,7 @@ class User(Model):
     model_config = ConfigDict(strict=True, extra="allow")
     userId: Id
     name: Name = None
-    email: str = Field(None, max_length=320)
+    email: str = Field(None, max_length=320, pattern=r"^([^@\s]+@[^@\s]+\.[^@\s.]+)?$")  # e-mails go to it
 
 
 class Context(Model):

@@ -29,6 +29,6 @@ async def email_sweep(ctx: dict) -> int:
 
 # One try per job: a failed send is retried by the e-mail's own schedule (mail.RETRY_S), which the status shows.
 @job(timeout=lambda settings: settings.email_timeout_s + 10, max_tries=1)
-async def send_notification_email(ctx: dict, *, api_key_id: str, email_id: str) -> dict | None:
-    """Make one attempt at a notification e-mail and record its outcome."""
-    return await email.send(ctx["svc"], api_key_id=api_key_id, email_id=email_id)
+async def send_notification_email(ctx: dict, *, api_key_id: str, email_id: str, attempts: int = 0) -> dict | None:
+    """Make one attempt at a notification e-mail (the one after `attempts` made) and record its outcome."""
+    return await email.send(ctx["svc"], api_key_id=api_key_id, email_id=email_id, attempts=attempts)
