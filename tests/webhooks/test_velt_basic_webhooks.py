@@ -180,3 +180,29 @@ def test_activities_added_through_the_api_reach_the_basic_service(client, live, 
     [hit] = receiver.to("/raw")
     assert hit.headers["authorization"] == "Basic hook-secret"
     assert json.loads(hit.body)["event"] == "comment_annotation.add"
+
+
+def test_a_new_url_takes_the_next_event_and_a_turned_off_endpoint_waits_for_the_next_configuration(
+        client, live, receiver, db):
+    t = _tenant(client)
+    config = {"useWebhookService": True, "webhookServiceConfig": {"authToken": "s", "rawNotificationUrl": ""}}
+    config["webhookServiceConfig"]["rawNotificationUrl"] = receiver.url("/one")
+    result(post(client, UPDATE, config, t.headers))
+    _thread(client, t, "ann1")
+    config["webhookServiceConfig"]["rawNotificationUrl"] = receiver.url("/two")
+    result(post(client, UPDATE, config, t.headers))
+    _thread(client, t, "ann2")
+    settle(live, t)
+    assert len(receiver.to("/one")) == 1 and len(receiver.to("/two")) == 1
+    # The engine turned the endpoint off for failing: events no longer revive it (nor reach it)...
+    db.execute("update webhook_endpoints set disabled = true where api_key_id = %s and kind = 'basic'", (t.api_key, ))
+    _thread(client, t, "ann3")
+    settle(live, t)
+    assert len(receiver.to("/two")) == 1
+    assert db.execute("select disabled from webhook_endpoints where api_key_id = %s and kind = 'basic'",
+                      (t.api_key, )).fetchone()["disabled"] is True
+    # ...configuring the service again does.
+    result(post(client, UPDATE, config, t.headers))
+    _thread(client, t, "ann4")
+    settle(live, t)
+    assert [json.loads(h.body)["commentAnnotation"]["annotationId"] for h in receiver.to("/two")] == ["ann2", "ann4"]

@@ -107,7 +107,8 @@ def test_socket_origins_are_checked_against_the_allowed_domains(client, live):
     assert opened("https://anything.example") == (0, "")
     result(post(client, ADD, {"domains": ["app.example.com", "*.preview.example.com", "localhost"]}, t.headers))
     for allowed in ("https://app.example.com", "https://www.app.example.com", "https://app.example.com:8443",
-                    "https://a.b.preview.example.com", "http://localhost:3000", None):
+                    "https://a.b.preview.example.com", "https://www.preview.example.com", "http://localhost:3000",
+                    None):
         assert opened(allowed) == (0, ""), allowed
     for other in ("https://evil.example", "https://app.example.com.evil.example", "https://preview.example.com", "null",
                   "http://127.0.0.1:3000", "garbage"):

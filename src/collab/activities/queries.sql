@@ -98,7 +98,8 @@ with settings as (
     select coalesce((k.activity_config ->> 'isEnabled')::boolean, false) as enabled,
            coalesce((k.notification_config ->> 'useNotificationService')::boolean, false)
            or (%(events)s and coalesce((k.webhook_config ->> 'isEnabled')::boolean, false)
-               and exists (select 1 from webhook_endpoints e where e.api_key_id = k.id and not e.disabled))
+               and exists (select 1 from webhook_endpoints e
+                           where e.api_key_id = k.id and e.kind = 'advanced' and not e.disabled))
            -- Velt's basic webhook service (ADR 0049) is sent from the transaction path too.
            or (%(events)s and coalesce((k.webhook_config -> 'basic' ->> 'useWebhookService')::boolean, false))
                as follows,

@@ -16,7 +16,6 @@ from collab.webhooks import payload as payloads
 from collab.webhooks import repository as repo
 from collab.webhooks import safety
 from collab.workspaces import basic_webhooks
-from collab.workspaces import repository as workspaces_repo
 from collab.workspaces.config import advanced_part
 from collab.workspaces.schemas import BasicWebhookConfigUpdate
 
@@ -45,27 +44,38 @@ async def update_config(svc: Services, *, tenant: Tenant, data: BasicWebhookConf
         why = url and await safety.check_registration(url, allow_private=svc.settings.webhooks_allow_private_targets)
         if why:
             raise invalid(f"{field}: {why}", [issue(["webhookServiceConfig", field], why)])
-    return await basic_webhooks.update(svc, tenant=tenant, data=data)
+    answer = await basic_webhooks.update(svc, tenant=tenant, data=data)
+    async with svc.pool.connection() as conn:  # configured again: endpoints turned off for failing get another chance
+        await repo.enable_basic_endpoints(conn, api_key_id=tenant.api_key_id, now=svc.now_ms())
+    return answer
 
 
-async def takes(conn: Conn, *, api_key_id: str, event_type: str) -> dict[str, Any] | None:
-    """The key's basic service settings when the service is on and its triggers take the event, else None."""
-    row = await workspaces_repo.api_key_config(conn, api_key_id=api_key_id)
-    config = advanced_part(row["webhook_config"])[1] or {}
+def takes(webhook_config: dict[str, Any] | None, *, event_type: str) -> dict[str, Any] | None:
+    """The key's basic service settings (from its stored webhook config) when the service is on and its triggers
+    take the event, else None."""
+    config = advanced_part(webhook_config)[1] or {}
     service = config.get("webhookServiceConfig") or {}
     on = config.get("useWebhookService") and (service.get("triggers") or {}).get(event_type) is True
     return service if on else None
 
 
-async def _targets(conn: Conn, *, api_key_id: str, service: dict[str, Any], now: int) -> list[str]:
-    """The endpoint rows of the configured URLs (one per distinct URL), made to match them; their ids."""
+async def _targets(conn: Conn, *, api_key_id: str, service: dict[str, Any], rows: list[dict[str, Any]],
+                   now: int) -> list[str]:
+    """The ids of the endpoints serving the configured URLs (one per distinct URL): the rows as they stand, a row
+    written only when missing or pointing elsewhere (a write per event would queue every event of the key on it),
+    and none the engine turned off for failing (the next configuration turns them on)."""
+    stored = {r["id"]: r for r in rows}
     ids, seen = [], set()
     for field, endpoint_id in ENDPOINTS.items():
         url = service.get(field) or ""
         if not url or url in seen:  # the same URL twice gets each event once
             continue
         seen.add(url)
-        await repo.put_basic_endpoint(conn, api_key_id=api_key_id, id=endpoint_id, url=url, now=now)
+        row = stored.get(endpoint_id)
+        if row is None or row["url"] != url:
+            await repo.put_basic_endpoint(conn, api_key_id=api_key_id, id=endpoint_id, url=url, now=now)
+        elif row["disabled"]:
+            continue
         ids.append(endpoint_id)
     return ids
 
@@ -109,13 +119,15 @@ def render(body: dict[str, Any], service: dict[str, Any]) -> str:
     return text
 
 
-async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, payload: Any, organization_id: str | None,
-               document_id: str | None, action_user: dict[str, Any] | None, dedupe_id: str | None,
-               user_ids: list[str]) -> None:
-    """Record an event for the key's basic endpoints whose triggers take it (nothing while the service is off)."""
+async def emit(db: Tx | Conn, *, targets: dict[str, Any], now: int, api_key_id: str, event_type: str, payload: Any,
+               organization_id: str | None, document_id: str | None, action_user: dict[str, Any] | None,
+               dedupe_id: str | None, user_ids: list[str]) -> None:
+    """Record an event for the key's basic endpoints whose triggers take it (nothing while the service is off);
+    `targets` is the event's `event_targets` row, read once for both services."""
     conn = db.conn if isinstance(db, Tx) else db
-    service = await takes(conn, api_key_id=api_key_id, event_type=event_type)
-    endpoints = [] if service is None else await _targets(conn, api_key_id=api_key_id, service=service, now=now)
+    service = takes(targets["webhook_config"], event_type=event_type)
+    endpoints = [] if service is None else await _targets(conn, api_key_id=api_key_id, service=service,
+                                                          rows=targets["basic"], now=now)
     if service is None or not endpoints:
         return
     message_id = f"{dedupe_id}_basic" if dedupe_id else new_id("msg_")

@@ -57,14 +57,15 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
     message_id = _message_id(api_key_id, dedupe)
     if user_ids is None:  # whom the event is about: its actor, unless the caller names more
         user_ids = [action_user["userId"]] if action_user and action_user.get("userId") else []
+    targets = await repo.event_targets(conn, api_key_id=api_key_id, event_type=event_type, channels=channels)
     # Velt's basic service takes the event on its own terms (its triggers, its payload shape), as its own message.
-    await basic.emit(db, now=now, api_key_id=api_key_id, event_type=event_type, payload=payload,
+    await basic.emit(db, targets=targets, now=now, api_key_id=api_key_id, event_type=event_type, payload=payload,
                      organization_id=organization_id, document_id=document_id, action_user=action_user,
                      dedupe_id=message_id if dedupe is not None else None, user_ids=sorted(set(user_ids)))
-    endpoints = await repo.accepting_endpoints(conn, api_key_id=api_key_id, event_type=event_type, channels=channels)
+    endpoints = targets["advanced"]
     if not endpoints:
         return None
-    config = {**WEBHOOK_DEFAULTS, **(endpoints[0]["webhook_config"] or {})}
+    config = {**WEBHOOK_DEFAULTS, **(targets["webhook_config"] or {})}
     shaped = payloads.message(id=message_id, event_type=event_type, now=now, api_key_id=api_key_id,
                               organization_id=organization_id, document_id=document_id, action_user=action_user,
                               payload=payload)
@@ -83,12 +84,12 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
     # Inside a Tx the first attempts are queued at commit; a bare connection leaves them to the sweep.
     tx = db if isinstance(db, Tx) and error is None else None
     status = "failed" if error else "queued" if tx else "pending"
-    for endpoint in endpoints:
-        await repo.insert_delivery(conn, api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint["id"],
+    for endpoint_id in endpoints:
+        await repo.insert_delivery(conn, api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint_id,
                                    status=status, max_attempts=MAX_ATTEMPTS, last_error=error, now=now)
         if tx is not None:
-            await tx.enqueue("deliver_webhook", api_key_id=api_key_id, message_id=message_id,
-                             endpoint_id=endpoint["id"], attempt=1)
+            await tx.enqueue("deliver_webhook", api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint_id,
+                             attempt=1)
     return message_id
 
 
@@ -117,9 +118,8 @@ async def crdt_changed(conn: Conn, *, now: int, api_key_id: str, organization_id
                        user_id: str | None) -> None:
     """Count a CRDT change towards its editor's next `crdt.update_data` (at most one per 5 s per editor)."""
     channels = [organization_id, document_id]
-    if not (await repo.accepting_endpoints(conn, api_key_id=api_key_id, event_type="crdt.update_data",
-                                           channels=channels)
-            or await basic.takes(conn, api_key_id=api_key_id, event_type="crdt.update_data")):
+    targets = await repo.event_targets(conn, api_key_id=api_key_id, event_type="crdt.update_data", channels=channels)
+    if not (targets["advanced"] or basic.takes(targets["webhook_config"], event_type="crdt.update_data")):
         return
     await repo.touch_crdt(conn, api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
                           editor_id=editor_id, user_id=user_id, now=now, due_at=now + CRDT_DEBOUNCE_MS)

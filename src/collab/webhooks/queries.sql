@@ -60,16 +60,20 @@ update webhook_endpoints set
     updated_at = %(now)s
 where api_key_id = %(api_key_id)s and id = %(id)s and kind = 'advanced'
 
--- name: accepting_endpoints
--- The enabled endpoints that take an event type (and one of its channels), with the key's webhook config;
--- none while webhooks are off for the key.
-select e.id, k.webhook_config from api_keys k
-join webhook_endpoints e on e.api_key_id = k.id
-where k.id = %(api_key_id)s and coalesce((k.webhook_config ->> 'isEnabled')::boolean, false)
-  and not e.disabled and e.kind = 'advanced'
-  and (e.filter_types is null or %(event_type)s = any(e.filter_types))
-  and (e.channels is null or e.channels && %(channels)s::text[])
-order by e.id
+-- name: event_targets
+-- Everything an event needs to find its endpoints, in one read: the key's webhook config (the basic service's
+-- settings are in it), the enabled advanced endpoints that take the event type (and one of its channels; none while
+-- advanced webhooks are off), and the basic service's endpoint rows as they stand.
+select k.webhook_config,
+       array(select e.id from webhook_endpoints e
+             where e.api_key_id = k.id and coalesce((k.webhook_config ->> 'isEnabled')::boolean, false)
+               and not e.disabled and e.kind = 'advanced'
+               and (e.filter_types is null or %(event_type)s = any(e.filter_types))
+               and (e.channels is null or e.channels && %(channels)s::text[])
+             order by e.id) as advanced,
+       coalesce((select json_agg(json_build_object('id', e.id, 'url', e.url, 'disabled', e.disabled))
+                 from webhook_endpoints e where e.api_key_id = k.id and e.kind = 'basic'), '[]') as basic
+from api_keys k where k.id = %(api_key_id)s
 
 -- name: insert_message
 -- Record a webhook message; nothing when its id exists (a repeated one-off event).
@@ -266,11 +270,16 @@ returning attempts
 
 -- name: put_basic_endpoint
 -- Create a basic-service endpoint (unsigned: the service's auth token authenticates it) or point it at the
--- configured URL; a changed URL or a disabled endpoint starts its failure clock afresh.
+-- configured URL (only called when it is missing or points elsewhere); a changed URL starts its failure clock
+-- afresh.
 insert into webhook_endpoints (api_key_id, id, kind, url, created_at, updated_at)
 values (%(api_key_id)s, %(id)s, 'basic', %(url)s, %(now)s, %(now)s)
 on conflict (api_key_id, id) do update set
     url = excluded.url, disabled = false, disabled_reason = null, failing_since = null,
     updated_at = excluded.updated_at
-where webhook_endpoints.kind = 'basic'
-  and (webhook_endpoints.url <> excluded.url or webhook_endpoints.disabled)
+where webhook_endpoints.kind = 'basic' and webhook_endpoints.url <> excluded.url
+
+-- name: enable_basic_endpoints
+-- The basic service configured again: endpoints the engine turned off for failing get another chance.
+update webhook_endpoints set disabled = false, disabled_reason = null, failing_since = null, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and kind = 'basic' and disabled

@@ -68,11 +68,12 @@ async def rotate_secret(conn: Conn, *, api_key_id: str, id: str, until: int, sec
     await execute(conn, q.rotate_secret, change)
 
 
-async def accepting_endpoints(conn: Conn, *, api_key_id: str, event_type: str,
-                              channels: list[str]) -> list[dict[str, Any]]:
-    """Enabled endpoints that take the event, each with the key's webhook config; [] when webhooks are off."""
+async def event_targets(conn: Conn, *, api_key_id: str, event_type: str, channels: list[str]) -> dict[str, Any]:
+    """{webhook_config, advanced: ids of the enabled endpoints that take the event, basic: the basic service's
+    endpoint rows {id, url, disabled}} in one read."""
     params = {"api_key_id": api_key_id, "event_type": event_type, "channels": channels}
-    return await fetch_all(conn, q.accepting_endpoints, params)
+    found = await fetch_one(conn, q.event_targets, params)
+    return found or {"webhook_config": None, "advanced": [], "basic": []}  # a key deleted since: nothing takes it
 
 
 async def insert_message(conn: Conn, *, api_key_id: str, organization_id: str | None, id: str, event_type: str,
@@ -218,5 +219,9 @@ async def forget_user(conn: Conn, *, api_key_id: str, user_ids: list[str], organ
 
 
 async def put_basic_endpoint(conn: Conn, *, api_key_id: str, id: str, url: str, now: int) -> None:
-    """Create a basic-service endpoint or point it at the configured URL (on again if it was disabled)."""
+    """Create a basic-service endpoint or point it at a new URL (on again, its failure clock afresh)."""
     await execute(conn, q.put_basic_endpoint, {"api_key_id": api_key_id, "id": id, "url": url, "now": now})
+
+
+async def enable_basic_endpoints(conn: Conn, *, api_key_id: str, now: int) -> None:
+    await execute(conn, q.enable_basic_endpoints, {"api_key_id": api_key_id, "now": now})

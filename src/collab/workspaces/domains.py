@@ -45,8 +45,7 @@ def normalise(raw: str) -> str:
             return str(ipaddress.IPv6Address(host))
         except ValueError:
             raise ValueError("Not a valid IPv6 address") from None
-    value = _PORT.sub("", value).rstrip(".")
-    value = value.removeprefix("www.")
+    value = _strip_www(_PORT.sub("", value).rstrip("."))
     wildcard = value.startswith("*.")
     name = value[2:] if wildcard else value
     try:
@@ -73,8 +72,15 @@ def _host(name: str, *, wildcard: bool) -> str:
     return name
 
 
-def origin_host(origin: str) -> str | None:
-    """The host of a browser Origin header (`https://app.example.com:8443`), or None for `null` or garbage."""
+def _strip_www(host: str) -> str:
+    """`www.example.com` is example.com; `www.com` stays itself (a name needs two labels left)."""
+    rest = host.removeprefix("www.")
+    return rest if "." in rest else host
+
+
+def origin_host(origin: str, *, keep_www: bool = False) -> str | None:
+    """The host of a browser Origin header (`https://app.example.com:8443`), or None for `null` or garbage; `www.`
+    dropped as stored domains drop it, unless `keep_www`."""
     try:
         parts = urlsplit(origin.strip())
         host = parts.hostname
@@ -82,7 +88,7 @@ def origin_host(origin: str) -> str | None:
         return None
     if parts.scheme not in ("http", "https") or not host:
         return None
-    host = host.rstrip(".").removeprefix("www.")
+    host = host.rstrip(".") if keep_www else _strip_www(host.rstrip("."))
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:
@@ -94,11 +100,11 @@ def allows(domains: list[str], origin: str | None) -> bool:
     origin; no Origin header (a server-side client: browsers always send one) is allowed; `null` never matches."""
     if not domains or origin is None:
         return True
-    host = origin_host(origin)
-    if host is None:
+    host, full = origin_host(origin), origin_host(origin, keep_www=True)
+    if host is None or full is None:
         return False
-    # `*.example.com` takes every subdomain at any depth, not example.com itself (list that too).
-    return any(host == d or (d.startswith("*.") and host.endswith(d[1:])) for d in domains)
+    # `*.example.com` takes every subdomain at any depth (www. included), not example.com itself (list that too).
+    return any(host == d or (d.startswith("*.") and full.endswith(d[1:])) for d in domains)
 
 
 async def _domains(conn: Conn, *, api_key_id: str) -> list[str]:
