@@ -22,15 +22,16 @@ def distinct(values: Iterable[Any], what: str = "id") -> None:
         seen.add(value)
 
 
-def _distinct(values: list[str]) -> list[str]:
+def distinct_ids(values: list[str]) -> list[str]:
+    """An AfterValidator: the list, when no id repeats in it."""
     distinct(values)
     return values
 
 
 # A non-empty list of distinct ids, at most MAX_BATCH long (or the lower cap the spec names for the field).
-IdList = Annotated[list[Id], Field(min_length=1, max_length=MAX_BATCH), AfterValidator(_distinct)]
-IdList100 = Annotated[list[Id], Field(min_length=1, max_length=100), AfterValidator(_distinct)]
-IdList30 = Annotated[list[Id], Field(min_length=1, max_length=30), AfterValidator(_distinct)]
+IdList = Annotated[list[Id], Field(min_length=1, max_length=MAX_BATCH), AfterValidator(distinct_ids)]
+IdList100 = Annotated[list[Id], Field(min_length=1, max_length=100), AfterValidator(distinct_ids)]
+IdList30 = Annotated[list[Id], Field(min_length=1, max_length=30), AfterValidator(distinct_ids)]
 
 
 def unique_by(key: str) -> AfterValidator:

@@ -8,16 +8,11 @@ from collab.activities.schemas import Activity
 from collab.comments.schemas import UserComment, UserReaction, where
 from collab.events import ActionUser
 from collab.kit.envelope import Model
-from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, IdList100, Name, distinct, unique_by
+from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, IdList100, Name, distinct_ids, unique_by
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
 from collab.notifications.schemas import Notification
 from collab.recordings.schemas import RecordingAttachment, RecordingTime, display
-
-
-def _distinct_list(values: list[str]) -> list[str]:
-    distinct(values)
-    return values
 
 
 class UserIn(Model):
@@ -169,7 +164,7 @@ class DeleteGroupUsers(Model):
     organizationId: Id
     organizationUserGroupId: Id
     # With deleteAll the group is emptied and userIds (which Velt clients may still send, even empty) is not read.
-    userIds: Annotated[list[Id], Field(max_length=MAX_BATCH), AfterValidator(_distinct_list)] = None
+    userIds: Annotated[list[Id], Field(max_length=MAX_BATCH), AfterValidator(distinct_ids)] = None
     deleteAll: bool = False
 
     _rules = rules(
@@ -207,7 +202,7 @@ class CountUsers(Model):
 
 class DocUsers(Model):
     organizationId: Id
-    userIds: Annotated[list[Id], Field(min_length=1, max_length=20), AfterValidator(_distinct_list)] = None
+    userIds: Annotated[list[Id], Field(min_length=1, max_length=20), AfterValidator(distinct_ids)] = None
     includeInvolvedDocuments: bool = False
     pageSize: int = Field(1000, ge=1, le=1000)
     pageToken: str = Field(None, max_length=1000)

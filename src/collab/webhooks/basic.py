@@ -2,6 +2,7 @@
 messages in Velt's V1 payload shape, delivered (retried, logged) like any other (ADR 0049)."""
 
 import base64
+import logging
 from typing import Any
 
 import orjson
@@ -12,16 +13,16 @@ from collab.kit.db.pool import Conn
 from collab.kit.errors import invalid, issue
 from collab.kit.jobs import Tx
 from collab.kit.services import Services
+from collab.webhooks import delivery, safety
 from collab.webhooks import payload as payloads
 from collab.webhooks import repository as repo
-from collab.webhooks import safety
 from collab.workspaces import basic_webhooks
 from collab.workspaces.config import advanced_part
 from collab.workspaces.schemas import BasicWebhookConfigUpdate
 
+log = logging.getLogger("collab.webhooks")
 # The basic service's two URLs, as endpoint ids (advanced ids are `ep_…`, so these never collide).
 ENDPOINTS = {"rawNotificationUrl": "basic_raw", "processedNotificationUrl": "basic_processed"}
-MAX_ATTEMPTS = 8
 # Velt's V1 actionType of each event collab emits (webhooks/basic.mdx); other events keep their type as is.
 ACTION_TYPES = {
     "comment_annotation.add": "newlyAdded", "comment.add": "added", "comment.update": "updated",
@@ -137,6 +138,9 @@ async def emit(db: Tx | Conn, *, targets: dict[str, Any], now: int, api_key_id: 
         body, error = render(shaped, service), None
     except payloads.RenderError as exc:
         body, error = None, str(exc)
+    except Exception:  # as events.emit: one tenant's data or config fails this message only, never the caller
+        log.exception("basic webhook body of %s (%s, key %s) could not be made", message_id, event_type, api_key_id)
+        body, error = None, payloads.RENDER_FAILED
     if not await repo.insert_message(conn, api_key_id=api_key_id, id=message_id, event_type=event_type, body=body,
                                      content_type="application/json", error=error, organization_id=organization_id,
                                      user_ids=user_ids, now=now):
@@ -145,7 +149,7 @@ async def emit(db: Tx | Conn, *, targets: dict[str, Any], now: int, api_key_id: 
     status = "failed" if error else "queued" if tx else "pending"
     for endpoint_id in endpoints:
         await repo.insert_delivery(conn, api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint_id,
-                                   status=status, max_attempts=MAX_ATTEMPTS, last_error=error, now=now)
+                                   status=status, max_attempts=delivery.MAX_ATTEMPTS, last_error=error, now=now)
         if tx is not None:
             await tx.enqueue("deliver_webhook", api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint_id,
                              attempt=1)

@@ -23,6 +23,7 @@ from collab.webhooks import safety
 log = logging.getLogger("collab.webhooks")
 # Seconds before attempt n + 1 after attempt n failed: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
 SCHEDULE_S = (0, 5, 300, 1800, 7200, 18000, 36000, 36000)
+MAX_ATTEMPTS = len(SCHEDULE_S)  # a message's tries at one endpoint, either service
 JITTER = 0.1  # ± 10 % on every scheduled delay
 RETRY_AFTER_MIN_S, RETRY_AFTER_MAX_S = 1, 86400
 DISABLE_AFTER_MS = 5 * 86400 * 1000

@@ -14,17 +14,15 @@ from collab.events import COMMENT_EVENTS
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
 from collab.kit.jobs import Tx
-from collab.webhooks import basic
+from collab.webhooks import basic, delivery
 from collab.webhooks import payload as payloads
 from collab.webhooks import repository as repo
 from collab.workspaces.config import WEBHOOK_DEFAULTS
 
 log = logging.getLogger("collab.webhooks")
-MAX_ATTEMPTS = 8
 CRDT_DEBOUNCE_MS = 5_000
 # A CRDT window whose event cannot be recorded is tried this often, a minute apart, then dropped (logged).
 CRDT_MAX_TRIES, CRDT_RETRY_MS = 3, 60_000
-RENDER_FAILED = "The message body could not be made (internal error; the details are in the service log)."
 
 
 @asynccontextmanager
@@ -76,7 +74,7 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
     except Exception:
         # Whatever one tenant's data or config does to rendering, it fails this message only, never the caller.
         log.exception("webhook body of %s (%s, key %s) could not be made", message_id, event_type, api_key_id)
-        body, content_type, error = None, "application/json", RENDER_FAILED
+        body, content_type, error = None, "application/json", payloads.RENDER_FAILED
     if not await repo.insert_message(conn, api_key_id=api_key_id, id=message_id, event_type=event_type, body=body,
                                      content_type=content_type, error=error, organization_id=organization_id,
                                      user_ids=sorted(set(user_ids)), now=now):
@@ -86,7 +84,7 @@ async def emit(db: Tx | Conn, *, now: int, api_key_id: str, event_type: str, pay
     status = "failed" if error else "queued" if tx else "pending"
     for endpoint_id in endpoints:
         await repo.insert_delivery(conn, api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint_id,
-                                   status=status, max_attempts=MAX_ATTEMPTS, last_error=error, now=now)
+                                   status=status, max_attempts=delivery.MAX_ATTEMPTS, last_error=error, now=now)
         if tx is not None:
             await tx.enqueue("deliver_webhook", api_key_id=api_key_id, message_id=message_id, endpoint_id=endpoint_id,
                              attempt=1)

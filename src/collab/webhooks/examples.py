@@ -10,7 +10,7 @@ from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.webhooks import payload as payloads
 from collab.webhooks import repository as repo
-from collab.webhooks.events import MAX_ATTEMPTS
+from collab.webhooks.delivery import MAX_ATTEMPTS
 from collab.webhooks.schemas import EVENT_TYPES
 from collab.webhooks.service import require_enabled
 from collab.workspaces.config import get_webhook_config

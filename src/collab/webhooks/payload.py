@@ -22,6 +22,9 @@ PERSONAL_KEYS = frozenset({
 ENVELOPE_VERSION = 2
 ENVELOPE_ALG = "RSA-OAEP-256+A256GCM"
 
+# What a message records when its body could not be made for a reason no RenderError names.
+RENDER_FAILED = "The message body could not be made (internal error; the details are in the service log)."
+
 
 class RenderError(Exception):
     """The body cannot be made as configured (encryptData without a usable publicKey, a value JSON cannot carry)."""
