@@ -114,6 +114,9 @@ def test_socket_origins_are_checked_against_the_allowed_domains(client, live):
                   "http://127.0.0.1:3000", "garbage"):
         code, reason = opened(other)
         assert code == 4403 and "allowed domain" in reason, other
+    # Without a valid token nothing is learnt of the key's domains: a forged token from any origin is 4401.
+    forged = url(live, "org", "doc", "e1", token_for(client, t, "ana", "org", "doc")[:-4] + "AAAA")
+    assert asyncio.run(_opened(forged, "https://evil.example"))[0] == 4401
     # Deleting the last domain allows every origin again.
     result(post(client, DELETE, {"domains": ["app.example.com", "*.preview.example.com", "localhost"]}, t.headers))
     assert opened("https://evil.example") == (0, "")

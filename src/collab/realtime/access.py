@@ -15,6 +15,7 @@ from collab.permissions import service as permissions
 from collab.permissions import tokens
 from collab.realtime import protocol
 from collab.realtime import repository as repo
+from collab.workspaces import domains
 
 
 class Refused(Exception):
@@ -58,8 +59,9 @@ def audience(token: str | None) -> str:
     return api_key_id
 
 
-async def authenticate(svc: Services, conn: Conn, token: str | None) -> User:
-    """The user a token names, verified with its API key's signing keys; 4401 otherwise."""
+async def authenticate(svc: Services, conn: Conn, token: str | None, origin: str | None = None) -> User:
+    """The user a token names, verified with its API key's signing keys (4401 otherwise), from a browser Origin the
+    key allows (4403 otherwise: its allowed domains, ADR 0049; no Origin is a server-side client)."""
     api_key_id = audience(token)
     assert token is not None  # audience() refused a missing one
     key = await repo.api_key(conn, api_key_id=api_key_id)
@@ -71,6 +73,9 @@ async def authenticate(svc: Services, conn: Conn, token: str | None) -> User:
     except jwt.InvalidTokenError as exc:
         expired = isinstance(exc, jwt.ExpiredSignatureError)
         raise Refused(protocol.BAD_TOKEN, "The token has expired." if expired else "The token is not valid.") from None
+    # After the token: who has none learns nothing of a key's domains, and the key's row is read once for both.
+    if not domains.allows(list(key["allowed_domains"]), origin):
+        raise Refused(protocol.NO_ACCESS, domains.REFUSED_ORIGIN)
     user: dict[str, Any] = claims.get("user") or {}
     tenant = Tenant(api_key_id=key["api_key_id"], workspace_id=key["workspace_id"],
                     token_key_version=key["token_key_version"])

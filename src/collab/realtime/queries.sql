@@ -1,6 +1,6 @@
 -- name: api_key
--- The API key a user token names, with the version of the key that signs its tokens.
-select id as api_key_id, workspace_id, token_key_version from api_keys where id = %(api_key_id)s
+-- The API key a user token names, with the version of the key that signs its tokens and its allowed domains.
+select id as api_key_id, workspace_id, token_key_version, allowed_domains from api_keys where id = %(api_key_id)s
 
 -- name: upsert_live_state
 -- Keep a live state value: replaced, or with `merge` its object keys merged (shallow) into the object kept.

@@ -10,7 +10,6 @@ from collab.kit.openapi import answer
 from collab.kit.services import Services, services
 from collab.realtime import access, livestate, protocol
 from collab.realtime.schemas import BroadcastLiveState, GetLiveState, LiveState, LiveStateOutcome
-from collab.workspaces import domains
 
 router = APIRouter(tags=["realtime"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
@@ -38,17 +37,8 @@ async def realtime(ws: WebSocket, room: str):
             protocol.UNKNOWN, "The URL is /realtime/{organizationId}/{documentId}/{editorId}, each id "
             "1-200 characters without control characters.")
         return
-    try:  # the key's allowed domains against the browser's Origin (ADR 0049); the token is verified in serve
-        refused = await domains.socket_refusal(ws.app.state.realtime.svc, origin=ws.headers.get("origin"),
-                                               api_key_id=access.audience(ws.query_params.get("token")))
-    except access.Refused:
-        refused = None  # no usable token: serve refuses it with its own close code
-    if refused is not None:
-        await ws.accept()
-        await ws.close(protocol.NO_ACCESS, refused)
-        return
     await ws.app.state.realtime.serve(ws, organization_id=ids[0], document_id=ids[1], editor_id=ids[2],
-                                      token=ws.query_params.get("token"))
+                                      token=ws.query_params.get("token"), origin=ws.headers.get("origin"))
 
 
 @router.post("/livestate/broadcast", summary="Push a live state value to a document's clients [API-key auth]",

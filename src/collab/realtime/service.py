@@ -84,12 +84,12 @@ class Realtime:
 
     # A session.
 
-    async def serve(self, ws: Any, *, organization_id: str, document_id: str, editor_id: str,
-                    token: str | None) -> None:
+    async def serve(self, ws: Any, *, organization_id: str, document_id: str, editor_id: str, token: str | None,
+                    origin: str | None = None) -> None:
         """Run one WebSocket connection to the room of an editor, from accept to close."""
         await ws.accept()
         try:
-            conn = await self._admit(ws, organization_id, document_id, editor_id, token)
+            conn = await self._admit(ws, organization_id, document_id, editor_id, token, origin)
             full = self.hub.full(conn, self._caps())  # then join, with no await between: counted at once
             if full is not None:
                 raise Refused(protocol.LIMITED, f"Too many connections for this {full}.")
@@ -115,8 +115,8 @@ class Realtime:
             await self._leave(conn, room)
             await asyncio.gather(writer, return_exceptions=True)
 
-    async def _admit(self, ws: Any, organization_id: str, document_id: str, editor_id: str,
-                     token: str | None) -> Connection:
+    async def _admit(self, ws: Any, organization_id: str, document_id: str, editor_id: str, token: str | None,
+                     origin: str | None) -> Connection:
         settings = self.svc.settings
         if self.hub.total >= self._caps()["process"]:  # before any work for it (checked again before it joins)
             raise Refused(protocol.LIMITED, "Too many connections for this process.")
@@ -128,7 +128,7 @@ class Realtime:
             raise Refused(protocol.LIMITED, "Too many failed authentication attempts; retry later.") from None
         async with self.svc.pool.connection() as db:
             try:
-                user = await access.authenticate(self.svc, db, token)
+                user = await access.authenticate(self.svc, db, token, origin)
             except Refused:
                 await authlimit.failed(self.svc, gate)
                 raise

@@ -2,7 +2,6 @@
 realtime sockets and console pages (ADR 0049)."""
 
 import ipaddress
-import logging
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,7 +13,6 @@ from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.workspaces import repository as repo
 
-log = logging.getLogger("collab.workspaces")
 MAX_PER_REQUEST = 100  # Velt's documented cap per add or delete
 MAX_PER_KEY = 1000
 MAX_RAW_CHARS = 2000  # a full URL may be sent; only its host is kept
@@ -138,22 +136,3 @@ async def delete(svc: Services, *, tenant: Tenant, domains: list[str]) -> dict[s
         await repo.set_allowed_domains(tx.conn, api_key_id=tenant.api_key_id,
                                        domains=[d for d in stored if d not in removed])
     return {"domainsRemoved": removed, **({"skippedDomains": skipped} if skipped else {})}
-
-
-async def origin_allowed(svc: Services, *, api_key_id: str, origin: str | None) -> bool:
-    """Whether an API key accepts a request presenting this Origin (an unknown key: yes, its auth refuses it)."""
-    if origin is None:
-        return True  # no database round trip for server-side clients
-    async with svc.pool.connection() as conn:
-        return allows(await _domains(conn, api_key_id=api_key_id), origin)
-
-
-async def socket_refusal(svc: Services, *, origin: str | None, api_key_id: str | None) -> str | None:
-    """Why a realtime upgrade presenting `origin` for the API key its token names is refused, or None.
-
-    Runs before the token is verified (realtime/access.py does that next): it can only refuse, never admit, and a
-    forged token gains nothing from it."""
-    if api_key_id is None or await origin_allowed(svc, api_key_id=api_key_id, origin=origin):
-        return None
-    log.info("realtime upgrade of key %s refused for origin %r", api_key_id, (origin or "")[:200])
-    return REFUSED_ORIGIN
