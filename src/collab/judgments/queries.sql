@@ -111,8 +111,9 @@ order by api_key_id, id limit %(limit)s
 select count(*) as n from judgments where (%(only)s::text is null or api_key_id = %(only)s)
 
 -- name: set_session
--- Set many settings for the connection's session in one round trip (names[i] = values[i]).
-select set_config(s.name, s.value, false) from unnest(%(names)s::text[], %(values)s::text[]) as s (name, value)
+-- Set many settings in one round trip (names[i] = values[i]): for the connection's session, or with local for the
+-- current transaction only.
+select set_config(s.name, s.value, %(local)s) from unnest(%(names)s::text[], %(values)s::text[]) as s (name, value)
 
 -- name: count_scope
 -- Embeddings in the scope, counted up to %(cap)s (a template: where is the scope, built in repository.py), and the

@@ -148,13 +148,16 @@ async def count_scope(conn: Conn, *, cap: int, model: str, kind: str, api_key_id
 _settings_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-async def use_settings(conn: Conn, settings: dict[str, str]) -> None:
+async def use_settings(conn: Conn, settings: dict[str, str], *, local: bool = False) -> None:
     """Give the connection these settings for its session, in one statement, unless it has them already (the
-    usual case: a search needs no transaction for SET LOCAL, and no round trip at all for its settings)."""
-    if not settings or _settings_of.get(conn) == settings:
+    usual case: a search needs no transaction for SET LOCAL, and no round trip at all for its settings).
+    `local`: for the current transaction only (behind a transaction-mode pooler, or Citus, where a session's
+    settings do not follow the statements)."""
+    if not settings or (not local and _settings_of.get(conn) == settings):
         return
-    await execute(conn, q.set_session, {"names": list(settings), "values": list(settings.values())})
-    _settings_of[conn] = dict(settings)
+    await execute(conn, q.set_session, {"names": list(settings), "values": list(settings.values()), "local": local})
+    if not local:
+        _settings_of[conn] = dict(settings)
 
 
 def _distance(dimensions: int, *, half: bool = False) -> sql.Composable:

@@ -8,15 +8,17 @@ import asyncio
 import math
 import re
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, AsyncIterator
 
 from collab.embeddings.batching import encode_query
 from collab.embeddings.registry import HALF_FROM, pgvector_version, serving
 from collab.embeddings.runtime import Recent
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
+from collab.kit.db.pool import pooled_by_transaction
 from collab.kit.errors import invalid, issue
 from collab.kit.services import Services
 
@@ -166,18 +168,18 @@ _indexed: dict[tuple[int, str, str], tuple[float, bool]] = {}
 
 
 async def _version(svc: Services) -> tuple[int, ...]:
-    key = id(svc.pool)
+    key = id(svc.reader)
     if key not in _pgvector:
-        async with svc.pool.connection() as conn:
+        async with svc.reader.connection() as conn:
             _pgvector[key] = await pgvector_version(conn)
     return _pgvector[key]
 
 
 async def _is_indexed(svc: Services, model: str, kind: str) -> bool:
-    key = (id(svc.pool), model, kind)
+    key = (id(svc.reader), model, kind)
     known = _indexed.get(key)
     if known is None or (not known[1] and known[0] <= time.monotonic()):  # once built, indexes stay
-        async with svc.pool.connection() as conn:
+        async with svc.reader.connection() as conn:
             known = (time.monotonic() + svc.settings.embedding_refresh_s, await serving(conn, model, (kind, )))
         _indexed[key] = known
     return known[1]
@@ -259,7 +261,7 @@ async def _scope_size(svc: Services, params: dict[str, Any]) -> tuple[int, int]:
     known = _graph_scopes.get(key)
     if known is not None and known[0] > time.monotonic():
         return known[1], known[2]
-    async with svc.pool.connection() as conn:
+    async with svc.reader.connection() as conn:
         in_scope, total = await repo.count_scope(conn, cap=threshold + 1, **params)
     total = max(total, in_scope)  # the planner's estimate lags a table that grew since its last analyze
     if in_scope > threshold or not exact_is_cheaper(in_scope, total):
@@ -292,8 +294,8 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
         indexed=(in_scope <= settings.search_exact_threshold
                  or await _is_indexed(svc, embedder.name, data.embeddingType)))
     literal = repo.vector_literal(vector)
-    async with svc.pool.connection() as conn:  # autocommit: no BEGIN and COMMIT around two reads
-        await repo.use_settings(conn, how.settings)
+    async with svc.reader.connection() as conn, _settings_scope(conn) as local:
+        await repo.use_settings(conn, how.settings, local=local)
         rows = await repo.nearest(conn, dimensions=len(vector), exact=how.exact, half=how.half, k=k, vector=literal,
                                   texts=as_written(data.query), **params)
         lexical = []
@@ -308,6 +310,17 @@ async def _vector_rows(svc: Services, embedder, *, api_key_id: str, data: Search
     # A judgment whose own text was searched leads, whatever its vector's cosine (nothing is better evidence).
     first = {r["id"] for r in same}
     return (same + [r for r in fused if r["id"] not in first])[:k]  # rule 7: the post-filters see the top limit * 3
+
+
+@asynccontextmanager
+async def _settings_scope(conn: Any) -> AsyncIterator[bool]:
+    """Where the search's settings live: the pooled session (autocommit: no BEGIN and COMMIT around two reads), or,
+    behind a transaction-mode pooler, a transaction of the search's own with SET LOCAL (yields whether local)."""
+    if not pooled_by_transaction(conn):
+        yield False
+        return
+    async with conn.transaction():
+        yield True
 
 
 def as_written(query: str) -> list[str]:
@@ -328,14 +341,14 @@ async def run(svc: Services, embedder, *, api_key_id: str, data: SearchJudgments
         if not org:
             raise invalid("filters.annotationId needs organizationId.",
                           [issue(["organizationId"], "Required with filters.annotationId")])
-        async with svc.pool.connection() as conn:
+        async with svc.reader.connection() as conn:
             rows = await repo.thread(conn, api_key_id=api_key_id, organization_id=org, document_id=doc,
                                      annotation_id=annotation, limit=k)
     elif data.recencyDays:
         today = datetime.fromtimestamp(svc.clock(), tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
         end_ms = int(today.timestamp() * 1000)
         skip_dates = True  # recencyDays overrides dateRange
-        async with svc.pool.connection() as conn:
+        async with svc.reader.connection() as conn:
             rows = await repo.recent(conn, api_key_id=api_key_id, organization_id=org, document_id=doc,
                                      start_ms=end_ms - data.recencyDays * DAY_MS, end_ms=end_ms, limit=k)
     else:

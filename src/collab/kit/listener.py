@@ -13,6 +13,8 @@ from typing import Any, Callable
 import hiredis
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection
 
+from collab.kit.redisclient import address
+
 log = logging.getLogger("collab.listener")
 PING_S = 5.0  # a link that does not answer a PING within this long is dropped and made again
 RETRY_S = 1.0
@@ -67,6 +69,7 @@ class Listener:
         self._pongs = 0
         self._link: _Link | None = None  # the current connection
         self._task: asyncio.Task | None = None
+        self._at: tuple[str, int] | None = None  # the address the current link connected to
 
     async def start(self) -> None:
         if self.redis is not None:
@@ -102,7 +105,8 @@ class Listener:
         loop, pool = asyncio.get_running_loop(), self.redis.connection_pool
         kw, kind = pool.connection_kwargs, pool.connection_class
         timeout = kw.get("socket_connect_timeout") or PING_S
-        if issubclass(kind, UnixDomainSocketConnection):
+        at = self._at = await address(self.redis)  # the Sentinels' master, asked again at each connect
+        if at is None or issubclass(kind, UnixDomainSocketConnection):
             made = loop.create_unix_connection(lambda: _Link(self), kw["path"])
         else:
             context = None
@@ -110,8 +114,7 @@ class Listener:
                 context = ssl.create_default_context(cafile=kw.get("ssl_ca_certs"))
                 if kw.get("ssl_cert_reqs") in ("none", ssl.CERT_NONE):
                     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-            made = loop.create_connection(lambda: _Link(self), kw.get("host", "localhost"), kw.get("port", 6379),
-                                          ssl=context)
+            made = loop.create_connection(lambda: _Link(self), *at, ssl=context)
         _, link = await asyncio.wait_for(made, timeout)
         return link
 
@@ -146,6 +149,8 @@ class Listener:
                     return
                 if link.pinged and self._pongs == pongs:
                     raise ConnectionError("no answer to PING")
+                if await address(self.redis) != self._at:  # Sentinel moved the master: this one hears no more
+                    raise ConnectionError("the Redis master moved")
                 link.pinged = True
                 transport.write(_command("PING"))
         finally:

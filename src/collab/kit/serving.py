@@ -8,9 +8,10 @@ import socket
 import sys
 import threading
 
-import uvicorn
 from uvicorn.config import STARTUP_FAILURE, Config
 from uvicorn.supervisors import Multiprocess
+
+from collab.kit.drain import DrainingServer
 
 logger = logging.getLogger("collab.serving")
 
@@ -34,19 +35,20 @@ def listening_socket(config: Config, *, reuse_port: bool) -> socket.socket:
     return sock
 
 
-def _serve(config: Config) -> None:
+def _serve(config: Config, drain_s: float = 0.0) -> None:
     """One API process, listening on its own socket in the port's SO_REUSEPORT group.
 
     On one shared socket the first process to wake accepts every connection waiting (uvloop accepts until none
     is left), so a burst of new connections lands on one process: 16 of 16 at times, measured, the other cores
     idle. The kernel hashes each new connection to one socket of the group instead."""
     config.configure_logging()
-    uvicorn.Server(config).run(sockets=[listening_socket(config, reuse_port=True)])
+    DrainingServer(config, drain_s=drain_s).run(sockets=[listening_socket(config, reuse_port=True)])
 
 
-def run(config: Config) -> None:
+def run(config: Config, *, drain_s: float = 0.0) -> None:
     """Serve `config.workers` processes of `config.app` until SIGINT or SIGTERM: each on a socket of its own where
-    the kernel spreads connections over them (Linux), else under uvicorn's supervisor on one shared socket."""
+    the kernel spreads connections over them (Linux), else under uvicorn's supervisor on one shared socket. On
+    SIGTERM each process drains for `drain_s` first (kit/drain.py)."""
     # A plain bind first: a port another server holds (another collab included, whose group would otherwise
     # take this one's processes in) fails here, as with one shared socket.
     probe = listening_socket(config, reuse_port=False)
@@ -59,18 +61,18 @@ def run(config: Config) -> None:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    processes = [spawn.Process(target=_serve, args=(config, ), daemon=True) for _ in range(config.workers)]
+    processes = [spawn.Process(target=_serve, args=(config, drain_s), daemon=True) for _ in range(config.workers)]
     for process in processes:
         process.start()
     while not stop.wait(0.5):
         for i, process in enumerate(processes):
             if not process.is_alive():  # one that died is replaced, as uvicorn's supervisor does
                 logger.warning("API process %s exited with %s; starting another", process.pid, process.exitcode)
-                processes[i] = spawn.Process(target=_serve, args=(config, ), daemon=True)
+                processes[i] = spawn.Process(target=_serve, args=(config, drain_s), daemon=True)
                 processes[i].start()
     for process in processes:
-        process.terminate()  # SIGTERM: uvicorn finishes what is in flight, then exits
+        process.terminate()  # SIGTERM: each drains, finishes what is in flight, then exits
     for process in processes:
-        process.join(config.timeout_graceful_shutdown or 30)
+        process.join(drain_s + (config.timeout_graceful_shutdown or 30))
         if process.is_alive():
             process.kill()

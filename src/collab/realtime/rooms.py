@@ -13,16 +13,17 @@ import uuid
 from collections import deque
 from typing import Any, Callable
 
-from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from collab.kit import fanout
-from collab.kit.redisclient import FailFastPool
+from collab.kit.redisclient import address, subscriber
 from collab.realtime import protocol
 from collab.realtime.document import EditorDoc
 
 log = logging.getLogger("collab.realtime")
+# How often the subscriber asks whether the Redis master moved (Sentinel; a fixed address never does).
+MASTER_CHECK_S = 5.0
 
 
 class Connection:
@@ -174,7 +175,8 @@ def _may_speak(holder: object, speaker: object) -> bool:
 class Hub:
     """This process's rooms and its subscription to their documents' channels."""
 
-    def __init__(self, redis: Any, *, on_message: Callable[[DocumentRoom, str, str, bytes], None] | None = None):
+    def __init__(self, redis: Any, *, on_message: Callable[[DocumentRoom, str, str, bytes], None] | None = None,
+                 on_subscribed: Callable[[], Any] | None = None):
         self.id = uuid.uuid4().bytes  # this process, as the origin of what it publishes
         self.rooms: dict[tuple[str, str, str], DocumentRoom] = {}
         # Open sockets of this process: by API key, by workspace, by (API key, user), and in all (the caps' gauges).
@@ -187,6 +189,10 @@ class Hub:
         self.reader: asyncio.Task | None = None
         self.channels: dict[str, tuple[str, str, str]] = {}
         self.on_message = on_message
+        # Called each time the reader has (re)subscribed every room: what was published while it was not subscribed
+        # (a Redis restart or failover, a lost link) never reached this process, so the rooms catch up from storage.
+        self.on_subscribed = on_subscribed
+        self.subscriptions = 0  # how many times the reader subscribed (tests wait on it)
 
     # Rooms.
 
@@ -268,12 +274,7 @@ class Hub:
         """Open the subscriber connection and start relaying what other processes publish."""
         if self.redis is None:
             return
-        # A connection of its own without the command timeout: a subscriber waits on messages indefinitely.
-        base = self.redis.connection_pool
-        # FailFastPool wraps the driver's connection class to trip on failures; the subscriber reconnects itself.
-        cls = base.connection_class.__bases__[0] if isinstance(base, FailFastPool) else base.connection_class
-        kwargs = {**base.connection_kwargs, "socket_timeout": None}
-        self.subscriber = Redis(connection_pool=ConnectionPool(connection_class=cls, **kwargs))
+        self.subscriber = subscriber(self.redis)
         self.reader = asyncio.create_task(self._read())
 
     async def stop(self) -> None:
@@ -300,15 +301,26 @@ class Hub:
                 pass
 
     async def _read(self) -> None:
-        """Relay what other processes publish; on a lost link, connect again and resubscribe every room."""
+        """Relay what other processes publish; on a lost link, connect again, resubscribe every room and catch up."""
         while True:
             try:
                 self.pubsub = self.subscriber.pubsub(ignore_subscribe_messages=True)
                 await self.pubsub.subscribe(fanout.PREFIX + "process:" + self.id.hex(), *list(self.channels))
+                at = await address(self.subscriber)
+                self.subscriptions += 1
+                if self.on_subscribed is not None and self.rooms:
+                    self.on_subscribed()
+                checked = time.monotonic()
                 while True:
-                    message = await self.pubsub.get_message(timeout=5.0)
+                    message = await self.pubsub.get_message(timeout=MASTER_CHECK_S)
                     if message is not None and message.get("type") == "message":
                         self._deliver(message["channel"], message["data"])
+                    if time.monotonic() - checked >= MASTER_CHECK_S:
+                        # A master that Sentinel replaced without dropping this link (partitioned, not dead) no
+                        # longer gets the other processes' publishes: follow the Sentinels to the new one.
+                        checked = time.monotonic()
+                        if await address(self.subscriber) != at:
+                            raise RedisError("the Redis master moved")
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep relaying whatever failed

@@ -47,7 +47,7 @@ class Realtime:
 
     def __init__(self, svc: Services):
         self.svc = svc
-        self.hub = Hub(svc.redis, on_message=self._from_elsewhere)
+        self.hub = Hub(svc.redis, on_message=self._from_elsewhere, on_subscribed=lambda: self.spawn(self.catch_up()))
         self.upkeep = Upkeep(self)
         self.appender = Appender(svc)
         self.background: set[asyncio.Task] = set()
@@ -59,6 +59,16 @@ class Realtime:
         await self.hub.start()
         self.appender.start()
         self.upkeep.start()
+
+    async def going_away(self) -> None:
+        """Close every socket with 1001 (the process stops: clients reconnect, through the load balancer, elsewhere)
+        and wait until they have left."""
+        for conn in [c for room in self.hub.rooms.values() for c in room.connections()]:
+            conn.close(1001, "Server shutting down.")
+        try:
+            await self.until(lambda: not self.hub.total, timeout=5.0)
+        except TimeoutError:
+            log.warning("%d socket(s) still open after closing them", self.hub.total)
 
     async def stop(self) -> None:
         """Close every socket (1001) and stop the loops (app shutdown)."""
@@ -164,13 +174,14 @@ class Realtime:
             conn.send(protocol.awareness([(c, clock, s) for c, (clock, s) in known.items()]))
         await self.upkeep.arrived(conn, room)
 
-    async def _on_document(self, conn: Connection, room: DocumentRoom, fn: Callable[[Any], Any]) -> Any:
+    async def _on_document(self, conn: Connection, room: DocumentRoom, fn: Callable[[Any], Any], *,
+                           max_age: float = SYNC_MAX_AGE_S) -> Any:
         """`fn` of the room's copy of the editor's document: read and folded once, then kept current by every
         update this process sees; built again for a sync when older than SYNC_MAX_AGE_S (an update announced while
         Redis was away is missed here) and whenever an update could not be applied to it."""
         document = room.docs.setdefault(conn.editor_id, EditorDoc())
         try:
-            return await document.run(fn, self._reader(conn), max_age=SYNC_MAX_AGE_S)
+            return await document.run(fn, self._reader(conn), max_age=max_age)
         except Missing:
             raise Refused(protocol.UNKNOWN, not_found_message("crdt", "editor")) from None
 
@@ -362,6 +373,22 @@ class Realtime:
             await crdt_service.compact(self.svc, **key)
         except Exception:  # noqa: BLE001 - the sweep in the worker folds them later
             log.exception("realtime compaction of %s/%s failed", key["document_id"], key["editor_id"])
+
+    async def catch_up(self) -> None:
+        """Send every socket its editor's stored document (one sync step 2): what other processes stored while this
+        one was not subscribed reaches its clients without a reconnect (a Yjs merge of what a client has is a no-op)."""
+        for room in list(self.hub.rooms.values()):
+            for editor_id, conns in list(room.editors.items()):
+                if not conns:
+                    continue
+                try:  # built again from storage (max_age 0): the copy here missed those updates too
+                    update = await self._on_document(next(iter(conns)), room, lambda doc: doc.get_update(), max_age=0.0)
+                except Refused:
+                    continue  # the editor was deleted meanwhile: its sockets are closed by the recheck
+                except Exception:  # noqa: BLE001 - one editor's failure must not stop the others catching up
+                    log.exception("realtime catch-up of %s/%s failed", room.key[2], editor_id)
+                    continue
+                room.relay(editor_id, protocol.step2(update))
 
     # Messages from other processes (and REST writes).
 

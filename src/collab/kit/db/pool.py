@@ -104,22 +104,32 @@ def _has_input(conn: Conn) -> bool:
 
 def create_pool(url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = POOL_TIMEOUT_S,
                 reconnect_timeout: float = RECONNECT_TIMEOUT_S, statement_timeout_s: float = 0,
-                idle_in_transaction_timeout_s: float = 0) -> AsyncConnectionPool:
+                idle_in_transaction_timeout_s: float = 0, pooler: str = "session") -> AsyncConnectionPool:
     """A pool whose connections autocommit (reads); writes open an explicit transaction. The time limits (0: none)
-    are the connections' own settings from their start (so RESET returns to them)."""
-    return Pool(
-        url, min_size=min_size, max_size=max_size, open=False, timeout=timeout, reconnect_timeout=reconnect_timeout,
-        configure=_prepared, kwargs={
-            "autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S,
-            "options": _options(url, statement_timeout_s=statement_timeout_s,
-                                idle_in_transaction_timeout_s=idle_in_transaction_timeout_s)
-        })
+    are the connections' own settings from their start (so RESET returns to them). `pooler="transaction"`: behind a
+    transaction-mode pooler, whose server connections change under each transaction, nothing is prepared and the
+    time limits are the pooler's or the role's (a startup `options` is not passed through by PgBouncer)."""
+    kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S}
+    if pooler == "transaction":
+        kwargs["prepare_threshold"] = None
+        configure = None
+    else:
+        kwargs["options"] = _options(url, statement_timeout_s=statement_timeout_s,
+                                     idle_in_transaction_timeout_s=idle_in_transaction_timeout_s)
+        configure = _prepared
+    return Pool(url, min_size=min_size, max_size=max_size, open=False, timeout=timeout,
+                reconnect_timeout=reconnect_timeout, configure=configure, kwargs=kwargs)
 
 
 async def _prepared(conn: Conn) -> None:
     """Every statement prepared at its first use, at most PREPARED_MAX kept (psycopg's public settings)."""
     conn.prepare_threshold = 0
     conn.prepared_max = PREPARED_MAX
+
+
+def pooled_by_transaction(conn: Conn) -> bool:
+    """Whether `conn` is behind a transaction-mode pooler (create_pool's `pooler`): session state does not last."""
+    return conn.prepare_threshold is None
 
 
 def _options(url: str, *, statement_timeout_s: float, idle_in_transaction_timeout_s: float) -> str:

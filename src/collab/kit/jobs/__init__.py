@@ -8,6 +8,7 @@
 - `awaited`: `run_sync` — an endpoint runs a job and waits for the result the worker pushes to it.
 - `lanes`: a queue per kind of work (search, ai, extraction, bulk), woken by a push on every enqueue.
 - `leases`: the heartbeat and `reap`, so a dead worker's jobs run again after the lease.
+- `fencing`: a try of a tracked job writes, and records its outcome, only while it is the job's latest try.
 """
 
 from collab.kit.jobs.awaited import AWAITED_RESULT_S, DONE_KEY, DONE_TOKEN, SYNC_PREFIX, run_sync

@@ -17,10 +17,14 @@ where id = %(id)s and status in ('queued', 'running')
 returning args, attempts, api_key_id
 
 -- name: finish_job
--- Record a job's outcome: its status, result, tenant-facing reason and internal detail.
+-- Record a job's outcome: its status, result, tenant-facing reason and internal detail; only by its latest try.
 update jobs set status = %(status)s, result = %(result)s, error = %(error)s, error_detail = %(detail)s,
   updated_at = now()
-where id = %(id)s
+where id = %(id)s and attempts = %(attempt)s and status = 'running'
+
+-- name: hold_lease
+-- Lock a running job's row for a write of its try: nothing when a later try has started (fencing.py).
+select 1 as held from jobs where id = %(id)s and attempts = %(attempt)s and status = 'running' for update
 
 -- name: unsent_jobs
 -- Queued jobs not on the queue for a while (committed while Redis was away, or their send failed).

@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 from collab.kit.crypto import new_id
 from collab.kit.db import Queries, execute, fetch_all
 from collab.kit.db.pool import Conn
+from collab.kit.jobs import fencing
 from collab.kit.jobs.lanes import enqueue
 from collab.kit.jobs.registry import lane
 
@@ -43,9 +44,11 @@ class Tx:
 
 @asynccontextmanager
 async def transaction(pool: AsyncConnectionPool, redis: ArqRedis | None) -> AsyncIterator[Tx]:
-    """A write transaction whose jobs are sent after commit, never before."""
+    """A write transaction whose jobs are sent after commit, never before; in a tracked job, only while its try is
+    the latest (fencing.py)."""
     async with pool.connection() as conn:
         async with conn.transaction():
+            await fencing.hold(conn)
             tx = Tx(conn)
             yield tx
         await committed(conn, redis, tx.pending)

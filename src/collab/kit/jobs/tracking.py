@@ -16,6 +16,7 @@ from psycopg_pool import AsyncConnectionPool
 from collab.kit.db import Queries, execute, fetch_one
 from collab.kit.db.pool import connection_lost, failed_statement
 from collab.kit.errors import ApiError
+from collab.kit.jobs import fencing
 
 log = logging.getLogger("collab.jobs")
 q = Queries(Path(__file__).with_name("jobs.sql"))
@@ -71,32 +72,38 @@ def tracked(*, max_tries: int = 5, backoff_s: float = 2.0):
                 row = await fetch_one(conn, q.start_job, {"id": job_id})
             if row is None:
                 return None  # finished already, or unknown: at-least-once delivery makes this normal
-            if row["attempts"] > max_tries:
+            attempt = row["attempts"]
+            if attempt > max_tries:
                 # The earlier tries ended with no outcome (their worker died, or arq's timeout cancelled them):
                 # a job that kills its worker every time must stop being retried.
                 error = f"Gave up after {max_tries} tries that ended without an outcome (worker lost or timed out)."
-                await _finish(pool, job_id, "failed", error=error)
+                await _finish(pool, job_id, attempt, "failed", error=error)
                 return None
+            lease = fencing.LEASE.set((job_id, attempt))  # its writes hold the row as of this try (fencing.py)
             try:
                 args = dict(row["args"])
                 if row["api_key_id"] is not None:
                     args["api_key_id"] = row["api_key_id"]  # the tenant is a column, not an argument
                 result = await fn(ctx, **args)
+            except fencing.Fenced as exc:
+                log.warning("job %s (%s) stopped: %s", job_id, fn.__name__, exc)
+                return None
             except PermanentError as exc:
-                await _finish(pool, job_id, "failed", error=str(exc))
+                await _finish(pool, job_id, attempt, "failed", error=str(exc))
                 return None
             except Exception as exc:
                 if connection_lost(exc):
-                    return await _connection_lost(pool, job_id, fn.__name__, exc, attempts=row["attempts"],
-                                                  backoff_s=backoff_s)
-                if row["attempts"] >= max_tries:
+                    return await _connection_lost(pool, job_id, fn.__name__, exc, attempts=attempt, backoff_s=backoff_s)
+                if attempt >= max_tries:
                     detail = f"{type(exc).__name__}: {exc}"
-                    reason = str(exc) if isinstance(exc, JobFailure) else GENERIC_FAILURE.format(tries=row["attempts"])
+                    reason = str(exc) if isinstance(exc, JobFailure) else GENERIC_FAILURE.format(tries=attempt)
                     log.warning("job %s (%s) failed for good: %s", job_id, fn.__name__, detail)
-                    await _finish(pool, job_id, "failed", error=reason, detail=detail[:4000])
+                    await _finish(pool, job_id, attempt, "failed", error=reason, detail=detail[:4000])
                     return None
-                raise Retry(defer=timedelta(seconds=backoff_s * 2**(row["attempts"] - 1))) from exc
-            await _finish(pool, job_id, "succeeded", result=result)
+                raise Retry(defer=timedelta(seconds=backoff_s * 2**(attempt - 1))) from exc
+            finally:
+                fencing.LEASE.reset(lease)
+            await _finish(pool, job_id, attempt, "succeeded", result=result)
             return result
 
         run.__name__ = fn.__name__
@@ -122,7 +129,8 @@ async def _connection_lost(pool: AsyncConnectionPool, job_id: str, function: str
             "job %s (%s) failed for good: its database connection was lost %d times, the last in statement %s: %s",
             job_id, function, losses, statement, exc)
         detail = f"connection lost {losses} times, the last in statement {statement}: {type(exc).__name__}: {exc}"
-        await _finish(pool, job_id, "failed", error=GENERIC_FAILURE.format(tries=attempts), detail=detail[:4000])
+        await _finish(pool, job_id, attempts, "failed", error=GENERIC_FAILURE.format(tries=attempts),
+                      detail=detail[:4000])
         return None
     log.warning("job %s (%s) lost its database connection in statement %s; it runs once more: %s", job_id, function,
                 statement, exc)
@@ -143,11 +151,12 @@ async def _count_loss(pool: AsyncConnectionPool, job_id: str, wait_s: float = 60
             await asyncio.sleep(0.5)  # the server is still restarting after the crash
 
 
-async def _finish(pool: AsyncConnectionPool, job_id: str, status: str, *, result: Any = None, error: str | None = None,
-                  detail: str | None = None):
+async def _finish(pool: AsyncConnectionPool, job_id: str, attempt: int, status: str, *, result: Any = None,
+                  error: str | None = None, detail: str | None = None):
+    """Record the outcome of try `attempt`: nothing when a later try took the job over (fencing.py)."""
     async with pool.connection() as conn:
         await execute(
             conn, q.finish_job, {
-                "id": job_id, "status": status, "result": Jsonb(result) if result is not None else None, "error": error,
-                "detail": detail
+                "id": job_id, "attempt": attempt, "status": status,
+                "result": Jsonb(result) if result is not None else None, "error": error, "detail": detail
             })
