@@ -158,10 +158,12 @@ def subscriber(client: Redis) -> Redis:
     base = client.connection_pool
     kwargs = {**base.connection_kwargs, "socket_timeout": None}
     kwargs.pop("connection_pool", None)  # a Sentinel pool's back reference to itself
-    if isinstance(base, SentinelConnectionPool):
-        return Redis(connection_pool=SentinelConnectionPool(base.service_name, base.sentinel_manager, **kwargs))
-    # FailFastPool wraps the driver's connection class to trip on failures: the subscriber takes the driver's own.
+    # FailFast wraps the driver's connection class to trip on failures: the subscriber takes the driver's own (TLS
+    # or not, Sentinel-managed or not).
     cls = base.connection_class.__bases__[0] if isinstance(base, FailFast) else base.connection_class
+    if isinstance(base, SentinelConnectionPool):
+        return Redis(connection_pool=SentinelConnectionPool(base.service_name, base.sentinel_manager,
+                                                            connection_class=cls, **kwargs))
     return Redis(connection_pool=ConnectionPool(connection_class=cls, **kwargs))
 
 
