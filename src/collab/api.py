@@ -5,6 +5,7 @@ from fastapi.datastructures import DefaultPlaceholder
 from fastapi.routing import APIRoute, APIRouter, APIWebSocketRoute
 
 from collab.activities.routes import router as activities
+from collab.agents.routes import router as agents
 from collab.ask_ai.routes import router as ask_ai
 from collab.comments.routes import router as comments
 from collab.crdt.routes import router as crdt
@@ -25,7 +26,7 @@ from collab.workspaces.routes import router as workspaces
 
 ROUTERS = [
     workspaces, organizations, documents, users, permissions, notifications, notification_email, activities, presence,
-    recordings, crdt, extraction, judgments, ask_ai, webhooks, comments, realtime
+    recordings, crdt, extraction, agents, judgments, ask_ai, webhooks, comments, realtime
 ]
 
 

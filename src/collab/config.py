@@ -431,6 +431,23 @@ class Settings(BaseSettings):
         "them, whose organization) hold more is `INVALID_ARGUMENT` on `documentIds`, so a count never scans every "
         "thread of a large organization")
 
+    agents_max_per_api_key: int = Field(
+        default=500, ge=1,
+        description="Custom review agents one API key (Velt's workspace) may hold; `agents/create` past it is 429 "
+        "`RESOURCE_EXHAUSTED`", json_schema_extra={"section": "Agents"})
+    agent_groups_max_per_api_key: int = Field(
+        default=50, ge=1,
+        description="Agent groups one API key may hold (Velt's 50); `agents/groups/create` past it is 429 "
+        "`RESOURCE_EXHAUSTED`")
+    agent_group_max_agents: int = Field(
+        default=100, ge=1, le=1000,
+        description="Agents one group may hold (Velt's 100): `groups/create` with more ids, as sent, is "
+        "`INVALID_ARGUMENT`; `groups/add-agents` that would pass it is 429 `RESOURCE_EXHAUSTED`")
+    agent_versions_kept: int = Field(
+        default=100, ge=2, le=1000,
+        description="Versions kept per agent: `agents/version/update` past it drops the oldest, and "
+        "`agents/versions/restore` stops at the oldest kept (`NOT_FOUND`)")
+
     auth_failures_per_address: str = Field(
         default="60/minute",
         description="Failed authentications (API-key and workspace auth) per client IP, fixed windows in Redis; past "

@@ -313,7 +313,8 @@ def read_as_a(client: httpx.Client, a: Alpha) -> dict[str, Any]:
         f"{HOOKS}/messages/get": {}, "/v2/memory/judgments/query": {}, "/v2/organizations/documents/migrate/status": {
             "organizationId": i.org, "migrationId": i.migration
         }, "/v2/users/data/delete/status": {"jobId": i.job}, "/v2/workspace/apikeyconfig/get": {},
-        "/v2/users/data/get": {"userIds": [i.user, i.user2]}
+        "/v2/users/data/get": {"userIds": [i.user, i.user2]}, "/v2/agents/get": {"agentId": i.agent},
+        "/v2/agents/versions/list": {"agentId": i.agent}, "/v2/agents/groups/list": {}
     }
     view = {path: result(post(client, path, data, h)) for path, data in reads.items()}
     view["/v2/workspace/authtokens/get"] = result(

@@ -16,6 +16,7 @@ import pytest
 
 import collab
 from collab.activities.schemas import Activity
+from collab.agents.schemas import Agent, AgentGroup, AgentGroupSummary, AgentSummary, AgentVersion
 from collab.comments.schemas import (
     Annotation,
     AnnotationSnapshot,
@@ -82,6 +83,28 @@ INVITATION = {
                    "email": "owner@example.com"}, "user_id": "u1", "created_at": NOW, "updated_at": NOW + 1
 }
 
+AGENT_CONFIG = {
+    "instructions": "Check the headings.", "rawInstructions": "headings", "phaseTimeoutMs": 60000, "contextGathering": {
+        "strategies": ["rest-api"], "strategyOptions": {
+            "rest-api": {
+                "endpoints": [{
+                    "description": "Prices", "url": "https://e.com", "auth": {"type": "bearer", "token": "c2VhbGVk"}
+                }]
+            }
+        }
+    }, "execution": {"executionStrategy": "ai"}, "response": {"useAiFormatting": False},
+    "postProcess": {"guardrails": {"enabled": True}}, "input": {"variableKeys": ["k"]},
+    "scope": {"pageScope": ["https://e.com/*"]}, "setup": {"setupSamples": []}
+}
+BARE_AGENT_CONFIG = {"contextGathering": {"strategies": ["web-page-text"]}, "execution": {}}
+AGENT = {
+    "id": "agt_1", "name": "Brand", "description": "Checks the brand", "enabled": True, "version": 2,
+    "metadata": {"team": "growth"}, "config": AGENT_CONFIG, "execution_count": 3, "last_executed_at": NOW
+}
+AGENT_GROUP = {
+    "id": "grp_1", "name": "Brand QA", "description": "All brand agents", "agent_ids": ["agt_1", "agt_2"],
+    "agent_count": 2, "metadata": {"apiKey": "key_1", "team": "growth"}, "created_at": NOW, "updated_at": NOW + 1
+}
 # (model, the arguments of model.wire after the row, rows as the repository returns them). Each row is served
 # twice where a field may be absent: with every optional column set, and with each one unset.
 CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
@@ -187,6 +210,12 @@ CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
     }, {"user_id": "u2", "name": None, "email": None, "documents_count": 1, "documents": [["d3", "viewer"]]}]),
     (Group, (), [{"id": "g1", "name": "Eng", "members": 3, "created_at": NOW},
                  {"id": "g2", "name": None, "members": 0, "created_at": NOW}]),
+    (Agent, (), [AGENT, AGENT | {"metadata": None, "config": BARE_AGENT_CONFIG}]),
+    (AgentSummary, (), [AGENT, AGENT | {"enabled": False, "execution_count": 0, "last_executed_at": None}]),
+    (AgentVersion, (), [{"version": 2, "config": AGENT_CONFIG, "created_at": NOW},
+                        {"version": 1, "config": BARE_AGENT_CONFIG, "created_at": NOW}]),
+    (AgentGroup, (), [AGENT_GROUP, AGENT_GROUP | {"description": None, "agent_ids": []}]),
+    (AgentGroupSummary, (), [AGENT_GROUP, AGENT_GROUP | {"description": None, "agent_count": 0}]),
     (Invitation, (), [
         INVITATION, INVITATION | {
             "type": "org_user", "document_id": None, "organization_name": None, "document_name": None,

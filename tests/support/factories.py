@@ -249,3 +249,27 @@ def seed_document(client, t, *, to, notification_id=None):
             "organizationId": "o1", "documentId": "d1", "editorId": "e1", "type": "text", "data": "hello",
             "userId": "u1"
         }, t.headers))
+
+
+# Review agents (agents/*).
+
+AGENTS = "/v2/agents"
+
+
+def agent_body(**fields):
+    """Velt's minimal agent (its docs' example 1), with `fields` on top."""
+    return {
+        "name": "Simple Content Checker", "description": "Checks for broken images and missing alt text",
+        "enabled": True, "instructions": "Check for broken images and missing alt text on the page.",
+        "contextGathering": {"strategies": ["web-page-html"]}, "execution": {}, **fields
+    }
+
+
+def create_agent(client, t, **fields):
+    """A new agent's id."""
+    return result(post(client, f"{AGENTS}/create", agent_body(**fields), t.headers))["agentId"]
+
+
+def create_group(client, t, **fields):
+    """A new agent group as answered."""
+    return result(post(client, f"{AGENTS}/groups/create", {"name": "Brand QA", **fields}, t.headers))["group"]

@@ -109,6 +109,7 @@ def build_alpha(client: httpx.Client, live, hook_url: str) -> Alpha:
     _features(call, ids, tag)
     _endpoints(call, ids, tag, hook_url)
     a.values.extend(_jobs(call, ids, tag))
+    _agents(call, ids, tag)
     _settle(live, t)
     _generated(client, t, ids)
     _page_tokens(client, t, ids)
@@ -265,6 +266,40 @@ def _jobs(call, i: Ids, tag: str) -> list[str]:
     return [agent["name"] for agent in extracted["agents"]]
 
 
+def _agents(call, i: Ids, tag: str) -> None:
+    """Two agents (one with a REST secret, one behaviour change behind it) and two groups holding them."""
+    first = call(
+        "/v2/agents/create",
+        _agent(
+            f"Alpha agent {tag}", metadata={"team": f"alpha {tag}"}, contextGathering={
+                "strategies": ["rest-api"], "strategyOptions": {
+                    "rest-api": {
+                        "endpoints": [{
+                            "description": f"Alpha prices {tag}", "url": f"https://alpha-{tag}.example",
+                            "auth": {"type": "bearer", "token": f"sk-alpha-agent-{tag}"}
+                        }]
+                    }
+                }
+            }))["agentId"]
+    second = call("/v2/agents/create", _agent(f"Alpha second agent {tag}"))["agentId"]
+    call("/v2/agents/version/update", {"agentId": first, "instructions": f"Alpha instructions v2 {tag}"})
+    group = call(
+        "/v2/agents/groups/create", {
+            "name": f"Alpha group {tag}", "description": f"Alpha agents {tag}", "agentIds": [first, second],
+            "metadata": {"team": f"alpha {tag}"}
+        })["group"]["id"]
+    call("/v2/agents/groups/create", {"name": f"Alpha second group {tag}", "agentIds": [second]})
+    i |= {"agent": first, "agent2": second, "agent_group": group}
+
+
+def _agent(name: str, **more: Any) -> dict[str, Any]:
+    body = {
+        "name": name, "description": f"{name} checks", "enabled": True, "instructions": f"{name} instructions",
+        "contextGathering": {"strategies": ["web-page-text"]}, "execution": {}
+    }
+    return body | more
+
+
 def _settle(live, t: Tenant) -> None:
     """Run every job and delivery of A, and flush its CRDT debounce window (5 s) on a clock moved past it."""
     settle_jobs(live, t)
@@ -300,11 +335,16 @@ def _page_tokens(client: httpx.Client, t: Tenant, i: Ids) -> None:
                                                                            "pageSize": 1}, "pageToken"),
         "recs_token": ("/v2/recordings/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
         "comments_token": ("/v2/commentannotations/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
-        "folders_token": ("/v2/organizations/folders/get", {"organizationId": i.org, "pageSize": 1}, "pageToken"),
-        "export_token": ("/v2/users/data/get", {"userIds": [i.user], "pageSize": 1},
-                         "pageToken"), "judgments_token": ("/v2/memory/judgments/query", {"pageSize": 1}, "pageToken"),
-        "endpoints_iterator": (f"{HOOKS}/endpoints/get", {"limit": 1},
-                               "iterator"), "messages_iterator": (f"{HOOKS}/messages/get", {"limit": 1}, "iterator")
+        "folders_token": ("/v2/organizations/folders/get", {"organizationId": i.org, "pageSize": 1},
+                          "pageToken"), "export_token": ("/v2/users/data/get", {"userIds": [i.user],
+                                                                                "pageSize": 1}, "pageToken"),
+        "judgments_token": ("/v2/memory/judgments/query", {"pageSize": 1},
+                            "pageToken"), "endpoints_iterator": (f"{HOOKS}/endpoints/get", {"limit": 1}, "iterator"),
+        "messages_iterator": (f"{HOOKS}/messages/get", {"limit": 1},
+                              "iterator"), "agents_token": ("/v2/agents/get", {"pageSize": 1}, "nextPageToken"),
+        "versions_token": ("/v2/agents/versions/list", {"agentId": i.agent, "pageSize": 1},
+                           "nextPageToken"), "agent_groups_token": ("/v2/agents/groups/list", {"pageSize": 1},
+                                                                    "nextPageToken")
     }
     for kind, (path, data, name) in pages.items():
         body = post(client, path, data, t.headers).json()["result"]
@@ -633,6 +673,28 @@ CASES: dict[str, Case] = {
     "/v2/livestate/get": Case(lambda i: _where(i), lambda i: _where(i, liveStateDataId=i.editor)),
     # AI: extraction (knowledge sources), judgments, Ask AI.
     "/v2/agents/extract": Case(_extract),
+    # Review agents and agent groups: ids the service generated for A.
+    "/v2/agents/create": Case(lambda i: _agent("b", metadata={"agentId": i.agent, "groupId": i.agent_group})),
+    "/v2/agents/get": Case(lambda i: {"agentId": i.agent}, lambda i: {"groupId": i.agent_group},
+                           lambda i: {"groupId": i.agent_group, "filter": "defaultOnly"}, lambda i: {},
+                           lambda i: {"pageToken": i.agents_token}),
+    "/v2/agents/update": Case(lambda i: {"agentId": i.agent, "name": "b", "enabled": False},
+                              lambda i: {"agentId": i.agent2}),
+    "/v2/agents/version/update": Case(lambda i: {"agentId": i.agent, "instructions": "b"},
+                                      lambda i: {"agentId": i.agent2}),
+    "/v2/agents/versions/list": Case(lambda i: {"agentId": i.agent},
+                                     lambda i: {"agentId": i.agent, "pageToken": i.versions_token}),
+    "/v2/agents/versions/restore": Case(lambda i: {"agentId": i.agent}),
+    "/v2/agents/delete": Case(lambda i: {"agentId": i.agent}, lambda i: {"agentId": i.agent2}),
+    "/v2/agents/groups/create": Case(lambda i: {"name": "b", "agentIds": [i.agent, i.agent2]},
+                                     lambda i: {"name": "b", "metadata": {"groupId": i.agent_group}}),
+    "/v2/agents/groups/get": Case(lambda i: {"groupId": i.agent_group}),
+    "/v2/agents/groups/list": Case(lambda i: {}, lambda i: {"pageToken": i.agent_groups_token}),
+    "/v2/agents/groups/update": Case(lambda i: {"groupId": i.agent_group, "name": "b"},
+                                     lambda i: {"groupId": i.agent_group, "description": ""}),
+    "/v2/agents/groups/delete": Case(lambda i: {"groupId": i.agent_group}),
+    "/v2/agents/groups/add-agents": Case(lambda i: {"groupId": i.agent_group, "agentIds": [i.agent2]}),
+    "/v2/agents/groups/remove-agents": Case(lambda i: {"groupId": i.agent_group, "agentIds": [i.agent, i.agent2]}),
     "/v2/memory/search": Case(lambda i: _where(i, query="price claim"),
                               lambda i: {"query": "price claim", "scope": "apiKey"},
                               lambda i: {"query": "q", "organizationId": i.org, "filters": {"annotationId": i.ann}},

@@ -77,6 +77,8 @@ NOT_FOUND_MESSAGES: dict[str, str] = {
     "deletion_job": "Deletion job not found.",
     "invitation": "No invitation matches this e-mail and target.",
     "route": "Route not found.",
+    "agent": "Agent does not exist.",
+    "agent_group": "Agent group does not exist.",
     # A foreign-key violation of a constraint no domain registered (see kit/db/constraints.py).
     "record": "A record this refers to does not exist (it may just have been deleted)."
 }
@@ -86,7 +88,9 @@ NOT_FOUND_VARIANTS: dict[tuple[str, str], str] = {
     # organization's included; the organizations domain answers with the spec's sample, without the full stop.
     ("organization", "permissions"): "Organization does not exist.",
     # A read of one editor's state (crdt/get, the realtime join) names the editor; a delete outcome does not.
-    ("crdt", "editor"): "CRDT data does not exist for this editor ID."
+    ("crdt", "editor"): "CRDT data does not exist for this editor ID.",
+    # versions/restore past the oldest version kept (COLLAB_AGENT_VERSIONS_KEPT): Velt's NOT_FOUND for that case.
+    ("agent", "previous_version"): "The agent's previous version does not exist: only the latest versions are kept."
 }
 
 
