@@ -5,6 +5,8 @@ from fastapi.datastructures import DefaultPlaceholder
 from fastapi.routing import APIRoute, APIRouter, APIWebSocketRoute
 
 from collab.activities.routes import router as activities
+from collab.agents.execution_routes import router as agent_executions
+from collab.agents.prompt_routes import router as agent_prompts
 from collab.agents.routes import router as agents
 from collab.ask_ai.routes import router as ask_ai
 from collab.comments.routes import router as comments
@@ -26,7 +28,8 @@ from collab.workspaces.routes import router as workspaces
 
 ROUTERS = [
     workspaces, organizations, documents, users, permissions, notifications, notification_email, activities, presence,
-    recordings, crdt, extraction, agents, judgments, ask_ai, webhooks, comments, realtime
+    recordings, crdt, extraction, agents, agent_executions, agent_prompts, judgments, ask_ai, webhooks, comments,
+    realtime
 ]
 
 

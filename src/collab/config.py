@@ -447,6 +447,21 @@ class Settings(BaseSettings):
         default=100, ge=2, le=1000,
         description="Versions kept per agent: `agents/version/update` past it drops the oldest, and "
         "`agents/versions/restore` stops at the oldest kept (`NOT_FOUND`)")
+    agent_execution_timeout_s: float = Field(
+        default=120.0, gt=0, le=3600,
+        description="Time budget of one agent execution (page fetch, model calls, writing its suggestions); a run "
+        "past it ends `error` (`TIMEOUT`), and a sweep ends any execution still `running` a minute past it")
+    agent_executions_max_running: int = Field(
+        default=10, ge=1,
+        description="Executions one API key may have running at once; `agents/execution/run` past it is 429 "
+        "`RESOURCE_EXHAUSTED`")
+    agent_execution_page_max_bytes: int = Field(
+        default=2 * 1024 * 1024, ge=1024,
+        description="Bytes of the page at an execution's `url` read at most (past it the execution ends `error`)")
+    agent_execution_page_timeout_s: float = Field(
+        default=10.0, gt=0, le=120,
+        description="Seconds to fetch the page at an execution's `url`; private addresses only with "
+        "`COLLAB_WEBHOOKS_ALLOW_PRIVATE_TARGETS`")
 
     auth_failures_per_address: str = Field(
         default="60/minute",

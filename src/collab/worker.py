@@ -64,6 +64,7 @@ def functions(settings: Settings) -> list:
 
 
 def _cron_jobs() -> list:
+    from collab.agents.tasks import sweep_executions
     from collab.extraction.tasks import drop_old_content
     from collab.kit.usage import drop_old as drop_old_usage
     from collab.llm.quota import drop_past_days as drop_old_platform_usage
@@ -91,7 +92,9 @@ def _cron_jobs() -> list:
         cron(drop_old_usage, name="drop_old_usage", minute={23}, second={0}, run_at_startup=True, unique=True),
         # Platform-key quota counters of past days (llm/quota.py): only the current day's are read.
         cron(drop_old_platform_usage, name="drop_old_platform_usage", minute={29}, second={0}, run_at_startup=True,
-             unique=True)
+             unique=True),
+        # Agent executions left running past their time budget (worker lost, job cancelled) end as `error`.
+        cron(sweep_executions, name="agent_execution_sweep", second={15, 45}, run_at_startup=True, unique=True)
     ]
 
 

@@ -16,6 +16,7 @@ import pytest
 
 import collab
 from collab.activities.schemas import Activity
+from collab.agents.execution_schemas import Execution
 from collab.agents.schemas import Agent, AgentGroup, AgentGroupSummary, AgentSummary, AgentVersion
 from collab.comments.schemas import (
     Annotation,
@@ -104,6 +105,17 @@ AGENT = {
 AGENT_GROUP = {
     "id": "grp_1", "name": "Brand QA", "description": "All brand agents", "agent_ids": ["agt_1", "agt_2"],
     "agent_count": 2, "metadata": {"apiKey": "key_1", "team": "growth"}, "created_at": NOW, "updated_at": NOW + 1
+}
+EXECUTION = {
+    "id": "exec_1", "agent_id": "agt_1", "agent_name": "Brand QA", "agent_version": 2, "organization_id": "o1",
+    "document_id": "d1", "request": {
+        "seedUrl": "https://example.com", "crossPageExecute": False, "maxUrlsToProcess": 50, "deviceType": "desktop",
+        "annotationVisibility": "private", "userContext": {}, "aiConfig": None
+    }, "trigger": "standalone", "workflow_execution_id": "wf_1", "previous_execution_id": "exec_0",
+    "ran_by": {"userId": "u1", "name": "", "email": ""}, "status": "error", "started_at": NOW, "completed_at": NOW + 9,
+    "error": {"code": "TIMEOUT", "message": "m", "retryable": True,
+              "occurredAt": NOW + 9}, "results_summary": {"totalFindings": 0, "summary": "m"},
+    "llm_model": "openai/gpt-4o-mini", "prompt_tokens": 10, "completion_tokens": 5
 }
 # (model, the arguments of model.wire after the row, rows as the repository returns them). Each row is served
 # twice where a field may be absent: with every optional column set, and with each one unset.
@@ -216,6 +228,12 @@ CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
                         {"version": 1, "config": BARE_AGENT_CONFIG, "created_at": NOW}]),
     (AgentGroup, (), [AGENT_GROUP, AGENT_GROUP | {"description": None, "agent_ids": []}]),
     (AgentGroupSummary, (), [AGENT_GROUP, AGENT_GROUP | {"description": None, "agent_count": 0}]),
+    (Execution, (), [
+        EXECUTION, EXECUTION | {
+            "status": "running", "completed_at": None, "error": None, "workflow_execution_id": None,
+            "previous_execution_id": None, "ran_by": None, "llm_model": None, "prompt_tokens": 0, "completion_tokens": 0
+        }
+    ]),
     (Invitation, (), [
         INVITATION, INVITATION | {
             "type": "org_user", "document_id": None, "organization_name": None, "document_name": None,

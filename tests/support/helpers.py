@@ -101,13 +101,16 @@ def settle_jobs(live, tenant: Tenant) -> None:
     """Wait (on the queue, not the clock) until every job this tenant queued has finished."""
     from arq.jobs import Job
 
+    from collab.kit.jobs import lane
+
     async def wait():
         async with live.svc.pool.connection() as conn:
-            cur = await conn.execute("select id from jobs where api_key_id = %s and status in ('queued', 'running')",
-                                     (tenant.api_key, ))
-            ids = [row["id"] for row in await cur.fetchall()]
-        for job_id in ids:
-            await Job(job_id, live.svc.redis).result(timeout=60, poll_delay=0.01)
+            cur = await conn.execute(
+                "select id, function from jobs where api_key_id = %s and status in ('queued', 'running')",
+                (tenant.api_key, ))
+            jobs = [(row["id"], row["function"]) for row in await cur.fetchall()]
+        for job_id, function in jobs:  # each on its lane's queue (arq looks for a job in the queue it is given)
+            await Job(job_id, live.svc.redis, _queue_name=lane(function).queue).result(timeout=60, poll_delay=0.01)
 
     live.run(wait(), timeout=90)
 

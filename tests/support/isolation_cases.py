@@ -289,7 +289,13 @@ def _agents(call, i: Ids, tag: str) -> None:
             "metadata": {"team": f"alpha {tag}"}
         })["group"]["id"]
     call("/v2/agents/groups/create", {"name": f"Alpha second group {tag}", "agentIds": [second]})
-    i |= {"agent": first, "agent2": second, "agent_group": group}
+    runs = [
+        call(
+            "/v2/agents/execution/run",
+            {"agentId": first, "url": "http://127.0.0.1:9/", "organizationId": i.org, "documentId": doc})["executionId"]
+        for doc in (i.doc, i.doc2)
+    ]
+    i |= {"agent": first, "agent2": second, "agent_group": group, "execution": runs[0]}
 
 
 def _agent(name: str, **more: Any) -> dict[str, Any]:
@@ -344,7 +350,8 @@ def _page_tokens(client: httpx.Client, t: Tenant, i: Ids) -> None:
                               "iterator"), "agents_token": ("/v2/agents/get", {"pageSize": 1}, "nextPageToken"),
         "versions_token": ("/v2/agents/versions/list", {"agentId": i.agent, "pageSize": 1},
                            "nextPageToken"), "agent_groups_token": ("/v2/agents/groups/list", {"pageSize": 1},
-                                                                    "nextPageToken")
+                                                                    "nextPageToken"),
+        "executions_token": ("/v2/agents/execution/list", {"agentId": i.agent, "pageSize": 1}, "nextPageToken")
     }
     for kind, (path, data, name) in pages.items():
         body = post(client, path, data, t.headers).json()["result"]
@@ -673,6 +680,17 @@ CASES: dict[str, Case] = {
     "/v2/livestate/get": Case(lambda i: _where(i), lambda i: _where(i, liveStateDataId=i.editor)),
     # AI: extraction (knowledge sources), judgments, Ask AI.
     "/v2/agents/extract": Case(_extract),
+    # Prompt tools name no stored record: B's answers come from B's own key configuration (none: refused alike).
+    "/v2/agents/prompt/enhance": Case(lambda i: {"prompt": f"Check the brand colours of {i.doc}"}),
+    "/v2/agents/prompt/validate": Case(lambda i: {"prompt": f"Check the links of {i.doc}"}),
+    "/v2/agents/prompt/refine": Case(
+        lambda i: {
+            "analysisPrompt": "## Objective\nFind broken links.", "demoFeedback": [{
+                "demoId": i.agent, "demoTitle": "t", "demoHtml": "<a href='x'>x</a>", "demoExpected": "detected",
+                "feedback": "missed"
+            }]
+        }),
+    "/v2/agents/config/resolve": Case(lambda i: {"instructions": f"Check the headings of {i.doc}"}),
     # Review agents and agent groups: ids the service generated for A.
     "/v2/agents/create": Case(lambda i: _agent("b", metadata={"agentId": i.agent, "groupId": i.agent_group})),
     "/v2/agents/get": Case(lambda i: {"agentId": i.agent}, lambda i: {"groupId": i.agent_group},
@@ -695,6 +713,15 @@ CASES: dict[str, Case] = {
     "/v2/agents/groups/delete": Case(lambda i: {"groupId": i.agent_group}),
     "/v2/agents/groups/add-agents": Case(lambda i: {"groupId": i.agent_group, "agentIds": [i.agent2]}),
     "/v2/agents/groups/remove-agents": Case(lambda i: {"groupId": i.agent_group, "agentIds": [i.agent, i.agent2]}),
+    # Agent executions: ids the service generated for A (its agents, an execution of one on its documents).
+    "/v2/agents/execution/run": Case(
+        lambda i: {"agentId": i.agent, "url": "http://127.0.0.1:9/", "organizationId": i.org, "documentId": i.doc}),
+    "/v2/agents/execution/get": Case(lambda i: {"executionId": i.execution, "includeResults": True}),
+    "/v2/agents/execution/list": Case(lambda i: {"agentId": i.agent},
+                                      lambda i: {"organizationId": i.org, "documentId": i.doc},
+                                      lambda i: {"agentId": i.agent, "pageToken": i.executions_token}),
+    "/v2/agents/execution/count": Case(lambda i: {"agentIds": [i.agent, i.agent2]}, lambda i: {"status": "error"}),
+    "/v2/agents/analytics/get": Case(lambda i: {"agentId": i.agent}, lambda i: {}),
     "/v2/memory/search": Case(lambda i: _where(i, query="price claim"),
                               lambda i: {"query": "price claim", "scope": "apiKey"},
                               lambda i: {"query": "q", "organizationId": i.org, "filters": {"annotationId": i.ann}},

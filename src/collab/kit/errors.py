@@ -79,6 +79,7 @@ NOT_FOUND_MESSAGES: dict[str, str] = {
     "route": "Route not found.",
     "agent": "Agent does not exist.",
     "agent_group": "Agent group does not exist.",
+    "agent_execution": "Execution not found.",
     # A foreign-key violation of a constraint no domain registered (see kit/db/constraints.py).
     "record": "A record this refers to does not exist (it may just have been deleted)."
 }

@@ -1,0 +1,224 @@
+"""What an agent execution does, without the database: gather the content its contextGathering asks for (the page
+at `url` through the SSRF guard, HTML to text), ask the workspace's model for findings, validate them (ADR 0055)."""
+
+import asyncio
+import html
+import json
+import logging
+import time
+from html.parser import HTMLParser
+from typing import Any, Awaitable, Callable, Literal
+
+import httpx
+from pydantic import BaseModel, Field
+
+from collab import prompts
+from collab.config import Settings
+from collab.extraction.pipeline import AnswerError, parse
+from collab.llm.client import LlmError, complete, messages_for
+from collab.llm.routing import EXTRACTION_PROVIDERS, Route, base_url, resolve
+from collab.webhooks import safety
+
+log = logging.getLogger("collab.agents")
+PROMPT = "review_content"
+PAGE_STRATEGIES = frozenset({"web-page-text", "web-page-html"})  # the strategies that read the page's content
+MAX_CONTENT_CHARS = 60_000  # of page and document text sent to the model; the rest is cut, and the cut is said
+MAX_FINDINGS = 50  # kept per execution, the most severe first (Velt trims its summary sample to 50)
+MAX_REDIRECTS = 3
+_SKIPPED_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head"})
+_BLOCK_TAGS = frozenset({
+    "p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article", "header", "footer", "main",
+    "nav", "ul", "ol", "table", "blockquote", "pre", "title"
+})
+
+
+class Failure(Exception):
+    """An execution that ends `error`: `code` is one of Velt's execution error codes, `message` is for tenants."""
+
+    def __init__(self, code: str, message: str, *, retryable: bool = False):
+        super().__init__(message)
+        self.code, self.message, self.retryable = code, message, retryable
+
+
+class Finding(BaseModel):
+    title: str = Field(min_length=1, max_length=500)
+    description: str = Field(max_length=5000)
+    severity: Literal["critical", "high", "medium", "low", "info"]
+    targetText: str = Field(max_length=2000)
+    suggestion: str = Field(max_length=5000)
+    confidence: int = Field(ge=0, le=100)
+
+
+class Review(BaseModel):
+    summary: str = Field(max_length=2000)
+    findings: list[Finding] = Field(max_length=500)
+
+
+# --- the page -----------------------------------------------------------------------------------------------------
+
+
+class _Text(HTMLParser):
+    """The visible text of an HTML page: scripts, styles and the head left out, blocks on lines of their own."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.hidden = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in _SKIPPED_TAGS:
+            self.hidden += 1
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        if tag in _SKIPPED_TAGS:
+            self.hidden = max(0, self.hidden - 1)
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_data(self, data):
+        if not self.hidden:
+            self.parts.append(data)
+
+
+def html_text(markup: str) -> str:
+    """The readable text of an HTML document, one block a line, blank runs collapsed."""
+    parser = _Text()
+    parser.feed(markup)
+    parser.close()
+    lines = (" ".join(line.split()) for line in html.unescape("".join(parser.parts)).splitlines())
+    return "\n".join(line for line in lines if line).replace("\x00", "")
+
+
+async def fetch_page(settings: Settings, url: str) -> str:
+    """The text of the page at `url`: fetched through the SSRF guard (redirects checked again), within the page
+    byte and time budgets; `Failure(CONTEXT_GATHERING_ERROR)` when it cannot be read."""
+    allow_private, budget = settings.webhooks_allow_private_targets, settings.agent_execution_page_max_bytes
+    try:
+        async with asyncio.timeout(settings.agent_execution_page_timeout_s):
+            async with httpx.AsyncClient(follow_redirects=False, trust_env=False,
+                                         timeout=settings.agent_execution_page_timeout_s) as client:
+                for _ in range(MAX_REDIRECTS + 1):
+                    target = await safety.pin(url, allow_private=allow_private)
+                    request = client.build_request(
+                        "GET", target.url, headers={
+                            "accept": "text/html, text/plain;q=0.9", "user-agent": "collab-agent/1", **target.headers
+                        }, extensions=target.extensions)
+                    response = await client.send(request, stream=True)
+                    try:
+                        if response.is_redirect and response.headers.get("location"):
+                            url = str(httpx.URL(url).join(response.headers["location"]))
+                            continue
+                        raw = bytearray()
+                        async for chunk in response.aiter_bytes():
+                            raw += chunk
+                            if len(raw) > budget:
+                                raise Failure("CONTEXT_GATHERING_ERROR", f"The page is over {budget} bytes.")
+                    finally:
+                        await response.aclose()
+                    if response.status_code >= 400:
+                        raise Failure("CONTEXT_GATHERING_ERROR", f"The page answered HTTP {response.status_code}.",
+                                      retryable=response.status_code >= 500)
+                    text = raw.decode(response.encoding or "utf-8", errors="replace")
+                    kind = response.headers.get("content-type", "")
+                    return html_text(text) if "html" in kind or "<html" in text[:1000].lower() else text.replace(
+                        "\x00", "")
+                raise Failure("CONTEXT_GATHERING_ERROR", f"The page redirected more than {MAX_REDIRECTS} times.")
+    except safety.Refused as exc:
+        raise Failure("CONTEXT_GATHERING_ERROR", f"The page's URL is refused: {exc}") from None
+    except TimeoutError:
+        raise Failure("CONTEXT_GATHERING_ERROR", "The page did not answer within "
+                      f"{settings.agent_execution_page_timeout_s:g} s.", retryable=True) from None
+    except httpx.HTTPError as exc:
+        raise Failure("CONTEXT_GATHERING_ERROR", f"The page could not be fetched ({type(exc).__name__}).",
+                      retryable=True) from None
+
+
+def wants_page(behaviour: dict[str, Any]) -> bool:
+    """Whether the agent's contextGathering asks for the page's content (["none"] asks for nothing)."""
+    strategies = (behaviour.get("contextGathering") or {}).get("strategies") or []
+    return bool(PAGE_STRATEGIES & set(strategies))
+
+
+def content_of(*, page: str | None, document: list[tuple[str, Any]]) -> str:
+    """What the model reviews: the page's text, then each stored editor's content, cut at the character budget."""
+    parts = []
+    if page is not None:
+        parts.append(f"--- Page text ---\n{page}")
+    for editor_id, data in document:
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        parts.append(f"--- Document editor {editor_id} ---\n{text}")
+    whole = "\n\n".join(parts) or "(no content)"
+    if len(whole) > MAX_CONTENT_CHARS:
+        whole = whole[:MAX_CONTENT_CHARS] + "\n[... the rest of the content was cut ...]"
+    return whole
+
+
+# --- the model ----------------------------------------------------------------------------------------------------
+
+
+def route_for(settings: Settings, *, behaviour: dict[str, Any], ai_config: dict[str, Any] | None) -> tuple[str, Route]:
+    """(Velt's provider name, route) of an execution: the run's aiConfig, else the agent's, else the default
+    provider; the model pinned by aiConfig when it belongs to that provider, else the prompt's model for it."""
+    agent_ai = ((behaviour.get("execution") or {}).get("aiConfig") or {})
+    ai_config = ai_config or {}
+    provider = ai_config.get("provider") or agent_ai.get("provider") or settings.extraction_default_provider
+    wanted = (ai_config.get("defaultModels") or {}).get(provider)
+    if ai_config.get("model") and ai_config.get("provider") in (None, provider):
+        wanted = ai_config["model"]
+    model = prompts.get(PROMPT, settings.prompts_dir).models[provider]
+    if wanted:
+        try:
+            pinned = resolve(wanted)
+            if pinned.provider == EXTRACTION_PROVIDERS[provider]:
+                model = pinned.model  # else dropped, as Velt drops a pin for another provider
+        except Exception:  # an unroutable model name: the prompt's model (Velt falls back silently)
+            pass
+    return provider, resolve(model)
+
+
+async def review(settings: Settings, *, route: Route, key: str, instructions: str, user_context: dict[str, Any],
+                 url: str, content: str, before_call: Callable[[], Awaitable[None]],
+                 after_call: Callable[[int, int], Awaitable[None]]) -> Review:
+    """Ask the model for findings; a malformed answer is sent back once, then the execution ends `error`.
+    `before_call` may refuse a call (the platform quota); `after_call` counts each answered one."""
+    prompt = prompts.get(PROMPT, settings.prompts_dir)
+    system, user = prompt.render(instructions=instructions, user_context=json.dumps(user_context, ensure_ascii=False),
+                                 url=url, content=content)
+    messages = messages_for(route, system=system, user=user)
+    response_format = {"type": "json_schema", "json_schema": {"name": PROMPT, "schema": prompt.schema, "strict": True}}
+    for attempt in (1, 2):
+        await before_call()
+        started = time.monotonic()
+        try:
+            completion = await complete(route, messages=messages, api_key=key,
+                                        api_base=base_url(settings, route.provider),
+                                        timeout_s=settings.llm_call_timeout_s, attempts=settings.llm_attempts,
+                                        backoff_s=settings.llm_retry_backoff_s, response_format=response_format)
+        except LlmError as exc:
+            await after_call(0, 0)
+            if exc.kind == "rate_limited":
+                raise Failure("LLM_RATE_LIMITED", f"{route.provider.display} is rate limiting requests.",
+                              retryable=True) from None
+            raise Failure("LLM_ERROR", f"The model call failed: {exc.message}", retryable=exc.kind
+                          in ("unavailable", "timeout")) from None
+        await after_call(completion.prompt_tokens, completion.completion_tokens)
+        try:
+            return parse(completion.text, Review)
+        except AnswerError as exc:
+            log.warning("malformed review answer (attempt %d, %.1f s): %s", attempt, time.monotonic() - started, exc)
+            if attempt == 2:
+                raise Failure("MALFORMED_RESPONSE", f"The model's answer was malformed after a retry ({exc}).",
+                              retryable=True) from None
+            messages = messages + [{"role": "assistant", "content": completion.text[:20_000]}, {
+                "role": "user", "content": f"That answer is invalid ({exc}). Answer again with JSON only, following "
+                "the schema exactly."
+            }]
+    raise AssertionError("unreachable")
+
+
+def ranked(findings: list[Finding]) -> list[Finding]:
+    """The findings kept: the most severe first (stable), at most MAX_FINDINGS."""
+    order = {s: n for n, s in enumerate(("critical", "high", "medium", "low", "info"))}
+    return sorted(findings, key=lambda f: order[f.severity])[:MAX_FINDINGS]

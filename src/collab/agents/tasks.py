@@ -1,0 +1,238 @@
+"""Jobs of agents: an execution's run (gather, ask the model, write its findings as suggestions, finish) on the ai
+lane, and the sweep that ends executions left `running` past their time budget (ADR 0055)."""
+
+import asyncio
+import hashlib
+import logging
+from typing import Any
+
+import orjson
+
+from collab.agents import execution_repository as xrepo
+from collab.agents import runner
+from collab.agents.prompt_tools import agent_prompt_tool  # noqa: F401 (declared there: the prompt tools' job)
+from collab.comments import service as comments
+from collab.comments.schemas import MAX_THREADS_PER_CALL, AddAnnotations, DeleteAnnotations
+from collab.crdt import service as crdt
+from collab.crdt.schemas import GetCrdt
+from collab.kit.auth import Tenant
+from collab.kit.errors import ApiError
+from collab.kit.jobs import PermanentError, job, past, transaction
+from collab.kit.jobs.fencing import Fenced
+from collab.kit.services import Services
+from collab.llm import quota
+from collab.llm.routing import EXTRACTION_PROVIDERS, platform_key
+from collab.workspaces.config import provider_api_key
+
+log = logging.getLogger("collab.agents")
+SWEEP_GRACE_S = 60  # past the budget: the job's own timeout (budget + 15 s) has fired by then
+QUOTA_SPENT = ("This workspace has used today's quota of the platform's model keys; configure its own provider key, "
+               "or retry tomorrow (UTC).")
+
+
+def _error(code: str, message: str, now: int, *, retryable: bool = False) -> dict[str, Any]:
+    return {"code": code, "message": message, "retryable": retryable, "occurredAt": now}
+
+
+def _url_hash(url: str) -> str:
+    return hashlib.md5(url.encode(), usedforsecurity=False).hexdigest()
+
+
+class _Run:
+    """One try of one execution: its row, tenant and the model calls it counted."""
+
+    def __init__(self, svc: Services, tenant: Tenant, row: dict[str, Any]):
+        self.svc, self.tenant, self.row = svc, tenant, row
+        self.url: str = row["request"]["seedUrl"]
+        self.platform = False
+        self.llm_model: str | None = None
+
+    async def _key(self, provider: str) -> str:
+        spec = EXTRACTION_PROVIDERS[provider]
+        try:
+            key = await provider_api_key(self.svc, tenant=self.tenant, provider=spec.id)
+        except ApiError as exc:
+            raise runner.Failure("LLM_ERROR", exc.message) from None
+        if key:
+            return key
+        key = platform_key(self.svc.settings, spec)
+        if not key:
+            raise runner.Failure("LLM_ERROR", f"No API key configured for provider: {spec.display}")
+        self.platform = True
+        return key
+
+    async def _before_call(self) -> None:
+        if self.platform and await quota.exhausted(self.svc, workspace_id=self.tenant.workspace_id) is not None:
+            raise runner.Failure("LLM_RATE_LIMITED", QUOTA_SPENT, retryable=True)
+
+    async def _after_call(self, prompt_tokens: int, completion_tokens: int) -> None:
+        assert self.llm_model is not None
+        async with self.svc.pool.connection() as conn:
+            await xrepo.record_usage(conn, api_key_id=self.tenant.api_key_id, id=self.row["id"],
+                                     llm_model=self.llm_model, prompt_tokens=prompt_tokens,
+                                     completion_tokens=completion_tokens)
+        if self.platform:
+            await quota.record(self.svc, workspace_id=self.tenant.workspace_id, calls=1,
+                               tokens=prompt_tokens + completion_tokens)
+
+    async def _document(self) -> list[tuple[str, Any]]:
+        """The document's stored editors' content (their first page), by editor id."""
+        query = GetCrdt(organizationId=self.row["organization_id"], documentId=self.row["document_id"])
+        try:
+            records, _ = await crdt.get(self.svc, tenant=self.tenant, data=query)
+        except ApiError as exc:
+            raise runner.Failure("CONTEXT_GATHERING_ERROR", f"The document's content cannot be read: {exc.message}")
+        return [(r["id"], r["data"]) for r in (_loads(x) for x in records)]
+
+    async def review(self) -> runner.Review:
+        """Gather what the agent's contextGathering asks for and ask the model about it."""
+        settings, behaviour, request = self.svc.settings, self.row["behaviour"], self.row["request"]
+        page = await runner.fetch_page(settings, self.url) if runner.wants_page(behaviour) else None
+        content = runner.content_of(page=page, document=await self._document())
+        provider, route = runner.route_for(settings, behaviour=behaviour, ai_config=request.get("aiConfig"))
+        key = await self._key(provider)
+        self.llm_model = f"{provider}/{route.model}"
+        return await runner.review(settings, route=route, key=key, instructions=behaviour.get("instructions") or "",
+                                   user_context=request.get("userContext") or {}, url=self.url, content=content,
+                                   before_call=self._before_call, after_call=self._after_call)
+
+    async def suggest(self, findings: list[runner.Finding]) -> list[str]:
+        """Replace the agent's earlier suggestions for this URL on the document by these findings; their ids."""
+        row, scope = self.row, {"organizationId": self.row["organization_id"], "documentId": self.row["document_id"]}
+        try:
+            await comments.delete(
+                self.svc, tenant=self.tenant,
+                data=DeleteAnnotations.model_validate({**scope, "agentId": row["agent_id"], "agentUrls": [self.url]}))
+            ids = [f"{row['id']}-{n}" for n in range(1, len(findings) + 1)]
+            threads = [self._thread(i, n, f) for n, (i, f) in enumerate(zip(ids, findings), 1)]
+            for start in range(0, len(threads), MAX_THREADS_PER_CALL):
+                batch = AddAnnotations.model_validate(
+                    {**scope, "commentAnnotations": threads[start:start + MAX_THREADS_PER_CALL]})
+                await comments.add(self.svc, tenant=self.tenant, data=batch)
+        except ApiError as exc:
+            raise runner.Failure("POST_PROCESS_ERROR", f"The suggestions could not be written: {exc.message}")
+        return ids
+
+    def _thread(self, annotation_id: str, n: int, finding: runner.Finding) -> dict[str, Any]:
+        row = self.row
+        agent = {
+            "agentId": row["agent_id"], "agentName": row["agent_name"], "executionId": row["id"], "url": self.url,
+            "findingId": f"finding-{n}", "type": "suggestion", "sourceType": "agent", "severity": finding.severity,
+            "targetText": finding.targetText, "suggestion": finding.suggestion, "confidence": finding.confidence
+        }
+        text = f"{finding.title}\n\n{finding.description}"
+        if finding.suggestion:
+            text += f"\n\nSuggestion: {finding.suggestion}"
+        return {
+            "annotationId": annotation_id, "context": {
+                "type": "suggestion", "sourceType": "agent", "agentId": row["agent_id"], "executionId": row["id"]
+            }, "commentData": [{
+                "commentText": text[:20_000], "from": {"userId": row["agent_id"], "name": row["agent_name"][:500]},
+                "agent": agent, "triggerNotification": False
+            }]
+        }
+
+
+def _loads(record: Any) -> dict[str, Any]:
+    """A rendered record (an orjson fragment, as pages hold them) as a dict."""
+    return orjson.loads(orjson.dumps(record)) if isinstance(record, orjson.Fragment) else record
+
+
+def _results(run: _Run, review: runner.Review | None, findings: list[runner.Finding], ids: list[str], now: int,
+             error: str | None) -> list[dict[str, Any]]:
+    """The per-URL results (one URL: the seed), as Velt's includeResults shows them."""
+    row = run.row
+    out = [{
+        "id": f"finding-{n}", "title": f.title, "description": f.description, "severity": f.severity,
+        "targetText": f.targetText, "occurrence": 1, "sourceUrl": run.url, "suggestion": f.suggestion,
+        "isPageLevel": f.targetText == "", "confidence": f.confidence, "commentId": i, "source": "instructions"
+    } for n, (f, i) in enumerate(zip(findings, ids), 1)]
+    return [{
+        "id": _url_hash(run.url), "url": run.url, "urlHash": _url_hash(run.url), "agentId": row["agent_id"],
+        "agentName": row["agent_name"], "agentResult": {
+            "status": "failed" if error else "completed", "agentId": row["agent_id"], "agentName": row["agent_name"],
+            "summary": review.summary if review else None, "issueCount": len(out), "findingsCount": len(out),
+            "findings": out, "error": error
+        }, "findingCount": len(out), "processedAt": now
+    }]
+
+
+def _summary(findings: list[runner.Finding], created: int, *, url: str, error: str | None, text: str) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "totalFindings": len(findings), "totalAnnotationsCreated": created, "urlsProcessed": 1,
+        "urlsWithFindings": 1 if findings else 0, "issuesCreated": len(findings), "summary": text
+    }
+    if error:
+        summary |= {"urlsErrored": 1, "erroredUrls": [{"url": url, "message": error}]}
+    if findings:
+        counts: dict[str, int] = {}
+        for f in findings:
+            counts[f.severity] = counts.get(f.severity, 0) + 1
+        summary["severityCounts"] = counts
+        summary["findings"] = [{
+            "title": f.title, "description": f.description, "severity": f.severity, "sourceUrl": url, "url": url
+        } for f in findings]
+    return summary
+
+
+async def _finish(run: _Run, *, status: str, summary: dict[str, Any], results: list[dict[str, Any]] | None,
+                  error: dict[str, Any] | None) -> None:
+    async with transaction(run.svc.pool, run.svc.redis) as tx:
+        await xrepo.finish_execution(tx.conn, api_key_id=run.tenant.api_key_id, id=run.row["id"], status=status,
+                                     now=run.svc.now_ms(), results_summary=summary, results=results, error=error)
+
+
+@job(lane="ai", timeout=past("agent_execution_timeout_s", 15), max_tries=1)
+async def run_agent_execution(ctx: dict, *, api_key_id: str, execution_id: str, workspace_id: str) -> dict | None:
+    """Run one execution to its terminal status: passed (no findings), failed (findings) or error (with a reason)."""
+    svc: Services = ctx["svc"]
+    async with svc.pool.connection() as conn:
+        row = await xrepo.get_execution(conn, api_key_id=api_key_id, id=execution_id)
+    if row is None or row["status"] != "running":
+        return None
+    run = _Run(svc, Tenant(api_key_id=api_key_id, workspace_id=workspace_id), row)
+    budget = svc.settings.agent_execution_timeout_s
+    try:
+        async with asyncio.timeout(budget):
+            review = await run.review()
+            findings = runner.ranked(review.findings)
+            ids = await run.suggest(findings)
+    except runner.Failure as exc:
+        await _fail(run, exc.code, exc.message, retryable=exc.retryable)
+        return {"status": "error"}
+    except TimeoutError:
+        await _fail(run, "TIMEOUT", f"The execution exceeded its time budget of {budget:g} s.", retryable=True)
+        return {"status": "error"}
+    except Fenced:
+        raise
+    except Exception as exc:
+        log.exception("agent execution %s failed", execution_id)
+        await _fail(run, "INTERNAL", "The execution failed because of an internal error.")
+        raise PermanentError("The execution failed because of an internal error.") from exc
+    status = "failed" if findings else "passed"
+    text = (f"Found {len(findings)} issue(s) on 1 page. {len(ids)} annotation(s) created."
+            if findings else "Found no issues on 1 page.")
+    await _finish(run, status=status, summary=_summary(findings, len(ids), url=run.url, error=None, text=text),
+                  results=_results(run, review, findings, ids, svc.now_ms(), None), error=None)
+    return {"status": status}
+
+
+async def _fail(run: _Run, code: str, message: str, *, retryable: bool = False) -> None:
+    now = run.svc.now_ms()
+    await _finish(run, status="error", summary=_summary([], 0, url=run.url, error=message, text=message),
+                  results=_results(run, None, [], [], now, message), error=_error(code, message, now,
+                                                                                  retryable=retryable))
+
+
+async def sweep_executions(ctx: dict) -> int:
+    """End as `error` the executions still running a minute past their time budget; how many (worker cron)."""
+    svc: Services = ctx["svc"]
+    budget = svc.settings.agent_execution_timeout_s
+    now = svc.now_ms()
+    message = f"The execution exceeded its time budget of {budget:g} s (its run was lost)."
+    async with svc.pool.connection() as conn:
+        ended = await xrepo.sweep_overdue(conn, before=now - int((budget + SWEEP_GRACE_S) * 1000), now=now,
+                                          error=_error("TIMEOUT", message, now, retryable=True), message=message)
+    if ended:
+        log.warning("ended %d agent execution(s) left running past their budget", len(ended))
+    return len(ended)
