@@ -164,6 +164,13 @@ def _eval(args: argparse.Namespace) -> int:
     return evaluate.main(provider=args.provider, mode=mode, compare=tuple(args.compare) if args.compare else None)
 
 
+def _eval_agents(args: argparse.Namespace) -> int:
+    from collab.agents import evaluate
+
+    return evaluate.main(provider=args.provider, labelled=args.set,
+                         compare=tuple(args.compare) if args.compare else None, as_json=args.json)
+
+
 def _eval_search(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -350,6 +357,16 @@ def main(argv: list[str] | None = None) -> int:
     extraction.add_argument("--compare", nargs=2, metavar=("A", "B"),
                             help="two prompts directories ('current' = prompts/), scored side by side")
     extraction.set_defaults(fn=_eval)
+    agents = esub.add_parser("agents", help="a review agent's findings recall and precision over fixtures/agents")
+    agents.add_argument(
+        "--provider", choices=["openai", "claude", "gemini", "fake"],
+        help="the provider when the agent names none (default: COLLAB_EXTRACTION_DEFAULT_PROVIDER); "
+        "fake: an offline stand-in model")
+    agents.add_argument("--set", help="one labelled set (a folder name under fixtures/agents); default: all")
+    agents.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                        help="two agent definitions (agents/create JSON files; 'current' = each set's agent.json)")
+    agents.add_argument("--json", action="store_true", help="print the report as JSON")
+    agents.set_defaults(fn=_eval_agents)
     search = esub.add_parser("search", help="recall@1/3/10, MRR and latency of judgment search on a labelled set")
     search.add_argument("--model", help="a candidate embedding model (as for reembed); default: the active one")
     search.add_argument(

@@ -189,6 +189,44 @@ def _change_events(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[
     return moved
 
 
+def _is_agent_suggestion(thread: dict[str, Any]) -> bool:
+    context = thread.get("context")
+    return isinstance(context, dict) and context.get("sourceType") == "agent" and context.get("type") == "suggestion"
+
+
+async def _suggestion_decision(conn, *, key: dict[str, Any], before: dict[str, Any], after: dict[str, Any],
+                               actor: dict[str, Any], now: int) -> events.Event | None:
+    """The reviewer's decision on an agent's suggestion (ADR 0055): a thread written by an agent execution that moves
+    to a terminal status is accepted (`comment_annotation.suggestion_accept`), or rejected when that status's id is
+    `rejected` (`comment_annotation.suggestion_reject`). The record quotes the agent's finding as its reasoning and
+    its targetText as the reviewed content, so the judgment it becomes is found by memory search."""
+    if (not _is_agent_suggestion(before) or before["status"] == after["status"] or after["status_type"] != "terminal"
+            or before["status_type"] == "terminal"):
+        return None
+    rejected = after["status"].lower() == "rejected"
+    first = await repo.comments_page(conn, api_key_id=key["api_key_id"], organization_id=key["organization_id"],
+                                     annotation_id=after["id"], comment_ids=None, user_ids=None, after_id=None, limit=1,
+                                     budget=1 << 62)
+    comment: dict[str, Any] = first[0] if first else {}
+    block = comment.get("agent")
+    agent: dict[str, Any] = block if isinstance(block, dict) else {}
+    kind = "comment_annotation.suggestion_reject" if rejected else "comment_annotation.suggestion_accept"
+    record = events.record(action_type=kind, actor=actor, thread=after,
+                           changes={"status": {"from": before["status"], "to": after["status"]}}, now=now)
+    context: dict[str, Any] = before["context"]
+    # The decision is the reviewer's (a human judgment): the agent's block goes under `suggestion`, not `agent`.
+    suggestion: dict[str, Any] = {
+        "status": "rejected" if rejected else "accepted", "resolvedBy": actor.get("userId"), "resolvedAt": now,
+        "agentId": context.get("agentId"), "executionId": context.get("executionId")
+    }
+    suggestion |= {k: agent[k] for k in ("findingId", "severity", "targetText", "suggestion", "url") if k in agent}
+    reasoning = (comment.get("comment_text") or "")[:events.PREVIEW * 10] or None
+    record["entity_data"] |= {"reasoning": reasoning, "suggestion": suggestion}
+    if record["entity_target_data"] is None and isinstance(agent.get("targetText"), str) and agent["targetText"]:
+        record["entity_target_data"] = {"text": agent["targetText"][:events.PREVIEW]}
+    return events.Event(record)
+
+
 async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> dict[str, Any]:
     """Change threads' status, priority, assignee, location, context or visibility; rewrite users' identities."""
     now = svc.now_ms()
@@ -222,6 +260,9 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
                 events.Event(events.record(action_type=kind, actor=actor, thread=after, changes=changes, now=now))
                 for kind, changes in _change_events(before, after)
             ]
+            decided = await _suggestion_decision(tx.conn, key=key, before=before, after=after, actor=actor, now=now)
+            if decided is not None:
+                batch.append(decided)
             if batch:
                 participants = {after["from_id"], *([after["assigned_id"]] if after["assigned_id"] else [])}
                 await events.send(tx, svc, tenant=tenant, config=config, thread=after, participants=participants,
