@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock test-clients run test lint format fuzz bench bench-crud bench-realtime load clean
+.PHONY: install lock test-clients run test test-cluster lint format fuzz bench bench-crud bench-realtime load clean
 
 LOCK   := requirements.lock
 UV_VERSION := 0.13.9
@@ -46,8 +46,9 @@ lock:
 
 install: $(STAMP)
 
-# Real clients the tests drive: yjs + y-websocket under Node, Playwright over Debian's Chromium; and
-# qemu-user, which runs the embedded database on an emulated CPU without AVX-512 (tests/kit/test_portability.py).
+# Real clients the tests drive: yjs + y-websocket under Node, Playwright over Debian's Chromium; qemu-user, which
+# runs the embedded database on an emulated CPU without AVX-512 (tests/kit/test_portability.py); and Debian's Redis,
+# Sentinel and HAProxy, the servers of the multi-node suite (make test-cluster).
 JS_STAMP := tests/js/node_modules/.installed
 $(JS_STAMP): tests/js/package.json tests/js/package-lock.json
 	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
@@ -62,6 +63,11 @@ test-clients: $(JS_STAMP)
 	@test -x "$$(command -v qemu-x86_64)" || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q qemu-user \
 	  || (DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q qemu-user) \
 	  || echo "collab: could not install qemu-user; the CPU portability test will be skipped (apt-get install qemu-user)"
+	@test -x "$$(command -v redis-server)" && test -x "$$(command -v redis-sentinel)" \
+	  && { test -x "$$(command -v haproxy)" || test -x /usr/sbin/haproxy; } \
+	  || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-server redis-sentinel haproxy \
+	  || (DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q redis-server redis-sentinel haproxy) \
+	  || echo "collab: could not install redis-server, redis-sentinel, haproxy; the cluster tests will be skipped (apt-get install redis-server redis-sentinel haproxy)"
 
 # The API serves on every core by default; API_WORKERS=N sets how many processes.
 run: install
@@ -69,6 +75,11 @@ run: install
 
 test: install test-clients
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Faults across machines on this one (tests/cluster): a network namespace per node, two Postgres, three Redis with
+# Sentinel, HAProxy, two API and two worker processes. Needs root; about 4 minutes on 2 cores.
+test-cluster: install test-clients
+	COLLAB_CLUSTER=1 $(BIN)/python -m pytest tests/cluster $(PYTEST_ARGS)
 
 # The formatter's check, the linter and the type checker (configured in pyproject.toml); CI runs it first.
 lint: install

@@ -251,7 +251,14 @@ class LaneWorker(Worker):
         if self.on_startup:
             await self.on_startup(self.ctx)
         while True:
-            await self._poll()
+            try:
+                await self._poll()
+            except (RedisError, OSError) as exc:
+                # Redis restarting or failing over (arq's own loop would end the process): the jobs running go on,
+                # the next poll finds Redis again (behind Sentinel, the new master).
+                log.warning("polling the %s queue failed, polling again: %s", self.queue_name, exc)
+                await asyncio.sleep(self.start_settings.conn_retry_delay)
+                continue
             if self.burst:
                 if 0 <= self.max_burst_jobs <= self._started():
                     await asyncio.gather(*self.tasks.values())

@@ -44,9 +44,12 @@ class EditorDoc:
         self.lock = asyncio.Lock()
         self.inflight: list[bytes] = []  # updates tried here whose append has not committed yet
 
-    async def _ready(self, read: Callable[[], Awaitable[dict[str, Any] | None]], max_age: float | None) -> bool:
+    async def _ready(self, read: Callable[[], Awaitable[dict[str, Any] | None]], max_age: float | None,
+                     missed: Callable[[bytes], None] | None = None) -> bool:
         """Build the document from `read()` (the editor's row with its pending updates) unless it is built and at
-        most `max_age` seconds old; False when the editor does not exist. Under the lock."""
+        most `max_age` seconds old; False when the editor does not exist. Under the lock. `missed(update)` gets
+        what storage held that the document built before did not: updates stored by a process whose publish never
+        arrived (cut off from Redis), which this process's sockets have not seen either."""
         if self.doc is not None and (max_age is None or time.monotonic() - self.built < max_age):
             return True
         row = await read()
@@ -54,8 +57,13 @@ class EditorDoc:
             self.doc = None
             return False
         self.kind, self.key = row["type"], row["content_key"]
-        self.doc, self.size = await asyncio.to_thread(self._build, row["state"], row["pending"] or [])
-        self.built = time.monotonic()
+        before = self.doc
+        built, self.size = await asyncio.to_thread(self._build, row["state"], row["pending"] or [])
+        self.doc, self.built = built, time.monotonic()
+        if before is not None and missed is not None:
+            update = await asyncio.to_thread(_news, built, before)
+            if update is not None:
+                missed(update)
         return True
 
     def _build(self, state: bytes, pending: list[bytes]) -> tuple[Doc, int]:
@@ -68,11 +76,11 @@ class EditorDoc:
         return doc, len(state) + sum(len(u) for u in pending) + sum(len(u) for u in self.inflight)
 
     async def run(self, fn: Callable[[Doc], Any], read: Callable[[], Awaitable[dict[str, Any] | None]], *,
-                  max_age: float | None) -> Any:
+                  max_age: float | None, missed: Callable[[bytes], None] | None = None) -> Any:
         """`fn(doc)` in a thread, alone with the document, built first from `read()` where it is not or is older
-        than `max_age` seconds; Missing when the editor does not exist."""
+        than `max_age` seconds (`missed`: see `_ready`); Missing when the editor does not exist."""
         async with self.lock:
-            if not await self._ready(read, max_age):
+            if not await self._ready(read, max_age, missed):
                 raise Missing()
             assert self.doc is not None  # _ready built it
             return await asyncio.to_thread(fn, self.doc)
@@ -118,3 +126,10 @@ class EditorDoc:
                 await asyncio.to_thread(ydoc.apply, self.doc, update)
             except ydoc.BadContent:
                 self.doc = None
+
+
+def _news(now: Doc, before: Doc) -> bytes | None:
+    """The update taking `before` to `now` when `now` holds structs `before` lacks (None when it holds none: a
+    deletion alone is not told, as it does not show in the state vector)."""
+    seen = before.get_state()
+    return now.get_update(seen) if now.get_state() != seen else None

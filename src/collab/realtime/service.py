@@ -181,7 +181,8 @@ class Realtime:
         Redis was away is missed here) and whenever an update could not be applied to it."""
         document = room.docs.setdefault(conn.editor_id, EditorDoc())
         try:
-            return await document.run(fn, self._reader(conn), max_age=max_age)
+            return await document.run(fn, self._reader(conn), max_age=max_age,
+                                      missed=lambda update: room.relay(conn.editor_id, protocol.step2(update)))
         except Missing:
             raise Refused(protocol.UNKNOWN, not_found_message("crdt", "editor")) from None
 

@@ -1,0 +1,1 @@
+"""The multi-node fault suite (`make test-cluster`): see conftest.py."""
