@@ -181,11 +181,11 @@ def test_resolve_answers_the_default_when_the_model_cannot_be_reached(client, ll
 
 
 @pytest.mark.parametrize("tool", ["enhance", "validate", "refine"])
-def test_an_unknown_provider_is_internal_and_calls_no_model(client, llm, tool):
+def test_an_unknown_provider_is_refused_on_its_field_and_calls_no_model(client, llm, tool):
     t = tenant_with_key(client)
     body = {**TOOLS[tool][1].to_dict(), "provider": "mistral"}
-    err = error(post(client, f"/v2/agents/prompt/{tool}", body, t.headers), "INTERNAL")
-    assert "mistral" in err["message"]
+    err = error(post(client, f"/v2/agents/prompt/{tool}", body, t.headers), "INVALID_ARGUMENT")
+    assert "mistral" in err["message"] and issue_paths(err) == [["provider"]]
     assert llm.requests == []
 
 

@@ -13,7 +13,20 @@ CLIENT_JSON = {
     "location",
     "context",
     "agent",
-    "attachments"  # comment threads (commentannotations/*)
+    "attachments",  # comment threads (commentannotations/*)
+    # An agent's configuration as its client wrote it (checked on the way in by the request models) and its metadata.
+    *(f"{model}.{block}" for model in ("Agent", "AgentVersion")
+      for block in ("metadata", "contextGathering", "execution", "response", "postProcess", "input", "scope", "setup")),
+    "AgentGroup.metadata",
+    "AgentGroupSummary.metadata",
+    "Execution-Output.config",  # the agent's configuration, pinned when the run started
+    "Execution-Output.ranBy",  # as the run's caller sent it
+    # Server-made blocks whose keys the descriptions list, not yet typed as models of their own (ADR 0055, 0056).
+    "Execution-Output.error",
+    "Execution-Output.resultsSummary",
+    "ExecutionFetched.results",
+    "AnalyticsAnswer.analytics",
+    "ValidationResult.demos",
 }
 
 

@@ -564,14 +564,19 @@ def test_compose_config_accepts_the_files_when_a_compose_tool_is_installed():
 
 
 def test_haproxy_config_balances_on_readiness_and_cuts_tunnels_of_a_node_marked_down():
-    """leastconn, /readyz checks, an hour's tunnel timeout, shutdown-sessions; and it notices a drain in time."""
+    """leastconn, /readyz checks, an hour's tunnel timeout; plain requests in flight are never cut, WebSocket tunnels
+    of a node out for good are (shutdown-sessions); every node at once failing sends to all; a drain noticed in
+    time."""
     text = (COMPOSE / "haproxy.cfg").read_text()
     lines = directives(text)
     assert "balance leastconn" in lines
     assert "option httpchk GET /readyz" in lines
     assert "timeout tunnel 1h" in lines
-    (defaults, ) = [line for line in lines if line.startswith("default-server ")]
-    assert "on-marked-down shutdown-sessions" in defaults
+    assert "use_backend realtime if websocket" in lines and "default_backend api" in lines
+    assert lines.count("option allbackups") == 2
+    defaults, realtime = [line for line in lines if line.startswith("default-server ")]
+    assert "shutdown-sessions" not in defaults
+    assert "on-marked-down shutdown-sessions" in realtime
     for placeholder in ("COLLAB_LB_BIND", "COLLAB_API_1", "COLLAB_API_2"):
         assert f'"${{{placeholder}}}"' in text
     assert not [line for line in lines if re.match(r"(cookie|stick|balance (source|uri))\b", line)]

@@ -96,8 +96,8 @@ class CountExecutions(Strict):
 
 class GetAnalytics(Model):
     agentId: NonBlank = None
-    year: str = Field(None, pattern=r"^\d{4}$")
-    month: str = Field(None, pattern=r"^(0[1-9]|1[0-2])$")
+    year: str = Field(None, max_length=4, pattern=r"^\d{4}$")
+    month: str = Field(None, max_length=2, pattern=r"^(0[1-9]|1[0-2])$")
     model: str = Field(None, min_length=1, max_length=200)
 
 

@@ -28,7 +28,7 @@ from collab.agents.prompt_schemas import (
 )
 from collab.extraction.pipeline import AnswerError, parse
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError
+from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.jobs import job, past, run_sync
 from collab.kit.ratelimit import workload
 from collab.kit.services import Services
@@ -171,7 +171,9 @@ async def answer(svc: Services, *, tenant: Tenant, tool: str, provider: str, val
 async def _key(svc: Services, tenant: Tenant, provider: str) -> tuple[str, bool]:
     """The key to call the provider with, and whether it is the platform's own (then the quota applies)."""
     if provider not in PROVIDERS:
-        raise ApiError("INTERNAL", f"Unknown provider '{provider}': use openai, claude or gemini.")
+        # Velt answers INTERNAL; a caller's bad value is a 400 here, never a 500 (ADR 0056).
+        message = f"Unknown provider '{provider}': use openai, claude or gemini."
+        raise invalid(message, [issue(["provider"], message)])
     spec = PROVIDERS[provider]
     key = await provider_api_key(svc, tenant=tenant, provider=spec.id)
     if key:
