@@ -197,7 +197,7 @@ def test_a_model_that_answers_garbage_twice_ends_in_error(client, llm, live, pag
 
 def test_a_private_url_is_refused_without_the_opt_in(client, llm, live, page, tune):
     t, agent_id = setup(client)
-    tune(webhooks_allow_private_targets=False)
+    tune(agent_execution_allow_private_pages=False)
     execution_id = result(start(client, t, agent_id, page.url))["executionId"]
     settle_jobs(live, t)
     done = execution(client, t, execution_id)["execution"]
@@ -299,3 +299,17 @@ def test_the_sweep_ends_an_execution_left_running(client, llm, live, page, db):
     assert live.run(sweep_executions({"svc": live.svc}), timeout=30) >= 1
     done = execution(client, t, execution_id)["execution"]
     assert done["status"] == "error" and done["error"]["code"] == "TIMEOUT"
+
+
+def test_the_version_running_is_the_one_pinned_at_start(client, llm, live, page):
+    t, agent_id = setup(client)
+    llm.responder = answering()
+    execution_id = result(start(client, t, agent_id, page.url))["executionId"]
+    # A new version lands while the run waits on the queue: the run keeps the version it started with.
+    body = {"agentId": agent_id, "instructions": "Check the spelling of every heading."}
+    result(post(client, "/v2/agents/version/update", body, t.headers))
+    settle_jobs(live, t)
+    done = execution(client, t, execution_id)["execution"]
+    assert (done["status"], done["agentVersion"]) == ("passed", 1)
+    system = llm.of("openai")[0]["json"]["messages"][0]["content"]
+    assert INSTRUCTIONS in system and "spelling" not in system

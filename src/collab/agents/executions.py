@@ -76,13 +76,14 @@ async def run(svc: Services, *, tenant: Tenant, data: RunExecution) -> dict[str,
                            "one has finished.")
         previous = await xrepo.latest_on(tx.conn, **where)
         summary = RUNNING_SUMMARY if skipped is None else {**RUNNING_SUMMARY, "summary": skipped}
-        await xrepo.insert_execution(tx.conn, **where, id=execution_id, agent_name=agent["name"],
-                                     agent_version=agent["version"], behaviour=agent["config"], request=request,
-                                     trigger=data.trigger, workflow_execution_id=data.workflowExecutionId,
-                                     previous_execution_id=previous,
-                                     ran_by=data.ranBy.model_dump() if data.ranBy else None,
-                                     status="running" if skipped is None else "skipped", now=now,
-                                     completed_at=None if skipped is None else now, results_summary=summary)
+        inserted = await xrepo.insert_execution(
+            tx.conn, **where, id=execution_id, agent_name=agent["name"], agent_version=agent["version"],
+            behaviour=agent["config"], request=request, trigger=data.trigger,
+            workflow_execution_id=data.workflowExecutionId, previous_execution_id=previous,
+            ran_by=data.ranBy.model_dump() if data.ranBy else None, status="running" if skipped is None else "skipped",
+            now=now, completed_at=None if skipped is None else now, results_summary=summary)
+        if not inserted:  # the unique index's word, should a run ever get past the lock and the check above
+            raise _already_running(await xrepo.running_on(tx.conn, **where) or "")
         if skipped is None:
             await xrepo.count_run(tx.conn, api_key_id=tenant.api_key_id, agent_id=data.agentId, now=now)
             await tx.enqueue("run_agent_execution", api_key_id=tenant.api_key_id, execution_id=execution_id,

@@ -64,8 +64,12 @@ where status = 'running' and started_at < %(before)s
 returning api_key_id, id
 
 -- name: list_executions
--- A page of executions, newest first: one agent's, one document's, or one agent's on one document.
-select * from agent_executions
+-- A page of executions, newest first: one agent's, one document's, or one agent's on one document. What the listing
+-- shows only: not the pinned configuration (up to 1 MiB each) nor the per-URL results.
+select id, agent_id, agent_name, agent_version, organization_id, document_id, request, trigger, workflow_execution_id,
+       previous_execution_id, ran_by, status, started_at, completed_at, error, results_summary, llm_model,
+       prompt_tokens, completion_tokens
+from agent_executions
 where api_key_id = %(api_key_id)s
   and (%(agent_id)s::text is null or agent_id = %(agent_id)s)
   and (%(organization_id)s::text is null or (organization_id = %(organization_id)s and document_id = %(document_id)s))

@@ -35,8 +35,8 @@ from collab.kit.services import Services
 from collab.llm import quota
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
-from collab.llm.routing import base_url, platform_key, resolve
-from collab.workspaces.config import provider_api_key
+from collab.llm.routing import base_url, resolve
+from collab.workspaces.config import model_key
 
 log = logging.getLogger("collab.agents.prompt_tools")
 
@@ -45,8 +45,6 @@ DEFAULT_CONFIG = {
     "extraction_strategies": ["web-page-text", "web-page-html", "web-page-screenshot"], "execution_strategy": "ai",
     "reasoning": "Default configuration applied"
 }
-QUOTA_SPENT = ("This workspace has used today's quota of the platform's model keys; configure its own provider key, "
-               "or retry tomorrow (UTC).")
 # A provider's failure, by kind (llm/client.py), as the caller is answered.
 _FAILURES = {
     "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),
@@ -175,19 +173,16 @@ async def _key(svc: Services, tenant: Tenant, provider: str) -> tuple[str, bool]
         message = f"Unknown provider '{provider}': use openai, claude or gemini."
         raise invalid(message, [issue(["provider"], message)])
     spec = PROVIDERS[provider]
-    key = await provider_api_key(svc, tenant=tenant, provider=spec.id)
-    if key:
-        return key, False
-    key = platform_key(svc.settings, spec)
-    if not key:
+    key, platform = await model_key(svc, tenant=tenant, provider=spec)
+    if key is None:
         raise ApiError("FAILED_PRECONDITION", f"No API key configured for provider: {spec.display}")
-    return key, True
+    return key, platform
 
 
 async def _quota_left(svc: Services, workspace_id: str) -> None:
     retry_after = await quota.exhausted(svc, workspace_id=workspace_id)
     if retry_after is not None:
-        raise ApiError("RESOURCE_EXHAUSTED", QUOTA_SPENT, details={"retryAfterSeconds": retry_after},
+        raise ApiError("RESOURCE_EXHAUSTED", quota.SPENT, details={"retryAfterSeconds": retry_after},
                        headers={"Retry-After": str(retry_after)})
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from collab import prompts
 from collab.config import Settings
 from collab.extraction.pipeline import AnswerError, parse
+from collab.kit.errors import ApiError
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import EXTRACTION_PROVIDERS, Route, base_url, resolve
 from collab.webhooks import safety
@@ -94,7 +95,7 @@ def html_text(markup: str) -> str:
 async def fetch_page(settings: Settings, url: str) -> str:
     """The text of the page at `url`: fetched through the SSRF guard (redirects checked again), within the page
     byte and time budgets; `Failure(CONTEXT_GATHERING_ERROR)` when it cannot be read."""
-    allow_private, budget = settings.webhooks_allow_private_targets, settings.agent_execution_page_max_bytes
+    allow_private, budget = settings.agent_execution_allow_private_pages, settings.agent_execution_page_max_bytes
     try:
         async with asyncio.timeout(settings.agent_execution_page_timeout_s):
             async with httpx.AsyncClient(follow_redirects=False, trust_env=False,
@@ -173,7 +174,7 @@ def route_for(settings: Settings, *, behaviour: dict[str, Any], ai_config: dict[
             pinned = resolve(wanted)
             if pinned.provider == EXTRACTION_PROVIDERS[provider]:
                 model = pinned.model  # else dropped, as Velt drops a pin for another provider
-        except Exception:  # an unroutable model name: the prompt's model (Velt falls back silently)
+        except ApiError:  # an unroutable model name: the prompt's model (Velt falls back silently)
             pass
     return provider, resolve(model)
 

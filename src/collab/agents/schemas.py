@@ -693,6 +693,16 @@ class AgentVersions(Doc):
     nextPageToken: str = Field(None, description="Absent on the last page.")
 
 
+def _group(row: dict[str, Any], **members: Any) -> dict[str, Any]:
+    """A group's wire fields around `members` (its ids, or their count); no description when it has none."""
+    record: dict[str, Any] = {"id": row["id"], "name": row["name"]}
+    if row["description"]:
+        record["description"] = row["description"]
+    return record | members | {
+        "metadata": row["metadata"], "createdAt": row["created_at"], "updatedAt": row["updated_at"]
+    }
+
+
 class AgentGroup(Doc):
     id: str
     name: str
@@ -705,13 +715,7 @@ class AgentGroup(Doc):
     @staticmethod
     def wire(row: dict[str, Any]) -> dict[str, Any]:
         """A group with its members in order."""
-        record = {"id": row["id"], "name": row["name"]}
-        if row["description"]:
-            record["description"] = row["description"]
-        return record | {
-            "agentIds": list(row["agent_ids"]), "metadata": row["metadata"], "createdAt": row["created_at"],
-            "updatedAt": row["updated_at"]
-        }
+        return _group(row, agentIds=list(row["agent_ids"]))
 
 
 class AgentGroupSummary(Doc):
@@ -726,13 +730,7 @@ class AgentGroupSummary(Doc):
     @staticmethod
     def wire(row: dict[str, Any]) -> dict[str, Any]:
         """A group as the listing shows it: a count in place of its members."""
-        record = {"id": row["id"], "name": row["name"]}
-        if row["description"]:
-            record["description"] = row["description"]
-        return record | {
-            "agentCount": row["agent_count"], "metadata": row["metadata"], "createdAt": row["created_at"],
-            "updatedAt": row["updated_at"]
-        }
+        return _group(row, agentCount=row["agent_count"])
 
 
 class GroupAnswer(Doc):

@@ -21,13 +21,11 @@ from collab.kit.jobs import PermanentError, job, past, transaction
 from collab.kit.jobs.fencing import Fenced
 from collab.kit.services import Services
 from collab.llm import quota
-from collab.llm.routing import EXTRACTION_PROVIDERS, platform_key
-from collab.workspaces.config import provider_api_key
+from collab.llm.routing import EXTRACTION_PROVIDERS
+from collab.workspaces.config import model_key
 
 log = logging.getLogger("collab.agents")
 SWEEP_GRACE_S = 60  # past the budget: the job's own timeout (budget + 15 s) has fired by then
-QUOTA_SPENT = ("This workspace has used today's quota of the platform's model keys; configure its own provider key, "
-               "or retry tomorrow (UTC).")
 
 
 def _error(code: str, message: str, now: int, *, retryable: bool = False) -> dict[str, Any]:
@@ -50,20 +48,16 @@ class _Run:
     async def _key(self, provider: str) -> str:
         spec = EXTRACTION_PROVIDERS[provider]
         try:
-            key = await provider_api_key(self.svc, tenant=self.tenant, provider=spec.id)
+            key, self.platform = await model_key(self.svc, tenant=self.tenant, provider=spec)
         except ApiError as exc:
             raise runner.Failure("LLM_ERROR", exc.message) from None
-        if key:
-            return key
-        key = platform_key(self.svc.settings, spec)
-        if not key:
+        if key is None:
             raise runner.Failure("LLM_ERROR", f"No API key configured for provider: {spec.display}")
-        self.platform = True
         return key
 
     async def _before_call(self) -> None:
         if self.platform and await quota.exhausted(self.svc, workspace_id=self.tenant.workspace_id) is not None:
-            raise runner.Failure("LLM_RATE_LIMITED", QUOTA_SPENT, retryable=True)
+            raise runner.Failure("LLM_RATE_LIMITED", quota.SPENT, retryable=True)
 
     async def _after_call(self, prompt_tokens: int, completion_tokens: int) -> None:
         assert self.llm_model is not None
@@ -128,7 +122,7 @@ class _Run:
                 "type": "suggestion", "sourceType": "agent", "agentId": row["agent_id"], "executionId": row["id"]
             }, "commentData": [{
                 "commentText": text[:20_000], "from": {"userId": row["agent_id"], "name": row["agent_name"][:500]},
-                "agent": agent, "triggerNotification": False
+                "agent": agent
             }]
         }
 
@@ -192,8 +186,13 @@ async def run_agent_execution(ctx: dict, *, api_key_id: str, execution_id: str, 
         return None
     run = _Run(svc, Tenant(api_key_id=api_key_id, workspace_id=workspace_id), row)
     budget = svc.settings.agent_execution_timeout_s
+    # From the execution's start, as the sweep counts it: time queued is spent too, so the sweep never ends a run
+    # that is still going (and could let a second one write beside it).
+    left = budget - (svc.now_ms() - row["started_at"]) / 1000
     try:
-        async with asyncio.timeout(budget):
+        if left <= 0:
+            raise TimeoutError()
+        async with asyncio.timeout(left):
             review = await run.review()
             findings = runner.ranked(review.findings)
             ids = await run.suggest(findings)

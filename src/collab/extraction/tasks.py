@@ -25,8 +25,8 @@ from collab.kit.services import Services
 from collab.llm import quota
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
-from collab.llm.routing import Route, base_url, platform_key, resolve
-from collab.workspaces.config import provider_api_key
+from collab.llm.routing import Route, base_url, resolve
+from collab.workspaces.config import model_key
 
 log = logging.getLogger("collab.extraction")
 A = TypeVar("A", bound=BaseModel)
@@ -51,10 +51,6 @@ class Failure(Exception):
                         headers={"Retry-After": str(self.retry_after_s)})
 
 
-QUOTA_SPENT = ("This workspace has used today's quota of the platform's model keys; configure its own provider key, "
-               "or retry tomorrow (UTC).")
-
-
 class Usage:
     """A workspace's platform-key quota during one extraction: every model call is counted, and once the day's
     totals are spent no further call starts (RESOURCE_EXHAUSTED mid-way)."""
@@ -67,7 +63,7 @@ class Usage:
         """Refuse to start a model call once the quota is spent."""
         if self.spent:
             retry_after = quota.seconds_to_next_day(self.svc.clock())
-            raise Failure("RESOURCE_EXHAUSTED", QUOTA_SPENT, retry_after_s=retry_after)
+            raise Failure("RESOURCE_EXHAUSTED", quota.SPENT, retry_after_s=retry_after)
 
     async def count(self, tokens: int) -> None:
         """Count one call that reached the provider (a failed one with no tokens)."""
@@ -135,22 +131,19 @@ async def _provider_key(svc: Services, tenant: Tenant, provider: str) -> tuple[s
     """The key to call the provider with, and whether it is the platform's own (then the quota applies)."""
     spec = PROVIDERS[provider]
     try:
-        key = await provider_api_key(svc, tenant=tenant, provider=spec.id)
+        key, platform = await model_key(svc, tenant=tenant, provider=spec)
     except ApiError as exc:
         raise Failure("INTERNAL", exc.message) from None
-    if key:
-        return key, False
-    key = platform_key(svc.settings, spec)
-    if not key:
+    if key is None:
         raise Failure("INTERNAL", f"No API key configured for provider: {spec.display}")
-    return key, True
+    return key, platform
 
 
 async def _platform_usage(svc: Services, workspace_id: str) -> Usage:
     """The usage counter of a workspace's platform-key calls; RESOURCE_EXHAUSTED when today's quota is spent."""
     retry_after = await quota.exhausted(svc, workspace_id=workspace_id)
     if retry_after is not None:
-        raise Failure("RESOURCE_EXHAUSTED", QUOTA_SPENT, retry_after_s=retry_after)
+        raise Failure("RESOURCE_EXHAUSTED", quota.SPENT, retry_after_s=retry_after)
     return Usage(svc, workspace_id)
 
 

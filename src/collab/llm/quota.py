@@ -16,6 +16,10 @@ from collab.kit.services import Services
 q = Queries.beside(__file__)
 _DROP_BATCH = 5000
 
+# What a call refused for the quota says (extraction, agents, prompt tools).
+SPENT = ("This workspace has used today's quota of the platform's model keys; configure its own provider key, or "
+         "retry tomorrow (UTC).")
+
 
 def _day(now: float):
     return datetime.fromtimestamp(now, tz=timezone.utc).date()

@@ -9,6 +9,7 @@ from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction
 from collab.kit.merge import deep_merge
 from collab.kit.services import Services
+from collab.llm.routing import Provider, platform_key
 from collab.workspaces import repository as repo
 from collab.workspaces.schemas import (
     ActivityConfigUpdate,
@@ -157,6 +158,16 @@ async def require_advanced_queries(svc: Services, *, tenant: Tenant) -> None:
         raise ApiError(
             "FAILED_PRECONDITION",
             "Advanced queries are not enabled: turn on enableAdvancedQueries with workspace/apikeyconfig/update.")
+
+
+async def model_key(svc: Services, *, tenant: Tenant, provider: Provider) -> tuple[str | None, bool]:
+    """The key to call `provider` with for `tenant`: the workspace's own, else the platform's (then True: the
+    platform-key quota applies); (None, False) when neither is set."""
+    own = await provider_api_key(svc, tenant=tenant, provider=provider.id)
+    if own:
+        return own, False
+    platform = platform_key(svc.settings, provider)
+    return (platform, True) if platform else (None, False)
 
 
 async def provider_api_key(svc: Services, *, tenant: Tenant, provider: str) -> str | None:
