@@ -458,10 +458,12 @@ class Settings(BaseSettings):
     agent_execution_page_max_bytes: int = Field(
         default=2 * 1024 * 1024, ge=1024,
         description="Bytes of the page at an execution's `url` read at most (past it the execution ends `error`)")
-    agent_execution_page_timeout_s: float = Field(
-        default=10.0, gt=0, le=120,
-        description="Seconds to fetch the page at an execution's `url`; private addresses only with "
-        "`COLLAB_WEBHOOKS_ALLOW_PRIVATE_TARGETS`")
+    agent_execution_page_timeout_s: float = Field(default=10.0, gt=0, le=120,
+                                                  description="Seconds to fetch the page at an execution's `url`")
+    agent_execution_allow_private_pages: bool = Field(
+        default=False,
+        description="Let an execution fetch pages at private, loopback and link-local addresses (an intranet "
+        "deployment); off, such a `url` or a redirect to one ends the execution `error`")
 
     auth_failures_per_address: str = Field(
         default="60/minute",
@@ -532,10 +534,10 @@ class Settings(BaseSettings):
             missing = [
                 name for name, value in (("COLLAB_DATABASE_URL", self.database_url),
                                          ("COLLAB_REDIS_URL or COLLAB_REDIS_SENTINELS",
-                                          self.redis_url or self.redis_sentinels)) if not value
+                                          self.redis_url or self.redis_sentinels or not redis)) if not value
             ]
             if missing:
-                raise RuntimeError(
+                raise Misconfigured(
                     f"COLLAB_ENV=production without {' and '.join(missing)}: refusing to start embedded servers "
                     "(each replica would make its own database); set them, or COLLAB_ALLOW_EMBEDDED=true for one "
                     "machine")

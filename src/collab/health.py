@@ -32,9 +32,9 @@ async def _redis(svc: Services) -> str:
 
 @router.get("/readyz", summary="Postgres, Redis and migrations are ready, and the process is not draining")
 async def readyz(svc: Services = Depends(services)):
-    checks = {}
     if drain.draining():  # stopping: the load balancer takes this process out while it still serves
-        checks["drain"] = "draining"
+        return _not_ready({"drain": "draining"})
+    checks = {}
     for name, probe in (("postgres", _postgres), ("redis", _redis)):
         try:
             checks[name] = await asyncio.wait_for(probe(svc), timeout=3)
@@ -42,5 +42,9 @@ async def readyz(svc: Services = Depends(services)):
             checks[name] = f"error: {type(exc).__name__}"
     if all(v == "ok" for v in checks.values()):
         return OrjsonResponse({"status": "ready", "checks": checks})
+    return _not_ready(checks)
+
+
+def _not_ready(checks: dict[str, str]) -> OrjsonResponse:
     body = {"error": {"status": "UNAVAILABLE", "message": "Not ready.", "details": {"checks": checks}}}
     return OrjsonResponse(body, status_code=503)

@@ -37,7 +37,7 @@ from collab.kit.jobs import (
     sweep,
     wake,
 )
-from collab.kit.redisclient import RedisTarget, Sentinels, plain_client
+from collab.kit.redisclient import RedisTarget, plain_client
 from collab.kit.services import Services, build_services, close_services, redis_target
 from collab.llm.client import load_litellm
 
@@ -218,15 +218,20 @@ class LaneWorker(Worker):
             job_id = job_id_b.decode()
             # redis-py types its sync and async clients' replies as one union
             # redis-py types script arguments and timeouts narrower than it takes (ints, a float timeout)
-            score = await self.pool.eval(  # type: ignore[misc]
-                _CLAIM,
-                2,
-                in_progress_key_prefix + job_id,
-                self.queue_name,
-                job_id,
-                timestamp_ms(),  # type: ignore[arg-type]
-                int(self.in_progress_timeout_s * 1000)  # type: ignore[arg-type]
-            )
+            try:
+                score = await self.pool.eval(  # type: ignore[misc]
+                    _CLAIM,
+                    2,
+                    in_progress_key_prefix + job_id,
+                    self.queue_name,
+                    job_id,
+                    timestamp_ms(),  # type: ignore[arg-type]
+                    int(self.in_progress_timeout_s * 1000)  # type: ignore[arg-type]
+                )
+            except BaseException:  # Redis away or read-only (a failover): the slot is free again, the poll retries
+                self.job_counter -= 1
+                self.sem.release()
+                raise
             if score is None:  # running elsewhere, finished, or re-queued for later
                 self.job_counter -= 1
                 self.sem.release()
@@ -384,8 +389,6 @@ def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: R
         shared["users"] += 1
         return svc or await shared["svc"]
 
-    redis_settings = _arq_settings(redis_url)
-
     def build(where: Lane, fns: list, *, crons: list, max_jobs: int, poll_delay: float) -> LaneWorker:
 
         async def startup(ctx: dict) -> None:
@@ -431,7 +434,9 @@ def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: R
             functions=fns,
             cron_jobs=crons,
             queue_name=where.queue,
-            redis_settings=redis_settings,
+            # arq's pool is given (plain_client: a URL or the Sentinels' master), so these are only its start-up
+            # retries for Redis.
+            redis_settings=RedisSettings(),
             # arq's own client, made here (connections are opened on first use) rather than by arq's start-up.
             redis_pool=plain_client(redis_url, queue=where.queue),
             on_startup=startup,
@@ -471,11 +476,3 @@ def run(settings: Settings | None = None, *, lanes: str = "all") -> None:
 
     target = redis_target(settings) or embedded.EmbeddedRedis(settings.data_dir).start()
     make_worker(settings, redis_url=target, lanes=lanes).run()
-
-
-def _arq_settings(target: RedisTarget) -> RedisSettings:
-    """arq's description of where Redis is (its own pool is made by plain_client; these name it in arq's logs)."""
-    if isinstance(target, Sentinels):
-        return RedisSettings(host=list(target.hosts), sentinel=True, sentinel_master=target.master,
-                             password=target.password, ssl=target.tls)
-    return RedisSettings.from_dsn(target)

@@ -21,7 +21,8 @@ from redis.sentinel import MasterNotFoundError
 from redis.sentinel import Sentinel as SentinelClient
 
 from cluster.nodes import MASTER_NAME, HAProxy, Postgres, Redis, Sentinel
-from cluster.topology import Node, Process, Topology, wait_for
+from cluster.topology import Node, Process, Topology
+from support.faults_env import wait_for
 
 # The last byte of each node's address on the bridge (the root namespace is .1).
 NODES = {"pg1": 11, "pg2": 12, "r1": 21, "r2": 22, "r3": 23, "lb": 30, "a1": 41, "a2": 42, "w1": 51, "w2": 52}

@@ -1,59 +1,12 @@
-"""REST load through the load balancer during a fault: every outcome kept (status, body, when it ended).
+"""REST load through the load balancer during a fault (support/faults_env's Load): what it writes, and how its
+outcomes are judged."""
 
-As support/faults_env.Load, except that an answer is recorded by its status whatever its body (HAProxy's own
-503 page is a 503, not a failure to read JSON), and only a cut connection or a timeout counts as no answer.
-"""
-
-import threading
-import time
 from typing import Any, Callable
 
 import httpx
 
+from support.faults_env import Load
 from support.helpers import post
-
-
-class Load:
-    """Threads that keep calling the API; `outcomes[thread]` lists {n, status, body, headers, ended}."""
-
-    def __init__(self, url: str, threads: int, request: Callable[[httpx.Client, int, int], httpx.Response], *,
-                 timeout: float = 60):
-        self.url, self.request, self.timeout = url, request, timeout
-        self.stop = threading.Event()
-        self.outcomes: list[list[dict[str, Any]]] = [[] for _ in range(threads)]
-        self.threads = [threading.Thread(target=self._run, args=(i, ), daemon=True) for i in range(threads)]
-
-    def _run(self, index: int) -> None:
-        with httpx.Client(base_url=self.url, timeout=self.timeout) as client:
-            n = 0
-            while not self.stop.is_set():
-                n += 1
-                try:
-                    response = self.request(client, n=n, thread=index)
-                    try:
-                        body = response.json()
-                    except ValueError:
-                        body = {"text": response.text[:200]}  # not the API's envelope: the balancer's own page
-                    outcome = {"n": n, "status": response.status_code, "body": body, "headers": dict(response.headers)}
-                except httpx.HTTPError as exc:  # no answer: a cut connection or a timeout
-                    outcome = {"n": n, "status": None, "error": repr(exc)}
-                outcome["ended"] = time.monotonic()
-                self.outcomes[index].append(outcome)
-
-    def start(self) -> "Load":
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def finish(self) -> list[dict[str, Any]]:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(60)
-        return [o for outcomes in self.outcomes for o in outcomes]
-
-    def count(self, predicate: Callable[[dict[str, Any]], bool], *, since: float = 0.0) -> list[int]:
-        """Per thread, how many outcomes that ended after `since` match."""
-        return [sum(1 for o in list(outcomes) if o["ended"] >= since and predicate(o)) for outcomes in self.outcomes]
 
 
 def org_writes(tenant, prefix: str) -> Callable[..., httpx.Response]:
@@ -73,6 +26,15 @@ def acknowledged(load: Load, prefix: str) -> set[str]:
 
 def ok(outcome: dict[str, Any]) -> bool:
     return outcome["status"] == 200
+
+
+def answered(outcome: dict[str, Any]) -> bool:
+    """200, or collab's own 503: UNAVAILABLE in its envelope with Retry-After (not the balancer's page, not a cut
+    connection)."""
+    if outcome["status"] == 200:
+        return True
+    error = outcome.get("body", {}).get("error") or {}
+    return outcome["status"] == 503 and error.get("status") == "UNAVAILABLE" and "retry-after" in outcome["headers"]
 
 
 def not_ok(outcome: dict[str, Any]) -> bool:

@@ -16,7 +16,8 @@ import psycopg
 import redis
 from psycopg.rows import dict_row
 
-from cluster.topology import SYSTEM_BIN, Node, Process, tool, wait_for
+from cluster.topology import SYSTEM_BIN, Node, Process, tool
+from support.faults_env import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "deploy" / "compose"
@@ -139,9 +140,6 @@ class Postgres:
         with self.connect(database) as conn:
             return conn.execute(sql, params).fetchall()
 
-    def in_recovery(self) -> bool:
-        return self.query("select pg_is_in_recovery() as r", database="postgres")[0]["r"]
-
     def require_sync_standby(self) -> None:
         """Commits wait for any one standby (`synchronous_standby_names = '*'`)."""
         with self.connect("postgres") as conn:
@@ -246,7 +244,7 @@ class Sentinel:
 
 class HAProxy:
     """Debian's HAProxy with the shipped haproxy.cfg unchanged, plus a second file that only adds an admin socket
-    (to read each server's state and place sockets for the fan-out measurement)."""
+    (to read each server's state, and to place sockets on one server)."""
 
     def __init__(self, node: Node, apis: list[Node]):
         self.node, self.apis = node, apis
@@ -297,9 +295,6 @@ class HAProxy:
             return self.servers(backend)[server]["status"]
         except (OSError, KeyError):
             return "?"
-
-    def sessions(self, server: str, backend: str = "api") -> int:
-        return int(self.servers(backend)[server]["scur"] or 0)
 
     def wait_ready(self, timeout: float = 30) -> None:
         assert self.process is not None

@@ -17,16 +17,17 @@ import arq
 import pytest
 
 from cluster.cluster import DRAIN_S, LEASE_S, REPORT
-from cluster.load import Load, acknowledged, not_ok, ok, org_writes, unexpected
+from cluster.load import acknowledged, answered, not_ok, ok, org_writes, unexpected
 from cluster.nodes import Watch
-from cluster.topology import wait_for
 from collab.kit.db.migrate import available
 from collab.kit.db.pool import POOL_TIMEOUT_S
 from collab.users.deletion import TASKS
+from support.faults_env import Load, wait_for
 from support.helpers import add_organization, new_tenant, post, result
 from support.js_clients import Clients, YjsClient
 
 pytestmark = pytest.mark.usefixtures("healthy")
+FEW_S = 10  # "503 for a few seconds": awaited jobs answer again within this long of Sentinel naming a new master
 
 TASK_NAMES = list(TASKS)
 FREEZE_S = 30.0  # the freeze
@@ -386,8 +387,13 @@ def test_f4_worker_cut_from_redis_past_its_lease_reruns_elsewhere_with_no_second
     committed = {
         zname: traced_since(zombie, marks, zname, "deletion"), oname: traced_since(other, marks, oname, "deletion")
     }
-    assert committed[zname] + committed[oname] == TASK_NAMES, f"each task committed once, in order: {committed}"
-    assert committed[zname][:3] == TASK_NAMES[:3]
+    # The zombie's task 4 held the job's row when the other worker took over, so it commits; at a later task it
+    # finds the other's try and stops there (fencing; which task depends on who gets the row's lock first). Each
+    # task once, in order: the zombie's first, the rest by the other worker.
+    zombie_did, other_did = committed[zname], committed[oname]
+    assert zombie_did + other_did == TASK_NAMES and zombie_did[:4] == TASK_NAMES[:4], committed
+    if other_did:
+        assert "was overtaken by a later try" in zombie.process.tail(400), zombie.process.tail(20)
 
 
 # --- F6: an API node cut from Redis --------------------------------------------------------------------------------
@@ -519,9 +525,13 @@ def test_f5_redis_master_killed_sentinel_fails_over_crud_unaffected_clients_conv
         if wrong:
             problems.append(f"CRUD affected: {len(wrong)} of {len(crud_outcomes)} writes not 200, e.g. "
                             f"{unexpected(wrong[:2], {200})}; {placed(wrong, killed, watch)}")
-        wrong = unexpected(ask_outcomes, {200, 503})
+        wrong = [o for o in ask_outcomes if not answered(o)]
         if wrong:
-            problems.append(f"awaited jobs answered neither 200 nor 503: {len(wrong)}, e.g. {wrong[:2]}")
+            problems.append(f"awaited jobs answered neither 200 nor collab's 503: {len(wrong)}, e.g. "
+                            f"{unexpected(wrong[:2], {200})}")
+        late = [o for o in ask_outcomes if o["status"] != 200 and o["ended"] > elected + FEW_S]
+        if late:
+            problems.append(f"awaited jobs still failing {FEW_S} s after the election: {unexpected(late[:2], {200})}")
         missing = acknowledged(crud, "s") - set(stored_orgs(cluster, t))
         if missing:
             problems.append(f"acknowledged writes lost: {sorted(missing)[:5]}")
@@ -566,10 +576,10 @@ def test_f8_postgres_restart_under_load_answers_200_or_503_and_loses_nothing(clu
             outcomes = load.finish()
             if not primary.process.alive():
                 primary.start().wait_ready()
-    wrong = [o for o in outcomes if o["status"] not in (200, 503)]
+    wrong = [o for o in outcomes if not answered(o)]
     missing = acknowledged(load, "p") - set(stored_orgs(cluster, t))
     wait_for(lambda: primary.sync_standbys() == [cluster.standby.ip], timeout=60, what="the standby to be back in sync")
-    assert not wrong and not missing, (f"{len(wrong)} of {len(outcomes)} answers neither 200 nor 503, e.g. "
+    assert not wrong and not missing, (f"{len(wrong)} of {len(outcomes)} answers neither 200 nor collab's 503, e.g. "
                                        f"{unexpected(wrong[:3], {200, 503})}; {placed(wrong, down, watch)}; "
                                        f"Postgres back at {up - down:+.2f}; acknowledged writes lost: "
                                        f"{sorted(missing)[:5]}")
@@ -598,11 +608,11 @@ def test_f7_postgres_primary_killed_standby_promoted_no_acknowledged_write_lost(
         finally:
             outcomes = load.finish()
     REPORT.append(f"F7 writes succeeded again {time.monotonic() - promoted:.1f} s (at most) after the promotion")
-    wrong = [o for o in outcomes if o["status"] not in (200, 503)]
+    wrong = [o for o in outcomes if not answered(o)]
     stored = {r["id"] for r in new.query("select id from organizations where api_key_id = %s", t.api_key)}
     missing = acknowledged(load, "f") - stored
     rebuild_standby(old, new)
-    assert not wrong and not missing, (f"{len(wrong)} of {len(outcomes)} answers neither 200 nor 503, e.g. "
+    assert not wrong and not missing, (f"{len(wrong)} of {len(outcomes)} answers neither 200 nor collab's 503, e.g. "
                                        f"{unexpected(wrong[:3], {200, 503})}; {placed(wrong, down, watch)}; "
                                        f"promoted at {promoted - down:+.2f}; acknowledged writes missing on the "
                                        f"promoted standby: {sorted(missing)[:5]}")

@@ -11,9 +11,10 @@ import secrets
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+from support.faults_env import wait_for
 
 # Where Debian installs system binaries: a PATH without its sbin folders (not root's) still finds ip and haproxy.
 SYSTEM_BIN = os.pathsep.join(("/usr/sbin", "/usr/bin", "/sbin", "/bin"))
@@ -33,18 +34,6 @@ def ip(*args: str, check: bool = True) -> str:
     if check and done.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout
-
-
-def wait_for(predicate: Callable[[], Any], *, timeout: float, what: str, every: float = 0.05) -> Any:
-    """Poll until `predicate` returns something truthy (a condition with no notification to wait on)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(every)
 
 
 def free_subnet() -> ipaddress.IPv4Network:
@@ -108,17 +97,6 @@ class Process:
         self.signal(signal.SIGCONT)  # a frozen process dies as well, but its waiters only see it once it ran
         self.signal(signal.SIGKILL)
         return self.wait(30)
-
-    def stop(self, timeout: float = 30) -> int | None:
-        """SIGTERM, then SIGKILL if it is still there after `timeout`."""
-        if self.popen is None:
-            return None
-        self.signal(signal.SIGCONT)
-        self.signal(signal.SIGTERM)
-        try:
-            return self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return self.kill()
 
     def tail(self, lines: int = 40) -> str:
         try:

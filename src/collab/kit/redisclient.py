@@ -10,7 +10,10 @@ from arq import ArqRedis
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from collab.config import Misconfigured
 
 # Redis answers in a millisecond; a command that takes this long means it is gone or frozen.
 REDIS_TIMEOUT_S = 2.0
@@ -167,6 +170,17 @@ def subscriber(client: Redis) -> Redis:
     return Redis(connection_pool=ConnectionPool(connection_class=cls, **kwargs))
 
 
+async def moved(client: Redis, at: tuple[str, int] | None) -> bool:
+    """Whether the Sentinels now name a master other than `at` (never for one Redis by URL). Sentinels that do not
+    answer leave the link as it is: a working link is not dropped for them."""
+    if not isinstance(client.connection_pool, SentinelConnectionPool):
+        return False
+    try:
+        return await address(client) != at
+    except (RedisError, OSError):
+        return False
+
+
 async def address(client: Redis) -> tuple[str, int] | None:
     """Where `client` connects over TCP now: the configured host and port, or the master the Sentinels name."""
     pool = client.connection_pool
@@ -180,5 +194,5 @@ async def refuse_cluster(client: Redis) -> None:
     """Raise when `client` reaches a Redis Cluster node (arq runs MULTI/EXEC across keys a cluster spreads)."""
     info = await client.info("cluster")
     if info.get("cluster_enabled"):
-        raise RuntimeError("Redis Cluster is not supported (arq, the job queue, needs transactions across keys); use "
-                           "one Redis with replicas and Sentinel (COLLAB_REDIS_SENTINELS) instead")
+        raise Misconfigured("Redis Cluster is not supported (arq, the job queue, needs transactions across keys); use "
+                            "one Redis with replicas and Sentinel (COLLAB_REDIS_SENTINELS) instead")

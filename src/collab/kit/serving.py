@@ -3,6 +3,7 @@ uvicorn only: `uvicorn.Server.run(sockets=...)`)."""
 
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import sys
@@ -59,8 +60,14 @@ def run(config: Config, *, drain_s: float = 0.0) -> None:
     logger.info("serving on %s:%s from %d processes", config.host, config.port, config.workers)
     spawn = multiprocessing.get_context("spawn")
     stop = threading.Event()
+    received = [signal.SIGTERM]  # the signal each process is sent on: SIGTERM drains, Ctrl-C (SIGINT) does not
+
+    def stopping(signum: int, _frame: object) -> None:
+        received[0] = signal.Signals(signum)
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, stopping)
     processes = [spawn.Process(target=_serve, args=(config, drain_s), daemon=True) for _ in range(config.workers)]
     for process in processes:
         process.start()
@@ -71,7 +78,8 @@ def run(config: Config, *, drain_s: float = 0.0) -> None:
                 processes[i] = spawn.Process(target=_serve, args=(config, drain_s), daemon=True)
                 processes[i].start()
     for process in processes:
-        process.terminate()  # SIGTERM: each drains, finishes what is in flight, then exits
+        if process.pid is not None:
+            os.kill(process.pid, received[0])  # as this supervisor was stopped: SIGTERM drains first
     for process in processes:
         process.join(drain_s + (config.timeout_graceful_shutdown or 30))
         if process.is_alive():

@@ -17,7 +17,7 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from collab.kit import fanout
-from collab.kit.redisclient import address, subscriber
+from collab.kit.redisclient import address, moved, subscriber
 from collab.realtime import protocol
 from collab.realtime.document import EditorDoc
 
@@ -319,7 +319,7 @@ class Hub:
                         # A master that Sentinel replaced without dropping this link (partitioned, not dead) no
                         # longer gets the other processes' publishes: follow the Sentinels to the new one.
                         checked = time.monotonic()
-                        if await address(self.subscriber) != at:
+                        if await moved(self.subscriber, at):
                             raise RedisError("the Redis master moved")
             except asyncio.CancelledError:
                 raise

@@ -60,11 +60,14 @@ class Realtime:
         self.appender.start()
         self.upkeep.start()
 
+    def _close_all(self) -> None:
+        for conn in [c for room in self.hub.rooms.values() for c in room.connections()]:
+            conn.close(1001, "Server shutting down.")
+
     async def going_away(self) -> None:
         """Close every socket with 1001 (the process stops: clients reconnect, through the load balancer, elsewhere)
         and wait until they have left."""
-        for conn in [c for room in self.hub.rooms.values() for c in room.connections()]:
-            conn.close(1001, "Server shutting down.")
+        self._close_all()
         try:
             await self.until(lambda: not self.hub.total, timeout=5.0)
         except TimeoutError:
@@ -73,8 +76,7 @@ class Realtime:
     async def stop(self) -> None:
         """Close every socket (1001) and stop the loops (app shutdown)."""
         await self.upkeep.stop()
-        for conn in [c for room in self.hub.rooms.values() for c in room.connections()]:
-            conn.close(1001, "Server shutting down.")
+        self._close_all()
         await asyncio.gather(*self.background, return_exceptions=True)
         await self.appender.stop()
         await self.hub.stop()
@@ -175,14 +177,14 @@ class Realtime:
         await self.upkeep.arrived(conn, room)
 
     async def _on_document(self, conn: Connection, room: DocumentRoom, fn: Callable[[Any], Any], *,
-                           max_age: float = SYNC_MAX_AGE_S) -> Any:
+                           max_age: float = SYNC_MAX_AGE_S, relay_missed: bool = True) -> Any:
         """`fn` of the room's copy of the editor's document: read and folded once, then kept current by every
         update this process sees; built again for a sync when older than SYNC_MAX_AGE_S (an update announced while
         Redis was away is missed here) and whenever an update could not be applied to it."""
         document = room.docs.setdefault(conn.editor_id, EditorDoc())
         try:
-            return await document.run(fn, self._reader(conn), max_age=max_age,
-                                      missed=lambda update: room.relay(conn.editor_id, protocol.step2(update)))
+            relay = (lambda update: room.relay(conn.editor_id, protocol.step2(update))) if relay_missed else None
+            return await document.run(fn, self._reader(conn), max_age=max_age, missed=relay)
         except Missing:
             raise Refused(protocol.UNKNOWN, not_found_message("crdt", "editor")) from None
 
@@ -383,7 +385,8 @@ class Realtime:
                 if not conns:
                     continue
                 try:  # built again from storage (max_age 0): the copy here missed those updates too
-                    update = await self._on_document(next(iter(conns)), room, lambda doc: doc.get_update(), max_age=0.0)
+                    update = await self._on_document(next(iter(conns)), room, lambda doc: doc.get_update(), max_age=0.0,
+                                                     relay_missed=False)
                 except Refused:
                     continue  # the editor was deleted meanwhile: its sockets are closed by the recheck
                 except Exception:  # noqa: BLE001 - one editor's failure must not stop the others catching up
