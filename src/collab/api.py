@@ -13,8 +13,11 @@ from collab.comments.routes import router as comments
 from collab.crdt.routes import router as crdt
 from collab.documents.routes import router as documents
 from collab.extraction.routes import router as extraction
+from collab.insights.routes import router as insights
 from collab.judgments.routes import router as judgments
 from collab.kit.openapi import ERRORS
+from collab.knowledge.routes import router as knowledge
+from collab.memory.routes import router as memory
 from collab.notifications.email_routes import router as notification_email
 from collab.notifications.routes import router as notifications
 from collab.organizations.routes import router as organizations
@@ -28,8 +31,8 @@ from collab.workspaces.routes import router as workspaces
 
 ROUTERS = [
     workspaces, organizations, documents, users, permissions, notifications, notification_email, activities, presence,
-    recordings, crdt, extraction, agents, agent_executions, agent_prompts, judgments, ask_ai, webhooks, comments,
-    realtime
+    recordings, crdt, extraction, agents, agent_executions, agent_prompts, judgments, memory, ask_ai, webhooks,
+    comments, realtime, knowledge, insights
 ]
 
 

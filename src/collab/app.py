@@ -19,6 +19,9 @@ from collab.kit.http import RequestContext, install_handlers
 from collab.kit.listener import Listener
 from collab.kit.routing import dispatch_by_table
 from collab.kit.services import Services, build_services, close_services
+from collab.knowledge import routes as knowledge_routes
+from collab.knowledge import schemas as knowledge_schemas
+from collab.knowledge import urls as knowledge_urls
 from collab.notifications import email_routes
 from collab.realtime.service import Realtime
 
@@ -63,11 +66,13 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
     api.add_routes(app, health.router)
     console.mount(app)  # /console: HTML pages, kept out of the OpenAPI document
     app.include_router(email_routes.pages)  # /email/unsubscribe: the link in notification e-mails
+    app.include_router(knowledge_routes.public)  # /knowledge/uploads, /knowledge/files: signed URLs
     _offline_docs(app)
     _documented_errors_only(app)
     dispatch_by_table(app)  # after every route is added
     # Outermost: every response, error or not, carries a request id and respects the body limit.
-    app.add_middleware(RequestContext, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestContext, max_body_bytes=settings.max_body_bytes,
+                       larger={knowledge_urls.UPLOAD_PATH: knowledge_schemas.MAX_REF_BYTES})
     return app
 
 

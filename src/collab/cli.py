@@ -176,6 +176,16 @@ def _eval_search(args: argparse.Namespace) -> int:
 
     from collab.judgments import evaluate
 
+    if args.memory:
+        from collab.memory import evaluate as memory_evaluate
+
+        return memory_evaluate.main(provider=args.provider, model=args.model,
+                                    set_path=Path(args.set) if args.set else None, as_json=args.json,
+                                    queries=args.queries, judgments=args.judgments,
+                                    split=None if args.split == "all" else args.split)
+    if args.provider:
+        print("--provider answers ask and suggest: it needs --memory", file=sys.stderr)
+        return 2
     return evaluate.main(model=args.model, set_path=Path(args.set) if args.set else None, as_json=args.json,
                          queries=args.queries, judgments=args.judgments, bf16=args.bf16,
                          split=None if args.split == "all" else args.split)
@@ -183,8 +193,9 @@ def _eval_search(args: argparse.Namespace) -> int:
 
 def _reembed(args: argparse.Namespace) -> int:
     from collab.embeddings.model import DEFAULT_NAME, load
-    from collab.judgments.reembed import reembed
+    from collab.judgments.reembed import activate_model, reembed
     from collab.kit.services import build_services, close_services
+    from collab.knowledge.reembed import reembed_knowledge
 
     async def go() -> dict:
         svc = await build_services(get_settings())
@@ -193,8 +204,13 @@ def _reembed(args: argparse.Namespace) -> int:
             embedder = await asyncio.to_thread(load, setting, None, "bf16" if args.bf16 else "auto",
                                                cache_dir=svc.settings.models_dir)
             kinds = (args.kind, ) if args.kind else ("review", "content")
-            return await reembed(svc, embedder, source=setting or "default", kinds=kinds, batch_size=args.batch_size,
-                                 activate=args.activate, only=args.api_key)
+            counts = await reembed(svc, embedder, source=setting or "default", kinds=kinds, batch_size=args.batch_size,
+                                   only=args.api_key)
+            # Knowledge before the switch: its search and rules must not go empty meanwhile.
+            knowledge = await reembed_knowledge(svc, embedder, batch_size=args.batch_size, only=args.api_key)
+            if args.activate:
+                await activate_model(svc, embedder)
+            return {**counts, "knowledge": knowledge["embedded"]}
         finally:
             await close_services(svc)
 
@@ -202,7 +218,7 @@ def _reembed(args: argparse.Namespace) -> int:
     counts = asyncio.run(go())
     seconds = time.monotonic() - started
     print(f"re-embedded {counts['embedded']} text(s), {counts['skipped']} unchanged,"
-          f" over {counts['judgments']} judgment(s) in {seconds:.1f} s"
+          f" over {counts['judgments']} judgment(s), and {counts['knowledge']} knowledge text(s), in {seconds:.1f} s"
           f" ({counts['embedded'] / max(counts.get('seconds', seconds), 1e-9):.0f} texts/s while embedding)")
     return 0
 
@@ -380,6 +396,14 @@ def main(argv: list[str] | None = None) -> int:
     search.add_argument("--queries", type=int, help="only this many queries (taken round-robin over the kinds)")
     search.add_argument("--judgments", type=int, help="only this many judgments (the queries' relevant ones first)")
     search.add_argument("--bf16", action="store_true", help="run a candidate model in bfloat16")
+    search.add_argument(
+        "--memory", action="store_true",
+        help="measure memory/ask and memory/suggest instead: citation precision, grounding, suggestion accuracy "
+        "and abstention on fixtures/search/unanswerable.jsonl")
+    search.add_argument(
+        "--provider", choices=["openai", "claude", "gemini", "fake"],
+        help="with --memory, the provider that answers (default: COLLAB_MEMORY_PROVIDER); fake: an offline "
+        "stand-in that checks retrieval and the citation check, not a model")
     search.set_defaults(fn=_eval_search)
     sub.add_parser(
         "config-doc",

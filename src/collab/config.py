@@ -170,6 +170,32 @@ class Settings(BaseSettings):
         default=0, ge=0,
         description="Uploaded extraction files' bytes are dropped this many days after upload, hourly (row, text and "
         "result kept); 0 = kept forever")
+    knowledge_max_sources: int = Field(
+        default=1000, ge=1,
+        description="Knowledge sources one API key may hold (`memory/knowledge/ingest`); past it 429 "
+        "`RESOURCE_EXHAUSTED` until some are deleted", json_schema_extra={"section": "Knowledge sources"})
+    rate_limit_knowledge_ingest: str = Field(
+        default="30/minute", description="Knowledge ingests per workspace per window (Velt's documented rate); past "
+        "it 429 `RESOURCE_EXHAUSTED` with `Retry-After`")
+    knowledge_chunk_chars: int = Field(
+        default=1500, ge=200, description="Characters of canonical markdown one knowledge chunk holds at most (each "
+        "chunk is one embedded passage of `memory/knowledge/search`)")
+    # Knowledge search scans a key's chunk vectors exactly (docs/adr/0057): this bounds the scan, and the bytes.
+    knowledge_max_key_chunks: int = Field(
+        default=50_000, ge=1,
+        description="Chunks all of one API key's knowledge sources may hold; past it `knowledge/ingest` answers "
+        "429 `RESOURCE_EXHAUSTED` until sources are deleted")
+    knowledge_max_chunks: int = Field(
+        default=2000, ge=1, description="Chunks kept per knowledge source; the rest of a longer file is not searchable")
+    knowledge_max_rules: int = Field(
+        default=200, ge=1, description="Rules kept per version of a rule-based knowledge source (each at most 1,000 "
+        "characters)")
+    knowledge_timeout_s: float = Field(
+        default=300.0, gt=0, description="Seconds one knowledge ingest or update may take in the worker (decode, "
+        "rules by the model, embeddings); past it the ingest fails and an update answers `DEADLINE_EXCEEDED`")
+    knowledge_url_ttl_s: int = Field(
+        default=900, ge=60, description="Seconds the signed upload and download URLs of knowledge sources stay valid "
+        "(Velt: 15 minutes); they are served by this service under `COLLAB_PUBLIC_URL`")
 
     openai_base_url: str | None = Field(
         default=None,
@@ -215,6 +241,39 @@ class Settings(BaseSettings):
         description="Ask AI requests per workspace per window; past it 429 `RESOURCE_EXHAUSTED` with `Retry-After`")
     ai_max_concurrency: int = Field(
         default=8, description="Ask AI requests in flight per workspace; past it 429 `RESOURCE_EXHAUSTED`")
+
+    memory_timeout_s: float = Field(
+        default=60.0,
+        description="Seconds one `memory/ask` or `memory/suggest` may take in all (retrieval, the model call); past "
+        "it `DEADLINE_EXCEEDED`", json_schema_extra={"section": "Memory ask and suggest"})
+    memory_provider: str = Field(
+        default="openai",
+        description="Provider whose model answers `memory/ask` and phrases `memory/suggest`'s reasons: `openai`, "
+        "`claude` or `gemini` (the workspace's key, else the platform's under its quota)")
+    memory_ask_records: int = Field(default=20, ge=1, le=50,
+                                    description="Judgments one `memory/ask` retrieves and may show the model")
+    memory_ask_passages: int = Field(default=5, ge=0, le=20,
+                                     description="Knowledge passages one `memory/ask` may show the model")
+    memory_suggest_records: int = Field(default=30, ge=2, le=50,
+                                        description="Judgments `memory/suggest` weighs in each scope it tries")
+    # Measured on the labelled set (`collab eval search --ask`): unrelated pairs score below ~0.25 under the default
+    # model, paraphrases above ~0.4.
+    memory_min_similarity: float = Field(
+        default=0.3, ge=-1.0, le=1.0,
+        description="Cosine similarity below which a judgment or passage counts as unrelated to the question: with "
+        "none above it, `ask` answers empty with confidence 0 and `suggest` has no precedent")
+    memory_suggest_scope_timeout_s: float = Field(
+        default=5.0, ge=0,
+        description="Seconds `memory/suggest` gives one scope's retrieval; past it the scope is skipped and the "
+        "suggestion carries a partial-data caveat")
+    memory_backfill_timeout_s: float = Field(
+        default=120.0,
+        description="Seconds one `memory/backfill/judgments` call may take (one batch of at most `batchSize` "
+        "activities, derived and embedded); past it `DEADLINE_EXCEEDED`, and the same call can be repeated")
+    rate_limit_backfill: str = Field(
+        default="60/minute",
+        description="`memory/backfill/judgments` calls per workspace per window (one runs at a time); past it 429 "
+        "`RESOURCE_EXHAUSTED` with `Retry-After`")
 
     extraction_timeout_s: float = Field(
         default=120.0,
@@ -464,6 +523,19 @@ class Settings(BaseSettings):
         default=False,
         description="Let an execution fetch pages at private, loopback and link-local addresses (an intranet "
         "deployment); off, such a `url` or a redirect to one ends the execution `error`")
+    insights_judgments_per_run: int = Field(
+        default=5000, ge=100, le=100_000,
+        description="Judgments (a key's newest) one insights computation reads: the reviewer profiles, patterns and "
+        "alerts of `memory/profiles/get`, `patterns/get` and `alerts/list` are computed from at most these",
+        json_schema_extra={"section": "Memory insights"})
+    insights_keys_per_sweep: int = Field(
+        default=20, ge=1, le=10_000,
+        description="Keys the insights cron (every 30 s) queues a computation for at most, least recently computed "
+        "first, so one busy key never holds the others back")
+    insights_min_interval_s: float = Field(
+        default=60.0, ge=0,
+        description="Seconds between two insights computations of one key at least (its judgments changing in "
+        "between are picked up by the next)")
 
     auth_failures_per_address: str = Field(
         default="60/minute",

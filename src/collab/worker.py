@@ -66,7 +66,9 @@ def functions(settings: Settings) -> list:
 def _cron_jobs() -> list:
     from collab.agents.tasks import sweep_executions
     from collab.extraction.tasks import drop_old_content
+    from collab.insights.tasks import insights_sweep
     from collab.kit.usage import drop_old as drop_old_usage
+    from collab.knowledge.tasks import drop_old_uploads
     from collab.llm.quota import drop_past_days as drop_old_platform_usage
     from collab.notifications.tasks import email_sweep, flush_due
     from collab.realtime.tasks import compact_sweep
@@ -93,8 +95,13 @@ def _cron_jobs() -> list:
         # Platform-key quota counters of past days (llm/quota.py): only the current day's are read.
         cron(drop_old_platform_usage, name="drop_old_platform_usage", minute={29}, second={0}, run_at_startup=True,
              unique=True),
+        # Upload slots of knowledge/upload-url past use: their bytes go with them (knowledge/tasks.py).
+        cron(drop_old_uploads, name="drop_old_knowledge_uploads", minute={41}, second={0}, run_at_startup=True,
+             unique=True),
         # Agent executions left running past their time budget (worker lost, job cancelled) end as `error`.
-        cron(sweep_executions, name="agent_execution_sweep", second={15, 45}, run_at_startup=True, unique=True)
+        cron(sweep_executions, name="agent_execution_sweep", second={15, 45}, run_at_startup=True, unique=True),
+        # Memory insights of keys whose judgments changed: one bounded computation per key (insights/tasks.py).
+        cron(insights_sweep, name="insights_sweep", second={11, 41}, run_at_startup=True, unique=True)
     ]
 
 

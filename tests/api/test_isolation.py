@@ -55,7 +55,9 @@ GLOBAL_TABLES = {
 OWN_COUNTERS = {"usage_minutes"}
 # Values that differ between any two calls whatever the tenant: latencies, freshly signed tokens.
 # x, kid: the caller's own token keys (JWKS); signature: a MAC of what the caller sent (auth/generate_signature).
-VOLATILE_KEYS = {"searchLatencyMs", "token", "kid", "x", "signature"}
+VOLATILE_KEYS = {
+    "searchLatencyMs", "token", "kid", "x", "signature", "uploadUrl", "originalDownloadUrl", "canonicalMdDownloadUrl"
+}  # signed URLs: fresh claims each time
 _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
 _NEW_ID = re.compile(r"\b[a-z]{2,4}_[0-9a-f]{24}\b")
 _EPOCH_MS = range(10**12, 10**13)

@@ -19,6 +19,7 @@ CLIENT_JSON = {
       for block in ("metadata", "contextGathering", "execution", "response", "postProcess", "input", "scope", "setup")),
     "AgentGroup.metadata",
     "AgentGroupSummary.metadata",
+    "AlertConfig",  # memory/alerts/config/get: keys a client stored beyond the documented four, returned as sent
     "Execution-Output.config",  # the agent's configuration, pinned when the run started
     "Execution-Output.ranBy",  # as the run's caller sent it
     # Server-made blocks whose keys the descriptions list, not yet typed as models of their own (ADR 0055, 0056).

@@ -23,7 +23,7 @@ FLOORS = [
     ("organizations", "documents", "presence", "recordings", "crdt"),  # the tenancy tree and per-document data
     ("permissions", ),  # grants, effective access, user tokens
     ("notifications", "activities", "comments", "realtime"),  # feeds about documents; live rooms over them
-    ("judgments", "extraction", "ask_ai", "agents"),  # derived knowledge and AI; review agents
+    ("judgments", "extraction", "knowledge", "ask_ai", "agents", "insights", "memory"),  # derived knowledge and AI
     ("users", ),  # people, groups, and deleting a user's data from every feature
     ("health", "worker", "api", "console", "app", "cli", "testing")  # entry points; the test harness last
 ]

@@ -29,6 +29,7 @@ from collab.comments.schemas import (
 )
 from collab.crdt.schemas import CrdtEditor
 from collab.documents.schemas import Document, Folder
+from collab.insights.schemas import Alert
 from collab.kit.openapi import Doc
 from collab.notifications.schemas import Notification
 from collab.organizations.schemas import Organization
@@ -119,6 +120,15 @@ EXECUTION = {
 }
 # (model, the arguments of model.wire after the row, rows as the repository returns them). Each row is served
 # twice where a field may be absent: with every optional column set, and with each one unset.
+ALERT = {
+    "api_key_id": "key_1", "id": "alr_1", "alert_type": "anomaly", "severity": "medium", "dedup_key": "anomaly:volume",
+    "status": "active", "created_at": NOW, "dismissed_at": None, "dismissed_by": None, "body": {
+        "title": "Review volume spiked", "description": "Judgments per day rose.", "suggestedAction": "Check.",
+        "actionUrl": None, "evidence": {
+            "metric": "volume", "baseline": 1.5, "current": 4.0, "window": "7d vs 30d", "sourceRecordIds": ["j1"]
+        }
+    }
+}
 CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
     (Organization, (), [{"id": "o1", "name": "Acme", "disabled": False, "created_at": NOW, "updated_at": NOW + 1},
                         {"id": "o2", "name": None, "disabled": True, "created_at": NOW, "updated_at": NOW}]),
@@ -239,7 +249,9 @@ CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
             "type": "org_user", "document_id": None, "organization_name": None, "document_name": None,
             "invited_by": None, "user_id": None, "status": "PENDING"
         }
-    ])
+    ]),
+    (Alert, (),
+     [ALERT, ALERT | {"status": "dismissed", "dismissed_at": NOW + 1, "dismissed_by": "", "dedup_key": None}])
 ]
 # Keyword arguments some wire functions take, served in every combination listed.
 KEYWORDS: dict[type[Doc], list[dict[str, Any]]] = {

@@ -154,6 +154,6 @@ def test_leftover_cleanup_never_reaches_a_tenant_that_signed_up_with_the_scratch
 
     real = new_tenant(client, ownerEmail=evaluate.SCRATCH_EMAIL, name="Real").workspace["id"]
     db.execute("update workspaces set created_at = now() - interval '2 days' where id = %s", (real, ))
-    workspace_id, _ = live.run(evaluate._scratch_tenant(live.svc))  # cleans up leftovers first
-    live.run(evaluate._drop_tenant(live.svc, workspace_id=workspace_id))
+    workspace_id, _ = live.run(evaluate.scratch_tenant(live.svc))  # cleans up leftovers first
+    live.run(evaluate.drop_tenant(live.svc, workspace_id=workspace_id))
     assert db.execute("select count(*) as n from workspaces where id = %s", (real, )).fetchone()["n"] == 1

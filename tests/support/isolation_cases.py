@@ -111,6 +111,7 @@ def build_alpha(client: httpx.Client, live, hook_url: str) -> Alpha:
     a.values.extend(_jobs(call, ids, tag))
     _agents(call, ids, tag)
     _settle(live, t)
+    a.values.append(_insights(live, t, ids))
     _generated(client, t, ids)
     _page_tokens(client, t, ids)
     return a
@@ -316,6 +317,31 @@ def _settle(live, t: Tenant) -> None:
     finally:
         live.svc.clock = original
     settle_jobs(live, t)
+
+
+def _insights(live, t: Tenant, i: Ids) -> str:
+    """A's insights computed now (the worker's cron has nothing left to do for A) and an alert of A's; its title."""
+    from collab.insights import repository as insights_repo
+    from collab.insights.service import compute_key
+
+    title = f"Alpha alert {i.tag}"
+
+    async def run():
+        await compute_key(live.svc, api_key_id=t.api_key)
+        async with live.svc.pool.connection() as conn:
+            alert = {
+                "alert_type": "anomaly", "severity": "low", "dedup_key": "anomaly:volume", "body": {
+                    "title": title, "description": title, "evidence": {"metric": "volume"}, "suggestedAction": None,
+                    "actionUrl": None
+                }
+            }
+            await insights_repo.insert_alert(conn, api_key_id=t.api_key, id=f"alr_{i.tag}", alert=alert,
+                                             now=live.svc.now_ms())
+
+    live.run(run(), timeout=60)
+    settle_jobs(live, t)  # a computation the cron queued before this one
+    i["alert"] = f"alr_{i.tag}"
+    return title
 
 
 def _generated(client: httpx.Client, t: Tenant, i: Ids) -> None:
@@ -727,9 +753,38 @@ CASES: dict[str, Case] = {
                               lambda i: {"query": "q", "organizationId": i.org, "filters": {"annotationId": i.ann}},
                               lambda i: {"query": "q", "recencyDays": 30, "filters": {"reviewerId": i.user}},
                               seed=own_judgment),
+    # Memory insights: A's reviewers, and an alert of A's (isolation_cases._insights).
+    "/v2/memory/stats/get": Case(lambda i: {}),
+    "/v2/memory/patterns/get": Case(lambda i: {}),
+    "/v2/memory/profiles/get": Case(lambda i: {"targetUserId": i.user}, lambda i: {"targetUserId": i.user2}),
+    "/v2/memory/alerts/config/get": Case(lambda i: {}),
+    "/v2/memory/alerts/config/update": Case(lambda i: {"config": {"maxAlertsPerWeek": 1}}),
+    "/v2/memory/alerts/list": Case(lambda i: {}),
+    "/v2/memory/alerts/action": Case(lambda i: {"alertId": i.alert}),
+    "/v2/memory/alerts/dismiss": Case(lambda i: {"alertId": i.alert, "user": {"uid": i.user}}),
     "/v2/memory/judgments/query": Case(lambda i: {"organizationId": i.org, "annotationId": i.ann},
                                        lambda i: {"reviewerId": i.user}, lambda i: {"pageToken": i.judgments_token},
                                        lambda i: {}),
+    "/v2/memory/ask": Case(lambda i: {"question": "price claim", "organizationId": i.org, "documentId": i.doc},
+                           lambda i: {"question": "q", "organizationId": i.org, "filters": {"annotationId": i.ann}},
+                           lambda i: {"question": "q", "recencyDays": 30, "filters": {"reviewerId": i.user}},
+                           seed=own_judgment),
+    "/v2/memory/suggest": Case(lambda i: {"query": "price claim", "organizationId": i.org, "documentId": i.doc},
+                               lambda i: {"query": "price claim"}, seed=own_judgment),
+    "/v2/memory/backfill/judgments": Case(lambda i: {}, lambda i: {"resumeFrom": i.act, "batchSize": 1}),
+    # Knowledge sources: A's extraction file is one (`source`); B's answers come from B's own (none).
+    "/v2/memory/knowledge/ingest": Case(
+        lambda i: {"source": "fileRef", "fileRef": f"collab://uploads/{i.source}", "mimeType": "text/csv"}),
+    "/v2/memory/knowledge/ingest-status": Case(lambda i: {"sourceId": i.source}),
+    "/v2/memory/knowledge/list": Case(lambda i: {}),
+    "/v2/memory/knowledge/search": Case(lambda i: {"query": "price claim", "sourceId": i.source, "includeRules": True},
+                                        lambda i: {"query": "price claim"}),
+    "/v2/memory/knowledge/rules": Case(lambda i: {"sourceId": i.source}),
+    "/v2/memory/knowledge/update": Case(lambda i: {"sourceId": i.source, "newContent": "- Prices must include tax."}),
+    "/v2/memory/knowledge/delete": Case(lambda i: {"sourceId": i.source}),
+    "/v2/memory/knowledge/download": Case(lambda i: {"sourceId": i.source}),
+    "/v2/memory/knowledge/upload-url": Case(
+        lambda i: {"mimeType": "text/plain", "fileSize": 10, "organizationId": i.org, "documentId": i.doc}),
     # Comment threads.
     "/v2/commentannotations/add": Case(lambda i: _where(
         i, commentAnnotations=[{"annotationId": i.ann, "commentData": [_COMMENT(i)]}, {"commentData": [_COMMENT(i)]}])),

@@ -9,11 +9,9 @@ then answers the tool's deterministic fallback, so a weak model never produces a
 
 import logging
 import re
-import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from collab import prompts
 from collab.agents.prompt_schemas import (
     RESOLVABLE_STRATEGIES,
     Answer,
@@ -26,17 +24,12 @@ from collab.agents.prompt_schemas import (
     ValidateAnswer,
     ValidatePrompt,
 )
-from collab.extraction.pipeline import AnswerError, parse
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.errors import ApiError
 from collab.kit.jobs import job, past, run_sync
 from collab.kit.ratelimit import workload
 from collab.kit.services import Services
-from collab.llm import quota
-from collab.llm.client import LlmError, complete, messages_for
-from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
-from collab.llm.routing import base_url, resolve
-from collab.workspaces.config import model_key
+from collab.workspaces import ai
 
 log = logging.getLogger("collab.agents.prompt_tools")
 
@@ -45,24 +38,10 @@ DEFAULT_CONFIG = {
     "extraction_strategies": ["web-page-text", "web-page-html", "web-page-screenshot"], "execution_strategy": "ai",
     "reasoning": "Default configuration applied"
 }
-# A provider's failure, by kind (llm/client.py), as the caller is answered.
-_FAILURES = {
-    "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),
-    "unavailable": ("UNAVAILABLE", "{provider} is unavailable; retry later."),
-    "timeout": ("DEADLINE_EXCEEDED", "{provider} did not answer in time; retry later."),
-    "auth": ("FAILED_PRECONDITION", "The {provider} API key configured for this workspace was rejected by {provider}."),
-    "bad_request": ("INTERNAL", "{message}")
-}
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}")
 
 
-class Malformed(Exception):
-    """The model answered twice, and neither answer had the tool's shape."""
-
-
 # --- API side -----------------------------------------------------------------------------------------
-
-
 async def enhance(svc: Services, *, tenant: Tenant, data: EnhancePrompt) -> dict[str, Any]:
     """Whether a prompt says enough to run, or one clarification question with options (`enhancedPrompt`)."""
     return await _run(svc, tenant, "enhance", data.provider, data.model_dump(exclude_none=True))
@@ -156,7 +135,7 @@ async def answer(svc: Services, *, tenant: Tenant, tool: str, provider: str, val
     spec = TOOLS[tool]
     try:
         return {spec.key: await _ask(svc, tenant, spec, provider, values)}
-    except Malformed:
+    except ai.Malformed:
         log.warning("%s: the model's answer was malformed after a retry; answering the fallback", tool)
         return {spec.key: spec.fallback(values)}
     except ApiError as exc:
@@ -166,67 +145,11 @@ async def answer(svc: Services, *, tenant: Tenant, tool: str, provider: str, val
         return {spec.key: spec.fallback(values)}
 
 
-async def _key(svc: Services, tenant: Tenant, provider: str) -> tuple[str, bool]:
-    """The key to call the provider with, and whether it is the platform's own (then the quota applies)."""
-    if provider not in PROVIDERS:
-        # Velt answers INTERNAL; a caller's bad value is a 400 here, never a 500 (ADR 0056).
-        message = f"Unknown provider '{provider}': use openai, claude or gemini."
-        raise invalid(message, [issue(["provider"], message)])
-    spec = PROVIDERS[provider]
-    key, platform = await model_key(svc, tenant=tenant, provider=spec)
-    if key is None:
-        raise ApiError("FAILED_PRECONDITION", f"No API key configured for provider: {spec.display}")
-    return key, platform
-
-
-async def _quota_left(svc: Services, workspace_id: str) -> None:
-    retry_after = await quota.exhausted(svc, workspace_id=workspace_id)
-    if retry_after is not None:
-        raise ApiError("RESOURCE_EXHAUSTED", quota.SPENT, details={"retryAfterSeconds": retry_after},
-                       headers={"Retry-After": str(retry_after)})
-
-
 async def _ask(svc: Services, tenant: Tenant, spec: Tool, provider: str, values: dict[str, Any]) -> dict[str, Any]:
-    """One structured answer; a malformed one is sent back for repair once, then `Malformed`."""
-    settings = svc.settings
-    deadline = time.monotonic() + settings.ask_ai_timeout_s - 1
-    key, platform = await _key(svc, tenant, provider)
-    prompt = prompts.get(spec.prompt, settings.prompts_dir)
-    route = resolve(prompt.models[provider])
-    system, user = prompt.render(**spec.variables(values))
-    messages = messages_for(route, system=system, user=user)
-    response_format = {
-        "type": "json_schema", "json_schema": {"name": prompt.name, "schema": prompt.schema, "strict": True}
-    }
-    for attempt in (1, 2):
-        if platform:
-            await _quota_left(svc, tenant.workspace_id)
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise ApiError("DEADLINE_EXCEEDED", f"{route.provider.display} did not answer in time; retry later.")
-        try:
-            completion = await complete(route, messages=messages, api_key=key,
-                                        api_base=base_url(settings, route.provider),
-                                        timeout_s=min(left,
-                                                      settings.llm_call_timeout_s), attempts=settings.llm_attempts,
-                                        backoff_s=settings.llm_retry_backoff_s, response_format=response_format)
-        except LlmError as exc:
-            if platform:
-                await quota.record(svc, workspace_id=tenant.workspace_id, calls=1, tokens=0)
-            code, template = _FAILURES.get(exc.kind, ("INTERNAL", "{message}"))
-            raise ApiError(code, template.format(provider=route.provider.display, message=exc.message)) from None
-        if platform:
-            await quota.record(svc, workspace_id=tenant.workspace_id, calls=1,
-                               tokens=completion.prompt_tokens + completion.completion_tokens)
-        try:
-            return parse(completion.text, spec.shape).result()
-        except AnswerError as exc:
-            log.warning("malformed %s answer (attempt %d): %s", prompt.name, attempt, exc)
-            messages = messages + [{"role": "assistant", "content": completion.text[:20_000]}, {
-                "role": "user", "content": f"That answer is invalid ({exc})."
-                " Answer again with JSON only, following the schema exactly."
-            }]
-    raise Malformed()
+    """One structured answer of the tool's shape, as its result."""
+    answer = await ai.structured(svc, tenant=tenant, provider=provider, prompt_name=spec.prompt, shape=spec.shape,
+                                 variables=spec.variables(values), timeout_s=svc.settings.ask_ai_timeout_s - 1)
+    return answer.result()
 
 
 # Awaited by the API: a timeout just past its deadline; a second try only when the first ended without an outcome.

@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 
 from collab import prompts
 from collab.config import Settings
-from collab.extraction.pipeline import AnswerError, parse
 from collab.kit.errors import ApiError
+from collab.llm.answers import AnswerError, parse
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import EXTRACTION_PROVIDERS, Route, base_url, resolve
 from collab.webhooks import safety
@@ -154,6 +154,18 @@ def content_of(*, page: str | None, document: list[tuple[str, Any]]) -> str:
     if len(whole) > MAX_CONTENT_CHARS:
         whole = whole[:MAX_CONTENT_CHARS] + "\n[... the rest of the content was cut ...]"
     return whole
+
+
+# The knowledge rules of the execution's scope the model is given at most (each at most 1,000 characters).
+KNOWLEDGE_RULES = 30
+
+
+def with_knowledge(instructions: str, rules: list[dict[str, Any]]) -> str:
+    """The agent's instructions followed by the knowledge rules of the execution's scope (knowledge/retrieval)."""
+    if not rules:
+        return instructions
+    lines = "\n".join(f"- {r['text']}" + (f" [{r['category']}]" if r.get("category") else "") for r in rules)
+    return f"{instructions}\n\nWorkspace knowledge rules that also apply to this content:\n{lines}"
 
 
 # --- the model ----------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from collab.kit.errors import ApiError
 from collab.kit.jobs import PermanentError, job, past, transaction
 from collab.kit.jobs.fencing import Fenced
 from collab.kit.services import Services
+from collab.knowledge import retrieval as knowledge
 from collab.llm import quota
 from collab.llm.routing import EXTRACTION_PROVIDERS
 from collab.workspaces.config import model_key
@@ -86,7 +87,12 @@ class _Run:
         provider, route = runner.route_for(settings, behaviour=behaviour, ai_config=request.get("aiConfig"))
         key = await self._key(provider)
         self.llm_model = f"{provider}/{route.model}"
-        return await runner.review(settings, route=route, key=key, instructions=behaviour.get("instructions") or "",
+        async with self.svc.pool.connection() as conn:
+            known = await knowledge.rules(conn, api_key_id=self.tenant.api_key_id,
+                                          organization_id=self.row["organization_id"],
+                                          document_id=self.row["document_id"], limit=runner.KNOWLEDGE_RULES)
+        instructions = runner.with_knowledge(behaviour.get("instructions") or "", known)
+        return await runner.review(settings, route=route, key=key, instructions=instructions,
                                    user_context=request.get("userContext") or {}, url=self.url, content=content,
                                    before_call=self._before_call, after_call=self._after_call)
 

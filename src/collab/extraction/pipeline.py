@@ -1,11 +1,8 @@
 """The pure steps of extraction: chunking, answer parsing, assembling, merging and capping agents."""
 
-import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import Any
 
 from collab.extraction.schemas import ChunkAnswer, ContextField, MergeAnswer
 from collab.files import Task
@@ -14,12 +11,6 @@ MAX_AGENTS = 50
 # Decoder skips that are the file's structure, not checks: not reported, not counted.
 STRUCTURAL = {"blank", "header row", "title row", "section heading"}
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
-A = TypeVar("A", bound=BaseModel)
-
-
-class AnswerError(Exception):
-    """A model answer that is not valid JSON of the expected shape."""
 
 
 @dataclass
@@ -50,22 +41,6 @@ def chunk(tasks: list[Task], *, max_chars: int, max_tasks: int) -> list[list[tup
 def task_lines(part: list[tuple[int, Task]]) -> str:
     """The tasks as the prompt lists them: `[id] (category) text`."""
     return "\n".join(f"[{task_id}] ({task.category or '-'}) {task.text}" for task_id, task in part)
-
-
-def parse(text: str, shape: type[A]) -> A:
-    """Parse a model answer into `shape`, tolerating code fences and text around the JSON object."""
-    cleaned = _FENCE.sub("", text.strip())
-    start, end = cleaned.find("{"), cleaned.rfind("}")
-    if start < 0 or end <= start:
-        raise AnswerError("the answer holds no JSON object")
-    try:
-        return shape.model_validate(json.loads(cleaned[start:end + 1]))
-    except json.JSONDecodeError as exc:
-        raise AnswerError(f"invalid JSON: {exc.msg} at {exc.pos}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise AnswerError(f"{exc.error_count()} schema error(s), first at {where}: {first['msg']}") from None
 
 
 def assemble(answers: list[tuple[list[tuple[int, Task]], ChunkAnswer]]) -> tuple[list[Agent], dict[int, str]]:

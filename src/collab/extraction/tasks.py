@@ -22,7 +22,7 @@ from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.jobs import job, past
 from collab.kit.services import Services
-from collab.llm import quota
+from collab.llm import answers, quota
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
 from collab.llm.routing import Route, base_url, resolve
@@ -114,8 +114,8 @@ class _Call:
             self.tokens["completion"] += completion.completion_tokens
             self.transcript.append((prompt.name, messages[-1]["content"], completion.text))
             try:
-                return pipeline.parse(completion.text, shape)
-            except pipeline.AnswerError as exc:
+                return answers.parse(completion.text, shape)
+            except answers.AnswerError as exc:
                 self.failed_answers += 1
                 log.warning("malformed %s answer (attempt %d): %s", prompt.name, attempt, exc)
                 if attempt == 2:

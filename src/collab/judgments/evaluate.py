@@ -161,7 +161,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-async def _scratch_tenant(svc) -> tuple[str, str]:
+async def scratch_tenant(svc) -> tuple[str, str]:
     """A fresh workspace with one API key that nobody can authenticate as (its tokens are never revealed)."""
     from collab.kit.crypto import new_id, new_token
     from collab.workspaces import repository as workspaces
@@ -182,7 +182,8 @@ async def _scratch_tenant(svc) -> tuple[str, str]:
     return workspace_id, api_key_id
 
 
-async def _drop_tenant(svc, *, workspace_id: str) -> None:
+async def drop_tenant(svc, *, workspace_id: str) -> None:
+    """Delete a scratch workspace (and with it everything its key holds)."""
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             await execute(conn, q.delete_workspace, {"workspace_id": workspace_id, "owner_email": SCRATCH_EMAIL})
@@ -273,12 +274,12 @@ async def _score(svc, embedder, *, api_key_id: str, queries: list[dict[str, Any]
 
 async def evaluate(svc, embedder, *, labelled: LabelledSet) -> dict[str, Any]:
     """Load the set into a scratch tenant, run every query under both rankings, and drop the tenant."""
-    workspace_id, api_key_id = await _scratch_tenant(svc)
+    workspace_id, api_key_id = await scratch_tenant(svc)
     try:
         loaded = await load(svc, embedder, api_key_id=api_key_id, records=labelled.records)
         summaries, per_query = await _score(svc, embedder, api_key_id=api_key_id, queries=labelled.queries)
     finally:
-        await _drop_tenant(svc, workspace_id=workspace_id)
+        await drop_tenant(svc, workspace_id=workspace_id)
     return {
         "set": labelled.name, "model": embedder.name, "dimensions": embedder.dimensions,
         "judgments": len(labelled.records), "queries": len(labelled.queries), "load": loaded, "rankings": summaries,
@@ -286,7 +287,7 @@ async def evaluate(svc, embedder, *, labelled: LabelledSet) -> dict[str, Any]:
     }
 
 
-async def _embedder(svc, model: str | None, dtype: str):
+async def embedder_for(svc, model: str | None, dtype: str):
     """The model under test: `model` (a candidate, registered but not activated), else the active one."""
     from collab.embeddings import registry
     from collab.embeddings.model import DEFAULT_NAME
@@ -320,7 +321,7 @@ async def run_sets(settings: Settings, *, sets: list[LabelledSet], model: str | 
 
     svc = await build_services(settings)
     try:
-        embedder = await _embedder(svc, model, dtype)
+        embedder = await embedder_for(svc, model, dtype)
         return [await evaluate(svc, embedder, labelled=labelled) for labelled in sets]
     finally:
         await close_services(svc)

@@ -106,6 +106,13 @@ select api_key_id, id from activities
 where (api_key_id, id) > (%(key)s, %(ident)s) and (%(only)s::text is null or api_key_id = %(only)s)
 order by api_key_id, id limit %(limit)s
 
+-- name: tenant_activities_after
+-- One batch of one tenant's activity ids in order after an id, within optional timestamp bounds (memory/backfill).
+select id from activities
+where api_key_id = %(api_key_id)s and id > %(after)s
+  and (%(since)s::bigint is null or "timestamp" >= %(since)s) and (%(until)s::bigint is null or "timestamp" <= %(until)s)
+order by id limit %(limit)s
+
 -- name: count_judgments
 -- How many judgments there are (all tenants, or one).
 select count(*) as n from judgments where (%(only)s::text is null or api_key_id = %(only)s)

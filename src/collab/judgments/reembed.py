@@ -57,11 +57,16 @@ async def reembed(svc: Services, embedder: Embedder, *, source: str, kinds: tupl
         bar.close()
     counts["seconds"] = round(time.monotonic() - started, 3)
     if activate:
-        async with svc.pool.connection() as conn:
-            async with conn.transaction():
-                await registry.activate(conn, model=embedder.name)
-        log.info("search now uses %s", embedder.name)
+        await activate_model(svc, embedder)
     return counts
+
+
+async def activate_model(svc: Services, embedder: Embedder) -> None:
+    """Switch search (judgments and knowledge) to the embedder's model, its indexes built."""
+    async with svc.pool.connection() as conn:
+        async with conn.transaction():
+            await registry.activate(conn, model=embedder.name)
+    log.info("search now uses %s", embedder.name)
 
 
 async def backfill(svc: Services, embedder: Embedder, *, batch_size: int = 256, only: str | None = None,

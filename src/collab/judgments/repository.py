@@ -116,6 +116,14 @@ async def activities_after(conn: Conn, *, after: tuple[str, str] | None, limit: 
     return await fetch_all(conn, q.activities_after, {"key": key, "ident": ident, "limit": limit, "only": only})
 
 
+async def tenant_activities_after(conn: Conn, *, api_key_id: str, after: str, since: int | None, until: int | None,
+                                  limit: int) -> list[str]:
+    """One tenant's activity ids in order after `after`, with timestamps within the bounds given."""
+    rows = await fetch_all(conn, q.tenant_activities_after,
+                           {"api_key_id": api_key_id, "after": after, "since": since, "until": until, "limit": limit})
+    return [r["id"] for r in rows]
+
+
 async def count_judgments(conn: Conn, *, only: str | None = None) -> int:
     return (await fetch_row(conn, q.count_judgments, {"only": only}))["n"]
 

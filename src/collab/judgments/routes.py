@@ -3,10 +3,17 @@
 from fastapi import APIRouter, Depends
 
 from collab.judgments import service
-from collab.judgments.schemas import Judgment, QueryJudgments, SearchAnswer, SearchJudgments
+from collab.judgments.schemas import (
+    Backfilled,
+    BackfillJudgments,
+    Judgment,
+    QueryJudgments,
+    SearchAnswer,
+    SearchJudgments,
+)
 from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Envelope, StrictJsonRoute, listed, raw
-from collab.kit.openapi import page, plain
+from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok, raw
+from collab.kit.openapi import answer, page, plain
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
@@ -24,3 +31,10 @@ async def query(body: Envelope[QueryJudgments], tenant: Tenant = Depends(api_key
                 svc: Services = Depends(services)):
     records, token = await service.query(svc, tenant=tenant, data=body.data)
     return listed(records, token, "Judgments retrieved successfully.")
+
+
+@router.post("/memory/backfill/judgments", summary="Derive the key's judgments again, a batch a call [API-key auth]",
+             responses=answer(Backfilled))
+async def backfill(body: Envelope[BackfillJudgments], tenant: Tenant = Depends(api_key_auth),
+                   svc: Services = Depends(services)):
+    return ok(await service.backfill(svc, tenant=tenant, data=body.data), "Judgments backfilled.")

@@ -98,6 +98,36 @@ class QueryJudgments(Model):
     pageToken: str = Field(None, max_length=500)
 
 
+def _bounds_in_order(v) -> Broken | None:
+    low, high = v.get("timestampLowerBoundMs"), v.get("timestampUpperBoundMs")
+    if low is not None and high is not None and low > high:
+        return Broken("timestampLowerBoundMs", "timestampLowerBoundMs must not be after timestampUpperBoundMs")
+    return None
+
+
+def _this_key_only(v) -> list[Broken]:
+    return [
+        Broken(name, f"{name} is not supported: collab backfills the calling API key's judgments only")
+        for name in ("storeDbId", "allApiKeysInStore", "migrateOldSdk") if v.get(name)
+    ]
+
+
+class BackfillJudgments(Model):
+    resumeFrom: str = Field(None, min_length=1, max_length=200)
+    batchSize: int = Field(200, ge=1, le=1000)
+    timestampLowerBoundMs: int = Field(None, ge=0, le=10**15)
+    timestampUpperBoundMs: int = Field(None, ge=0, le=10**15)
+    force: bool = False
+    # Velt's cross-tenant operator options: collab backfills the calling API key only (refused when asked for).
+    storeDbId: str = Field(None, max_length=200)
+    allApiKeysInStore: bool = False
+    migrateOldSdk: bool = False
+
+    _rules = rules(
+        rule("timestampLowerBoundMs", "timestampUpperBoundMs")(_bounds_in_order),
+        rule("storeDbId", "allApiKeysInStore", "migrateOldSdk")(_this_key_only))
+
+
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
 
@@ -140,3 +170,11 @@ class SearchAnswer(Doc):
     """`{result: {results, totalInScope, searchLatencyMs}}`: no status or message (spec)."""
 
     result: JudgmentSearch
+
+
+class Backfilled(Doc):
+    processed: int = Field(description="Activities of this batch read and derived again.")
+    judgments: int = Field(description="Judgments they are now (the rest are not review decisions).")
+    embedded: int = Field(description="Vectors written (texts that changed, or all with `force`).")
+    resumeFrom: str | None = Field(description="Pass as `resumeFrom` for the next batch; null when done.")
+    done: bool

@@ -1,15 +1,16 @@
-"""Search Judgments (spec rules 1-7) and the judgment listing."""
+"""Search Judgments (spec rules 1-7), the judgment listing and the backfill over HTTP."""
 
 import time
 from typing import Any
 
 from collab.judgments import repository as repo
 from collab.judgments import search as search_core
-from collab.judgments.schemas import QueryJudgments, SearchJudgments
+from collab.judgments.schemas import BackfillJudgments, QueryJudgments, SearchJudgments
 from collab.judgments.search import record
 from collab.kit import paging, usage
 from collab.kit.auth import Tenant
 from collab.kit.jobs import run_sync
+from collab.kit.ratelimit import workload
 from collab.kit.services import Services
 
 
@@ -43,3 +44,17 @@ async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple
     scope = ("document"
              if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey")
     return pager.cut(rows, data.pageSize, "created_at", "id", render=lambda r: record(r, scope), budget=budget)
+
+
+async def backfill(svc: Services, *, tenant: Tenant, data: BackfillJudgments) -> dict[str, Any]:
+    """Derive one batch of the key's activities again (resumable with `resumeFrom`, idempotent)."""
+    settings = svc.settings
+    # One backfill call at a time per workspace: a loop of calls must not take every bulk slot.
+    async with workload(svc.redis, bucket=f"backfill:{tenant.workspace_id}", rate=settings.rate_limit_backfill, limit=1,
+                        ttl_s=int(settings.memory_backfill_timeout_s) + 30, now=svc.clock(),
+                        rate_message="Too many backfill calls for this workspace; retry later.",
+                        busy_message="A backfill is already running for this workspace; retry when it has answered."):
+        return await run_sync(svc.redis, "backfill_judgments", timeout_s=settings.memory_backfill_timeout_s,
+                              api_key_id=tenant.api_key_id, after=data.resumeFrom or "",
+                              since=data.timestampLowerBoundMs, until=data.timestampUpperBoundMs,
+                              batch_size=data.batchSize, force=data.force)

@@ -107,12 +107,15 @@ def _source(svc: Services) -> str:
 
 
 async def embed_judgments(svc: Services, embedder: Embedder, *, api_key_id: str, judgments: dict[str, dict],
-                          kinds: tuple[str, ...] = registry.KINDS) -> int:
-    """Embed the texts (of `kinds`) of one tenant's judgments whose text changed; returns vectors written."""
+                          kinds: tuple[str, ...] = registry.KINDS, force: bool = False) -> int:
+    """Embed the texts (of `kinds`) of one tenant's judgments whose text changed (every one with `force`); returns
+    vectors written."""
     if not judgments:
         return 0
     async with svc.pool.connection() as conn:
         stored = await repo.embedding_hashes(conn, api_key_id=api_key_id, model=embedder.name, ids=list(judgments))
+    if force:
+        stored = {key: "" for key in stored}  # no hash matches: every text is encoded again
     todo: list[tuple[str, str, str, str]] = []
     stale: list[tuple[str, str]] = []
     for judgment_id, judgment in judgments.items():
@@ -147,9 +150,9 @@ async def derive_judgments(ctx: dict, *, api_key_id: str, activity_ids: list[str
     return await derive_batch(ctx["svc"], await active_embedder(ctx), api_key_id=api_key_id, activity_ids=activity_ids)
 
 
-async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str,
-                       activity_ids: list[str]) -> dict[str, Any]:
-    """Derive (or remove) the judgments of one tenant's activities and embed what changed."""
+async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, activity_ids: list[str],
+                       force: bool = False) -> dict[str, Any]:
+    """Derive (or remove) the judgments of one tenant's activities and embed what changed (all with `force`)."""
     ids = list(dict.fromkeys(activity_ids))
     kept: dict[str, dict] = {}
     async with svc.pool.connection() as conn:
@@ -162,8 +165,26 @@ async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str,
             await repo.delete_many(conn, api_key_id=api_key_id, ids=[i for i in ids if i not in kept])
             await repo.upsert_many(conn, api_key_id=api_key_id, judgments=kept)
     usage.count(svc, "judgments_added", api_key_id=api_key_id, n=len(kept))
-    written = await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=kept)
+    written = await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=kept, force=force)
     return {"judgments": len(kept), "vectors": written}
+
+
+@job(lane="bulk", awaited=True, timeout=past("memory_backfill_timeout_s"))
+async def backfill_judgments(ctx: dict, *, api_key_id: str, after: str, since: int | None, until: int | None,
+                             batch_size: int, force: bool) -> dict[str, Any]:
+    """Re-derive one batch of one tenant's activities (memory/backfill/judgments); idempotent, resumable by id."""
+    svc: Services = ctx["svc"]
+    async with svc.pool.connection() as conn:
+        ids = await repo.tenant_activities_after(conn, api_key_id=api_key_id, after=after, since=since, until=until,
+                                                 limit=batch_size + 1)
+    batch = ids[:batch_size]
+    done = await derive_batch(svc, await active_embedder(ctx), api_key_id=api_key_id, activity_ids=batch,
+                              force=force) if batch else {"judgments": 0, "vectors": 0}
+    more = len(ids) > batch_size
+    return {
+        "processed": len(batch), "judgments": done["judgments"], "embedded": done["vectors"],
+        "resumeFrom": batch[-1] if more else None, "done": not more
+    }
 
 
 @job(lane="search", awaited=True, timeout=past("search_timeout_s"))

@@ -80,6 +80,8 @@ NOT_FOUND_MESSAGES: dict[str, str] = {
     "agent": "Agent does not exist.",
     "agent_group": "Agent group does not exist.",
     "agent_execution": "Execution not found.",
+    "knowledge_source": "Knowledge source not found.",
+    "alert": "Alert not found.",
     # A foreign-key violation of a constraint no domain registered (see kit/db/constraints.py).
     "record": "A record this refers to does not exist (it may just have been deleted)."
 }

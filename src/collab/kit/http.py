@@ -54,9 +54,11 @@ class BodyTooLarge(ApiError):
 class RequestContext:
     """Pure ASGI middleware: request id, access log, and the body size limit (checked while reading)."""
 
-    def __init__(self, app, max_body_bytes: int):
+    def __init__(self, app, max_body_bytes: int, *, larger: dict[str, int] | None = None):
         self.app = app
         self.max_body = max_body_bytes
+        # Path prefixes allowed a larger body (a signed upload URL's PUT), each with its own limit.
+        self.larger = dict(larger or {})
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -77,9 +79,11 @@ class RequestContext:
         started = time.perf_counter()
         status_holder = {"status": 500}
 
+        path = scope.get("path", "")
+        limit = next((n for prefix, n in self.larger.items() if path.startswith(prefix)), self.max_body)
         declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            await _send_error(scope, send, BodyTooLarge(self.max_body), rid)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await _send_error(scope, send, BodyTooLarge(limit), rid)
             status_holder["status"] = 413
             self._log(scope, status_holder, started)
             request_id.reset(token)
@@ -94,9 +98,9 @@ class RequestContext:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_body:
+                if received > limit:
                     too_large = True
-                    raise BodyTooLarge(self.max_body)
+                    raise BodyTooLarge(limit)
             return message
 
         async def tagged_send(message):
@@ -106,7 +110,7 @@ class RequestContext:
                 if not replaced:
                     replaced = True
                     status_holder["status"] = 413
-                    await _send_error(scope, send, BodyTooLarge(self.max_body), rid)
+                    await _send_error(scope, send, BodyTooLarge(limit), rid)
                 return
             if message["type"] == "http.response.start":
                 status_holder["status"] = message["status"]

@@ -1,0 +1,267 @@
+"""Jobs of knowledge sources: the ingest (decode → canonical markdown → chunks → embeddings → rules by the model),
+the update of a rule-based source (a new version and its rule diff), and the search of chunks and rules."""
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from collab.embeddings.batching import encode_query
+from collab.embeddings.model import Embedder, content_hash
+from collab.files import DecodeError, Limits, decode
+from collab.files.common import cap_canonical, decode_bytes
+from collab.judgments.tasks import active_embedder
+from collab.kit.auth import Tenant
+from collab.kit.crypto import new_id
+from collab.kit.errors import ApiError, not_found
+from collab.kit.jobs import job, past
+from collab.kit.services import Services
+from collab.knowledge import pipeline
+from collab.knowledge import repository as repo
+from collab.knowledge.schemas import MAX_REF_BYTES, SearchKnowledge
+from collab.workspaces import ai
+
+log = logging.getLogger("collab.knowledge")
+PROMPT = "knowledge_rules"
+# An ingested upload slot (no bytes) is kept this long, so that a second ingest of its ref is refused as such.
+INGESTED_KEPT = timedelta(days=30)
+# Threads of their own: decodes wait on a child process, encodes take every core; neither may fill the loop's
+# default executor or queue behind judgments' bulk encodes.
+_DECODE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="knowledge-decode")
+_ENCODE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowledge-encode")
+
+
+class RuleDraft(BaseModel):
+    content: str = Field(min_length=1, max_length=pipeline.MAX_RULE_CHARS)
+    category: str | None = Field(None, max_length=pipeline.MAX_CATEGORY_CHARS)
+
+
+class RulesAnswer(BaseModel):
+    rules: list[RuleDraft]
+
+
+class Failed(Exception):
+    """An ingest that cannot succeed: `reason` is one of Velt's documented failureReason values."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+async def _decode(settings, content: bytes, mime_type: str, file_name: str | None) -> tuple[str, bool]:
+    """(canonical markdown, whether the converter fell back to the raw text) of a file."""
+    loop = asyncio.get_running_loop()
+    limits = Limits(max_bytes=MAX_REF_BYTES)
+    try:
+        decoded = await loop.run_in_executor(_DECODE,
+                                             lambda: decode(content, mime_type, file_name=file_name, limits=limits))
+        return cap_canonical(pipeline.canonical_markdown(decoded, mime_type)), False
+    except DecodeError as exc:
+        if mime_type in (pipeline.TEXT, pipeline.MARKDOWN, pipeline.CSV) and exc.kind == "unreadable":
+            # Prose with no list items (or a table without one): the text itself is the source's content.
+            try:
+                text, _ = await loop.run_in_executor(_DECODE, decode_bytes, content)
+            except DecodeError:
+                pass
+            else:
+                if text.strip():
+                    return cap_canonical(text.strip() + "\n"), True
+        pdf = mime_type == pipeline.PDF
+        raise Failed("pdf-llm-conversion-failed" if pdf else "unsupported-mime-detected-post-validation",
+                     exc.message) from None
+
+
+async def _encode(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    if not texts:
+        return []
+    return await asyncio.get_running_loop().run_in_executor(_ENCODE, embedder.encode, texts)
+
+
+async def _model_rules(svc: Services, tenant: Tenant, *, file_name: str,
+                       found: list[pipeline.Candidate]) -> list[dict[str, Any]] | None:
+    """The rules the model writes from the candidate lines; None when no model can be asked (no key, the quota,
+    a provider failure, a malformed answer after one repair), so that the caller keeps the lines themselves."""
+    settings = svc.settings
+    lines = "\n".join(f"({c.category or '-'}) {c.text}" for c in found[:settings.knowledge_max_rules])
+    try:
+        answer = await ai.structured(
+            svc, tenant=tenant, provider=settings.extraction_default_provider, prompt_name=PROMPT, shape=RulesAnswer,
+            timeout_s=settings.llm_call_timeout_s, variables={
+                "file_name": file_name, "lines": lines, "rule_count": min(len(found), settings.knowledge_max_rules)
+            })
+    except (ApiError, ai.Malformed) as exc:
+        log.warning("rule extraction by the model failed, keeping the rule lines: %s", exc)
+        return None
+    return [{"content": r.content.strip(), "category": (r.category or "").strip() or None} for r in answer.rules
+            if r.content.strip()]
+
+
+async def extract_rules(svc: Services, tenant: Tenant, *, file_name: str, markdown: str) -> list[dict[str, Any]]:
+    """The rules of a rule-based source's markdown (by the model, else its rule lines), capped in count and bytes,
+    without repeats."""
+    found, _ = pipeline.candidates(markdown)
+    if not found:
+        return []
+    drafted = await _model_rules(svc, tenant, file_name=file_name, found=found)
+    if drafted is None:
+        drafted = [{"content": c.text, "category": c.category} for c in found]
+    rules, seen = [], set()
+    for rule in drafted:
+        key = pipeline.normalise(rule["content"])
+        if key and key not in seen:
+            seen.add(key)
+            rules.append({"content": rule["content"][:pipeline.MAX_RULE_CHARS], "category": rule["category"]})
+    return rules[:svc.settings.knowledge_max_rules]
+
+
+async def _vectors(embedder: Embedder, items: list[dict[str, Any]], field: str) -> None:
+    """Give each item its id, text hash and vector (one encode for all)."""
+    vectors = await _encode(embedder, [i[field] for i in items])
+    for item, vector in zip(items, vectors):
+        item["hash"] = content_hash(item[field])
+        item["vector"] = vector
+
+
+@job(lane="extraction", timeout=past("knowledge_timeout_s"), max_tries=3)
+async def ingest_knowledge(ctx: dict, *, api_key_id: str, source_id: str) -> dict[str, Any]:
+    """Turn a stored upload into a completed source (or a failed one with its reason); idempotent."""
+    svc: Services = ctx["svc"]
+    async with svc.pool.connection() as conn:
+        row = await repo.source_content(conn, api_key_id=api_key_id, source_id=source_id)
+    if row is None or row["status"] != "processing":
+        return {"status": row["status"] if row else "deleted"}
+    tenant = Tenant(api_key_id=api_key_id, workspace_id=row["workspace_id"])
+    started = time.monotonic()
+    try:
+        if row["content"] is None:
+            raise Failed("storage-upload-failed", "The uploaded bytes are no longer stored.")
+        markdown, raw = await _decode(svc.settings, bytes(row["content"]), row["mime_type"], row["file_name"])
+        texts = pipeline.chunks(markdown, max_chars=svc.settings.knowledge_chunk_chars,
+                                max_chunks=svc.settings.knowledge_max_chunks)
+        chunks = [{"id": new_id("chk_"), "text": t} for t in texts]
+        ruled = pipeline.rule_based(markdown)
+        rules = await extract_rules(svc, tenant, file_name=row["file_name"] or "the file",
+                                    markdown=markdown) if ruled else []
+        for rule in rules:
+            rule["id"] = new_id("rule_")
+        try:
+            embedder = await active_embedder(ctx)
+            await _vectors(embedder, chunks, "text")
+            await _vectors(embedder, rules, "content")
+        except Exception as exc:  # a model that cannot load or encode: the documented embedding-failed
+            log.exception("embedding a knowledge source failed")
+            raise Failed("embedding-failed", f"Embedding failed: {type(exc).__name__}") from None
+    except Failed as exc:
+        async with svc.pool.connection() as conn:
+            await repo.mark_failed(conn, source_id=source_id, reason=exc.reason, error=exc.message)
+        return {"status": "failed", "reason": exc.reason}
+    async with svc.pool.connection() as conn:
+        async with conn.transaction():
+            await repo.replace_chunks(conn, api_key_id=api_key_id, source_id=source_id, chunks=chunks,
+                                      model=embedder.name)
+            await repo.replace_rules(conn, api_key_id=api_key_id, source_id=source_id, version=1, rules=rules,
+                                     model=embedder.name)
+            await repo.insert_version(conn, api_key_id=api_key_id, source_id=source_id, version=1,
+                                      canonical_text=markdown, rule_count=len(rules))
+            await repo.mark_ready(conn, source_id=source_id, canonical_text=markdown, rule_based=ruled,
+                                  used_raw_fallback=raw)
+    log.info("knowledge source ingested: %d chunks, %d rules in %.1f s", len(chunks), len(rules),
+             time.monotonic() - started)
+    return {"status": "completed", "chunks": len(chunks), "rules": len(rules)}
+
+
+@job(lane="extraction", awaited=True, timeout=past("knowledge_timeout_s"))
+async def update_knowledge(ctx: dict, *, api_key_id: str, workspace_id: str, source_id: str,
+                           content: str) -> dict[str, Any]:
+    """A rule-based source's new version: its markdown replaced, rules extracted again and embedded, the diff."""
+    svc: Services = ctx["svc"]
+    tenant = Tenant(api_key_id=api_key_id, workspace_id=workspace_id)
+    markdown = cap_canonical(content.strip() + "\n")
+    async with svc.pool.connection() as conn:
+        source = await repo.get_source(conn, api_key_id=api_key_id, source_id=source_id)
+        if source is None:
+            raise not_found("knowledge_source")
+        old = [r["content"] for r in await repo.current_rules(conn, api_key_id=api_key_id, source_id=source_id)]
+    rules = await extract_rules(svc, tenant, file_name=source["file_name"] or "the file", markdown=markdown)
+    for rule in rules:
+        rule["id"] = new_id("rule_")
+    embedder = await active_embedder(ctx)
+    await _vectors(embedder, rules, "content")
+    async with svc.pool.connection() as conn:
+        async with conn.transaction():
+            version = await repo.bump_version(conn, api_key_id=api_key_id, source_id=source_id, canonical_text=markdown)
+            await repo.replace_rules(conn, api_key_id=api_key_id, source_id=source_id, version=version, rules=rules,
+                                     model=embedder.name)
+            await repo.insert_version(conn, api_key_id=api_key_id, source_id=source_id, version=version,
+                                      canonical_text=markdown, rule_count=len(rules))
+    return {"diff": pipeline.diff(old, [r["content"] for r in rules]), "newVersion": version}
+
+
+def _hit(row: dict[str, Any], kind: str | None) -> dict[str, Any]:
+    hit: dict[str, Any] = {}
+    if kind is not None:
+        hit["kind"] = kind
+    if kind == "rule":
+        hit["ruleId"] = row["id"]
+    hit["sourceId"] = row["source_id"]
+    hit["text"] = row["text"] if kind != "rule" else row["content"]
+    if row.get("distance") is not None:
+        hit["score"] = round(float(row["distance"]), 6)
+    if kind == "rule" and row.get("category"):
+        hit["category"] = row["category"]
+    return hit
+
+
+@job(lane="search", awaited=True, timeout=past("search_timeout_s"))
+async def search_knowledge(ctx: dict, *, api_key_id: str, data: dict) -> dict[str, Any]:
+    """Chunks (and with includeRules, rules) nearest the query under the active model; by recency when the query
+    cannot be embedded."""
+    svc: Services = ctx["svc"]
+    request = SearchKnowledge.model_validate(data)
+    narrow = [request.sourceId] if isinstance(request.sourceId, str) else request.sourceId
+    if narrow is not None:
+        narrow = list(dict.fromkeys(narrow))
+    limit = request.limit
+    vector: list[float] | None = None
+    try:
+        embedder = await active_embedder(ctx)
+        vector = await encode_query(embedder, request.query)
+    except Exception:  # documented: the search never fails on embedding, it answers by recency
+        log.exception("knowledge search could not embed its query; answering by recency")
+    kind_chunk = "chunk" if request.includeRules else None
+    async with svc.pool.connection() as conn:
+        if vector is not None:
+            chunks = await repo.search_chunks(conn, api_key_id=api_key_id, model=embedder.name, vector=vector,
+                                              source_ids=narrow, limit=limit)
+        else:
+            chunks = await repo.recent_chunks(conn, api_key_id=api_key_id, source_ids=narrow, limit=limit)
+        hits = [_hit(r, kind_chunk) for r in chunks]
+        if request.includeRules:
+            if vector is not None:
+                rules = await repo.search_rules(conn, api_key_id=api_key_id, model=embedder.name, vector=vector,
+                                                source_ids=narrow, limit=limit)
+            else:
+                rules = await repo.recent_rules(conn, api_key_id=api_key_id, source_ids=narrow, limit=limit)
+            hits += [_hit(r, "rule") for r in rules]
+            # Ascending distance; recency hits (no score) last, in their order.
+            hits.sort(key=lambda h: (h.get("score") is None, h.get("score") or 0.0))
+    hits = hits[:limit]
+    return {"results": hits, "recordsSearched": len(hits)}
+
+
+async def drop_old_uploads(ctx: dict) -> int:
+    """Delete upload slots past use, their bytes with them; how many were deleted (worker cron)."""
+    svc: Services = ctx["svc"]
+    now = datetime.fromtimestamp(svc.clock(), tz=timezone.utc)
+    dropped = 0
+    while True:
+        async with svc.pool.connection() as conn:
+            async with conn.transaction():
+                count = await repo.drop_old_uploads(conn, now=now, ingested_before=now - INGESTED_KEPT, limit=500)
+        dropped += count
+        if count < 500:
+            return dropped
