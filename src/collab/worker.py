@@ -68,7 +68,7 @@ def _cron_jobs() -> list:
     from collab.extraction.tasks import drop_old_content
     from collab.insights.tasks import insights_sweep
     from collab.kit.usage import drop_old as drop_old_usage
-    from collab.knowledge.tasks import drop_old_uploads
+    from collab.knowledge.tasks import knowledge_sweep
     from collab.llm.quota import drop_past_days as drop_old_platform_usage
     from collab.notifications.tasks import email_sweep, flush_due
     from collab.realtime.tasks import compact_sweep
@@ -95,8 +95,8 @@ def _cron_jobs() -> list:
         # Platform-key quota counters of past days (llm/quota.py): only the current day's are read.
         cron(drop_old_platform_usage, name="drop_old_platform_usage", minute={29}, second={0}, run_at_startup=True,
              unique=True),
-        # Upload slots of knowledge/upload-url past use: their bytes go with them (knowledge/tasks.py).
-        cron(drop_old_uploads, name="drop_old_knowledge_uploads", minute={41}, second={0}, run_at_startup=True,
+        # Upload slots of knowledge/upload-url past use (their bytes with them), and ingests no try can finish.
+        cron(knowledge_sweep, name="knowledge_sweep", minute=set(range(1, 60, 5)), second={0}, run_at_startup=True,
              unique=True),
         # Agent executions left running past their time budget (worker lost, job cancelled) end as `error`.
         cron(sweep_executions, name="agent_execution_sweep", second={15, 45}, run_at_startup=True, unique=True),

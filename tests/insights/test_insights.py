@@ -208,8 +208,10 @@ def test_volume_spike_and_pattern_drift_alerts(client, live, sdk, clock, tenant)
     plant(client, live, tenant, [review(300 + i, gdpr, action=APPROVE, ts=now - 40 * DAY - i) for i in range(6)])
     plant(client, live, tenant, [review(400 + i, gdpr, action=REJECT, ts=now - 40 * DAY - i) for i in range(12)])
     drift = [a for a in memory.listAlerts(ListAlertsRequest())["result"] if a["alertType"] == "standards_drift"]
-    assert len(drift) == 1 and drift[0]["evidence"]["metric"] == "enforcementRate"
-    assert drift[0]["evidence"]["baseline"] == 1.0 and drift[0]["evidence"]["current"] == round(12 / 18, 2)
+    # Compared as approval shares: all approved, then a third approved (a flip, whatever side leads).
+    assert len(drift) == 1 and drift[0]["evidence"]["metric"] == "approvalRate"
+    assert drift[0]["evidence"]["baseline"] == 1.0 and drift[0]["evidence"]["current"] == round(6 / 18, 2)
+    assert drift[0]["severity"] == "high"
 
 
 def test_alert_config_is_stored_merged_and_returned(client, sdk, tenant):
@@ -341,3 +343,14 @@ def test_every_operation_needs_an_api_key(client):
     for path in ("stats/get", "patterns/get", "profiles/get", "alerts/config/get", "alerts/config/update",
                  "alerts/list", "alerts/action", "alerts/dismiss"):
         error(post(client, f"/v2/memory/{path}", {}, {}), "UNAUTHENTICATED")
+
+
+def test_a_stored_config_with_a_huge_number_still_merges_and_reads(client):
+    t = new_tenant(client)
+    config = "/v2/memory/alerts/config"
+    # 1e30 is a double on the wire; jsonb gives it back as an integer of 31 digits, which no reply may choke on.
+    for sent in ({"big": 1e30}, {"enabled": False}):
+        answer = post(client, f"{config}/update", {"config": sent}, t.headers)
+        assert answer.status_code == 200 and answer.json() == {"result": {"success": True}}, answer.text
+    got = post(client, f"{config}/get", {}, t.headers)
+    assert got.status_code == 200 and got.json() == {"result": {"enabled": False, "big": 1e30}}

@@ -20,7 +20,7 @@ from velt_py.models.memory import (
 )
 
 from collab.knowledge import retrieval
-from collab.knowledge.tasks import drop_old_uploads
+from collab.knowledge.tasks import knowledge_sweep
 from support.helpers import error, issue_paths, new_tenant, post, result, settle_jobs
 
 pytestmark = pytest.mark.usefixtures("embedding_model")
@@ -218,10 +218,10 @@ def test_uploaded_bytes_never_ingested_are_dropped_after_their_url(client, live,
     slot = res(call(client, t, "upload-url", mimeType="text/plain", fileSize=len(PROSE)))
     assert httpx.put(slot["uploadUrl"], content=PROSE, headers={"Content-Type": "text/plain"}).status_code == 200
     upload_id = slot["fileRef"].rsplit("/", 1)[-1]
-    live.run(drop_old_uploads({"svc": live.svc}))
+    live.run(knowledge_sweep({"svc": live.svc}))
     assert db.execute("select count(*) as n from knowledge_uploads where id = %s", (upload_id, )).fetchone()["n"] == 1
     clock["now"] += 2 * 86_400 + 900  # a day past the URL's expiry
-    live.run(drop_old_uploads({"svc": live.svc}))
+    live.run(knowledge_sweep({"svc": live.svc}))
     assert db.execute("select count(*) as n from knowledge_uploads where id = %s", (upload_id, )).fetchone()["n"] == 0
     # Removed, the ref reads as any ref that is not the workspace's.
     gone = error(call(client, t, "ingest", source="fileRef", fileRef=slot["fileRef"], mimeType="text/plain"),
@@ -347,3 +347,20 @@ def test_a_key_holds_a_bounded_amount_of_knowledge(client, live, tune):
     full = error(post(client, f"{K}/ingest", inline(PROSE, name="more.md"), t.headers), "RESOURCE_EXHAUSTED")
     assert full["message"] == "This API key's knowledge sources hold the most text allowed; delete some."
     ingest(client, new_tenant(client))  # another key is not held back
+
+
+def test_an_ingest_no_try_can_finish_ends_failed_and_can_be_deleted(client, live, db):
+    t = new_tenant(client)
+    lost, recent = ingest(client, t), ingest(client, t, PROSE, name="notes.md")
+    settle_jobs(live, t)
+    # As if the worker holding each had died: one long ago, one just now.
+    db.execute(
+        "update knowledge_sources set status = 'processing', updated_at = now() - interval '1 hour' "
+        "where id = %s", (lost, ))
+    db.execute("update knowledge_sources set status = 'processing' where id = %s", (recent, ))
+    live.run(knowledge_sweep({"svc": live.svc}))
+    status = res(call(client, t, "ingest-status", sourceId=lost))
+    assert (status["status"], status["failureReason"]) == ("failed", "cloud-tasks-enqueue-failed")
+    assert res(call(client, t, "ingest-status", sourceId=recent))["status"] == "processing"
+    res(call(client, t, "delete", sourceId=lost))
+    assert error(call(client, t, "ingest-status", sourceId=lost), "NOT_FOUND")

@@ -6,7 +6,12 @@ import json
 from datetime import datetime, timezone
 
 import pytest
-from velt_py.models.memory import MemoryAskRequest, MemorySuggestRequest
+from velt_py.models.memory import (
+    MemoryAskRequest,
+    MemorySearchRequest,
+    MemorySuggestRequest,
+    QueryJudgmentsRequest,
+)
 
 from support.factories import add_activities, judged
 from support.helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
@@ -214,3 +219,58 @@ def test_suggest_refuses_bad_input(client, memory):
               "INVALID_ARGUMENT")
     assert paths(e) == {("query", ), ("organizationId", ), ("documentId", )}
     assert paths(error(post(client, SUGGEST, {"query": ["a"]}, a.headers), "INVALID_ARGUMENT")) == {("query", )}
+
+
+GUIDE = b"""# Claims policy
+
+- Anti-wrinkle and other medical claims must cite a peer-reviewed clinical study.
+- Never promise that a cream removes wrinkles.
+"""
+
+
+def test_knowledge_feeds_ask_and_freshens_suggest(client, llm, live):
+    import base64
+
+    t = with_key(client, live, {k: CLAIMS[k] for k in ("r1", "r2", "r3")})
+    llm.script("openai", {"status": 500})  # the rules fall back to the guide's own lines
+    file = {
+        "base64": base64.b64encode(GUIDE).decode(), "mimeType": "text/markdown", "fileName": "claims.md",
+        "fileSize": len(GUIDE)
+    }
+    source = result_of(post(client, "/v2/memory/knowledge/ingest", {"source": "inline", "file": file}, t.headers))
+    settle_jobs(live, t)
+    llm.reset()
+    llm.script(
+        "openai", {
+            "text": json.dumps({
+                "answer": "They must cite a peer-reviewed clinical study.", "confidence": 0.9,
+                "citations": [{"recordId": source["sourceId"], "snippet": "must cite a peer-reviewed clinical study"}]
+            })
+        })
+    answer = body(post(client, ASK, {"question": "Do anti-wrinkle claims need a clinical study?"}, t.headers))
+    prompt = llm.of("openai")[0]["json"]["messages"][-1]["content"]
+    assert f"[{source['sourceId']}] claims.md:" in prompt.split("Knowledge passages")[1]
+    assert answer["citations"] == [{
+        "recordId": source["sourceId"], "snippet": "must cite a peer-reviewed clinical study"
+    }]
+    # A source ingested in the last 48 hours: precedent may predate it.
+    primary = body(post(client, SUGGEST, {"query": WRINKLES}, t.headers))["primary"]
+    assert primary["caveats"] == ["Knowledge updated in the last 48 hours: precedent may predate it"]
+
+
+def result_of(response):
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def test_search_and_query_through_velt_py(client, memory, sdk, live):
+    a, _ = memory
+    velt = sdk(a).api.memory
+    found = velt.search(MemorySearchRequest(query=WRINKLES, organizationId="org1", limit=3))["result"]
+    assert len(found["results"]) == 3 and {r["scope"] for r in found["results"]} == {"organization"}
+    assert "elsewhere" not in [r["recordId"] for r in found["results"]]
+    listed = velt.queryJudgments(QueryJudgmentsRequest(organizationId="org1", decision="approved", limit=1))["result"]
+    assert [r["recordId"] for r in listed["data"]] == ["a2"] and listed["pageToken"]
+    # contentType filters (Velt's field); a value no judgment has lists nothing.
+    none = velt.queryJudgments(QueryJudgmentsRequest(contentType="marketing-copy"))["result"]
+    assert none["data"] == []

@@ -304,8 +304,9 @@ def anomalies(judgments: list[dict[str, Any]], *, now: int) -> list[dict[str, An
 
 
 def pattern_shifts(found: list[dict[str, Any]], *, stored: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """A pattern whose enforcement moved by SHIFT or more (standards_drift), or a strong new one
-    (emerging_standard); only against an earlier computation (`stored` not empty)."""
+    """A pattern whose approval share moved by SHIFT or more (standards_drift: a reversal from mostly approved to
+    mostly rejected counts in full), or a strong new one (emerging_standard); only against an earlier computation
+    (`stored` not empty)."""
     if not stored:
         return []
     out = []
@@ -313,24 +314,26 @@ def pattern_shifts(found: list[dict[str, Any]], *, stored: dict[str, dict[str, A
         wire, before = p["pattern"], stored.get(p["key"])
         if wire["sourceCount"] < PATTERN_ALERT_MIN_SOURCES or p["enforcement_rate"] is None:
             continue
-        evidence = {
-            "metric": "enforcementRate", "current": p["enforcement_rate"], "window": "since last computation",
-            "sourceRecordIds": wire["topSourceRecordIds"]
-        }
+        evidence = {"window": "since last computation", "sourceRecordIds": wire["topSourceRecordIds"]}
         if before is None:
             if wire["confidence"] >= 0.6:
                 out.append(
                     _alert("emerging_standard", "low", f"emerging_standard:{p['key']}", "A new review standard emerged",
-                           wire["description"], evidence,
+                           wire["description"],
+                           evidence | {"metric": "enforcementRate", "current": p["enforcement_rate"]},
                            "Confirm the standard and document it where reviewers and agents can find it."))
-        elif before["enforcement_rate"] is not None and abs(p["enforcement_rate"] -
-                                                            before["enforcement_rate"]) >= SHIFT:
-            old, new = before["enforcement_rate"], p["enforcement_rate"]
+            continue
+        if before["enforcement_rate"] is None:
+            continue
+        # The enforcement rate is the leading side's share: compare approval shares, so a flip shows in full.
+        old = round(_approval_share(before["pattern"]["category"], before["enforcement_rate"]), 2)
+        new = round(_approval_share(wire["category"], p["enforcement_rate"]), 2)
+        if abs(new - old) >= SHIFT:
             out.append(
                 _alert("standards_drift", "high" if abs(new - old) >= 0.5 else "medium", f"standards_drift:{p['key']}",
                        f'Reviews of "{p["label"]}" changed direction',
-                       f'Enforcement of "{p["label"]}" moved from {round(old * 100)}% to {round(new * 100)}%.',
-                       evidence | {"baseline": old},
+                       f'Approvals of "{p["label"]}" moved from {round(old * 100)}% to {round(new * 100)}%.',
+                       evidence | {"metric": "approvalRate", "baseline": old, "current": new},
                        "Check whether the standard changed on purpose and tell reviewers."))
     return out
 

@@ -2,10 +2,9 @@
 
 from typing import Any
 
-import orjson
-
 from collab.insights import repository as repo
 from collab.kit.db.pool import Conn
+from collab.kit.envelope import dumps
 
 PROFILES, PATTERNS, ALERTS = 3, 5, 3
 MAX_BYTES = 4096  # of the whole summary as JSON
@@ -50,7 +49,7 @@ async def for_ask(conn: Conn, *, api_key_id: str) -> dict[str, Any]:
             _pattern(p) for p in await repo.list_patterns(conn, api_key_id=api_key_id, limit=PATTERNS, strongest=True)
         ], "alerts": [_alert(r) for r in await repo.active_alerts(conn, api_key_id=api_key_id, limit=ALERTS)]
     }
-    while len(orjson.dumps(out)) > MAX_BYTES:
-        longest = max(out, key=lambda k: len(orjson.dumps(out[k])))
+    while len(dumps(out)) > MAX_BYTES:
+        longest = max(out, key=lambda k: len(dumps(out[k])))
         out[longest].pop()
     return out

@@ -127,6 +127,11 @@ where api_key_id = %(api_key_id)s and id = %(id)s returning id
 -- The key's stored alert settings.
 select config from insight_alert_configs where api_key_id = %(api_key_id)s
 
+-- name: make_alert_config
+-- The key's alert settings row, empty if it had none: two first merges then queue on one row lock.
+insert into insight_alert_configs (api_key_id, config, updated_at) values (%(api_key_id)s, '{}', 0)
+on conflict (api_key_id) do nothing
+
 -- name: alert_config_for_update
 -- The key's stored alert settings, locked for a merge.
 select config from insight_alert_configs where api_key_id = %(api_key_id)s for update

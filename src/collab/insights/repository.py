@@ -111,6 +111,9 @@ async def dismiss_alert(conn: Conn, *, api_key_id: str, id: str, by: str, now: i
 
 
 async def alert_config(conn: Conn, *, api_key_id: str, for_update: bool = False) -> dict[str, Any] | None:
+    """The stored settings; `for_update`: locked (a row made first when there was none) until the transaction ends."""
+    if for_update:
+        await execute(conn, q.make_alert_config, {"api_key_id": api_key_id})
     row = await fetch_one(conn, q.alert_config_for_update if for_update else q.alert_config, {"api_key_id": api_key_id})
     return row["config"] if row else None
 

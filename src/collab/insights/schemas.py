@@ -2,10 +2,9 @@
 
 from typing import Annotated, Any, Literal
 
-import orjson
 from pydantic import ConfigDict, Field, model_validator
 
-from collab.kit.envelope import Model
+from collab.kit.envelope import Model, dumps
 from collab.kit.openapi import Doc
 
 AlertType = Literal["anomaly", "configuration_drift", "emerging_standard", "standards_drift"]
@@ -46,7 +45,7 @@ class AlertConfigIn(Model):
         extra = self.model_extra or {}
         if len(extra) > CONFIG_MAX_KEYS:
             raise ValueError(f"config holds at most {CONFIG_MAX_KEYS} keys")
-        if len(orjson.dumps(self.model_dump(exclude_unset=True))) > CONFIG_MAX_BYTES:
+        if len(dumps(self.model_dump(exclude_unset=True))) > CONFIG_MAX_BYTES:
             raise ValueError(f"config is at most {CONFIG_MAX_BYTES} bytes of JSON")
         return self
 

@@ -3,8 +3,6 @@
 import logging
 from typing import Any
 
-import orjson
-
 from collab.insights import compute
 from collab.insights import repository as repo
 from collab.insights.schemas import (
@@ -17,6 +15,7 @@ from collab.insights.schemas import (
 )
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
+from collab.kit.envelope import dumps
 from collab.kit.errors import invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
@@ -96,7 +95,7 @@ async def update_alert_config(svc: Services, *, tenant: Tenant, data: UpdateAler
             stored = await repo.alert_config(conn, api_key_id=tenant.api_key_id, for_update=True) or {}
             merged = {**stored, **sent}
             # Each update is bounded by its model; what many updates add up to is bounded here.
-            if len(merged) > CONFIG_MAX_KEYS + 4 or len(orjson.dumps(merged)) > CONFIG_MAX_BYTES:
+            if len(merged) > CONFIG_MAX_KEYS + 4 or len(dumps(merged)) > CONFIG_MAX_BYTES:
                 raise invalid("The stored config would exceed its bounds", [
                     issue(["config"], f"The stored config holds at most {CONFIG_MAX_KEYS + 4} keys and "
                           f"{CONFIG_MAX_BYTES} bytes of JSON", "too_big")

@@ -76,6 +76,7 @@ with page as (
       and (%(document_id)s::text is null or j.document_id = %(document_id)s)
       and (%(decision)s::text is null or j.decision = %(decision)s)
       and (%(judge_type)s::text is null or j.judge_type = %(judge_type)s)
+      and (%(content_type)s::text is null or j.content_type = %(content_type)s)
       and (%(reviewer_id)s::text is null or j.reviewer_id = %(reviewer_id)s)
       and (%(annotation_id)s::text is null or j.annotation_id = %(annotation_id)s)
       and (%(after_ts)s::bigint is null or (j.created_at, j.id) < (%(after_ts)s, %(after_id)s))

@@ -92,12 +92,13 @@ async def recent(conn: Conn, *, api_key_id: str, organization_id: str | None, do
 
 
 async def list_page(conn: Conn, *, api_key_id: str, organization_id: str | None, document_id: str | None,
-                    decision: str | None, judge_type: str | None, reviewer_id: str | None, annotation_id: str | None,
-                    after_ts: int | None, after_id: str | None, limit: int, budget: int) -> list[dict[str, Any]]:
+                    decision: str | None, judge_type: str | None, content_type: str | None, reviewer_id: str | None,
+                    annotation_id: str | None, after_ts: int | None, after_id: str | None, limit: int,
+                    budget: int) -> list[dict[str, Any]]:
     params = {
         "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "decision": decision,
-        "judge_type": judge_type, "reviewer_id": reviewer_id, "annotation_id": annotation_id, "after_ts": after_ts,
-        "after_id": after_id, "limit": limit, "budget": budget
+        "judge_type": judge_type, "content_type": content_type, "reviewer_id": reviewer_id,
+        "annotation_id": annotation_id, "after_ts": after_ts, "after_id": after_id, "limit": limit, "budget": budget
     }
     return await fetch_all(conn, q.list_judgments, params)
 

@@ -92,9 +92,11 @@ class QueryJudgments(Model):
     documentId: str = Field(None, min_length=1, max_length=200, validation_alias=AliasChoices("documentId", "docId"))
     decision: Decision = None
     judgeType: JudgeType = None
+    contentType: str = Field(None, min_length=1, max_length=200)
     reviewerId: str = OptionalId
     annotationId: str = Field(None, min_length=1, max_length=500)
-    pageSize: int = Field(50, ge=1, le=500)
+    # Velt's `limit` (velt-py's QueryJudgmentsRequest) names the page size too.
+    pageSize: int = Field(50, ge=1, le=500, validation_alias=AliasChoices("pageSize", "limit"))
     pageToken: str = Field(None, max_length=500)
 
 

@@ -38,9 +38,9 @@ async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple
     async with svc.pool.connection() as conn:
         rows = await repo.list_page(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                                     document_id=data.documentId if data.organizationId else None,
-                                    decision=data.decision, judge_type=data.judgeType, reviewer_id=data.reviewerId,
-                                    annotation_id=data.annotationId, after_ts=after_ts, after_id=after_id,
-                                    limit=data.pageSize + 1, budget=budget)
+                                    decision=data.decision, judge_type=data.judgeType, content_type=data.contentType,
+                                    reviewer_id=data.reviewerId, annotation_id=data.annotationId, after_ts=after_ts,
+                                    after_id=after_id, limit=data.pageSize + 1, budget=budget)
     scope = ("document"
              if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey")
     return pager.cut(rows, data.pageSize, "created_at", "id", render=lambda r: record(r, scope), budget=budget)

@@ -71,6 +71,10 @@ insert into knowledge_versions (source_id, version, api_key_id, canonical_text, 
 values (%(source_id)s, %(version)s, %(api_key_id)s, %(canonical_text)s, %(rule_count)s)
 on conflict (source_id, version) do nothing
 
+-- name: prune_versions
+-- Drop a source's versions older than the last %(kept)s (each holds up to 2 MB of markdown).
+delete from knowledge_versions where source_id = %(source_id)s and version <= %(version)s - %(kept)s
+
 -- name: delete_chunks
 -- Drop a source's chunks (their vectors go with them).
 delete from knowledge_chunks where source_id = %(source_id)s
@@ -136,13 +140,17 @@ order by distance, c.id
 limit %(limit)s
 
 -- name: search_rules
--- The rules nearest a query vector under one model, of one tenant's completed sources (optionally some).
-select r.id, r.source_id, r.content, r.category, (e.embedding <=> %(vector)s::vector) as distance
+-- The rules nearest a query vector under one model, of one tenant's completed sources (optionally some, or those
+-- visible in a scope).
+select r.id, r.source_id, s.file_name, r.content, r.category, (e.embedding <=> %(vector)s::vector) as distance
 from knowledge_rule_embeddings e
 join knowledge_rules r on r.id = e.rule_id
 join knowledge_sources s on s.id = r.source_id
 where e.model = %(model)s and e.api_key_id = %(api_key_id)s and s.status = 'ready'
   and (%(source_ids)s::text[] is null or r.source_id = any(%(source_ids)s::text[]))
+  and (not %(scoped)s or s.organization_id is null
+       or (s.organization_id = %(organization_id)s
+           and (s.document_id is null or s.document_id = %(document_id)s)))
 order by distance, r.id
 limit %(limit)s
 
@@ -177,10 +185,11 @@ order by s.created_at, r.source_id, r.ordinal
 limit %(limit)s
 
 -- name: updated_since
--- Whether any source of a key was ingested or updated at or after a time.
+-- Whether any completed knowledge source of a key (not an extraction's file) was ingested or updated since a time.
 select exists (
     select 1 from knowledge_sources
-    where api_key_id = %(api_key_id)s and (created_at >= %(since)s or updated_at >= %(since)s)
+    where api_key_id = %(api_key_id)s and kind = 'upload' and status = 'ready'
+      and (created_at >= %(since)s or updated_at >= %(since)s)
 ) as updated
 
 -- name: outstanding_uploads
@@ -246,3 +255,15 @@ from knowledge_rules r
 left join knowledge_rule_embeddings e on e.rule_id = r.id and e.model = %(model)s
 where r.id > %(after)s and (%(only)s::text is null or r.api_key_id = %(only)s)
 order by r.id limit %(limit)s
+
+-- name: lock_uploads
+-- One key's upload slots at a time (for this transaction), so that two calls cannot both take the last slot.
+select pg_advisory_xact_lock(hashtext('knowledge-uploads:' || %(api_key_id)s))
+
+-- name: fail_lost_ingests
+-- Ingests still processing long after every try could have ended (a worker lost, a job dropped): failed, so that
+-- their status ends and they can be deleted.
+update knowledge_sources
+set status = 'failed', failure_reason = 'cloud-tasks-enqueue-failed', error = 'The ingest job did not finish.',
+    updated_at = now()
+where kind = 'upload' and status = 'processing' and updated_at < %(before)s

@@ -58,11 +58,24 @@ async def mark_failed(conn: Conn, *, source_id: str, reason: str, error: str) ->
     await execute(conn, q.mark_failed, {"id": source_id, "reason": reason, "error": error[:2000]})
 
 
-async def bump_version(conn: Conn, *, api_key_id: str, source_id: str, canonical_text: str) -> int:
+async def bump_version(conn: Conn, *, api_key_id: str, source_id: str, canonical_text: str) -> int | None:
+    """The source's new version number; None when the source is gone."""
     row = await fetch_one(conn, q.bump_version,
                           {"id": source_id, "api_key_id": api_key_id, "canonical_text": canonical_text})
-    assert row is not None
-    return int(row["version"])
+    return int(row["version"]) if row else None
+
+
+async def prune_versions(conn: Conn, *, source_id: str, version: int, kept: int) -> None:
+    await execute(conn, q.prune_versions, {"source_id": source_id, "version": version, "kept": kept})
+
+
+async def lock_uploads(conn: Conn, *, api_key_id: str) -> None:
+    await execute(conn, q.lock_uploads, {"api_key_id": api_key_id})
+
+
+async def fail_lost_ingests(conn: Conn, *, before: datetime) -> int:
+    """Fail the ingests processing since before `before`; how many."""
+    return await execute(conn, q.fail_lost_ingests, {"before": before})
 
 
 async def insert_version(conn: Conn, *, api_key_id: str, source_id: str, version: int, canonical_text: str,
@@ -131,11 +144,14 @@ async def search_chunks(conn: Conn, *, api_key_id: str, model: str, vector: list
 
 
 async def search_rules(conn: Conn, *, api_key_id: str, model: str, vector: list[float], source_ids: list[str] | None,
-                       limit: int) -> list[dict[str, Any]]:
-    return await fetch_all(conn, q.search_rules, {
-        "api_key_id": api_key_id, "model": model, "vector": vector_literal(vector), "limit": limit,
-        **_narrow(source_ids)
-    })
+                       limit: int, scope: tuple[str | None, str | None] | None = None) -> list[dict[str, Any]]:
+    """Nearest rules; `scope` as for `search_chunks`."""
+    org, doc = scope if scope is not None else (None, None)
+    return await fetch_all(
+        conn, q.search_rules, {
+            "api_key_id": api_key_id, "model": model, "vector": vector_literal(vector), "limit": limit, "scoped": scope
+            is not None, "organization_id": org, "document_id": doc, **_narrow(source_ids)
+        })
 
 
 async def recent_chunks(conn: Conn, *, api_key_id: str, source_ids: list[str] | None,

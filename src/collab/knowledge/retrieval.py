@@ -16,20 +16,37 @@ MAX_LIMIT = 200
 async def passages(ctx: dict, *, api_key_id: str, query: str, organization_id: str | None, document_id: str | None,
                    limit: int) -> list[dict]:
     """The chunks of completed sources visible in the scope most similar to `query`, best first (in a worker job)."""
+    found = await relevant(ctx, api_key_id=api_key_id, query=query, organization_id=organization_id,
+                           document_id=document_id, passages=limit, rules=0)
+    return found["passages"]
+
+
+async def relevant(ctx: dict, *, api_key_id: str, query: str, organization_id: str | None, document_id: str | None,
+                   passages: int, rules: int) -> dict[str, list[dict]]:
+    """The chunks (`passages`: each {sourceId, chunkId, fileName, text, similarity}) and the current rules (`rules`:
+    each {ruleId, sourceId, fileName, text, category, similarity}) of completed sources visible in the scope most
+    similar to `query`, best first, the query embedded once (in a worker job)."""
     svc: Services = ctx["svc"]
-    limit = max(0, min(limit, MAX_LIMIT))
-    if limit == 0 or not query.strip():
-        return []
+    passages, rules = max(0, min(passages, MAX_LIMIT)), max(0, min(rules, MAX_LIMIT))
+    if not (passages or rules) or not query.strip():
+        return {"passages": [], "rules": []}
     embedder = await active_embedder(ctx)
     vector = await encode_query(embedder, query)
+    scope = (organization_id, document_id if organization_id else None)
     async with svc.pool.connection() as conn:
-        rows = await repo.search_chunks(conn, api_key_id=api_key_id, model=embedder.name, vector=vector,
-                                        source_ids=None, limit=limit,
-                                        scope=(organization_id, document_id if organization_id else None))
-    return [{
-        "sourceId": r["source_id"], "chunkId": r["id"], "fileName": r["file_name"], "text": r["text"],
-        "similarity": round(1.0 - float(r["distance"]), 6)
-    } for r in rows]
+        chunks = await repo.search_chunks(conn, api_key_id=api_key_id, model=embedder.name, vector=vector,
+                                          source_ids=None, limit=passages, scope=scope) if passages else []
+        ruled = await repo.search_rules(conn, api_key_id=api_key_id, model=embedder.name, vector=vector,
+                                        source_ids=None, limit=rules, scope=scope) if rules else []
+    return {
+        "passages": [{
+            "sourceId": r["source_id"], "chunkId": r["id"], "fileName": r["file_name"], "text": r["text"],
+            "similarity": round(1.0 - float(r["distance"]), 6)
+        } for r in chunks], "rules": [{
+            "ruleId": r["id"], "sourceId": r["source_id"], "fileName": r["file_name"], "text": r["content"],
+            "category": r["category"], "similarity": round(1.0 - float(r["distance"]), 6)
+        } for r in ruled]
+    }
 
 
 async def rules(conn: Conn, *, api_key_id: str, organization_id: str | None, document_id: str | None,
@@ -50,5 +67,6 @@ async def rules(conn: Conn, *, api_key_id: str, organization_id: str | None, doc
 
 
 async def updated_since(conn: Conn, *, api_key_id: str, since: datetime) -> bool:
-    """Whether any source of the key was ingested or updated at or after `since`."""
+    """Whether any completed knowledge source of the key (extraction's files aside) was ingested or updated at or
+    after `since`."""
     return await repo.updated_since(conn, api_key_id=api_key_id, since=since)

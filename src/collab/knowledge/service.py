@@ -146,9 +146,7 @@ async def upload_url(svc: Services, *, tenant: Tenant, data: UploadUrl) -> dict[
     upload_id = new_id("upl_")
     async with svc.pool.connection() as conn:
         async with conn.transaction():
-            # One key's slots at a time, so that two concurrent calls cannot both take the 50th slot.
-            await conn.execute("select pg_advisory_xact_lock(hashtext('knowledge-uploads:' || %s))",
-                               (tenant.api_key_id, ))
+            await repo.lock_uploads(conn, api_key_id=tenant.api_key_id)
             if await repo.outstanding_uploads(conn, api_key_id=tenant.api_key_id, now=now) >= MAX_OUTSTANDING_UPLOADS:
                 raise ApiError("RESOURCE_EXHAUSTED",
                                f"This workspace holds {MAX_OUTSTANDING_UPLOADS} outstanding upload URLs; ingest some.")
@@ -259,6 +257,10 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateKnowledge) -> dic
     if not data.newContent.strip():
         raise invalid("newContent must not be empty.", [issue(["newContent"], "Must not be empty")])
     row = await _source(svc, tenant, data.sourceId)
+    # An update costs what an ingest does (a model call, embeddings, a version): the same budget.
+    await check(svc.redis, bucket=f"knowledge-ingest:{tenant.workspace_id}",
+                rate=svc.settings.rate_limit_knowledge_ingest, now=svc.clock(),
+                message="Too many knowledge ingests for this workspace; retry later.")
     if row["status"] != "ready":
         raise ApiError("FAILED_PRECONDITION", "The knowledge source is not completed; poll its ingest status.")
     if not row["rule_based"]:

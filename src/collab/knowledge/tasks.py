@@ -27,6 +27,8 @@ from collab.workspaces import ai
 
 log = logging.getLogger("collab.knowledge")
 PROMPT = "knowledge_rules"
+INGEST_TRIES = 3
+VERSIONS_KEPT = 10  # a source's latest versions kept (the rule diff needs only the current one)
 # An ingested upload slot (no bytes) is kept this long, so that a second ingest of its ref is refused as such.
 INGESTED_KEPT = timedelta(days=30)
 # Threads of their own: decodes wait on a child process, encodes take every core; neither may fill the loop's
@@ -126,7 +128,7 @@ async def _vectors(embedder: Embedder, items: list[dict[str, Any]], field: str) 
         item["vector"] = vector
 
 
-@job(lane="extraction", timeout=past("knowledge_timeout_s"), max_tries=3)
+@job(lane="extraction", timeout=past("knowledge_timeout_s"), max_tries=INGEST_TRIES)
 async def ingest_knowledge(ctx: dict, *, api_key_id: str, source_id: str) -> dict[str, Any]:
     """Turn a stored upload into a completed source (or a failed one with its reason); idempotent."""
     svc: Services = ctx["svc"]
@@ -194,10 +196,13 @@ async def update_knowledge(ctx: dict, *, api_key_id: str, workspace_id: str, sou
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             version = await repo.bump_version(conn, api_key_id=api_key_id, source_id=source_id, canonical_text=markdown)
+            if version is None:  # deleted while its rules were drafted
+                raise not_found("knowledge_source")
             await repo.replace_rules(conn, api_key_id=api_key_id, source_id=source_id, version=version, rules=rules,
                                      model=embedder.name)
             await repo.insert_version(conn, api_key_id=api_key_id, source_id=source_id, version=version,
                                       canonical_text=markdown, rule_count=len(rules))
+            await repo.prune_versions(conn, source_id=source_id, version=version, kept=VERSIONS_KEPT)
     return {"diff": pipeline.diff(old, [r["content"] for r in rules]), "newVersion": version}
 
 
@@ -253,15 +258,19 @@ async def search_knowledge(ctx: dict, *, api_key_id: str, data: dict) -> dict[st
     return {"results": hits, "recordsSearched": len(hits)}
 
 
-async def drop_old_uploads(ctx: dict) -> int:
-    """Delete upload slots past use, their bytes with them; how many were deleted (worker cron)."""
+async def knowledge_sweep(ctx: dict) -> int:
+    """Delete upload slots past use (their bytes with them) and fail ingests no try can still finish; how many
+    rows changed (worker cron)."""
     svc: Services = ctx["svc"]
     now = datetime.fromtimestamp(svc.clock(), tz=timezone.utc)
-    dropped = 0
+    # Every try (timeout, a margin, the backoff) could have ended by then.
+    lost = now - timedelta(seconds=INGEST_TRIES * (svc.settings.knowledge_timeout_s + 30))
+    async with svc.pool.connection() as conn:
+        changed = await repo.fail_lost_ingests(conn, before=lost)
     while True:
         async with svc.pool.connection() as conn:
             async with conn.transaction():
                 count = await repo.drop_old_uploads(conn, now=now, ingested_before=now - INGESTED_KEPT, limit=500)
-        dropped += count
+        changed += count
         if count < 500:
-            return dropped
+            return changed

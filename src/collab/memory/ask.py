@@ -3,7 +3,9 @@ passages and rules, and the workspace's aggregates; have the model answer from t
 of records it was shown (ADR 0059)."""
 
 import json
+import math
 import re
+import time
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -19,7 +21,7 @@ from collab.workspaces import ai
 
 # What the model is shown of one record or passage, and what a snippet may quote.
 RECORD_CHARS, PASSAGE_CHARS, SNIPPET_CHARS = 1200, 1500, 240
-RULES_SHOWN = 10
+RULES_SHOWN = 10  # the scope's rules nearest the question, at most
 # Confidence of an answer none of whose citations named a record that was shown.
 UNCITED_CONFIDENCE = 0.3
 _SPACES = re.compile(r"\s+")
@@ -69,7 +71,7 @@ def checked(answer: _Answer, shown: dict[str, str]) -> dict[str, Any]:
         key = cited.recordId.strip().strip("[]")
         if key in shown and key not in citations:
             citations[key] = {"recordId": key, "snippet": snippet(cited.snippet, shown[key])}
-    confidence = min(max(answer.confidence, 0.0), 1.0)
+    confidence = min(max(answer.confidence, 0.0), 1.0) if math.isfinite(answer.confidence) else 0.0
     if not citations:
         confidence = min(confidence, UNCITED_CONFIDENCE)
     return {"answer": text, "citations": list(citations.values()), "confidence": round(confidence, 2)}
@@ -94,33 +96,31 @@ async def respond(ctx: dict, *, tenant: Tenant, data: AskMemory, embedder: Any) 
     """The answer and the ids of the judgments shown to the model (the eval scores what was retrieved)."""
     svc: Services = ctx["svc"]
     settings = svc.settings
+    deadline = time.monotonic() + settings.memory_timeout_s - 1  # the job's whole budget, retrieval included
     floor = settings.memory_min_similarity
     request = data.search(limit=settings.memory_ask_records)
     found = await search.run(svc, embedder, api_key_id=tenant.api_key_id, data=request)
     records = relevant(found["results"], floor)
     _, org, doc = search.resolve_scope(request)
-    passages = []
-    if settings.memory_ask_passages:
-        passages = [
-            p
-            for p in await retrieval.passages(ctx, api_key_id=tenant.api_key_id, query=data.question,
-                                              organization_id=org, document_id=doc, limit=settings.memory_ask_passages)
-            if p["similarity"] >= floor
-        ]
-    if not records and not passages:
+    knowledge = await retrieval.relevant(ctx, api_key_id=tenant.api_key_id, query=data.question, organization_id=org,
+                                         document_id=doc, passages=settings.memory_ask_passages, rules=RULES_SHOWN)
+    passages = [p for p in knowledge["passages"] if p["similarity"] >= floor]
+    rules = [r for r in knowledge["rules"] if r["similarity"] >= floor]
+    if not records and not passages and not rules:
         return empty(), []
     async with svc.reader.connection() as conn:
-        rules = await retrieval.rules(conn, api_key_id=tenant.api_key_id, organization_id=org, document_id=doc,
-                                      limit=RULES_SHOWN)
         context = await for_ask(conn, api_key_id=tenant.api_key_id)
     shown = {r["recordId"]: r["reasoning"] for r in records}
     for item in [*passages, *rules]:
         shown[item["sourceId"]] = shown.get(item["sourceId"], "") + "\n" + item["text"]
     aggregates = json.dumps(context, ensure_ascii=False) if any(context.values()) else "none"
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ApiError("DEADLINE_EXCEEDED", "Memory ask ran out of time before the model could answer; retry later.")
     try:
         reply = await ai.structured(
             svc, tenant=tenant, provider=settings.memory_provider, prompt_name="memory_ask", shape=_Answer,
-            timeout_s=settings.memory_timeout_s - 1, variables={
+            timeout_s=left, variables={
                 "question": data.question, "records": _records_block(records) or "none",
                 "knowledge": _knowledge_block(passages, rules), "context": aggregates
             })

@@ -29,6 +29,7 @@ log = logging.getLogger("collab.memory")
 APPROVE = frozenset({"approved", "agree", "endorse", "document_approved"})
 REJECT = frozenset({"rejected", "disagree", "document_rejected"})
 LABELS = {"document": "This document", "organization": "This organization", "apiKey": "All content"}
+NOUNS = {"document": "document's", "organization": "organization's", "apiKey": "API key's"}
 MIN_SUPPORT = 2  # records behind a primary, and on each side of a conflict (Velt's documented thresholds)
 DAY_MS = 86_400_000
 STALE_AGE_MS, STALE_SHARE = 182 * DAY_MS, 0.7  # "over 70% of the supporting data is older than 6 months"
@@ -115,7 +116,7 @@ def tally(records: list[dict[str, Any]], *, scope: str, now_ms: int, knowledge_f
     old = sum(1 for r in lead.records if now_ms - r["createdAt"] > STALE_AGE_MS)
     if old > STALE_SHARE * len(lead.records):
         caveats.append(STALE)
-    caveats += [f"Partial data: the {LABELS[s].lower()} scope timed out" for s in partial]
+    caveats += [f"Partial data: the {NOUNS[s]} precedent timed out and was skipped" for s in partial]
     conflict = None
     if split:
         minority = [
