@@ -27,14 +27,18 @@ UNCITED_CONFIDENCE = 0.3
 _SPACES = re.compile(r"\s+")
 
 
-class _Cited(BaseModel):
+class Cited(BaseModel):
+    """One citation as the model gives it (checked before it reaches the caller)."""
+
     recordId: str = Field(max_length=500)
     snippet: str = Field(max_length=5000)
 
 
-class _Answer(BaseModel):
+class ModelAnswer(BaseModel):
+    """The model's answer to `prompts/memory_ask` (its schema)."""
+
     answer: str = Field(max_length=20_000)
-    citations: list[_Cited] = Field(max_length=100)
+    citations: list[Cited] = Field(max_length=100)
     confidence: float
 
 
@@ -61,7 +65,7 @@ def snippet(quoted: str, text: str) -> str:
     return flat if len(flat) <= SNIPPET_CHARS else flat[:SNIPPET_CHARS - 1].rstrip() + "…"
 
 
-def checked(answer: _Answer, shown: dict[str, str]) -> dict[str, Any]:
+def checked(answer: ModelAnswer, shown: dict[str, str]) -> dict[str, Any]:
     """The model's answer with only citations of shown records (one per record), its confidence within 0-1."""
     text = answer.answer.strip()
     if not text:
@@ -119,7 +123,7 @@ async def respond(ctx: dict, *, tenant: Tenant, data: AskMemory, embedder: Any) 
         raise ApiError("DEADLINE_EXCEEDED", "Memory ask ran out of time before the model could answer; retry later.")
     try:
         reply = await ai.structured(
-            svc, tenant=tenant, provider=settings.memory_provider, prompt_name="memory_ask", shape=_Answer,
+            svc, tenant=tenant, provider=settings.memory_provider, prompt_name="memory_ask", shape=ModelAnswer,
             timeout_s=left, variables={
                 "question": data.question, "records": _records_block(records) or "none",
                 "knowledge": _knowledge_block(passages, rules), "context": aggregates
