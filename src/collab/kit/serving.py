@@ -43,7 +43,10 @@ def _serve(config: Config, drain_s: float = 0.0) -> None:
     is left), so a burst of new connections lands on one process: 16 of 16 at times, measured, the other cores
     idle. The kernel hashes each new connection to one socket of the group instead."""
     config.configure_logging()
-    DrainingServer(config, drain_s=drain_s).run(sockets=[listening_socket(config, reuse_port=True)])
+    try:
+        DrainingServer(config, drain_s=drain_s).run(sockets=[listening_socket(config, reuse_port=True)])
+    except KeyboardInterrupt:
+        pass  # uvicorn raises the SIGINT it served again once it has stopped: a finished process, not a crash
 
 
 def run(config: Config, *, drain_s: float = 0.0) -> None:
