@@ -4,8 +4,9 @@ import uuid
 
 import pytest
 
-from collab.embeddings.model import Embedder, load
+from collab.embeddings.model import load
 from collab.judgments.reembed import backfill, reembed
+from support.embedders import Counting
 from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
 
 pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
@@ -14,19 +15,6 @@ TEXTS = [
     "The price claim lacks a source", "Alt text missing on hero image", "Tone is too casual", "Legal footer absent",
     "Consent checkbox missing", "Typo in heading", "Wrong launch date"
 ]
-
-
-class Counting(Embedder):
-    """The packaged model under another name, counting every text it embeds."""
-
-    def __init__(self, name: str):
-        base = load()
-        self.name, self.model, self.dimensions = name, base.model, base.dimensions
-        self.seen: list[str] = []
-
-    def encode(self, texts, *, batch_size=64):
-        self.seen.extend(texts)
-        return super().encode(texts, batch_size=batch_size)
 
 
 def seeded(client, live):

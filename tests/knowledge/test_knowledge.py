@@ -20,7 +20,9 @@ from velt_py.models.memory import (
 )
 
 from collab.knowledge import retrieval
+from collab.knowledge.reembed import reembed_knowledge
 from collab.knowledge.tasks import knowledge_sweep
+from support.embedders import Counting
 from support.helpers import error, issue_paths, new_tenant, post, result, settle_jobs
 
 pytestmark = pytest.mark.usefixtures("embedding_model")
@@ -306,25 +308,10 @@ def test_agent_prompt_gets_the_scope_rules():
 
 
 def test_reembed_gives_chunks_and_rules_the_new_models_vectors(client, live, db):
-    from collab.embeddings.model import Embedder, load
-    from collab.knowledge.reembed import reembed_knowledge
-
-    class Renamed(Embedder):
-        """The packaged model under another name, counting the texts it embeds."""
-
-        def __init__(self, name: str):
-            base = load()
-            self.name, self.model, self.dimensions = name, base.model, base.dimensions
-            self.seen: list[str] = []
-
-        def encode(self, texts, *, batch_size=64):
-            self.seen.extend(texts)
-            return super().encode(texts, batch_size=batch_size)
-
     t = new_tenant(client)
     ingest(client, t)
     settle_jobs(live, t)
-    model = Renamed(f"copy-{datetime.now().timestamp():.0f}")
+    model = Counting(f"copy-{datetime.now().timestamp():.0f}")
     db.execute("insert into embedding_models (name, source, dimensions) values (%s, 'default', 384)", (model.name, ))
     counts = live.run(reembed_knowledge(live.svc, model, batch_size=2, only=t.api_key))
     stored = {

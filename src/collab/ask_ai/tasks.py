@@ -4,22 +4,11 @@ from typing import Any
 
 from collab.kit import usage
 from collab.kit.auth import Tenant
-from collab.kit.errors import ApiError
 from collab.kit.jobs import job, past
 from collab.kit.services import Services
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import base_url, resolve
 from collab.workspaces.config import provider_api_key
-
-# A provider's failure, by kind (llm/client.py), as the caller is answered.
-_FAILURES = {
-    "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),
-    "unavailable": ("UNAVAILABLE", "{provider} is unavailable; retry later."),
-    # A provider that hangs past the call's budget is the request's deadline (504), whichever timer fires first.
-    "timeout": ("DEADLINE_EXCEEDED", "{provider} did not answer in time; retry later."),
-    "auth": ("FAILED_PRECONDITION", "The {provider} API key configured for this workspace was rejected by {provider}."),
-    "bad_request": ("INVALID_ARGUMENT", "{message}")
-}
 
 
 # Awaited by the API: a timeout just past its own deadline; a second try only when the first ended without an
@@ -41,6 +30,6 @@ async def ask_ai(ctx: dict, *, api_key_id: str, workspace_id: str, model: str, p
                                     api_base=base_url(settings, route.provider), timeout_s=settings.llm_call_timeout_s,
                                     attempts=settings.llm_attempts, backoff_s=settings.llm_retry_backoff_s)
     except LlmError as exc:
-        code, template = _FAILURES.get(exc.kind, ("INTERNAL", "{message}"))
-        raise ApiError(code, template.format(provider=route.provider.display, message=exc.message)) from None
+        # The caller chose the model: a request the provider refuses is the caller's to fix.
+        raise exc.answer(route.provider.display, bad_request="INVALID_ARGUMENT") from None
     return {"success": True, "text": completion.text}

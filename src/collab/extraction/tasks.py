@@ -26,7 +26,7 @@ from collab.llm import answers, quota
 from collab.llm.client import LlmError, complete, messages_for
 from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
 from collab.llm.routing import Route, base_url, resolve
-from collab.workspaces.config import model_key
+from collab.workspaces import ai
 
 log = logging.getLogger("collab.extraction")
 A = TypeVar("A", bound=BaseModel)
@@ -129,14 +129,10 @@ class _Call:
 
 async def _provider_key(svc: Services, tenant: Tenant, provider: str) -> tuple[str, bool]:
     """The key to call the provider with, and whether it is the platform's own (then the quota applies)."""
-    spec = PROVIDERS[provider]
     try:
-        key, platform = await model_key(svc, tenant=tenant, provider=spec)
-    except ApiError as exc:
+        return await ai.provider_key(svc, tenant, provider)
+    except ApiError as exc:  # extraction answers each of these as INTERNAL (the spec's code for it)
         raise Failure("INTERNAL", exc.message) from None
-    if key is None:
-        raise Failure("INTERNAL", f"No API key configured for provider: {spec.display}")
-    return key, platform
 
 
 async def _platform_usage(svc: Services, workspace_id: str) -> Usage:

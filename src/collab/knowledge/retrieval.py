@@ -4,7 +4,7 @@ the knowledge changed lately (memory/ask and suggest, agent executions)."""
 from datetime import datetime
 from typing import Any
 
-from collab.embeddings.batching import encode_query
+from collab.judgments import search
 from collab.judgments.tasks import active_embedder
 from collab.kit.db.pool import Conn
 from collab.kit.services import Services
@@ -31,7 +31,8 @@ async def relevant(ctx: dict, *, api_key_id: str, query: str, organization_id: s
     if not (passages or rules) or not query.strip():
         return {"passages": [], "rules": []}
     embedder = await active_embedder(ctx)
-    vector = await encode_query(embedder, query)
+    # The question's vector when its judgment search just made it (search's per-tenant cache), else encoded.
+    vector = await search.query_vector(embedder, api_key_id=api_key_id, text=query)
     scope = (organization_id, document_id if organization_id else None)
     async with svc.pool.connection() as conn:
         chunks = await repo.search_chunks(conn, api_key_id=api_key_id, model=embedder.name, vector=vector,

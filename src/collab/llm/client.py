@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from collab.kit.errors import ApiError
 from collab.llm.routing import Route
 
 log = logging.getLogger("collab.llm")
@@ -60,6 +61,17 @@ for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
     logging.getLogger(_name).addFilter(_NoSecrets())
 
 
+# A provider's failure, by kind, as the caller is answered (`LlmError.answer`).
+_FAILURES = {
+    "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),
+    "unavailable": ("UNAVAILABLE", "{provider} is unavailable; retry later."),
+    # A provider that hangs past the call's budget is the request's deadline (504), whichever timer fires first.
+    "timeout": ("DEADLINE_EXCEEDED", "{provider} did not answer in time; retry later."),
+    "auth": ("FAILED_PRECONDITION", "The {provider} API key configured for this workspace was rejected by {provider}."),
+    "bad_request": ("INTERNAL", "{message}")
+}
+
+
 class LlmError(Exception):
     """A failed model call; `kind` is one of: rate_limited, unavailable, auth, bad_request, timeout.
 
@@ -71,6 +83,13 @@ class LlmError(Exception):
         super().__init__(message)
         self.kind = kind
         self.message = message
+
+    def answer(self, provider: str, *, bad_request: str = "INTERNAL") -> ApiError:
+        """The failure as the caller is answered, naming the provider (`bad_request`: the code of a refused
+        request, the caller's fault where the caller chose the model)."""
+        code, template = _FAILURES.get(self.kind, ("INTERNAL", "{message}"))
+        return ApiError(bad_request if self.kind == "bad_request" else code,
+                        template.format(provider=provider, message=self.message))
 
 
 TRANSIENT = {"rate_limited", "unavailable", "timeout"}

@@ -21,16 +21,6 @@ from collab.workspaces.config import model_key
 log = logging.getLogger("collab.workspaces.ai")
 A = TypeVar("A", bound=BaseModel)
 
-# A provider's failure, by kind (llm/client.py), as the caller is answered.
-FAILURES = {
-    "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),
-    "unavailable": ("UNAVAILABLE", "{provider} is unavailable; retry later."),
-    "timeout": ("DEADLINE_EXCEEDED", "{provider} did not answer in time; retry later."),
-    "auth": ("FAILED_PRECONDITION", "The {provider} API key configured for this workspace was rejected by {provider}."),
-    "bad_request": ("INTERNAL", "{message}")
-}
-
-
 class Malformed(Exception):
     """The model answered twice, and neither answer had the expected shape."""
 
@@ -59,7 +49,7 @@ async def quota_left(svc: Services, workspace_id: str) -> None:
 async def structured(svc: Services, *, tenant: Tenant, provider: str, prompt_name: str, shape: type[A],
                      variables: dict[str, object], timeout_s: float) -> A:
     """One answer of `shape` from the prompt's model for `provider`; a malformed one is sent back for repair once,
-    then `Malformed`. Provider failures are ApiErrors (FAILURES); the whole exchange keeps within `timeout_s`."""
+    then `Malformed`. Provider failures are `LlmError.answer`s; the whole exchange keeps within `timeout_s`."""
     settings = svc.settings
     deadline = time.monotonic() + timeout_s
     key, platform = await provider_key(svc, tenant, provider)
@@ -85,8 +75,7 @@ async def structured(svc: Services, *, tenant: Tenant, provider: str, prompt_nam
         except LlmError as exc:
             if platform:
                 await quota.record(svc, workspace_id=tenant.workspace_id, calls=1, tokens=0)
-            code, template = FAILURES.get(exc.kind, ("INTERNAL", "{message}"))
-            raise ApiError(code, template.format(provider=route.provider.display, message=exc.message)) from None
+            raise exc.answer(route.provider.display) from None
         if platform:
             await quota.record(svc, workspace_id=tenant.workspace_id, calls=1,
                                tokens=completion.prompt_tokens + completion.completion_tokens)
