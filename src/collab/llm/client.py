@@ -60,7 +60,6 @@ class _NoSecrets(logging.Filter):
 for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
     logging.getLogger(_name).addFilter(_NoSecrets())
 
-
 # A provider's failure, by kind, as the caller is answered (`LlmError.answer`).
 _FAILURES = {
     "rate_limited": ("RESOURCE_EXHAUSTED", "{provider} is rate limiting requests; retry later."),

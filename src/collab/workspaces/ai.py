@@ -21,6 +21,7 @@ from collab.workspaces.config import model_key
 log = logging.getLogger("collab.workspaces.ai")
 A = TypeVar("A", bound=BaseModel)
 
+
 class Malformed(Exception):
     """The model answered twice, and neither answer had the expected shape."""
 
