@@ -1,7 +1,6 @@
 """`collab eval search --memory`: ask and suggest measured on a slice of the labelled set with the offline stand-in
 model; the scratch tenant is gone afterwards."""
 
-
 import pytest
 
 from collab import cli
