@@ -20,7 +20,7 @@ from collab.memory.schemas import AskMemory
 from collab.workspaces import ai
 
 # What the model is shown of one record or passage, and what a snippet may quote.
-RECORD_CHARS, PASSAGE_CHARS, SNIPPET_CHARS = 1200, 1500, 240
+RECORD_CHARS, PASSAGE_CHARS, SNIPPET_CHARS, NAME_CHARS = 1200, 1500, 240, 255
 RULES_SHOWN = 10  # the scope's rules nearest the question, at most
 # Confidence of an answer none of whose citations named a record that was shown.
 UNCITED_CONFIDENCE = 0.3
@@ -44,6 +44,12 @@ class ModelAnswer(BaseModel):
 
 def _flat(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
+
+
+def _data(text: str | None, limit: int) -> str:
+    """Stored text as the prompt shows it: on one line (every kind of line break and space made one space), cut to
+    `limit`, and fenced as data: a JSON string, so nothing in it can end the quote, start a line or pass as an id."""
+    return json.dumps(_flat(text or "")[:limit], ensure_ascii=False)
 
 
 def empty(records_searched: int = 0) -> dict[str, Any]:
@@ -81,13 +87,21 @@ def checked(answer: ModelAnswer, shown: dict[str, str]) -> dict[str, Any]:
     return {"answer": text, "citations": list(citations.values()), "confidence": round(confidence, 2)}
 
 
+def _id(value: str) -> str:
+    return _flat(value).replace("[", "(").replace("]", ")")
+
+
 def _records_block(records: list[dict[str, Any]]) -> str:
-    return "\n".join(f"[{r['recordId']}] {r['decision']}: {_flat(r['reasoning'])[:RECORD_CHARS]}" for r in records)
+    return "\n".join(f"[{_id(r['recordId'])}] {_id(r['decision'])}: {_data(r['reasoning'], RECORD_CHARS)}"
+                     for r in records)
 
 
 def _knowledge_block(passages: list[dict[str, Any]], rules: list[dict[str, Any]]) -> str:
-    lines = [f"[{p['sourceId']}] {p['fileName'] or 'knowledge'}: {_flat(p['text'])[:PASSAGE_CHARS]}" for p in passages]
-    lines += [f"[{r['sourceId']}] rule: {_flat(r['text'])[:PASSAGE_CHARS]}" for r in rules]
+    lines = [
+        f"[{_id(p['sourceId'])}] {_data(p['fileName'] or 'knowledge', NAME_CHARS)}: {_data(p['text'], PASSAGE_CHARS)}"
+        for p in passages
+    ]
+    lines += [f"[{_id(r['sourceId'])}] rule: {_data(r['text'], PASSAGE_CHARS)}" for r in rules]
     return "\n".join(lines) or "none"
 
 
