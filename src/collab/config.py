@@ -354,6 +354,11 @@ class Settings(BaseSettings):
     smtp_host: str | None = Field(
         default=None, description="The SMTP server of e-mails whose API key uses the `default` e-mail service; unset, "
         "such e-mails fail with a reason `workspace/email/status` shows")
+    smtp_from: str | None = Field(
+        default=None, description="The sender (envelope and `From`) of every e-mail sent through `COLLAB_SMTP_HOST` "
+        "(the `default` and `custom` e-mail services), one address such as `notifications@collab.example.com`; an API "
+        "key's `fromCompany` is its display name and its `fromEmail` the `Reply-To`. Unset (or not one address), such "
+        "e-mails fail with a reason `workspace/email/status` shows")
     smtp_port: int = Field(default=587, description="Port of `COLLAB_SMTP_HOST`")
     smtp_security: Literal["none", "starttls", "tls"] = Field(
         default="starttls", description="`starttls` (upgrade after connecting), `tls` (implicit TLS) or `none`")
@@ -368,6 +373,9 @@ class Settings(BaseSettings):
     email_max_per_day: int = Field(
         default=5000, description="E-mails per API key per 24 hours; beyond, e-mails are "
         "recorded `skipped`")
+    email_max_per_workspace_per_day: int = Field(
+        default=10_000, ge=0, description="E-mails per workspace (all its API keys together) per 24 hours; beyond, "
+        "e-mails are recorded `skipped`")
     email_allow_private_hosts: bool = Field(
         default=False, description="`true` lets an API key's own SMTP server (`smtpHost`) be a private or loopback "
         "address (self-hosting, tests); off, such hosts are refused")

@@ -32,6 +32,8 @@ DEFAULT_TRIGGERS = {
     "comment_annotation.add": True, "comment.add": True, "comment_annotation.assign": True,
     "comment_annotation.status_change": True, "huddle.create": True, "huddle.join": True
 }
+# The types that send through the API key's own service; `default` and `custom` use the deployment's server.
+OWN_SERVER = ("smtp", "sendgrid")
 STATES = ("open", "pending", "sending", "sent", "failed", "skipped", "cancelled")
 
 
@@ -130,12 +132,15 @@ async def enqueue(conn: Conn, *, settings: Settings, now: int, api_key_id: str, 
                                       document_id=document_id, user_ids=emails, involved=involved, channel="email")
     unknown = [u for u in users if not emails.get(u)]
     known = {u: p["email"] for u, p in (await repo.profiles(conn, api_key_id=api_key_id, ids=unknown)).items()}
-    over = await repo.emails_today(conn, api_key_id=api_key_id, since=now - 86_400_000) >= settings.email_max_per_day
+    since = now - 86_400_000
+    over = (await repo.emails_today(conn, api_key_id=api_key_id, since=since) >= settings.email_max_per_day
+            or await repo.workspace_emails_today(conn, api_key_id=api_key_id,
+                                                 since=since) >= settings.email_max_per_workspace_per_day)
     queued = 0
     for user in users:
-        address = emails.get(user) or known.get(user)
+        address = mail.addr_spec(emails.get(user) or known.get(user))
         if not address:
-            continue  # nobody knows this user's e-mail: in-app only
+            continue  # nobody knows this user's e-mail (or it is not one address): in-app only
         status = "skipped" if over else "open"
         row = await repo.open_email(conn, api_key_id=api_key_id, id=new_id("ne_"), organization_id=organization_id,
                                     user_id=user, email=address, status=status,
@@ -180,9 +185,15 @@ async def send(svc: Services, *, api_key_id: str, email_id: str, attempts: int) 
     token = mail.unsubscribe_token(svc.keyring, api_key_id=api_key_id, organization_id=claimed["organization_id"],
                                    user_id=claimed["user_id"])
     provider, subject = stored.get("type", "default"), None
+    if provider in OWN_SERVER:
+        from_email, reply_to = stored.get("fromEmail") or settings.email_from, None
+    else:  # the deployment's server: the operator's address sends; the tenant's is where replies go
+        from_email, reply_to = settings.smtp_from or "", mail.addr_spec(stored.get("fromEmail"))
     try:
-        out = mail.compose(to=claimed["email"], from_email=stored.get("fromEmail") or settings.email_from,
-                           from_name=stored.get("fromCompany") or None, items=items,
+        if mail.addr_spec(claimed["email"]) is None:  # stored before addresses were checked this strictly
+            raise ValueError("the recipient is not one e-mail address")
+        out = mail.compose(to=claimed["email"], from_email=from_email, from_name=stored.get("fromCompany") or None,
+                           items=items, reply_to=reply_to,
                            unsubscribe_url=f"{settings.public_url.rstrip('/')}{UNSUBSCRIBE}?token={token}")
         subject = out.subject
         error = await _deliver(svc, config=config, provider=provider, out=out)
@@ -226,7 +237,10 @@ async def _deliver(svc: Services, *, config: dict[str, Any], provider: str, out:
         return "The stored e-mail secret cannot be read; set it again with workspace/emailconfig/update."
     if not settings.smtp_host:
         return "No e-mail server is configured for this service (COLLAB_SMTP_HOST)."
-    # `default` and `custom`: the deployment's own SMTP server, trusted as configured by its operator.
+    if mail.addr_spec(settings.smtp_from) is None:
+        return "No sender address is configured for this service's e-mail server (COLLAB_SMTP_FROM)."
+    # `default` and `custom`: the deployment's own SMTP server, trusted as configured by its operator, sending
+    # from the operator's address (out.from_email is COLLAB_SMTP_FROM).
     return await mail.send_smtp(out, host=settings.smtp_host, port=settings.smtp_port, security=settings.smtp_security,
                                 username=settings.smtp_username, password=settings.smtp_password,
                                 timeout=settings.email_timeout_s, allow_private=True)

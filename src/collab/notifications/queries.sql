@@ -323,6 +323,13 @@ where api_key_id = %(api_key_id)s and id in (select email_id from item)
 select count(*) as n from notification_emails
 where api_key_id = %(api_key_id)s and created_at > %(since)s and status <> 'skipped'
 
+-- name: workspace_emails_today
+-- How many e-mails all API keys of one key's workspace made in the last 24 hours (the workspace's daily bound).
+select count(*) as n from notification_emails
+where api_key_id in (
+    select id from api_keys where workspace_id = (select workspace_id from api_keys where id = %(api_key_id)s)
+) and created_at > %(since)s and status <> 'skipped'
+
 -- name: due_emails
 -- E-mails whose time has come (window over, or a retry due; a lost send after its lease), locked; oldest first.
 select * from notification_emails

@@ -231,6 +231,11 @@ async def emails_today(conn: Conn, *, api_key_id: str, since: int) -> int:
     return row["n"] if row else 0
 
 
+async def workspace_emails_today(conn: Conn, *, api_key_id: str, since: int) -> int:
+    row = await fetch_one(conn, q.workspace_emails_today, {"api_key_id": api_key_id, "since": since})
+    return row["n"] if row else 0
+
+
 async def due_emails(conn: Conn, *, now: int, limit: int) -> list[dict[str, Any]]:
     return await fetch_all(conn, q.due_emails, {"now": now, "limit": limit})
 

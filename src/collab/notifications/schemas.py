@@ -1,6 +1,5 @@
 """Request models of notifications."""
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, field_validator
@@ -10,8 +9,22 @@ from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, Name, distinct
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
+from collab.notifications import mail
+from collab.webhooks import safety
 
 NOTIFICATION_ID = r"^[A-Za-z0-9_-]+$"
+
+
+def one_address(value: str) -> str:
+    """A field's e-mail address: exactly one addr-spec (mail.addr_spec), or "" for none."""
+    if value and mail.addr_spec(value) is None:
+        raise ValueError("Must be one e-mail address such as name@example.com (no display name, list, group or "
+                         "bare local part)")
+    return value
+
+
+# A user's e-mail address, as every operation that sets one takes it ("" is none).
+EmailAddress = Annotated[str, Field(max_length=320), AfterValidator(one_address)]
 
 
 class User(Model):
@@ -20,7 +33,7 @@ class User(Model):
     model_config = ConfigDict(strict=True, extra="allow")
     userId: Id
     name: Name = None
-    email: str = Field(None, max_length=320, pattern=r"^([^@\s]+@[^@\s]+\.[^@\s.]+)?$")  # e-mails go to it
+    email: EmailAddress = None  # e-mails go to it
 
 
 class Context(Model):
@@ -155,9 +168,6 @@ class GetPreferences(Model):
                        if not v.get("documentIds") and v.get("getOrganizationConfig") is not True else None)))
 
 
-EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s.]+$"
-
-
 class EmailServiceConfig(Model):
     """Velt's `emailServiceConfig`, plus `smtp*` fields for an API key's own SMTP server (ADR 0050)."""
 
@@ -175,11 +185,22 @@ class EmailServiceConfig(Model):
     smtpPassword: str = Field(None, max_length=500)
 
     _from = field_validator("fromEmail")(lambda v: _email_or_empty(v))
+    _host = field_validator("smtpHost")(lambda v: _host_or_none(v))
+
+
+def _host_or_none(value: str | None) -> str | None:
+    """A DNS name (labels of 1-63 characters, 253 in all) or an IP literal, as the resolver will take it."""
+    if value is not None:
+        try:
+            safety.host_name(value)
+        except safety.Refused as exc:
+            raise ValueError(str(exc)) from None
+    return value
 
 
 def _email_or_empty(value: str | None) -> str | None:
-    if value and not re.match(EMAIL_PATTERN, value):
-        raise ValueError("Invalid email address")
+    if value and mail.addr_spec(value) is None:
+        raise ValueError("Invalid email address: must be one address such as name@example.com")
     return value
 
 

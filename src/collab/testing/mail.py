@@ -13,9 +13,9 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
-def _free_port() -> int:
+def _free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -47,14 +47,14 @@ class _Handler:
 class Mailbox:
     """An SMTP server on 127.0.0.1 that keeps what it receives; with `login`, it asks for that user and password."""
 
-    def __init__(self, *, login: tuple[str, str] | None = None):
+    def __init__(self, *, login: tuple[str, str] | None = None, host: str = "127.0.0.1", port: int | None = None):
         self.messages: list[Received] = []
-        self.port = _free_port()
+        self.port = port or _free_port(host)
         self.login = login
         kwargs: dict[str, Any] = {}
         if login is not None:
             kwargs = {"authenticator": self._authenticate, "auth_require_tls": False, "auth_required": True}
-        self.controller = Controller(_Handler(self), hostname="127.0.0.1", port=self.port, **kwargs)
+        self.controller = Controller(_Handler(self), hostname=host, port=self.port, **kwargs)
 
     def _authenticate(self, server, session, envelope, mechanism, auth_data):
         ok = isinstance(auth_data,

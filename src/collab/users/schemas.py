@@ -11,14 +11,14 @@ from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, IdList100, Name, distinct_ids, unique_by
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
-from collab.notifications.schemas import Notification
+from collab.notifications.schemas import EmailAddress, Notification, one_address
 from collab.recordings.schemas import RecordingAttachment, RecordingTime, display
 
 
 class UserIn(Model):
     userId: Id
     name: Name = None
-    email: str = Field(None, max_length=320)
+    email: EmailAddress = None
     accessRole: Literal["viewer", "editor"] = None
 
 
@@ -215,7 +215,7 @@ class DocUsers(Model):
 
 InviteType = Literal["org_user", "doc_user", "folder_user"]
 InviteStatus = Literal["PENDING", "ACCEPTED", "REJECTED", "WITHDRAWN"]
-Email = Annotated[str, Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")]
+Email = Annotated[str, Field(min_length=3, max_length=320), AfterValidator(one_address)]
 
 
 def _invite_target(v):

@@ -78,6 +78,23 @@ def _check_name(host: str) -> None:
         raise Refused("An IPv4 address must be written as four decimal numbers (a.b.c.d).")
 
 
+def host_name(host: str) -> str:
+    """A bare host (an SMTP server's, say) as the resolver gets it: an IP literal (IPv6 with or without brackets) or
+    a DNS name (labels of 1-63 letters, digits, '-' or '_', 253 characters in all), in lower case without a final
+    dot; `Refused` with why when it is neither."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if "%" in bare:
+        raise Refused("An IPv6 zone (%) is not allowed in the host.")
+    literal = _literal(bare)
+    if literal is not None:
+        return str(literal)
+    name = bare.lower()
+    if not name or any(c in name for c in "[]:/@"):
+        raise Refused("The host is not a valid DNS name or IP address.")
+    _check_name(name)
+    return name[:-1] if name.endswith(".") else name
+
+
 def refused_address(address: Address) -> bool:
     """Whether an address is private, loopback, link-local, reserved, multicast, unspecified or metadata."""
     if isinstance(address, ipaddress.IPv6Address):
