@@ -196,6 +196,27 @@ class Settings(BaseSettings):
     knowledge_url_ttl_s: int = Field(
         default=900, ge=60, description="Seconds the signed upload and download URLs of knowledge sources stay valid "
         "(Velt: 15 minutes); they are served by this service under `COLLAB_PUBLIC_URL`")
+    # Bounds on what one tenant's knowledge costs others (docs/adr/0057, "Bounds").
+    knowledge_embed_timeout_s: float = Field(
+        default=120.0, gt=0, description="Seconds the embedding of one knowledge ingest or update may take (checked "
+        "every 64 texts); past it the ingest fails `embedding-failed` and an update answers `DEADLINE_EXCEEDED`")
+    knowledge_max_processing_per_workspace: int = Field(
+        default=20, ge=1, description="Knowledge ingests a workspace may have queued or running; past it "
+        "`knowledge/ingest` answers 429 `RESOURCE_EXHAUSTED` (they run at most "
+        "`COLLAB_EXTRACTION_MAX_CONCURRENCY_PER_WORKSPACE` at a time, shared with extractions)")
+    knowledge_max_key_bytes: int = Field(
+        default=1024**3, ge=1, description="Bytes of original files one API key's knowledge may hold (its sources' "
+        "files and uploaded slots not yet ingested); past it `upload-url`, the signed PUT and `ingest` answer 429 "
+        "`RESOURCE_EXHAUSTED` until sources are deleted")
+    rate_limit_knowledge_upload: str = Field(
+        default="30/minute", description="PUTs to signed knowledge upload URLs per API key per window; past it 429 "
+        "`RESOURCE_EXHAUSTED` with `Retry-After`")
+    knowledge_uploads_in_flight: int = Field(
+        default=4, ge=1, description="Signed knowledge uploads one API process receives at a time (each holds at "
+        "most its declared size, 30 MB, in memory); past it 429 `RESOURCE_EXHAUSTED`, `Retry-After: 1`")
+    knowledge_uploads_in_flight_per_key: int = Field(
+        default=2, ge=1, description="Signed knowledge uploads one API key may have in flight across API processes; "
+        "past it 429 `RESOURCE_EXHAUSTED`, `Retry-After: 1`")
 
     openai_base_url: str | None = Field(
         default=None,

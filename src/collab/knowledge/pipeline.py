@@ -15,9 +15,17 @@ MARKDOWN = "text/markdown"
 MIME_TYPES = (PDF, CSV, XLSX, TEXT, MARKDOWN)
 MAX_RULE_CHARS = 1000
 MAX_CATEGORY_CHARS = 200
+# A line is matched on its first this many characters: a rule keeps 1,000 and a heading 200 of them anyway.
+MAX_LINE_CHARS = 4000
 
+# Both patterns are linear in the line: each `\s+` is followed by `\S`, so no two quantifiers share characters
+# (a heading's closing `#`s are stripped in code, not matched: a lazy text before `\s*#*\s*$` is cubic).
 _ITEM = re.compile(r"^\s{0,8}(?:[-*+•]|\d{1,4}[.)]|\[[ xX]?\]|[-*+]\s+\[[ xX]?\])\s+(?P<text>\S.*)$")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<text>.+?)\s*#*\s*$")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<text>\S.*)$")
+_EMPTY_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*$")
+_CHECKBOX = re.compile(r"^\[[ xX]?\]\s+")
+_BLANK_LINES = re.compile(r"\n\s*\n")
+_NOT_SPACE = re.compile(r"\S")
 _DIRECTIVE = re.compile(
     r"\b(must|never|always|ensure|ensures|should|shall|required|requires|do not|don't|avoid|only|forbidden|"
     r"prohibited|mandatory)\b", re.IGNORECASE)
@@ -63,24 +71,27 @@ def chunks(markdown: str, *, max_chars: int, max_chunks: int) -> list[str]:
     """Paragraph-aligned passages of at most `max_chars` (a longer paragraph is cut), at most `max_chunks`."""
     out: list[str] = []
     current = ""
-    for block in re.split(r"\n\s*\n", markdown):
+    for block in _BLANK_LINES.split(markdown):
+        if len(out) >= max_chunks:
+            break
         block = block.strip()
-        while len(block) > max_chars:
+        start = 0  # a long paragraph is cut by offsets (slicing off its rest each time is quadratic)
+        while len(block) - start > max_chars and len(out) < max_chunks:
             if current:
                 out.append(current)
                 current = ""
-            cut = block.rfind(" ", 0, max_chars)
-            cut = cut if cut > max_chars // 2 else max_chars
-            out.append(block[:cut].strip())
-            block = block[cut:].strip()
+            cut = block.rfind(" ", start, start + max_chars)
+            cut = cut if cut > start + max_chars // 2 else start + max_chars
+            out.append(block[start:cut].strip())
+            rest = _NOT_SPACE.search(block, cut)
+            start = rest.start() if rest else len(block)
+        block = block[start:] if len(out) < max_chunks else ""
         if not block:
             continue
         if current and len(current) + 2 + len(block) > max_chars:
             out.append(current)
             current = ""
         current = f"{current}\n\n{block}" if current else block
-        if len(out) >= max_chunks:
-            break
     if current:
         out.append(current)
     return [c for c in out if c.strip()][:max_chunks]
@@ -94,30 +105,47 @@ class Candidate:
     category: str | None
 
 
+def heading(line: str) -> str | None:
+    """The text of a Markdown ATX heading line (its closing `#`s dropped; "" for an empty heading), or None when
+    the line is not one."""
+    line = line[:MAX_LINE_CHARS]
+    match = _HEADING.match(line)
+    if not match:
+        return "" if _EMPTY_HEADING.match(line) else None
+    text = match.group("text").rstrip()
+    return text.rstrip("#").rstrip() or text
+
+
 def candidates(markdown: str) -> tuple[list[Candidate], int]:
     """The list lines carrying directive wording (with their section), and how many list lines there are."""
     found: list[Candidate] = []
     items = 0
-    heading: str | None = None
+    section: str | None = None
     for line in markdown.splitlines():
-        match = _HEADING.match(line)
-        if match:
-            heading = match.group("text").strip()[:MAX_CATEGORY_CHARS] or None
+        line = line[:MAX_LINE_CHARS]
+        title = heading(line)
+        if title is not None:
+            section = title.strip()[:MAX_CATEGORY_CHARS] or None
             continue
         match = _ITEM.match(line)
         if not match:
             continue
         items += 1
-        text = re.sub(r"^\[[ xX]?\]\s+", "", match.group("text")).strip()
+        text = _CHECKBOX.sub("", match.group("text")).strip()
         if _DIRECTIVE.search(text):
-            found.append(Candidate(text[:MAX_RULE_CHARS], heading))
+            found.append(Candidate(text[:MAX_RULE_CHARS], section))
     return found, items
 
 
 def rule_based(markdown: str) -> bool:
     """Velt's classification: enough list lines (bullets, numbers, checkboxes) carry directive wording."""
     found, items = candidates(markdown)
-    return len(found) >= MIN_RULE_LINES and len(found) >= MIN_RULE_SHARE * items
+    return ruled(len(found), items)
+
+
+def ruled(found: int, items: int) -> bool:
+    """Whether `found` directive lines among `items` list lines make a source rule-based."""
+    return found >= MIN_RULE_LINES and found >= MIN_RULE_SHARE * items
 
 
 def normalise(text: str) -> str:

@@ -207,9 +207,30 @@ values (%(id)s, %(api_key_id)s, %(organization_id)s, %(document_id)s, %(mime_typ
         %(declared_size)s, %(expires_at)s)
 
 -- name: store_upload
--- Store the bytes PUT to a pending, unexpired upload slot of the key.
+-- Store the bytes PUT to a pending, unexpired upload slot of the key: once (an uploaded slot is never rewritten).
 update knowledge_uploads set content = %(content)s, status = 'uploaded'
-where id = %(id)s and api_key_id = %(api_key_id)s and status in ('pending', 'uploaded') and expires_at > %(now)s
+where id = %(id)s and api_key_id = %(api_key_id)s and status = 'pending' and expires_at > %(now)s
+
+-- name: upload_slot
+-- An upload slot a signed PUT names: its state and declared size, without its bytes.
+select status, declared_size, expires_at from knowledge_uploads
+where id = %(id)s and api_key_id = %(api_key_id)s
+
+-- name: stored_bytes
+-- The bytes of originals an API key's knowledge holds: its sources' files and its uploaded, not yet ingested slots.
+select (select coalesce(sum(size_bytes), 0) from knowledge_sources
+        where api_key_id = %(api_key_id)s and content is not null)
+     + (select coalesce(sum(octet_length(content)), 0) from knowledge_uploads
+        where api_key_id = %(api_key_id)s and content is not null) as n
+
+-- name: processing_in_workspace
+-- How many knowledge ingests of a workspace's keys are queued or running (a bound on its backlog).
+select count(*) as n from knowledge_sources s join api_keys k on k.id = s.api_key_id
+where k.workspace_id = %(workspace_id)s and s.kind = 'upload' and s.status = 'processing'
+
+-- name: touch_source
+-- Note that a processing ingest is still waiting for a slot (the sweep of lost ingests counts from here).
+update knowledge_sources set updated_at = now() where id = %(id)s and status = 'processing'
 
 -- name: take_upload
 -- Claim an uploaded slot for an ingest: its bytes, once (the row stays, ingested, so a second ingest is refused).

@@ -190,9 +190,27 @@ async def insert_upload(conn: Conn, *, api_key_id: str, id: str, organization_id
         })
 
 
-async def store_upload(conn: Conn, *, api_key_id: str, upload_id: str, content: bytes, now: datetime) -> bool:
+async def store_upload(conn: Conn, *, api_key_id: str, upload_id: str, content: bytes | bytearray,
+                       now: datetime) -> bool:
     return await execute(conn, q.store_upload,
                          {"id": upload_id, "api_key_id": api_key_id, "content": content, "now": now}) == 1
+
+
+async def upload_slot(conn: Conn, *, api_key_id: str, upload_id: str) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.upload_slot, {"id": upload_id, "api_key_id": api_key_id})
+
+
+async def stored_bytes(conn: Conn, *, api_key_id: str) -> int:
+    """Bytes of original files the key's knowledge holds (sources and uploaded slots)."""
+    return int((await fetch_one(conn, q.stored_bytes, {"api_key_id": api_key_id}) or {"n": 0})["n"])
+
+
+async def processing_in_workspace(conn: Conn, *, workspace_id: str) -> int:
+    return int((await fetch_one(conn, q.processing_in_workspace, {"workspace_id": workspace_id}) or {"n": 0})["n"])
+
+
+async def touch_source(conn: Conn, *, source_id: str) -> None:
+    await execute(conn, q.touch_source, {"id": source_id})
 
 
 async def get_upload(conn: Conn, *, api_key_id: str, upload_id: str) -> dict[str, Any] | None:

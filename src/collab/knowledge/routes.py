@@ -7,9 +7,10 @@ from fastapi.responses import Response
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, raw
+from collab.kit.errors import ApiError
 from collab.kit.openapi import plain
 from collab.kit.services import Services, services
-from collab.knowledge import service, urls
+from collab.knowledge import pipeline, service, signed, urls
 from collab.knowledge.schemas import (
     DeleteAnswer,
     DownloadAnswer,
@@ -87,17 +88,31 @@ async def upload_url(body: Envelope[UploadUrl], tenant: Tenant = Auth, svc: Serv
 
 async def put_upload(token: str, request: Request, svc: Services = Svc):
     """The signed upload URL: the raw bytes, streamed and bounded; the signature is the only credential."""
-    await service.put_upload(svc, token=token, content_type=request.headers.get("content-type"), body=request.stream())
+    await signed.put_upload(svc, token=token, content_type=request.headers.get("content-type"),
+                            content_length=request.headers.get("content-length"), body=request.stream())
     return Response(status_code=200)
 
 
+# Files are served from the service's own origin (the console's cookie's): never rendered there, whatever they hold.
+CONFINED = {
+    "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox", "Cache-Control": "private, no-store"
+}
+DEFAULT_NAMES = {
+    pipeline.PDF: "knowledge-source.pdf", pipeline.CSV: "knowledge-source.csv", pipeline.XLSX: "knowledge-source.xlsx",
+    pipeline.TEXT: "knowledge-source.txt"
+}
+
+
 async def get_file(token: str, svc: Services = Svc):
-    """A signed download URL: a source's original file or its canonical markdown."""
-    content, mime, name = await service.open_file(svc, token=token)
-    headers = {"Cache-Control": "private, no-store"}
-    if name:
-        headers["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(name, safe='')}"
-    return Response(content, media_type=mime, headers=headers)
+    """A signed download URL: a source's original file or its canonical markdown, always as an attachment."""
+    try:
+        content, mime, name = await signed.open_file(svc, token=token)
+    except ApiError as exc:  # refusals too: confined, and a download (never a page of this origin)
+        exc.headers = {**(exc.headers or {}), **CONFINED, "Content-Disposition": "attachment"}
+        raise
+    name = name or DEFAULT_NAMES.get(mime, "knowledge-source.md")
+    disposition = f"attachment; filename*=UTF-8''{quote(name, safe='')}"
+    return Response(content, media_type=mime, headers={**CONFINED, "Content-Disposition": disposition})
 
 
 # Not API operations: a client PUTs or GETs them with a signed link, so they live outside /v1 and /v2 (the app adds

@@ -4,7 +4,6 @@ and download URLs this service serves itself."""
 import base64
 import binascii
 import hashlib
-from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -13,13 +12,12 @@ from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.errors import ApiError, invalid, issue, not_found
 from collab.kit.jobs import run_sync, transaction
-from collab.kit.ratelimit import check
+from collab.kit.ratelimit import check, concurrency
 from collab.kit.services import Services
-from collab.knowledge import pipeline, urls
+from collab.knowledge import bounds, pipeline, urls
 from collab.knowledge import repository as repo
 from collab.knowledge.schemas import (
     MAX_INLINE_BYTES,
-    MAX_REF_BYTES,
     IngestKnowledge,
     SearchKnowledge,
     SourceRef,
@@ -32,6 +30,7 @@ MAX_OUTSTANDING_UPLOADS = 50  # Velt's: upload URLs a workspace may hold before 
 NOT_RULE_BASED = "Version diff is only supported for rule-based knowledge sources."
 STATUS = {"processing": "processing", "ready": "completed", "failed": "failed"}
 REFUSED = "The signature is invalid or has expired."
+FULL = "This API key's knowledge holds the most file bytes allowed; delete some sources."
 
 
 def _now(svc: Services) -> datetime:
@@ -98,6 +97,14 @@ async def ingest(svc: Services, *, tenant: Tenant, data: IngestKnowledge) -> dic
                 message="Too many knowledge ingests for this workspace; retry later.")
     source_id = new_id("src_")
     async with transaction(svc.pool, svc.redis) as tx:
+        queued = await repo.processing_in_workspace(tx.conn, workspace_id=tenant.workspace_id)
+        if queued >= svc.settings.knowledge_max_processing_per_workspace:
+            raise ApiError(
+                "RESOURCE_EXHAUSTED", f"This workspace has {queued} knowledge ingests in progress; retry "
+                "when some have finished.", headers={"Retry-After": "5"})
+        if inline is not None and (await repo.stored_bytes(tx.conn, api_key_id=tenant.api_key_id) + len(inline[0])
+                                   > svc.settings.knowledge_max_key_bytes):
+            raise ApiError("RESOURCE_EXHAUSTED", FULL)
         if await repo.count_sources(tx.conn, api_key_id=tenant.api_key_id) >= svc.settings.knowledge_max_sources:
             raise ApiError("RESOURCE_EXHAUSTED", "This API key holds the most knowledge sources allowed; delete some.")
         if await repo.count_chunks(tx.conn, api_key_id=tenant.api_key_id) >= svc.settings.knowledge_max_key_chunks:
@@ -150,6 +157,9 @@ async def upload_url(svc: Services, *, tenant: Tenant, data: UploadUrl) -> dict[
             if await repo.outstanding_uploads(conn, api_key_id=tenant.api_key_id, now=now) >= MAX_OUTSTANDING_UPLOADS:
                 raise ApiError("RESOURCE_EXHAUSTED",
                                f"This workspace holds {MAX_OUTSTANDING_UPLOADS} outstanding upload URLs; ingest some.")
+            stored = await repo.stored_bytes(conn, api_key_id=tenant.api_key_id)
+            if stored + data.fileSize > svc.settings.knowledge_max_key_bytes:
+                raise ApiError("RESOURCE_EXHAUSTED", FULL)
             await repo.insert_upload(conn, api_key_id=tenant.api_key_id, id=upload_id,
                                      organization_id=data.organizationId, document_id=data.documentId, mime_type=mime,
                                      file_name=(data.fileName or "").replace("\x00", "") or None,
@@ -265,9 +275,14 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateKnowledge) -> dic
         raise ApiError("FAILED_PRECONDITION", "The knowledge source is not completed; poll its ingest status.")
     if not row["rule_based"]:
         raise ApiError("FAILED_PRECONDITION", NOT_RULE_BASED)
-    return await run_sync(svc.redis, "update_knowledge", timeout_s=svc.settings.knowledge_timeout_s,
-                          api_key_id=tenant.api_key_id, workspace_id=tenant.workspace_id, source_id=data.sourceId,
-                          content=data.newContent)
+    settings = svc.settings
+    # One of the workspace's extraction slots while the update runs (its ingests and extractions share them).
+    async with concurrency(svc.redis, bucket=bounds.slot_bucket(tenant.workspace_id),
+                           limit=settings.extraction_max_concurrency_per_workspace,
+                           ttl_s=int(settings.knowledge_timeout_s) + 30, message=bounds.BUSY):
+        return await run_sync(svc.redis, "update_knowledge", timeout_s=settings.knowledge_timeout_s,
+                              api_key_id=tenant.api_key_id, workspace_id=tenant.workspace_id, source_id=data.sourceId,
+                              content=data.newContent)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: SourceRef) -> dict[str, Any]:
@@ -291,47 +306,3 @@ async def download(svc: Services, *, tenant: Tenant, data: SourceRef) -> str | N
     """A completed source's canonical markdown; None for anything else (Velt answers null, not an error)."""
     async with svc.pool.connection() as conn:
         return await repo.canonical_text(conn, api_key_id=tenant.api_key_id, source_id=data.sourceId)
-
-
-async def put_upload(svc: Services, *, token: str, content_type: str | None, body: AsyncIterator[bytes]) -> None:
-    """Store the bytes PUT to a signed upload URL (streamed, at most 30 MB); PERMISSION_DENIED for any bad token."""
-    claims = urls.read(svc.keyring, token, purposes=("upload", ), now_ms=int(svc.clock() * 1000))
-    if claims is None:
-        raise ApiError("PERMISSION_DENIED", REFUSED)
-    _, api_key_id, upload_id, mime = claims
-    if normalise_mime_type(content_type or "") != mime:
-        raise ApiError("PERMISSION_DENIED", "The Content-Type must be the mimeType the upload URL was minted for.")
-    parts, size = [], 0
-    async for part in body:
-        size += len(part)
-        if size > MAX_REF_BYTES:
-            raise invalid(f"The upload is over {MAX_REF_BYTES} bytes (30 MB).")
-        parts.append(part)
-    if size == 0:
-        raise invalid("The upload is empty.")
-    async with svc.pool.connection() as conn:
-        stored = await repo.store_upload(conn, api_key_id=api_key_id, upload_id=upload_id, content=b"".join(parts),
-                                         now=_now(svc))
-    if not stored:
-        raise ApiError("PERMISSION_DENIED", REFUSED)
-
-
-async def open_file(svc: Services, *, token: str) -> tuple[bytes, str, str | None]:
-    """(bytes, MIME type, file name) a signed download URL opens; PERMISSION_DENIED for any bad token."""
-    claims = urls.read(svc.keyring, token, purposes=("original", "canonical"), now_ms=int(svc.clock() * 1000))
-    if claims is None:
-        raise ApiError("PERMISSION_DENIED", REFUSED)
-    purpose, api_key_id, source_id, _ = claims
-    async with svc.pool.connection() as conn:
-        row = await repo.source_content(conn, api_key_id=api_key_id, source_id=source_id)
-        markdown = await repo.canonical_text(conn, api_key_id=api_key_id, source_id=source_id)
-    if row is None or row["status"] != "ready":
-        raise ApiError("PERMISSION_DENIED", REFUSED)
-    name = row["file_name"]
-    if purpose == "canonical":
-        if markdown is None:
-            raise ApiError("PERMISSION_DENIED", REFUSED)
-        return markdown.encode(), "text/markdown; charset=utf-8", name
-    if row["content"] is None:
-        raise ApiError("PERMISSION_DENIED", REFUSED)
-    return bytes(row["content"]), row["mime_type"], name

@@ -2,26 +2,35 @@
 the update of a rule-based source (a new version and its rule diff), and the search of chunks and rules."""
 
 import asyncio
+import json
 import logging
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+from redis.exceptions import RedisError
 
 from collab.embeddings.batching import encode_query
 from collab.embeddings.model import Embedder, content_hash
 from collab.files import DecodeError, Limits, decode
 from collab.files.common import cap_canonical, decode_bytes
+from collab.files.sandbox import run_child
 from collab.judgments.tasks import active_embedder
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
-from collab.kit.errors import ApiError, not_found
-from collab.kit.jobs import job, past
+from collab.kit.errors import ApiError, invalid, issue, not_found
+from collab.kit.jobs import job, lane, past, transaction
+from collab.kit.ratelimit import concurrency
 from collab.kit.services import Services
 from collab.knowledge import pipeline
 from collab.knowledge import repository as repo
+from collab.knowledge.bounds import BUSY, slot_bucket
 from collab.knowledge.schemas import MAX_REF_BYTES, SearchKnowledge
 from collab.workspaces import ai
 
@@ -35,6 +44,15 @@ INGESTED_KEPT = timedelta(days=30)
 # default executor or queue behind judgments' bulk encodes.
 _DECODE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="knowledge-decode")
 _ENCODE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowledge-encode")
+# The pure steps over a source's markdown run in a child of their own, under the decoders' caps (files/sandbox.py).
+STEPS_CHILD = Path(__file__).with_name("_steps_child.py")
+STEPS_LIMITS = Limits()
+# Texts per encode: the embedding budget is checked between batches, and concurrent ingests take turns.
+ENCODE_BATCH = 64
+# An ingest that finds its workspace's extraction slots taken runs again after this long (doubling, at most
+# DEFER_MAX_S), as a fresh job: it spends no try and holds no lane slot while it waits.
+DEFER_S = 1.0
+DEFER_MAX_S = 30.0
 
 
 class RuleDraft(BaseModel):
@@ -54,14 +72,21 @@ class Failed(Exception):
         self.reason, self.message = reason, message
 
 
+def _failed_reason(mime_type: str) -> str:
+    return "pdf-llm-conversion-failed" if mime_type == pipeline.PDF else "unsupported-mime-detected-post-validation"
+
+
 async def _decode(settings, content: bytes, mime_type: str, file_name: str | None) -> tuple[str, bool]:
     """(canonical markdown, whether the converter fell back to the raw text) of a file."""
     loop = asyncio.get_running_loop()
     limits = Limits(max_bytes=MAX_REF_BYTES)
+
+    def markdown() -> str:
+        decoded = decode(content, mime_type, file_name=file_name, limits=limits)
+        return cap_canonical(pipeline.canonical_markdown(decoded, mime_type))
+
     try:
-        decoded = await loop.run_in_executor(_DECODE,
-                                             lambda: decode(content, mime_type, file_name=file_name, limits=limits))
-        return cap_canonical(pipeline.canonical_markdown(decoded, mime_type)), False
+        return await loop.run_in_executor(_DECODE, markdown), False
     except DecodeError as exc:
         if mime_type in (pipeline.TEXT, pipeline.MARKDOWN, pipeline.CSV) and exc.kind == "unreadable":
             # Prose with no list items (or a table without one): the text itself is the source's content.
@@ -72,15 +97,57 @@ async def _decode(settings, content: bytes, mime_type: str, file_name: str | Non
             else:
                 if text.strip():
                     return cap_canonical(text.strip() + "\n"), True
-        pdf = mime_type == pipeline.PDF
-        raise Failed("pdf-llm-conversion-failed" if pdf else "unsupported-mime-detected-post-validation",
-                     exc.message) from None
+        raise Failed(_failed_reason(mime_type), exc.message) from None
 
 
-async def _encode(embedder: Embedder, texts: list[str]) -> list[list[float]]:
-    if not texts:
-        return []
-    return await asyncio.get_running_loop().run_in_executor(_ENCODE, embedder.encode, texts)
+@dataclass
+class Steps:
+    """What the pure steps make of a source's markdown: its chunks, its candidate rule lines, its list lines."""
+
+    chunks: list[str]
+    found: list[pipeline.Candidate]
+    items: int
+
+
+def _run_steps(payload: bytes) -> Steps:
+    limits = STEPS_LIMITS
+    output = run_child(
+        str(STEPS_CHILD),
+        [str(limits.text_memory_bytes), str(math.ceil(limits.text_timeout_s) + 1)], payload,
+        timeout_s=limits.text_timeout_s, what="source's text")
+    try:
+        answer = json.loads(output)
+        return Steps(
+            chunks=[str(c) for c in answer["chunks"]],
+            found=[pipeline.Candidate(str(t), c if isinstance(c, str) else None) for t, c in answer["candidates"]],
+            items=int(answer["items"]))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise DecodeError("unreadable", "the source's text could not be split into passages") from exc
+
+
+async def steps(settings, markdown: str, *, with_chunks: bool) -> Steps:
+    """Chunks and candidate rule lines of tenant markdown, computed in a sandboxed child (a CPU and wall-clock limit)
+    off the event loop: DecodeError when the child cannot finish."""
+    payload = json.dumps({
+        "markdown": markdown, "max_chars": settings.knowledge_chunk_chars, "max_chunks": settings.knowledge_max_chunks,
+        "chunks": with_chunks
+    }).encode()
+    return await asyncio.get_running_loop().run_in_executor(_DECODE, _run_steps, payload)
+
+
+class TooSlow(Exception):
+    """The embedding of one ingest or update ran past its budget (`knowledge_embed_timeout_s`)."""
+
+
+async def _encode(embedder: Embedder, texts: list[str], *, deadline: float) -> list[list[float]]:
+    """The texts' vectors, a batch at a time on the encode thread; TooSlow once the deadline has passed."""
+    loop = asyncio.get_running_loop()
+    vectors: list[list[float]] = []
+    for start in range(0, len(texts), ENCODE_BATCH):
+        if time.monotonic() > deadline:
+            raise TooSlow(f"embedding stopped after {len(vectors)} of {len(texts)} texts")
+        vectors += await loop.run_in_executor(_ENCODE, embedder.encode, texts[start:start + ENCODE_BATCH])
+    return vectors
 
 
 async def _model_rules(svc: Services, tenant: Tenant, *, file_name: str,
@@ -102,10 +169,10 @@ async def _model_rules(svc: Services, tenant: Tenant, *, file_name: str,
             if r.content.strip()]
 
 
-async def extract_rules(svc: Services, tenant: Tenant, *, file_name: str, markdown: str) -> list[dict[str, Any]]:
-    """The rules of a rule-based source's markdown (by the model, else its rule lines), capped in count and bytes,
+async def extract_rules(svc: Services, tenant: Tenant, *, file_name: str,
+                        found: list[pipeline.Candidate]) -> list[dict[str, Any]]:
+    """The rules of a rule-based source's candidate lines (by the model, else the lines), capped in count and bytes,
     without repeats."""
-    found, _ = pipeline.candidates(markdown)
     if not found:
         return []
     drafted = await _model_rules(svc, tenant, file_name=file_name, found=found)
@@ -120,40 +187,82 @@ async def extract_rules(svc: Services, tenant: Tenant, *, file_name: str, markdo
     return rules[:svc.settings.knowledge_max_rules]
 
 
-async def _vectors(embedder: Embedder, items: list[dict[str, Any]], field: str) -> None:
-    """Give each item its id, text hash and vector (one encode for all)."""
-    vectors = await _encode(embedder, [i[field] for i in items])
+async def _vectors(embedder: Embedder, items: list[dict[str, Any]], field: str, *, deadline: float) -> None:
+    """Give each item its text hash and vector (encoded in batches, until the deadline)."""
+    vectors = await _encode(embedder, [i[field] for i in items], deadline=deadline)
     for item, vector in zip(items, vectors):
         item["hash"] = content_hash(item[field])
         item["vector"] = vector
 
 
 @job(lane="extraction", timeout=past("knowledge_timeout_s"), max_tries=INGEST_TRIES)
-async def ingest_knowledge(ctx: dict, *, api_key_id: str, source_id: str) -> dict[str, Any]:
-    """Turn a stored upload into a completed source (or a failed one with its reason); idempotent."""
+async def ingest_knowledge(ctx: dict, *, api_key_id: str, source_id: str, waits: int = 0) -> dict[str, Any]:
+    """Turn a stored upload into a completed source (or a failed one with its reason); idempotent. It runs in one
+    of the workspace's extraction slots, and waits for one as a deferred job of its own, never on a lane slot."""
     svc: Services = ctx["svc"]
     async with svc.pool.connection() as conn:
         row = await repo.source_content(conn, api_key_id=api_key_id, source_id=source_id)
     if row is None or row["status"] != "processing":
         return {"status": row["status"] if row else "deleted"}
+    settings = svc.settings
+    held = AsyncExitStack()
+    try:
+        await held.enter_async_context(
+            concurrency(svc.redis, bucket=slot_bucket(row["workspace_id"]),
+                        limit=settings.extraction_max_concurrency_per_workspace,
+                        ttl_s=int(settings.knowledge_timeout_s) + 30, message=BUSY))
+    except ApiError as exc:
+        if exc.code != "RESOURCE_EXHAUSTED":
+            raise
+        return await _defer(svc, api_key_id=api_key_id, source_id=source_id, waits=waits)
+    async with held:
+        return await _ingest(ctx, svc, api_key_id=api_key_id, source_id=source_id, row=row)
+
+
+async def _defer(svc: Services, *, api_key_id: str, source_id: str, waits: int) -> dict[str, Any]:
+    """Queue the ingest again as a fresh job due after a while (this try ends: no try spent, no slot held)."""
+    delay = min(DEFER_MAX_S, DEFER_S * 2**min(waits, 8))
+    # Unsent on commit (no queue given): sent below with its delay, else by the job sweep.
+    async with transaction(svc.pool, None) as tx:
+        await repo.touch_source(tx.conn, source_id=source_id)  # a waiting ingest is not a lost one
+        job_id = await tx.enqueue("ingest_knowledge", api_key_id=api_key_id, source_id=source_id, waits=waits + 1)
+    if svc.redis is not None:
+        try:
+            await svc.redis.enqueue_job("ingest_knowledge", job_id, _job_id=job_id,
+                                        _queue_name=lane("ingest_knowledge").queue, _defer_by=timedelta(seconds=delay))
+        except (RedisError, OSError) as exc:
+            log.warning("deferred ingest %s not queued, left for the sweep: %s", job_id, exc)
+    log.info("knowledge ingest %s waits %.0f s for a slot of its workspace", source_id, delay)
+    return {"status": "deferred", "job": job_id, "delayS": delay}
+
+
+async def _ingest(ctx: dict, svc: Services, *, api_key_id: str, source_id: str, row: dict[str, Any]) -> dict[str, Any]:
     tenant = Tenant(api_key_id=api_key_id, workspace_id=row["workspace_id"])
     started = time.monotonic()
     try:
         if row["content"] is None:
             raise Failed("storage-upload-failed", "The uploaded bytes are no longer stored.")
         markdown, raw = await _decode(svc.settings, bytes(row["content"]), row["mime_type"], row["file_name"])
-        texts = pipeline.chunks(markdown, max_chars=svc.settings.knowledge_chunk_chars,
-                                max_chunks=svc.settings.knowledge_max_chunks)
-        chunks = [{"id": new_id("chk_"), "text": t} for t in texts]
-        ruled = pipeline.rule_based(markdown)
+        try:
+            found = await steps(svc.settings, markdown, with_chunks=True)
+        except DecodeError as exc:
+            raise Failed(_failed_reason(row["mime_type"]), exc.message) from None
+        chunks = [{"id": new_id("chk_"), "text": t} for t in found.chunks]
+        ruled = pipeline.ruled(len(found.found), found.items)
         rules = await extract_rules(svc, tenant, file_name=row["file_name"] or "the file",
-                                    markdown=markdown) if ruled else []
+                                    found=found.found) if ruled else []
         for rule in rules:
             rule["id"] = new_id("rule_")
+        deadline = time.monotonic() + svc.settings.knowledge_embed_timeout_s
         try:
             embedder = await active_embedder(ctx)
-            await _vectors(embedder, chunks, "text")
-            await _vectors(embedder, rules, "content")
+            await _vectors(embedder, chunks, "text", deadline=deadline)
+            await _vectors(embedder, rules, "content", deadline=deadline)
+        except TooSlow as exc:
+            log.warning("embedding a knowledge source ran past its budget: %s", exc)
+            raise Failed(
+                "embedding-failed", f"Embedding took longer than "
+                f"{svc.settings.knowledge_embed_timeout_s:g} s; split the file.") from None
         except Exception as exc:  # a model that cannot load or encode: the documented embedding-failed
             log.exception("embedding a knowledge source failed")
             raise Failed("embedding-failed", f"Embedding failed: {type(exc).__name__}") from None
@@ -179,7 +288,8 @@ async def ingest_knowledge(ctx: dict, *, api_key_id: str, source_id: str) -> dic
 @job(lane="extraction", awaited=True, timeout=past("knowledge_timeout_s"))
 async def update_knowledge(ctx: dict, *, api_key_id: str, workspace_id: str, source_id: str,
                            content: str) -> dict[str, Any]:
-    """A rule-based source's new version: its markdown replaced, rules extracted again and embedded, the diff."""
+    """A rule-based source's new version: its markdown replaced, rules extracted again and embedded, the diff (the
+    caller holds one of the workspace's extraction slots while it waits)."""
     svc: Services = ctx["svc"]
     tenant = Tenant(api_key_id=api_key_id, workspace_id=workspace_id)
     markdown = cap_canonical(content.strip() + "\n")
@@ -188,11 +298,19 @@ async def update_knowledge(ctx: dict, *, api_key_id: str, workspace_id: str, sou
         if source is None:
             raise not_found("knowledge_source")
         old = [r["content"] for r in await repo.current_rules(conn, api_key_id=api_key_id, source_id=source_id)]
-    rules = await extract_rules(svc, tenant, file_name=source["file_name"] or "the file", markdown=markdown)
+    try:
+        found = await steps(svc.settings, markdown, with_chunks=False)
+    except DecodeError as exc:
+        raise invalid(f"newContent cannot be read: {exc.message}.",
+                      [issue(["newContent"], "Cannot be read within the limits")]) from None
+    rules = await extract_rules(svc, tenant, file_name=source["file_name"] or "the file", found=found.found)
     for rule in rules:
         rule["id"] = new_id("rule_")
     embedder = await active_embedder(ctx)
-    await _vectors(embedder, rules, "content")
+    try:
+        await _vectors(embedder, rules, "content", deadline=time.monotonic() + svc.settings.knowledge_embed_timeout_s)
+    except TooSlow:
+        raise ApiError("DEADLINE_EXCEEDED", "Embedding the new rules took too long; retry later.") from None
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             version = await repo.bump_version(conn, api_key_id=api_key_id, source_id=source_id, canonical_text=markdown)
