@@ -22,6 +22,7 @@ from collab.testing.contract import Contract
 from collab.testing.fakes import FakeProviders
 from collab.testing.live import Live
 from collab.testing.receiver import Receiver
+from support import tripwire
 from support.settings import make_settings
 
 # One export of the embedding model for every run of the suite on this machine: the session's worker, the fault
@@ -46,6 +47,18 @@ def servers():
     redis.stop()
     embedded.stop_postgres()
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def loop_tripwire(request):
+    """Fail a test during which the session's service held its event loop (support/tripwire.py)."""
+    if "live" not in request.fixturenames or request.node.get_closest_marker("holds_loop"):
+        yield
+        return
+    lag = request.getfixturevalue("live").svc.loop_lag
+    started = time.monotonic()
+    yield
+    tripwire.check(lag, started)
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,13 @@
 """The FastAPI application: lifespan wiring, middleware, handlers, docs served offline."""
 
+import asyncio
 import logging
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import fastapi_offline
-from fastapi import FastAPI, Request
+import orjson
+from fastapi import FastAPI, Request, Response
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
 
@@ -57,7 +59,8 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
 
     app = FastAPI(title="collab", version=__version__,
                   description="Collaboration Backend REST API: every operation is POST {data} under /v1 or /v2.",
-                  lifespan=lifespan, docs_url=None, redoc_url=None, default_response_class=OrjsonResponse)
+                  lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None,
+                  default_response_class=OrjsonResponse)
     if svc is not None:
         app.state.services = svc
     install_handlers(app)
@@ -102,6 +105,15 @@ def _documented_errors_only(app: FastAPI) -> None:
 
 def _offline_docs(app: FastAPI) -> None:
     app.mount("/static-docs", StaticFiles(directory=_DOCS_STATIC), name="static-docs")
+    encoded: list[bytes] = []
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_json():
+        # Built and encoded once, in a thread: the document is megabytes, a second of CPU to build, and a quarter
+        # of one to encode, which on the loop would hold every request of this process (kit/looplag.py).
+        if not encoded:
+            encoded.append(await asyncio.to_thread(lambda: orjson.dumps(app.openapi())))
+        return Response(encoded[0], media_type="application/json")
 
     @app.get("/docs", include_in_schema=False)
     async def swagger(request: Request):

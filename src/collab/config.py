@@ -261,7 +261,9 @@ class Settings(BaseSettings):
         default="120/minute",
         description="Ask AI requests per workspace per window; past it 429 `RESOURCE_EXHAUSTED` with `Retry-After`")
     ai_max_concurrency: int = Field(
-        default=8, description="Ask AI requests in flight per workspace; past it 429 `RESOURCE_EXHAUSTED`")
+        default=5, ge=1,
+        description="Ask AI, prompt-tool, `memory/ask|suggest` calls and agent executions in flight per workspace "
+        "(at most half of a worker's ai slots, so one tenant never takes the lane); past it 429 `RESOURCE_EXHAUSTED`")
 
     memory_timeout_s: float = Field(
         default=60.0, gt=1,
@@ -317,6 +319,10 @@ class Settings(BaseSettings):
         default=10.0,
         description="Seconds a judgment search (`memory/search`) may take, the query's embedding included; past it "
         "`DEADLINE_EXCEEDED`", json_schema_extra={"section": "Judgment search"})
+    search_max_concurrency_per_workspace: int = Field(
+        default=5, ge=1,
+        description="Judgment searches in flight per workspace (at most half of a worker's search slots, so one "
+        "tenant's burst never takes the lane); past it 429 `RESOURCE_EXHAUSTED`, `Retry-After: 1`")
     search_exact_threshold: int = Field(
         default=20_000,
         description="A scope of up to this many judgments is searched exactly (btree-selected scan, recall 1.0), "
@@ -360,13 +366,29 @@ class Settings(BaseSettings):
     webhooks_max_endpoints: int = Field(default=50, description="Webhook endpoints per API key")
 
     permission_provider_timeout_s: float = Field(
-        default=3.0,
-        description="Seconds an API key's permission provider has to answer (its URL passes the webhooks' address "
-        "guard, `COLLAB_WEBHOOKS_ALLOW_PRIVATE_TARGETS`); past it, or on any bad answer, access is denied",
-        json_schema_extra={"section": "Permission provider"})
+        default=3.0, gt=0, le=60,
+        description="Seconds one access read may wait on its API key's permission provider in all: name resolution, "
+        "a free request slot and every request of its decisions (500 a request) included (its URL passes the "
+        "webhooks' address guard, `COLLAB_WEBHOOKS_ALLOW_PRIVATE_TARGETS`); past it, or on any bad answer, access is "
+        "denied. No database connection is held while it waits", json_schema_extra={"section": "Permission provider"})
     permission_provider_cache_s: float = Field(
         default=60.0, description="Seconds a permission provider's decision is reused (less when its `expiresAt` is "
         "sooner); changing the provider's configuration forgets them in the process that takes the change")
+    permission_provider_max_decisions: int = Field(
+        default=1000, ge=10, le=100_000,
+        description="Decisions one call may ask a permission provider for (users × their organization, folders and "
+        "documents, each counted once); `auth/permissions/get`, `auth/generate_token` and comment writes that "
+        "verify permissions past it answer `INVALID_ARGUMENT` before anything is asked")
+    permission_provider_in_flight: int = Field(
+        default=4, ge=1, le=256,
+        description="Requests one API key may have in flight to its permission provider, per process; a call past "
+        "it waits for a slot within its `COLLAB_PERMISSION_PROVIDER_TIMEOUT_S`, then is denied as a provider that "
+        "did not answer")
+    permission_provider_failure_s: float = Field(
+        default=5.0, ge=0, le=300,
+        description="Seconds a permission provider that failed (no answer in time, an error status, an answer "
+        "outside the contract) is not asked again, per API key and process: its decisions deny meanwhile, "
+        "without a request")
 
     public_url: str = Field(
         default="http://localhost:8000",
@@ -539,13 +561,31 @@ class Settings(BaseSettings):
         default=120.0, gt=0, le=3600,
         description="Time budget of one agent execution (page fetch, model calls, writing its suggestions); a run "
         "past it ends `error` (`TIMEOUT`), and a sweep ends any execution still `running` a minute past it")
+    agent_versions_max_bytes_per_api_key: int = Field(
+        default=64 * 1024 * 1024, ge=1024 * 1024,
+        description="Bytes of stored agent behaviour (every kept version of every agent) one API key may hold; an "
+        "`agents/create` or `agents/version/update` that would pass it is 429 `RESOURCE_EXHAUSTED`")
     agent_executions_max_running: int = Field(
-        default=10, ge=1,
-        description="Executions one API key may have running at once; `agents/execution/run` past it is 429 "
-        "`RESOURCE_EXHAUSTED`")
+        default=3, ge=1, description="Executions one workspace (all its API keys) may have running at once, well below "
+        "`COLLAB_WORKER_AI_MAX_JOBS`; `agents/execution/run` past it is 429 `RESOURCE_EXHAUSTED`. A running execution "
+        "also holds one of its workspace's `COLLAB_AI_MAX_CONCURRENCY` slots while it runs (it waits, off the lane, "
+        "for one)")
+    agent_executions_kept_per_api_key: int = Field(
+        default=2000, ge=10,
+        description="Finished executions one API key keeps: each `agents/execution/run` drops the oldest past it "
+        "(analytics then count the executions kept; agents' `executionCount` stays)")
+    agent_execution_user_context_max_bytes: int = Field(
+        default=16 * 1024, ge=256, le=30_000,
+        description="Bytes of an execution's `userContext` as JSON at most (`INVALID_ARGUMENT` past it; each string "
+        "in it at most 4,000 characters); it counts within the 60,000 characters of content an execution sends "
+        "the model")
     agent_execution_page_max_bytes: int = Field(
         default=2 * 1024 * 1024, ge=1024,
         description="Bytes of the page at an execution's `url` read at most (past it the execution ends `error`)")
+    agent_execution_page_parse_max_bytes: int = Field(
+        default=512 * 1024, ge=1024, le=16 * 1024 * 1024,
+        description="Bytes of the fetched page decoded and turned into text (the first ones; the rest is ignored), "
+        "off the event loop")
     agent_execution_page_timeout_s: float = Field(default=10.0, gt=0, le=120,
                                                   description="Seconds to fetch the page at an execution's `url`")
     agent_execution_allow_private_pages: bool = Field(
@@ -565,6 +605,11 @@ class Settings(BaseSettings):
         default=60.0, ge=0,
         description="Seconds between two insights computations of one key at least (its judgments changing in "
         "between are picked up by the next)")
+    insights_compute_budget_s: float = Field(
+        default=60.0, gt=0, le=240,
+        description="Seconds one key's insights computation may take (in a worker thread, off the event loop, no "
+        "database connection held); past it the computation stops, the stored insights stay and the key waits for "
+        "its next change")
 
     auth_failures_per_address: str = Field(
         default="60/minute",
@@ -609,6 +654,11 @@ class Settings(BaseSettings):
         description="API processes `collab api` (and `collab run`, `make run`) serves with on one port; "
         "`--workers N` overrides. The embedded Postgres and Redis are started once, by the parent. Unset: one per "
         "core")
+    loop_stall_ms: int = Field(
+        default=250, ge=10,
+        description="Each API and worker process measures its event loop's lag (`/readyz` reports it as `loop`); "
+        "a callback that holds the loop at least this many milliseconds is logged as a warning with the stack "
+        "where the loop was held (docs/operations.md, Event-loop lag)")
 
     def sentinel_hosts(self) -> tuple[tuple[str, int], ...]:
         """COLLAB_REDIS_SENTINELS as (host, port) pairs (port 26379 where none is given)."""

@@ -30,7 +30,9 @@ async def _redis(svc: Services) -> str:
     return "ok"
 
 
-@router.get("/readyz", summary="Postgres, Redis and migrations are ready, and the process is not draining")
+@router.get(
+    "/readyz", summary="Postgres, Redis and migrations are ready, and the process is not draining; `loop` is "
+    "the process's event-loop lag: `lagMs` now, `maxLagMs` over the last minute, `stalls` counted since start")
 async def readyz(svc: Services = Depends(services)):
     if drain.draining():  # stopping: the load balancer takes this process out while it still serves
         return _not_ready({"drain": "draining"})
@@ -40,11 +42,14 @@ async def readyz(svc: Services = Depends(services)):
             checks[name] = await asyncio.wait_for(probe(svc), timeout=3)
         except Exception as exc:  # any failure means not ready; say which
             checks[name] = f"error: {type(exc).__name__}"
+    loop = svc.loop_lag.snapshot() if svc.loop_lag is not None else None
     if all(v == "ok" for v in checks.values()):
-        return OrjsonResponse({"status": "ready", "checks": checks})
-    return _not_ready(checks)
+        return OrjsonResponse({"status": "ready", "checks": checks, "loop": loop})
+    return _not_ready(checks, loop)
 
 
-def _not_ready(checks: dict[str, str]) -> OrjsonResponse:
-    body = {"error": {"status": "UNAVAILABLE", "message": "Not ready.", "details": {"checks": checks}}}
+def _not_ready(checks: dict[str, str], loop: dict | None = None) -> OrjsonResponse:
+    """503 in the envelope; `loop`: the process's event-loop lag (kit/looplag.py), reported while not ready too."""
+    details = {"checks": checks} if loop is None else {"checks": checks, "loop": loop}
+    body = {"error": {"status": "UNAVAILABLE", "message": "Not ready.", "details": details}}
     return OrjsonResponse(body, status_code=503)

@@ -68,7 +68,10 @@ def test_healthz_and_readyz(client):
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "checks": {"postgres": "ok", "redis": "ok"}}
+    body = ready.json()
+    assert {k: body[k]
+            for k in ("status", "checks")} == {"status": "ready", "checks": {"postgres": "ok", "redis": "ok"}}
+    assert set(body["loop"]) == {"lagMs", "maxLagMs", "stalls"}
 
 
 def test_readyz_503_when_redis_is_down(client, live, tmp_path):

@@ -10,7 +10,7 @@ from collab.judgments.search import record
 from collab.kit import paging, usage
 from collab.kit.auth import Tenant
 from collab.kit.jobs import run_sync
-from collab.kit.ratelimit import workload
+from collab.kit.ratelimit import concurrency, workload
 from collab.kit.services import Services
 
 
@@ -18,8 +18,13 @@ async def search(svc: Services, *, tenant: Tenant, data: SearchJudgments) -> dic
     """Search past judgments: the whole search (shortcuts included) is one job on the interactive lane."""
     started = time.perf_counter()
     search_core.resolve_scope(data)  # bad scopes answer here, without a job
-    answer = await run_sync(svc.redis, "search_judgments", timeout_s=svc.settings.search_timeout_s,
-                            api_key_id=tenant.api_key_id, data=data.model_dump(exclude_none=True))
+    # A workspace's searches in flight hold at most this share of the lane's slots (tests/fairness).
+    async with concurrency(svc.redis, bucket=f"search:{tenant.workspace_id}",
+                           limit=svc.settings.search_max_concurrency_per_workspace,
+                           ttl_s=int(svc.settings.search_timeout_s) + 30,
+                           message="Too many searches in flight for this workspace; retry shortly."):
+        answer = await run_sync(svc.redis, "search_judgments", timeout_s=svc.settings.search_timeout_s,
+                                api_key_id=tenant.api_key_id, data=data.model_dump(exclude_none=True))
     # The latency the caller saw from here, queue hop included.
     answer["searchLatencyMs"] = round((time.perf_counter() - started) * 1000, 2)
     usage.observe(svc, "searches", answer["searchLatencyMs"], workspace_id=tenant.workspace_id)

@@ -18,6 +18,7 @@ from collab.kit.credentials import CredentialCache
 from collab.kit.crypto import Keyring
 from collab.kit.db import create_pool, selftest
 from collab.kit.db.migrate import migrate
+from collab.kit.looplag import LoopLag
 from collab.kit.ratelimit import Reservations
 from collab.kit.redisclient import RedisTarget, Sentinels, redis_client, refuse_cluster
 from collab.kit.usage import Usage, start_flusher, stop_flusher
@@ -37,6 +38,7 @@ class Services:
     credentials: CredentialCache = field(default_factory=lambda: CredentialCache(ttl_s=0))
     rate_limits: Reservations = field(default_factory=Reservations)  # API-key rate-limit hits reserved in Redis
     read_pool: AsyncConnectionPool | None = None  # a hot standby's, for search (COLLAB_DATABASE_READ_URL)
+    loop_lag: LoopLag | None = None  # this process's event-loop lag (kit/looplag.py), started with the Services
 
     @property
     def reader(self) -> AsyncConnectionPool:
@@ -73,6 +75,7 @@ async def build_services(settings: Settings) -> Services:
     svc = Services(settings=settings, pool=pool, redis=redis, keyring=keyring, read_pool=read_pool,
                    credentials=CredentialCache(ttl_s=settings.auth_cache_ttl_s))
     start_flusher(svc)
+    svc.loop_lag = LoopLag(stall_s=settings.loop_stall_ms / 1000).start()
     return svc
 
 
@@ -101,6 +104,8 @@ async def prepare_database(settings: Settings, database_url: str, *, retry_known
 
 async def close_services(svc: Services) -> None:
     """Close what build_services opened."""
+    if svc.loop_lag is not None:
+        svc.loop_lag.stop()
     await stop_flusher(svc)  # the last counts, while the pool is still open
     await svc.pool.close()
     if svc.read_pool is not None:

@@ -88,6 +88,9 @@ class FakeProviders:
         self.responder: Callable[[str, dict],
                                  str] = lambda provider, body: ("rewritten: " + last_user_text(provider, body))
         self.release = None  # set in the server loop; hanging requests wait on it
+        self.held_keys: set[str] = set()  # a request carrying one of these credentials waits for release_held()
+        self.held = 0  # requests waiting now because of held_keys
+        self._held_release: asyncio.Event | None = None
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP (else ~40 ms
         # delayed-ACK stalls per request).
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -123,10 +126,22 @@ class FakeProviders:
         self.thread.join(10)
 
     def reset(self) -> None:
+        self.release_held()
         self.requests.clear()
         for script in self.scripts.values():
             script.clear()
         self.responder = lambda provider, body: "rewritten: " + last_user_text(provider, body)
+
+    def hold(self, key: str) -> None:
+        """Every later call made with this provider key waits, unanswered, until `release_held()` (one tenant's
+        model that never answers, while other tenants' calls are answered at once)."""
+        self.held_keys.add(key)
+
+    def release_held(self) -> None:
+        """Answer every held call (as usual) and hold no key any more."""
+        self.held_keys.clear()
+        if self._held_release is not None:
+            self.loop.call_soon_threadsafe(self._held_release.set)
 
     def script(self, provider: str, *actions: dict) -> None:
         """Queue actions for the next calls: {"status": 429}, {"hang": True}, {"text": "..."}, {"json": {...}}."""
@@ -153,6 +168,14 @@ class FakeProviders:
         model = body.get("model") or path.rsplit("/models/", 1)[-1].split(":", 1)[0]
         self.requests.append(
             {"provider": provider, "path": "/" + path, "headers": dict(request.headers), "json": body, "model": model})
+        if self.held_keys and any(key in value for value in request.headers.values() for key in self.held_keys):
+            if self._held_release is None or self._held_release.is_set():
+                self._held_release = asyncio.Event()
+            self.held += 1
+            try:
+                await self._held_release.wait()
+            finally:
+                self.held -= 1
         action = self.scripts[provider].popleft() if self.scripts[provider] else {}
         if action.get("hang"):
             await self.release.wait()
