@@ -610,6 +610,11 @@ class Settings(BaseSettings):
         description="Seconds one key's insights computation may take (in a worker thread, off the event loop, no "
         "database connection held); past it the computation stops, the stored insights stay and the key waits for "
         "its next change")
+    insights_compute_budget_s: float = Field(
+        default=60.0, gt=0, le=240,
+        description="Seconds one key's insights computation may take (in a worker thread, off the event loop, no "
+        "database connection held); past it the computation stops, the stored insights stay and the key waits for "
+        "its next change")
 
     auth_failures_per_address: str = Field(
         default="60/minute",

@@ -2,8 +2,11 @@
 alerts a shift raises. Pure functions of the rows and the time; docs/adr/0058-memory-insights.md has the rules."""
 
 import hashlib
+import heapq
 import re
+import time
 from collections import Counter, defaultdict
+from itertools import islice
 from typing import Any, Iterable
 
 APPROVALS = frozenset({"approved", "agree", "endorse", "document_approved"})
@@ -15,6 +18,8 @@ DAY_MS = 86_400_000
 TWIN_MIN = 50  # judgments that make a reviewer twin-eligible (and able to show evolved standards)
 MAX_PATTERNS = 100
 PATTERN_MIN_SOURCES = 3  # judgments that make a recurring reason
+MAX_TERMS_PER_JUDGMENT = 64  # distinct terms of one reasoning that count (its first ones)
+MAX_TERMS_PER_RUN = 20_000  # distinct terms one computation indexes (the newest judgments' first)
 MAX_PROFILES = 500
 TOP_FLAGS, TOP_CONTENT_TYPES, TOP_ORGS, TOP_SOURCES, PEAK_HOURS = 5, 10, 20, 5, 3
 SHIFT = 0.25  # an evolved standard or a pattern's drift: 25 percentage points
@@ -38,17 +43,29 @@ looks look looking per via yes okay approve approved approval reject rejected co
 """.split())
 
 
+class Overrun(TimeoutError):
+    """The computation went past its time budget (COLLAB_INSIGHTS_COMPUTE_BUDGET_S)."""
+
+
+def check_time(deadline: float | None) -> None:
+    """`Overrun` once time.monotonic() is past `deadline` (None: no budget)."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise Overrun("the insights computation went past its time budget")
+
+
 def terms(text: str) -> set[str]:
     """The normalised words of a reasoning: lower case, letters only, 3 to 40 letters, no stop words, a plural's `s`
-    dropped (so "claims" and "claim" meet)."""
-    out = set()
+    dropped (so "claims" and "claim" meet); the first MAX_TERMS_PER_JUDGMENT distinct ones."""
+    out: dict[str, None] = {}
     for word in _WORD.findall(text[:2000].lower()):
         if not 3 <= len(word) <= 40 or word in STOPWORDS:
             continue
         if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
-        out.add(word)
-    return out
+        out[word] = None
+        if len(out) >= MAX_TERMS_PER_JUDGMENT:
+            break
+    return set(out)
 
 
 def _rate(part: int, whole: int) -> float:
@@ -65,38 +82,61 @@ def _is_reason(j: dict[str, Any]) -> bool:
 # --- patterns -------------------------------------------------------------------------------------
 
 
-def group_reasons(judgments: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+def termsets(judgments: list[dict[str, Any]], *, deadline: float | None = None) -> dict[str, set[str]]:
+    """The terms of each judgment that gives a reason (by id), at most MAX_TERMS_PER_RUN distinct terms in all (the
+    newest judgments' first: a term first seen past the cap is left out)."""
+    out: dict[str, set[str]] = {}
+    known: set[str] = set()
+    for n, j in enumerate(judgments):
+        if n % 256 == 0:
+            check_time(deadline)
+        if not _is_reason(j):
+            continue
+        found = terms(j["reasoning"])
+        if len(known) < MAX_TERMS_PER_RUN:
+            known |= set(islice(found - known, MAX_TERMS_PER_RUN - len(known)))
+        out[j["id"]] = found & known
+    return out
+
+
+def group_reasons(judgments: list[dict[str, Any]], *, sets: dict[str, set[str]] | None = None,
+                  deadline: float | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
     """Recurring reasons, deterministically: repeatedly take the term found in most of the judgments not yet
-    grouped (ties: alphabetical), with at least PATTERN_MIN_SOURCES of them; each judgment joins one group."""
+    grouped (ties: alphabetical), with at least PATTERN_MIN_SOURCES of them; each judgment joins one group.
+    The most frequent term comes off a heap whose stale entries (a count that has gone down since) are pushed back
+    with their count, so each pick costs a logarithm, not a pass over every term."""
+    sets = sets if sets is not None else termsets(judgments, deadline=deadline)
     index: dict[str, set[str]] = defaultdict(set)
-    by_id = {}
-    for j in judgments:
-        if _is_reason(j):
-            by_id[j["id"]] = j
-            for term in terms(j["reasoning"]):
-                index[term].add(j["id"])
-    counts = Counter({term: len(ids) for term, ids in index.items()})
+    by_id = {j["id"]: j for j in judgments if j["id"] in sets}
+    for jid, found in sets.items():
+        for term in found:
+            index[term].add(jid)
+    counts = {term: len(ids) for term, ids in index.items()}
+    heap = [(-n, term) for term, n in counts.items() if n >= PATTERN_MIN_SOURCES]
+    heapq.heapify(heap)
     remaining = set(by_id)
     groups: list[tuple[str, list[dict[str, Any]]]] = []
-    while len(groups) < MAX_PATTERNS and counts:
-        term, count = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        if count < PATTERN_MIN_SOURCES:
-            break
+    while len(groups) < MAX_PATTERNS and heap:
+        check_time(deadline)
+        negative, term = heapq.heappop(heap)
+        count = counts.get(term, 0)
+        if count != -negative:  # stale: its judgments were grouped under another term since it was pushed
+            if count >= PATTERN_MIN_SOURCES:
+                heapq.heappush(heap, (-count, term))
+            continue
         members = index[term] & remaining
         remaining -= members
         for member in members:
-            for other in terms(by_id[member]["reasoning"]):
+            for other in sets[member]:
                 counts[other] -= 1
-                if counts[other] <= 0:
-                    del counts[other]
         rows = sorted((by_id[m] for m in members), key=lambda j: (-j["created_at"], j["id"]))
         groups.append((term, rows))
     return groups
 
 
-def _label(term: str, rows: list[dict[str, Any]]) -> str:
+def _label(term: str, rows: list[dict[str, Any]], sets: dict[str, set[str]]) -> str:
     """The group's term, with the word most of its judgments also use (in 60% or more) when there is one."""
-    together = Counter(t for j in rows for t in terms(j["reasoning"]) if t != term)
+    together = Counter(t for j in rows for t in sets.get(j["id"], ()) if t != term)
     if together:
         other, n = min(together.items(), key=lambda kv: (-kv[1], kv[0]))
         if n >= 0.6 * len(rows):
@@ -116,12 +156,15 @@ def _outcome(rows: list[dict[str, Any]]) -> tuple[str, int, int, float | None]:
     return "approval", approvals, decided, round(approvals / decided, 2)
 
 
-def patterns(judgments: list[dict[str, Any]], *, stored: dict[str, dict[str, Any]], now: int) -> list[dict[str, Any]]:
+def patterns(judgments: list[dict[str, Any]], *, stored: dict[str, dict[str, Any]], now: int,
+             deadline: float | None = None) -> list[dict[str, Any]]:
     """The key's patterns: rows for insight_patterns (key, members, enforcement_rate, confidence, updated_at,
-    pattern = the wire object). A pattern whose judgments did not change keeps its times (`stored`: by key)."""
+    pattern = the wire object). A pattern whose judgments did not change keeps its times (`stored`: by key).
+    `Overrun` past `deadline` (a time.monotonic() value)."""
     out = []
-    for term, rows in group_reasons(judgments):
-        label = _label(term, rows)
+    sets = termsets(judgments, deadline=deadline)
+    for term, rows in group_reasons(judgments, sets=sets, deadline=deadline):
+        label = _label(term, rows, sets)
         category, dominant, decided, enforcement = _outcome(rows)
         n = len(rows)
         if category in ("rejection", "approval"):

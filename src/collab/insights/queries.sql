@@ -21,6 +21,10 @@ select pg_advisory_xact_lock(hashtextextended('collab.insights:' || %(api_key_id
 -- The key's change count as this computation starts.
 select changes from insight_state where api_key_id = %(api_key_id)s
 
+-- name: computed_seen
+-- The change count the key's last stored computation saw.
+select computed from insight_state where api_key_id = %(api_key_id)s
+
 -- name: newest_judgments
 -- The key's newest judgments (at most `limit`), with what the insights read: reasoning cut to 2,000 characters.
 select id, organization_id, decision, left(reasoning, 2000) as reasoning, content_type, reviewer_id,

@@ -31,6 +31,12 @@ async def changes(conn: Conn, *, api_key_id: str) -> int:
     return row["changes"] if row else 0
 
 
+async def computed_seen(conn: Conn, *, api_key_id: str) -> int:
+    """The change count the key's last stored computation saw (0 before any)."""
+    row = await fetch_one(conn, q.computed_seen, {"api_key_id": api_key_id})
+    return row["computed"] if row else 0
+
+
 async def newest_judgments(conn: Conn, *, api_key_id: str, limit: int) -> list[dict[str, Any]]:
     return await fetch_all(conn, q.newest_judgments, {"api_key_id": api_key_id, "limit": limit})
 

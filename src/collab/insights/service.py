@@ -1,6 +1,8 @@
 """Memory insights: the reads and alert operations of the API, and the per-key computation the worker runs."""
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 from collab.insights import compute
@@ -122,21 +124,33 @@ async def sweep(svc: Services) -> int:
 
 async def compute_key(svc: Services, *, api_key_id: str) -> dict[str, Any]:
     """Compute and store one key's profiles, patterns and alerts from its newest judgments (at most
-    COLLAB_INSIGHTS_JUDGMENTS_PER_RUN); idempotent, one at a time per key."""
+    COLLAB_INSIGHTS_JUDGMENTS_PER_RUN); idempotent. Read, compute, write: the reads take a pooled connection and give
+    it back, the computation runs in a thread within COLLAB_INSIGHTS_COMPUTE_BUDGET_S (the event loop keeps serving
+    other jobs), and only the writes take a transaction, under the key's lock."""
     now = svc.now_ms()
-    async with transaction(svc.pool, svc.redis) as tx:
-        conn = tx.conn
-        # A second computation of the key (the cron's beside a retry) waits, then recomputes from what is there.
-        await repo.lock(conn, api_key_id=api_key_id)
+    async with svc.pool.connection() as conn:
         seen = await repo.changes(conn, api_key_id=api_key_id)
         judgments = await repo.newest_judgments(conn, api_key_id=api_key_id,
                                                 limit=svc.settings.insights_judgments_per_run)
         stored = await repo.stored_patterns(conn, api_key_id=api_key_id)
-        found = compute.patterns(judgments, stored=stored, now=now)
-        issues = {jid: p["label"].replace(" ", "-") for p in found for jid in p["ids"]}
-        profiles = compute.profiles(judgments, issues=issues, now=now)
+    budget = svc.settings.insights_compute_budget_s
+    try:
+        found, profiles, candidates = await asyncio.wait_for(
+            asyncio.to_thread(_compute, judgments, stored, now,
+                              time.monotonic() + budget), budget + 5)
+    except TimeoutError:  # compute.Overrun is one: the thread stopped at its deadline
+        log.warning("insights of %s went past their %.0f s budget on %d judgments; the stored ones stay", api_key_id,
+                    budget, len(judgments))
+        async with transaction(svc.pool, svc.redis) as tx:
+            await repo.computed(tx.conn, api_key_id=api_key_id, seen=seen, now=now)
+        return {"judgments": len(judgments), "profiles": 0, "patterns": 0, "alerts": 0, "overrun": True}
+    async with transaction(svc.pool, svc.redis) as tx:
+        conn = tx.conn
+        # One writer of a key at a time; a computation that stored what a later change count saw wins.
+        await repo.lock(conn, api_key_id=api_key_id)
+        if await repo.computed_seen(conn, api_key_id=api_key_id) > seen:
+            return {"judgments": len(judgments), "profiles": 0, "patterns": 0, "alerts": 0, "superseded": True}
         recent = await repo.recent_alerts(conn, api_key_id=api_key_id, since=now - 7 * compute.DAY_MS)
-        candidates = compute.anomalies(judgments, now=now) + compute.pattern_shifts(found, stored=stored)
         raised = compute.admit(candidates, recent=recent, now=now)
         await repo.replace_profiles(conn, api_key_id=api_key_id, rows=profiles)
         await repo.replace_patterns(conn, api_key_id=api_key_id, rows=found)
@@ -146,3 +160,15 @@ async def compute_key(svc: Services, *, api_key_id: str) -> dict[str, Any]:
     if raised:
         log.info("insights of %s raised %d alert(s): %s", api_key_id, len(raised), [a["dedup_key"] for a in raised])
     return {"judgments": len(judgments), "profiles": len(profiles), "patterns": len(found), "alerts": len(raised)}
+
+
+def _compute(judgments: list[dict[str, Any]], stored: dict[str, dict[str, Any]], now: int,
+             deadline: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(patterns, profiles, alert candidates) of a key's judgments; in a worker thread, `compute.Overrun` past
+    `deadline`."""
+    found = compute.patterns(judgments, stored=stored, now=now, deadline=deadline)
+    issues = {jid: p["label"].replace(" ", "-") for p in found for jid in p["ids"]}
+    profiles = compute.profiles(judgments, issues=issues, now=now)
+    compute.check_time(deadline)
+    candidates = compute.anomalies(judgments, now=now) + compute.pattern_shifts(found, stored=stored)
+    return found, profiles, candidates
