@@ -1,7 +1,9 @@
 """Smoke fuzz: mutated bodies (25 per operation) answer in the envelope, never with a 500.
 
 The mutations draw on the pathological corpus of issue #14 (integers past 2^53, URLs and public keys that once
-crashed the webhook guard, lines that made the decoders backtrack), so those inputs stay covered everywhere.
+crashed the webhook guard, lines that made the decoders backtrack) and of issue #49 (the AI surfaces' review:
+heading lines, unterminated tags, deep JSON, hosts, recipients, a large userContext), so those inputs stay covered
+everywhere.
 """
 
 import json
@@ -9,7 +11,7 @@ import random
 
 import pytest
 
-from support import pathological, pathological_json, pathological_webhooks, pathological_yjs
+from support import pathological, pathological_ai, pathological_json, pathological_webhooks, pathological_yjs
 from support.helpers import enable_activities, enable_advanced_queries, new_tenant
 
 pytestmark = pytest.mark.usefixtures("embedding_model", "model_client")  # derives, searches, calls models
@@ -23,7 +25,8 @@ CORPUS = [
     *pathological_json.VALUES.values(), *pathological_webhooks.URLS, *pathological_webhooks.PUBLIC_KEYS,
     pathological.ATX_LINE.decode(),
     pathological.SNIFF_LINE.decode(),
-    pathological.LINK_OPENERS_LINE.decode()[:4000], *pathological_yjs.BASE64
+    pathological.LINK_OPENERS_LINE.decode()[:4000], *pathological_yjs.BASE64, *pathological_ai.STRINGS,
+    pathological_ai.huge_user_context(keys=8)
 ]
 VALUES = VALUES + CORPUS
 
