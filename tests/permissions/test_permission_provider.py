@@ -1,6 +1,8 @@
 """The permission provider (issue #37 item 3, ADR 0051) against a fake customer backend on 127.0.0.1: collab signs
 what it asks, the backend's answer decides in place of the grants (allow, deny), and every failure denies (timeout,
-an error status, a bad signature, a query left unanswered); decisions are reused for a while, then asked again."""
+an error status, a bad signature, a query left unanswered); decisions are reused for a while, then asked again.
+The backend signs its answers as a customer's does, through `auth/generate_signature` (a key with an auth token
+requires it; test_permission_provider_bounds.py tests the requirement)."""
 
 import hashlib
 import hmac
@@ -8,6 +10,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 from velt_py.models.workspace import GetPermissionProviderConfigRequest, UpdatePermissionProviderConfigRequest
 
@@ -25,6 +28,7 @@ class Backend:
         self.decide = lambda query: {"hasAccess": True, "accessRole": "editor"}
         self.status = 200
         self.signature: str | None = None
+        self.signer: tuple[str, dict[str, str]] | None = None  # (collab's URL, the key's headers): signs each answer
         self.release = threading.Event()
         self.hang = False
         backend = self
@@ -44,6 +48,11 @@ class Backend:
                 answer: dict = {"data": results, "success": True}
                 if backend.signature is not None:
                     answer["signature"] = backend.signature
+                elif backend.signer is not None and results:
+                    url, headers = backend.signer
+                    signed = httpx.post(f"{url}/v2/auth/generate_signature", json={"data": {"permissions": results}},
+                                        headers=headers, timeout=10)
+                    answer["signature"] = signed.json()["result"]["data"]["signature"]
                 raw = json.dumps(answer).encode()
                 self.send_response(backend.status)
                 self.send_header("content-type", "application/json")
@@ -73,6 +82,7 @@ def backend():
 
 def _tenant_with_provider(client, sdk, backend):
     t = new_tenant(client)
+    backend.signer = (str(client.base_url).rstrip("/"), t.headers)
     result(post(client, "/v2/organizations/add", {"organizations": [{"organizationId": "o1"}]}, t.headers))
     result(
         post(client, "/v2/organizations/documents/add", {"organizationId": "o1", "documents": [{"documentId": "d1"}]},
@@ -102,7 +112,8 @@ def test_the_configuration_through_velt_py(client, sdk, backend):
     api = sdk(t).api.workspace
     empty = api.getPermissionProviderConfig(GetPermissionProviderConfigRequest())["result"]["data"]
     assert empty == {
-        "usePermissionProvider": False, "permissionProviderConfig": {"permissionProviderUrl": "", "authToken": ""}
+        "usePermissionProvider": False,
+        "permissionProviderConfig": {"permissionProviderUrl": "", "authToken": "", "requireSignedAnswers": False}
     }
     api.updatePermissionProviderConfig(
         UpdatePermissionProviderConfigRequest(
@@ -111,8 +122,9 @@ def test_the_configuration_through_velt_py(client, sdk, backend):
     api.updatePermissionProviderConfig(UpdatePermissionProviderConfigRequest(usePermissionProvider=True))
     got = api.getPermissionProviderConfig(GetPermissionProviderConfigRequest())["result"]["data"]
     assert got == {
-        "usePermissionProvider": True,
-        "permissionProviderConfig": {"permissionProviderUrl": backend.url, "authToken": "****oken"}
+        "usePermissionProvider": True, "permissionProviderConfig": {
+            "permissionProviderUrl": backend.url, "authToken": "****oken", "requireSignedAnswers": True
+        }
     }
     update = "/v2/workspace/permissionproviderconfig/update"
     for body in ({"permissionProviderConfig": {"permissionProviderUrl": "ftp://example.com"}},
@@ -155,7 +167,8 @@ def test_the_provider_allows_and_denies_in_place_of_grants(client, sdk, backend)
 
 def test_every_failure_denies(client, sdk, backend, tune):
     t = _tenant_with_provider(client, sdk, backend)
-    tune(permission_provider_timeout_s=0.5)
+    # Each failure asked for (a failed provider is otherwise left alone a few seconds: the bounds' tests).
+    tune(permission_provider_timeout_s=0.5, permission_provider_failure_s=0)
     backend.hang = True  # no answer in time
     assert _document(client, t, "u1")["errorCode"] == "permission_denied"
     backend.hang = False
@@ -168,7 +181,7 @@ def test_every_failure_denies(client, sdk, backend, tune):
     backend.decide = lambda q: {"hasAccess": True, "accessRole": "editor", "userId": "someone-else"}
     backend.signature = None  # every query left unanswered (answers about someone else are not trusted)
     assert _document(client, t, "u4")["errorCode"] == "permission_denied"
-    # A failure is not remembered: the provider's next good answer counts at once.
+    # A failure is no decision to reuse: the provider's next good answer counts (at once, with no failure window).
     backend.decide = lambda q: {"hasAccess": True, "accessRole": "editor"}
     assert _document(client, t, "u1") == {"accessRole": "editor"}
 

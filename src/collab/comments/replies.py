@@ -135,6 +135,7 @@ async def _editable(conn: Conn, svc: Services, tenant: Tenant, data: Any) -> tup
     return thread, before
 
 
+@access.asks_provider
 async def add(svc: Services, *, tenant: Tenant, data: AddComments) -> dict[str, Any]:
     """Add comments to a thread (within the per-thread caps); results keyed by the new commentIds."""
     now = svc.now_ms()
@@ -193,6 +194,7 @@ def _edited(brief: dict[str, Any], change: dict[str, Any], now: int) -> tuple[di
     return quoted | {"lastUpdated": now, "isEdited": True}, changes
 
 
+@access.asks_provider
 async def update(svc: Services, *, tenant: Tenant, data: UpdateComments) -> dict[str, Any]:
     """Edit comments (text, html, tags): createdAt stays, lastUpdated moves, isEdited turns true."""
     now = svc.now_ms()
@@ -245,6 +247,7 @@ def _comment_room(old: int, new: int) -> None:
         raise invalid(message, [issue(["updatedData"], message, "too_big")])
 
 
+@access.asks_provider
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteComments) -> dict[str, Any]:
     """Delete comments of a thread (all of them when none is named; the thread stays, even empty); results keyed by
     commentId."""
@@ -295,6 +298,7 @@ def _room_for_reaction(held: dict[str, Any]) -> None:
             raise invalid(message, [issue(["reaction"], message, "too_big")])
 
 
+@access.asks_provider
 async def react(svc: Services, *, tenant: Tenant, data: Reaction, add: bool) -> dict[str, Any]:
     """Add or take back a user's reaction on a comment (viewers may react)."""
     now = svc.now_ms()

@@ -43,6 +43,7 @@ def _times(item: AnnotationIn, now: int) -> tuple[int, int]:
     return created, updated
 
 
+@access.asks_provider
 async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[str, Any]:
     """Create threads with their first comments; a supplied annotationId that exists answers as done, unchanged."""
     now = svc.now_ms()
@@ -227,6 +228,7 @@ async def _suggestion_decision(conn, *, key: dict[str, Any], before: dict[str, A
     return events.Event(record)
 
 
+@access.asks_provider
 async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> dict[str, Any]:
     """Change threads' status, priority, assignee, location, context or visibility; rewrite users' identities."""
     now = svc.now_ms()
@@ -290,6 +292,7 @@ async def _organization_of(conn, *, tenant: Tenant, data: DeleteAnnotations) -> 
     return found[0]
 
 
+@access.asks_provider
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> dict[str, Any]:
     """Delete threads of a document (all of them when no ids are given), narrowed by locations, creators and agents,
     with everything in them."""

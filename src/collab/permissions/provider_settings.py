@@ -21,7 +21,8 @@ def _view(svc: Services, tenant: Tenant, row: dict[str, Any] | None) -> dict[str
         row["auth_token_enc"], _aad(tenant))
     return {
         "usePermissionProvider": bool(row and row["enabled"]), "permissionProviderConfig": {
-            "permissionProviderUrl": row["url"] if row else "", "authToken": f"****{token[-4:]}" if token else ""
+            "permissionProviderUrl": row["url"] if row else "", "authToken": f"****{token[-4:]}" if token else "",
+            "requireSignedAnswers": provider.requires_signature(row)
         }
     }
 
@@ -53,12 +54,16 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateProviderConfig) -
         enabled = data.usePermissionProvider if data.usePermissionProvider is not None else bool(row and row["enabled"])
         url = row["url"] if row else ""
         token_enc = row["auth_token_enc"] if row else None
+        require_signature = row["require_signature"] if row else None  # null: the default, which follows the token
         if sent is not None and sent.permissionProviderUrl is not None:
             url = sent.permissionProviderUrl
         if sent is not None and sent.authToken is not None:
             token_enc = svc.keyring.encrypt(sent.authToken, _aad(tenant)) if sent.authToken else None
+        if sent is not None and sent.requireSignedAnswers is not None:
+            require_signature = sent.requireSignedAnswers
         await repo.upsert_provider_config(tx.conn, api_key_id=tenant.api_key_id, enabled=enabled, url=url,
-                                          auth_token_enc=token_enc, now=svc.now_ms())
+                                          auth_token_enc=token_enc, require_signature=require_signature,
+                                          now=svc.now_ms())
         stored = await repo.provider_config(tx.conn, api_key_id=tenant.api_key_id)
     provider.forget(tenant.api_key_id)  # decisions of the old settings are not reused here
     return _view(svc, tenant, stored)

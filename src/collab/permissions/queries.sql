@@ -132,12 +132,13 @@ returning id
 
 -- name: provider_config
 -- An API key's permission provider settings (no row: never configured).
-select enabled, url, auth_token_enc, updated_at from permission_providers where api_key_id = %(api_key_id)s
+select enabled, url, auth_token_enc, require_signature, updated_at from permission_providers
+where api_key_id = %(api_key_id)s
 
 -- name: upsert_provider_config
 -- Store an API key's permission provider settings (whole: the service merged them with what was stored).
-insert into permission_providers (api_key_id, enabled, url, auth_token_enc, updated_at)
-values (%(api_key_id)s, %(enabled)s, %(url)s, %(auth_token_enc)s, %(now)s)
+insert into permission_providers (api_key_id, enabled, url, auth_token_enc, require_signature, updated_at)
+values (%(api_key_id)s, %(enabled)s, %(url)s, %(auth_token_enc)s, %(require_signature)s, %(now)s)
 on conflict (api_key_id) do update
 set enabled = excluded.enabled, url = excluded.url, auth_token_enc = excluded.auth_token_enc,
-    updated_at = excluded.updated_at
+    require_signature = excluded.require_signature, updated_at = excluded.updated_at

@@ -99,11 +99,15 @@ async def set_document_disabled(conn: Conn, *, api_key_id: str, organization_id:
 
 
 async def provider_config(conn: Conn, *, api_key_id: str) -> dict[str, Any] | None:
-    """{enabled, url, auth_token_enc, updated_at} of an API key's permission provider; None when never set."""
+    """{enabled, url, auth_token_enc, require_signature, updated_at} of an API key's permission provider; None when
+    never set (`require_signature` null: the default, signed answers required whenever an auth token is set)."""
     return await fetch_one(conn, q.provider_config, {"api_key_id": api_key_id})
 
 
 async def upsert_provider_config(conn: Conn, *, api_key_id: str, enabled: bool, url: str, auth_token_enc: bytes | None,
-                                 now: int) -> None:
-    params = {"api_key_id": api_key_id, "enabled": enabled, "url": url, "auth_token_enc": auth_token_enc, "now": now}
+                                 require_signature: bool | None, now: int) -> None:
+    params = {
+        "api_key_id": api_key_id, "enabled": enabled, "url": url, "auth_token_enc": auth_token_enc,
+        "require_signature": require_signature, "now": now
+    }
     await execute(conn, q.upsert_provider_config, params)

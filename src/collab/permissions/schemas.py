@@ -211,6 +211,10 @@ class AccessOutcome(Doc):
 class ProviderSettings(Model):
     permissionProviderUrl: str = Field(None, max_length=2000)
     authToken: str = Field(None, max_length=1000)
+    # collab's addition to Velt's keys (ADR 0051, Bounds): unset, answers must be signed whenever a token is set.
+    requireSignedAnswers: bool = Field(
+        None, description="Whether the provider's answers must carry the signature `auth/generate_signature` gives "
+        "(an unsigned one denies). Default: required whenever an auth token is set.")
 
 
 class UpdateProviderConfig(Model):
@@ -227,6 +231,9 @@ class UpdateProviderConfig(Model):
 class ProviderSettingsOut(Doc):
     permissionProviderUrl: str
     authToken: str = Field(description="The last four characters only, after `****`; empty when none is set.")
+    requireSignedAnswers: bool = Field(
+        description="Whether an answer without collab's signature (`auth/generate_signature`) is denied: as set, "
+        "else whenever an auth token is set.")
 
 
 class ProviderConfig(Doc):

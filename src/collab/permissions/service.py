@@ -1,5 +1,7 @@
 """Permissions: grant and revoke roles (for a user or a group), read effective access, issue user tokens."""
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
@@ -82,21 +84,31 @@ async def remove(svc: Services, *, tenant: Tenant, data: RemovePermissions) -> i
     return removed
 
 
-def _overlay(answers: dict[str, Any], decided: dict[provider.Query, dict[str, Any]], organization_id: str) -> None:
-    """Put the provider's decisions in place of what grants gave; what is missing or disabled stays as it was."""
-    sections = {"organization": "organization", "folders": "folder", "documents": "document"}
-    for user, answer in answers.items():
-        for section, kind in sections.items():
-            for ident, entry in answer[section].items():
-                if entry.get("errorCode") == "does_not_exist" or entry in (access.DISABLED, access.DOCUMENT_DISABLED):
-                    continue
-                answer[section][ident] = decided[(user, kind, ident, organization_id)]
+def _asks(entry: dict[str, Any]) -> bool:
+    """Whether the provider decides this entry: collab's own switches (missing, disabled) win over any answer."""
+    return entry.get("errorCode") != "does_not_exist" and entry not in (access.DISABLED, access.DOCUMENT_DISABLED)
 
 
-async def effective(conn: Conn, svc: Services, *, tenant: Tenant, organization_id: str, user_ids: list[str],
-                    folder_ids: list[str] | None, document_ids: list[str] | None) -> dict[str, Any]:
-    """Each user's effective access in one organization now; without ids, to what they hold grants on. The API key's
-    permission provider, when it has one enabled, decides in place of the grants."""
+_SECTIONS = (("organization", "organization"), ("folders", "folder"), ("documents", "document"))
+
+
+@dataclass
+class Pending:
+    """Effective access as the grants give it, and what the API key's provider (when one decides) must be asked."""
+
+    tenant: Tenant
+    organization_id: str
+    answers: dict[str, Any]
+    config: provider.Config | None = None
+    queries: list[provider.Query] = field(default_factory=list)
+    parents: dict[str, str | None] = field(default_factory=dict)
+
+
+async def read_access(conn: Conn, svc: Services, *, tenant: Tenant, organization_id: str, user_ids: list[str],
+                      folder_ids: list[str] | None, document_ids: list[str] | None,
+                      fields: Sequence[Sequence[str]] = ()) -> Pending:
+    """The database's part of effective access (no callout: the caller may hold a transaction). INVALID_ARGUMENT,
+    naming `fields`, when the provider would be asked more than `COLLAB_PERMISSION_PROVIDER_MAX_DECISIONS`."""
     found = await repo.access_inputs(conn, api_key_id=tenant.api_key_id, organization_id=organization_id,
                                      user_ids=user_ids, document_ids=document_ids or [], now_ms=svc.now_ms())
     organization, grants, folders, documents, folder_types = (found[k] for k in ("organization", "grants", "folders",
@@ -113,48 +125,112 @@ async def effective(conn: Conn, svc: Services, *, tenant: Tenant, organization_i
                              document_ids=document_ids if document_ids is not None else granted(user, "document"))
         for user in user_ids
     }
-    if found["provider"]:  # read in the same statement: a tenant without one pays no round trip
-        queries = [(user, kind, ident, organization_id) for user, answer in answers.items()
-                   for section, kind in (("organization", "organization"), ("folders", "folder"),
-                                         ("documents", "document")) for ident in answer[section]]
-        parents = {d: row.get("folder") for d, row in documents.items()}
-        decided = await provider.decide(conn, svc, tenant=tenant, queries=queries, parents=parents)
-        if decided is not None:  # None: turned off since the statement above
-            _overlay(answers, decided, organization_id)
-    return answers
+    pending = Pending(tenant=tenant, organization_id=organization_id, answers=answers)
+    if not found["provider"]:  # read in the same statement: a tenant without one pays no round trip
+        return pending
+    pending.config = provider.config_of(svc, tenant.api_key_id, await
+                                        repo.provider_config(conn, api_key_id=tenant.api_key_id))
+    if pending.config is None:  # turned off since the statement above
+        return pending
+    pending.queries = list(
+        dict.fromkeys((user, kind, ident, organization_id) for user, answer in answers.items()
+                      for section, kind in _SECTIONS for ident, entry in answer[section].items() if _asks(entry)))
+    pending.parents = {d: row.get("folder") for d, row in documents.items()}
+    cap = svc.settings.permission_provider_max_decisions
+    if len(pending.queries) > cap:
+        message = (f"With the API key's permission provider on, one call asks it about at most {cap} decisions "
+                   f"(each user's organization, folders and documents); this one needs {len(pending.queries)}. "
+                   "Ask about fewer users or resources at a time.")
+        raise invalid(message, [issue(path, message, "too_big") for path in fields] or None)
+    return pending
+
+
+def overlay(pending: Pending, decided: dict[provider.Query, dict[str, Any]]) -> dict[str, Any]:
+    """Effective access: the provider's decisions in place of what grants gave (a decision missing denies); what
+    the provider does not decide stays as it was."""
+    if pending.config is None:
+        return pending.answers
+    for user, answer in pending.answers.items():
+        for section, kind in _SECTIONS:
+            for ident, entry in answer[section].items():
+                if _asks(entry):
+                    answer[section][ident] = decided.get((user, kind, ident, pending.organization_id),
+                                                         dict(provider.FAILED))
+    return pending.answers
+
+
+async def settle(svc: Services, pending: Pending, *, deadline: float | None = None) -> dict[str, Any]:
+    """Effective access, the provider asked (with no connection held: call it after releasing the one that read
+    `pending`) within one time budget (`deadline`, else one starting now)."""
+    if pending.config is None or not pending.queries:
+        return overlay(pending, {})
+    decided = await provider.decide(svc, tenant=pending.tenant, config=pending.config, queries=pending.queries,
+                                    parents=pending.parents, deadline=deadline)
+    return overlay(pending, decided)
+
+
+async def effective(svc: Services, *, tenant: Tenant, organization_id: str, user_ids: list[str],
+                    folder_ids: list[str] | None, document_ids: list[str] | None,
+                    fields: Sequence[Sequence[str]] = ()) -> dict[str, Any]:
+    """Each user's effective access in one organization now; without ids, to what they hold grants on. The API key's
+    permission provider, when it has one enabled, decides in place of the grants (asked once the pooled connection
+    that read the rest is back in the pool)."""
+    async with svc.pool.connection() as conn:
+        pending = await read_access(conn, svc, tenant=tenant, organization_id=organization_id, user_ids=user_ids,
+                                    folder_ids=folder_ids, document_ids=document_ids, fields=fields)
+    return await settle(svc, pending)
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetPermissions) -> dict[str, Any]:
     """Effective access keyed by userId: organization, folders and documents."""
-    async with svc.pool.connection() as conn:
-        return await effective(conn, svc, tenant=tenant, organization_id=data.organizationId, user_ids=data.userIds,
-                               folder_ids=data.folderIds, document_ids=data.documentIds)
+    asked = [["userIds"]] + [[name] for name in ("folderIds", "documentIds") if getattr(data, name) is not None]
+    return await effective(svc, tenant=tenant, organization_id=data.organizationId, user_ids=data.userIds,
+                           folder_ids=data.folderIds, document_ids=data.documentIds, fields=asked)
 
 
 async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) -> dict[str, str]:
-    """Grant the listed resources, then sign a 48-hour token with the user and their effective access to them."""
+    """Grant the listed resources, then sign a 48-hour token with the user and their effective access to them (the
+    grants are written first; the provider, when one decides, is asked after that transaction, holding nothing)."""
     now = svc.now_ms()
     resources = data.permissions.resources if data.permissions else []
     props = data.userProperties
+    by_organization = {
+        organization_id: list(grouped)
+        for organization_id, grouped in groupby(sorted(resources, key=lambda r: r.organizationId),
+                                                lambda r: r.organizationId)
+    }
+    path = [["permissions", "resources"]]
     async with transaction(svc.pool, svc.redis) as tx:
-        await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=["permissions", "resources"])
+        await _refuse_missing(tx.conn, tenant=tenant, resources=resources, path=path[0])
         await profiles.record_user(tx.conn, api_key_id=tenant.api_key_id, id=data.userId, now=now,
                                    name=props.name if props else None, email=props.email if props else None)
         await _grant(tx.conn, tenant=tenant, principal=("user", data.userId), resources=resources, now=now)
-        granted = []
-        for organization_id, grouped in groupby(sorted(resources, key=lambda r: r.organizationId),
-                                                lambda r: r.organizationId):
-            group = list(grouped)
-            answer = (await effective(tx.conn, svc, tenant=tenant, organization_id=organization_id,
-                                      user_ids=[data.userId], folder_ids=[r.id for r in group if r.type == "folder"],
-                                      document_ids=[r.id for r in group if r.type == "document"]))[data.userId]
-            sections = {
-                "organization": answer["organization"], "folder": answer["folders"], "document": answer["documents"]
-            }
-            for r in group:
-                entry = sections[r.type][r.id]
-                if "accessRole" in entry:  # denied (a disabled organization) or expired: not in the token
-                    granted.append({"type": r.type, "id": r.id, "organizationId": organization_id, **entry})
+        asks = {(r.type, r.id, r.organizationId) for r in resources} | {("organization", o, o) for o in by_organization}
+        cap = svc.settings.permission_provider_max_decisions
+        if len(asks) > cap and provider.config_of(svc, tenant.api_key_id, await repo.provider_config(
+                tx.conn, api_key_id=tenant.api_key_id)) is not None:  # refused: the transaction grants nothing
+            message = (f"With the API key's permission provider on, one token asks it about at most {cap} decisions "
+                       f"(each resource and its organization); this one needs {len(asks)}. Grant fewer resources in "
+                       "one token.")
+            raise invalid(message, [issue(path[0], message, "too_big")])
+    pending = []
+    async with svc.pool.connection() as conn:
+        for organization_id, group in by_organization.items():
+            pending.append(await
+                           read_access(conn, svc, tenant=tenant, organization_id=organization_id,
+                                       user_ids=[data.userId], folder_ids=[r.id for r in group if r.type == "folder"],
+                                       document_ids=[r.id for r in group if r.type == "document"], fields=path))
+    deadline = provider.budget(svc)  # one budget for the whole token, whatever the number of organizations
+    granted = []
+    for (organization_id, group), read in zip(by_organization.items(), pending, strict=True):
+        answer = (await settle(svc, read, deadline=deadline))[data.userId]
+        sections = {
+            "organization": answer["organization"], "folder": answer["folders"], "document": answer["documents"]
+        }
+        for r in group:
+            entry = sections[r.type][r.id]
+            if "accessRole" in entry:  # denied (a disabled organization) or expired: not in the token
+                granted.append({"type": r.type, "id": r.id, "organizationId": organization_id, **entry})
     user = {"userId": data.userId, "isAdmin": bool(props and props.isAdmin)}
     if props and props.name is not None:
         user["name"] = props.name

@@ -83,11 +83,32 @@ async def authenticate(svc: Services, conn: Conn, token: str | None, origin: str
                 expires_s=claims["exp"])
 
 
-async def roles(svc: Services, conn: Conn, *, tenant: Tenant, organization_id: str, document_ids: list[str],
+async def roles(svc: Services, conn: Conn | None, *, tenant: Tenant, organization_id: str, document_ids: list[str],
                 user_ids: list[str]) -> dict[str, dict[str, str | Refused]]:
-    """Each user's role on each document now (`editor` or `viewer`), or why they have none."""
-    answer = await permissions.effective(conn, svc, tenant=tenant, organization_id=organization_id, user_ids=user_ids,
-                                         folder_ids=[], document_ids=document_ids)
+    """Each user's role on each document now (`editor` or `viewer`), or why they have none. The access rows are read
+    on `conn`, or on a pooled connection of its own when None; the API key's permission provider, when one decides,
+    is asked after that: a caller passes None rather than a connection it holds, so nothing is held while the
+    customer's backend answers."""
+    answer: dict[str, Any] = {}
+    cap = svc.settings.permission_provider_max_decisions
+    # Users (and, past the cap, documents) in parts small enough for one call each: a recheck of a large organization
+    # is asked in several calls rather than refused.
+    part = max(min(len(document_ids), cap - 1), 1)  # documents per call: with the organization, one user fits
+    doc_parts = [document_ids[i:i + part] for i in range(0, len(document_ids), part)] or [[]]
+    users_per_call = max(cap // (1 + part), 1)
+    for i in range(0, len(user_ids), users_per_call):
+        users = user_ids[i:i + users_per_call]
+        for docs in doc_parts:
+            if conn is None:
+                async with svc.pool.connection() as own:
+                    pending = await permissions.read_access(own, svc, tenant=tenant, organization_id=organization_id,
+                                                            user_ids=users, folder_ids=[], document_ids=docs)
+            else:
+                pending = await permissions.read_access(conn, svc, tenant=tenant, organization_id=organization_id,
+                                                        user_ids=users, folder_ids=[], document_ids=docs)
+            for user_id, entry in (await permissions.settle(svc, pending)).items():
+                held = answer.setdefault(user_id, {"organization": entry["organization"], "documents": {}})
+                held["documents"].update(entry["documents"])
     out: dict[str, dict[str, str | Refused]] = {}
     for user_id, entry in answer.items():
         organization = entry["organization"][organization_id]

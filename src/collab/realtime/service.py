@@ -145,10 +145,12 @@ class Realtime:
                 await authlimit.failed(self.svc, gate)
                 raise
             await authlimit.succeeded(self.svc, gate)
-            role = (await access.roles(self.svc, db, tenant=user.tenant, organization_id=organization_id,
-                                       document_ids=[document_id], user_ids=[user.user_id]))[user.user_id][document_id]
-            if isinstance(role, Refused):
-                raise role
+        # Its own connection, given back before a permission provider is asked: none is held while it answers.
+        role = (await access.roles(self.svc, None, tenant=user.tenant, organization_id=organization_id,
+                                   document_ids=[document_id], user_ids=[user.user_id]))[user.user_id][document_id]
+        if isinstance(role, Refused):
+            raise role
+        async with self.svc.pool.connection() as db:
             await access.editor_kind(db, tenant=user.tenant, organization_id=organization_id, document_id=document_id,
                                      editor_id=editor_id)
         return Connection(ws, user=user, role=role, organization_id=organization_id, document_id=document_id,

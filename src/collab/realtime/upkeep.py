@@ -130,12 +130,12 @@ class Upkeep:
 
     async def _recheck(self, organization_id: str, rooms: list[DocumentRoom], conns: list[Connection]) -> None:
         svc = self.rt.svc
-        async with svc.pool.connection() as db:
-            answer = await access.roles(svc, db, tenant=conns[0].user.tenant, organization_id=organization_id,
-                                        document_ids=sorted({r.key[2]
-                                                             for r in rooms}),
-                                        user_ids=sorted({c.user.user_id
-                                                         for c in conns}))
+        # roles reads on a connection of its own and gives it back before a permission provider is asked.
+        answer = await access.roles(svc, None, tenant=conns[0].user.tenant, organization_id=organization_id,
+                                    document_ids=sorted({r.key[2]
+                                                         for r in rooms}),
+                                    user_ids=sorted({c.user.user_id
+                                                     for c in conns}))
         for conn in conns:
             role = answer[conn.user.user_id][conn.document_id]
             if isinstance(role, Refused):
