@@ -98,19 +98,23 @@ def enable_activities(client: httpx.Client, tenant: Tenant, **config: Any) -> No
 
 
 def settle_jobs(live, tenant: Tenant) -> None:
-    """Wait (on the queue, not the clock) until every job this tenant queued has finished."""
+    """Wait (on the queue, not the clock) until every job this tenant queued has finished, including jobs those
+    jobs queued (a deferred ingest queues itself again as a new job)."""
     from arq.jobs import Job
 
     from collab.kit.jobs import lane
 
     async def wait():
-        async with live.svc.pool.connection() as conn:
-            cur = await conn.execute(
-                "select id, function from jobs where api_key_id = %s and status in ('queued', 'running')",
-                (tenant.api_key, ))
-            jobs = [(row["id"], row["function"]) for row in await cur.fetchall()]
-        for job_id, function in jobs:  # each on its lane's queue (arq looks for a job in the queue it is given)
-            await Job(job_id, live.svc.redis, _queue_name=lane(function).queue).result(timeout=60, poll_delay=0.01)
+        while True:
+            async with live.svc.pool.connection() as conn:
+                cur = await conn.execute(
+                    "select id, function from jobs where api_key_id = %s and status in ('queued', 'running')",
+                    (tenant.api_key, ))
+                jobs = [(row["id"], row["function"]) for row in await cur.fetchall()]
+            if not jobs:
+                return
+            for job_id, function in jobs:  # each on its lane's queue (arq looks for a job in the queue it is given)
+                await Job(job_id, live.svc.redis, _queue_name=lane(function).queue).result(timeout=60, poll_delay=0.01)
 
     live.run(wait(), timeout=90)
 

@@ -14,11 +14,11 @@ loaded machine cannot fail a test that does nothing wrong.
 """
 
 import asyncio
+import faulthandler
 import logging
-import sys
+import tempfile
 import threading
 import time
-import traceback
 from collections import deque
 from dataclasses import dataclass
 
@@ -125,9 +125,23 @@ class LoopLag:
             tick, last = self._tick_no, self._last
             if self._sample is not None or time.monotonic() - last < self.interval_s + self.stall_s / 2:
                 continue
-            frame = sys._current_frames().get(self._thread_id)
-            if frame is None:
-                return  # the loop's thread has ended
-            stack = "".join(traceback.format_stack(frame)[-_STACK_FRAMES:])
+            stack = _stack_of(self._thread_id)
             if self._tick_no == tick:  # still the same stall (else the sample is of a loop that moved on)
                 self._sample = (tick, stack)
+
+
+def _stack_of(thread_id: int) -> str:
+    """The innermost frames of one thread, innermost first, as faulthandler writes them (it needs a real file):
+    the standard library's public way to read another thread's stack."""
+    with tempfile.TemporaryFile("w+") as out:
+        faulthandler.dump_traceback(out, all_threads=True)
+        out.seek(0)
+        text = out.read()
+    lines, mine = [], False
+    for line in text.splitlines():
+        if line.startswith(("Thread 0x", "Current thread 0x")):
+            mine = int(line.split("0x", 1)[1].split()[0], 16) == thread_id
+            continue
+        if mine and line.strip():
+            lines.append(line)
+    return "\n".join(lines[:_STACK_FRAMES])
