@@ -97,8 +97,16 @@ def live(servers, fake_providers):
     loading = _started(service).ctx.get("model_loading")
     if loading is not None:
         service.run(asyncio.wait([loading]), timeout=600)
+    service.run(_first_outgoing_request(fake_providers.root), timeout=60)
     yield service
     service.stop()
+
+
+async def _first_outgoing_request(root: str) -> None:
+    """One request out of the service's loop before the tests: a process's first one imports the HTTP client's
+    connection code there (about 250 ms, once), which the loop-lag tripwire would pin on whichever test came first."""
+    async with httpx.AsyncClient() as c:
+        await c.get(f"{root}/_stats")
 
 
 def _started(service: Live):
