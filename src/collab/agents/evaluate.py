@@ -122,7 +122,7 @@ async def review_document(settings: Settings, behaviour: dict[str, Any], text: s
         tokens += prompt_tokens + completion_tokens
 
     answer = await runner.review(settings, route=route, key=key, instructions=behaviour.get("instructions") or "",
-                                 user_context={}, url=url, content=runner.content_of(page=text, document=[]),
+                                 user_context="{}", url=url, content=runner.content_of(page=text, document=[]),
                                  before_call=before_call, after_call=after_call)
     return runner.ranked(answer.findings), tokens
 

@@ -14,12 +14,16 @@ def _json(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
 
-async def lock_executions(conn: Conn, *, api_key_id: str) -> None:
-    await execute(conn, q.lock_executions, {"api_key_id": api_key_id})
+async def lock_executions(conn: Conn, *, workspace_id: str) -> None:
+    await execute(conn, q.lock_executions, {"workspace_id": workspace_id})
 
 
-async def count_running(conn: Conn, *, api_key_id: str) -> int:
-    return int((await fetch_row(conn, q.count_running, {"api_key_id": api_key_id}))["n"])
+async def count_running(conn: Conn, *, workspace_id: str) -> int:
+    return int((await fetch_row(conn, q.count_running, {"workspace_id": workspace_id}))["n"])
+
+
+async def prune_executions(conn: Conn, *, api_key_id: str, keep: int, batch: int) -> None:
+    await execute(conn, q.prune_executions, {"api_key_id": api_key_id, "keep": keep, "batch": batch})
 
 
 async def running_on(conn: Conn, *, api_key_id: str, agent_id: str, organization_id: str,

@@ -1,6 +1,7 @@
 """Agent executions on the API side: run (pinned, at most one per agent and document), get, list, count, and the
 token analytics (ADR 0055). The run itself is the `run_agent_execution` job (agents/tasks.py)."""
 
+import json
 from typing import Any
 
 from collab.agents import execution_repository as xrepo
@@ -15,7 +16,7 @@ from collab.agents.execution_schemas import (
 )
 from collab.agents.schemas import strategy_of
 from collab.comments import access
-from collab.kit import paging
+from collab.kit import paging, ratelimit
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.errors import ApiError, invalid, issue, not_found
@@ -42,11 +43,58 @@ def _already_running(execution_id: str) -> ApiError:
     return ApiError("ALREADY_EXISTS", f"An execution is already running for this agent and document: {execution_id}")
 
 
+# Each string in a userContext (a key or a value, at any depth) is at most this long; the whole is bounded in bytes
+# by COLLAB_AGENT_EXECUTION_USER_CONTEXT_MAX_BYTES.
+MAX_CONTEXT_STRING = 4000
+# Finished executions dropped past the kept count by one run at most (a run adds one: the count stays bounded).
+PRUNE_BATCH = 50
+
+
+def _longest_string(value: Any) -> int:
+    """The length of the longest string in a JSON value (keys included), walked without recursion."""
+    longest, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            longest = max(longest, len(item))
+        elif isinstance(item, dict):
+            longest = max([longest, *(len(k) for k in item)])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return longest
+
+
+def _user_context(context: dict[str, Any] | None, max_bytes: int) -> dict[str, Any]:
+    """The run's userContext when it is within its bounds, else INVALID_ARGUMENT naming it (or its key)."""
+    if not context:
+        return {}
+    size = len(json.dumps(context, ensure_ascii=False).encode())
+    if size > max_bytes:
+        message = f"userContext is at most {max_bytes} bytes of JSON (this one is {size})."
+        raise invalid(message, [issue(["userContext"], message, "too_big")])
+    issues = []
+    for key, value in context.items():
+        if max(len(key), _longest_string(value)) > MAX_CONTEXT_STRING:
+            issues.append(
+                issue(["userContext", key], f"Each string in userContext is at most {MAX_CONTEXT_STRING} characters.",
+                      "too_big"))
+    if issues:
+        raise invalid(issues[0]["message"], issues)
+    return context
+
+
 async def run(svc: Services, *, tenant: Tenant, data: RunExecution) -> dict[str, Any]:
     """Start an execution of the agent's current version on a document; it runs on the worker's ai lane."""
     if data.crossPageExecute:
         message = "collab does not crawl: run each page as an execution of its own (crossPageExecute false)."
         raise invalid(message, [issue(["crossPageExecute"], message, "invalid")])
+    settings = svc.settings
+    user_context = _user_context(data.userContext, settings.agent_execution_user_context_max_bytes)
+    # Every run counts against the workspace's AI rate, as Ask AI and memory do; a running one also holds one of
+    # the workspace's AI slots (agents/tasks.py).
+    await ratelimit.check(svc.redis, bucket=f"ai:{tenant.workspace_id}", rate=settings.rate_limit_ai, now=svc.clock(),
+                          message="Too many AI requests for this workspace; retry later.")
     now, execution_id = svc.now_ms(), new_id("exec_")
     where = {
         "api_key_id": tenant.api_key_id, "agent_id": data.agentId, "organization_id": data.organizationId,
@@ -54,8 +102,7 @@ async def run(svc: Services, *, tenant: Tenant, data: RunExecution) -> dict[str,
     }
     request = {
         "seedUrl": data.url, "crossPageExecute": False, "maxUrlsToProcess": data.maxUrlsToProcess,
-        "deviceType": data.deviceType, "annotationVisibility": data.annotationVisibility,
-        "userContext": data.userContext or {},
+        "deviceType": data.deviceType, "annotationVisibility": data.annotationVisibility, "userContext": user_context,
         "aiConfig": data.aiConfig.model_dump(exclude_none=True) if data.aiConfig else None
     }
     async with transaction(svc.pool, svc.redis) as tx:
@@ -65,15 +112,15 @@ async def run(svc: Services, *, tenant: Tenant, data: RunExecution) -> dict[str,
         if not await access.document_exists(tx.conn, tenant=tenant, organization_id=data.organizationId,
                                             document_id=data.documentId):
             raise not_found("document")
-        await xrepo.lock_executions(tx.conn, api_key_id=tenant.api_key_id)
+        await xrepo.lock_executions(tx.conn, workspace_id=tenant.workspace_id)
         running = await xrepo.running_on(tx.conn, **where)
         if running is not None:
             raise _already_running(running)
         skipped = _skip_reason(agent)
-        cap = svc.settings.agent_executions_max_running
-        if skipped is None and await xrepo.count_running(tx.conn, api_key_id=tenant.api_key_id) >= cap:
+        cap = settings.agent_executions_max_running
+        if skipped is None and await xrepo.count_running(tx.conn, workspace_id=tenant.workspace_id) >= cap:
             raise ApiError("RESOURCE_EXHAUSTED", f"This workspace already has {cap} executions running; retry when "
-                           "one has finished.")
+                           "one has finished.", details={"retryAfterSeconds": 5}, headers={"Retry-After": "5"})
         previous = await xrepo.latest_on(tx.conn, **where)
         summary = RUNNING_SUMMARY if skipped is None else {**RUNNING_SUMMARY, "summary": skipped}
         inserted = await xrepo.insert_execution(
@@ -84,6 +131,8 @@ async def run(svc: Services, *, tenant: Tenant, data: RunExecution) -> dict[str,
             now=now, completed_at=None if skipped is None else now, results_summary=summary)
         if not inserted:  # the unique index's word, should a run ever get past the lock and the check above
             raise _already_running(await xrepo.running_on(tx.conn, **where) or "")
+        await xrepo.prune_executions(tx.conn, api_key_id=tenant.api_key_id,
+                                     keep=settings.agent_executions_kept_per_api_key, batch=PRUNE_BATCH)
         if skipped is None:
             await xrepo.count_run(tx.conn, api_key_id=tenant.api_key_id, agent_id=data.agentId, now=now)
             await tx.enqueue("run_agent_execution", api_key_id=tenant.api_key_id, execution_id=execution_id,

@@ -1,10 +1,25 @@
 -- name: lock_executions
--- Hold the API key's execution starts until the transaction ends: the running cap counts one start at a time.
-select pg_advisory_xact_lock(hashtextextended(%(api_key_id)s || ':agent-executions', 0))
+-- Hold the workspace's execution starts until the transaction ends: the running cap counts one start at a time.
+select pg_advisory_xact_lock(hashtextextended(%(workspace_id)s || ':agent-executions', 0))
 
 -- name: count_running
--- How many of the API key's executions are running.
-select count(*) as n from agent_executions where api_key_id = %(api_key_id)s and status = 'running'
+-- How many executions of the workspace's API keys are running.
+select count(*) as n
+from agent_executions x
+join api_keys k on k.id = x.api_key_id
+where k.workspace_id = %(workspace_id)s and x.status = 'running'
+
+-- name: prune_executions
+-- Drop the API key's oldest finished executions past the newest `keep` of them, a batch at a time.
+delete from agent_executions x
+using (
+    select id from agent_executions
+    where api_key_id = %(api_key_id)s and status <> 'running'
+    order by started_at desc, id desc
+    offset %(keep)s
+    limit %(batch)s
+) doomed
+where x.api_key_id = %(api_key_id)s and x.id = doomed.id
 
 -- name: running_on
 -- The running execution of this agent on this document, if any.

@@ -1,10 +1,15 @@
 -- name: lock_agents
--- Hold the API key's agents until the transaction ends: creations run one at a time (the agent cap).
+-- Hold the API key's agents until the transaction ends: creations and new versions run one at a time (the agent
+-- cap, the byte budget of their versions).
 select pg_advisory_xact_lock(hashtextextended(%(api_key_id)s || ':agents', 0))
 
 -- name: count_agents
 -- How many custom agents the API key has.
 select count(*) as n from agents where api_key_id = %(api_key_id)s
+
+-- name: version_bytes
+-- Bytes of behaviour the API key's agents keep, every version counted.
+select coalesce(sum(config_bytes), 0)::bigint as n from agent_versions where api_key_id = %(api_key_id)s
 
 -- name: insert_agent
 -- Create an agent's row at its version 1.

@@ -25,6 +25,10 @@ async def count_agents(conn: Conn, *, api_key_id: str) -> int:
     return int((await fetch_row(conn, q.count_agents, {"api_key_id": api_key_id}))["n"])
 
 
+async def version_bytes(conn: Conn, *, api_key_id: str) -> int:
+    return int((await fetch_row(conn, q.version_bytes, {"api_key_id": api_key_id}))["n"])
+
+
 async def insert_agent(conn: Conn, *, api_key_id: str, id: str, name: str, description: str, enabled: bool,
                        metadata: dict[str, Any] | None, now: int) -> None:
     await execute(

@@ -2,11 +2,12 @@
 at `url` through the SSRF guard, HTML to text), ask the workspace's model for findings, validate them (ADR 0055)."""
 
 import asyncio
+import codecs
 import html
 import json
 import logging
+import re
 import time
-from html.parser import HTMLParser
 from typing import Any, Awaitable, Callable, Literal
 
 import httpx
@@ -57,39 +58,108 @@ class Review(BaseModel):
 
 # --- the page -----------------------------------------------------------------------------------------------------
 
+# HTML to text is a scanner that only moves forward: every search starts where the last one ended, and a search
+# that finds nothing (an unterminated tag, comment, quote or script) ends the scan, so the work is linear in the
+# markup (html.parser is not: unterminated tags made it super-linear, about 13 s for 80 KB of `<a`).
+# Their content is text up to the end tag, never markup; both are skipped.
+_RAW_TEXT = {name: re.compile(f"</{name}", re.IGNORECASE) for name in ("script", "style")}
+_NAME_END = re.compile(r"[\s/>]")
+_VALUE_OR_END = re.compile(r"""=\s*["']|>""")  # a quoted attribute value opens, or the tag ends
 
-class _Text(HTMLParser):
-    """The visible text of an HTML page: scripts, styles and the head left out, blocks on lines of their own."""
 
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.hidden = 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag in _SKIPPED_TAGS:
-            self.hidden += 1
-        elif tag in _BLOCK_TAGS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag):
-        if tag in _SKIPPED_TAGS:
-            self.hidden = max(0, self.hidden - 1)
-        elif tag in _BLOCK_TAGS:
-            self.parts.append("\n")
-
-    def handle_data(self, data):
-        if not self.hidden:
-            self.parts.append(data)
+def _tag_end(markup: str, start: int) -> int:
+    """The index of the `>` that ends the tag whose name starts at `start` (quoted values may hold `>`); -1 when
+    the tag is never closed."""
+    at = start
+    while True:
+        found = _VALUE_OR_END.search(markup, at)
+        if found is None:
+            return -1
+        if found.group() == ">":
+            return found.start()
+        close = markup.find(found.group()[-1], found.end())
+        if close < 0:
+            return -1
+        at = close + 1
 
 
 def html_text(markup: str) -> str:
-    """The readable text of an HTML document, one block a line, blank runs collapsed."""
-    parser = _Text()
-    parser.feed(markup)
-    parser.close()
-    lines = (" ".join(line.split()) for line in html.unescape("".join(parser.parts)).splitlines())
+    """The readable text of an HTML document, one block a line, blank runs collapsed: scripts, styles and the head
+    left out. Linear in the markup (see above); what follows an unterminated tag or comment is dropped."""
+    parts: list[str] = []
+    hidden, at, end = 0, 0, len(markup)
+    while at < end:
+        lt = markup.find("<", at)
+        if lt < 0:
+            lt = end
+        if lt > at and not hidden:
+            parts.append(markup[at:lt])
+        if lt >= end:
+            break
+        after = markup[lt + 1:lt + 2]
+        if after in ("!", "?"):  # a comment, doctype, CDATA or processing instruction: no text
+            closing = "-->" if markup.startswith("<!--", lt) else ">"
+            stop = markup.find(closing, lt + 2)
+            if stop < 0:
+                break
+            at = stop + len(closing)
+            continue
+        name_at = lt + 2 if after == "/" else lt + 1
+        if not markup[name_at:name_at + 1].isascii() or not markup[name_at:name_at + 1].isalpha():
+            if not hidden:
+                parts.append("<")  # a lone `<` is text, as browsers read it
+            at = lt + 1
+            continue
+        stop = _tag_end(markup, name_at)
+        if stop < 0:
+            break
+        name_end = _NAME_END.search(markup, name_at, stop)
+        name = markup[name_at:name_end.start() if name_end else stop].lower()
+        at = stop + 1
+        if after == "/":
+            if name in _SKIPPED_TAGS:
+                hidden = max(0, hidden - 1)
+            elif name in _BLOCK_TAGS:
+                parts.append("\n")
+        elif name in _RAW_TEXT:
+            close = _RAW_TEXT[name].search(markup, at)
+            if close is None:
+                break
+            stop = markup.find(">", close.end())
+            at = end if stop < 0 else stop + 1
+        elif name in _SKIPPED_TAGS:
+            hidden += markup[stop - 1] != "/"  # `<svg/>` opens and closes at once
+        elif name in _BLOCK_TAGS:
+            parts.append("\n")
+    lines = (" ".join(line.split()) for line in html.unescape("".join(parts)).splitlines())
     return "\n".join(line for line in lines if line).replace("\x00", "")
+
+
+def text_codec(name: str | None) -> str:
+    """The codec a page's charset names when it is a text encoding (`rot13`, `base64`, `hex`, `zlib_codec` are
+    not), else utf-8."""
+    name = name or "utf-8"
+    try:
+        # bytes.decode refuses a name no codec has, and a codec that is no text encoding, with LookupError.
+        b"a".decode(name, errors="replace")
+    except LookupError:
+        return "utf-8"
+    except UnicodeError:  # a text codec that takes no `replace` (idna): page_text falls back itself
+        pass
+    return codecs.lookup(name).name
+
+
+def page_text(raw: bytes, *, charset: str | None, content_type: str, max_bytes: int) -> str:
+    """A fetched page as text: its first `max_bytes` decoded (a text charset, else utf-8, never failing), HTML made
+    its visible text. CPU work on untrusted input, bounded and linear: run it off the event loop."""
+    head = raw[:max_bytes]
+    try:
+        text = head.decode(text_codec(charset), errors="replace")
+    except (UnicodeError, LookupError):  # a text codec that takes no `replace` (idna, punycode)
+        text = head.decode("utf-8", errors="replace")
+    if "html" in content_type or "<html" in text[:1000].lower():
+        return html_text(text)
+    return text.replace("\x00", "")
 
 
 async def fetch_page(settings: Settings, url: str) -> str:
@@ -121,10 +191,9 @@ async def fetch_page(settings: Settings, url: str) -> str:
                     if response.status_code >= 400:
                         raise Failure("CONTEXT_GATHERING_ERROR", f"The page answered HTTP {response.status_code}.",
                                       retryable=response.status_code >= 500)
-                    text = raw.decode(response.encoding or "utf-8", errors="replace")
-                    kind = response.headers.get("content-type", "")
-                    return html_text(text) if "html" in kind or "<html" in text[:1000].lower() else text.replace(
-                        "\x00", "")
+                    return await asyncio.to_thread(page_text, bytes(raw), charset=response.charset_encoding,
+                                                   content_type=response.headers.get("content-type", "").lower(),
+                                                   max_bytes=settings.agent_execution_page_parse_max_bytes)
                 raise Failure("CONTEXT_GATHERING_ERROR", f"The page redirected more than {MAX_REDIRECTS} times.")
     except safety.Refused as exc:
         raise Failure("CONTEXT_GATHERING_ERROR", f"The page's URL is refused: {exc}") from None
@@ -142,8 +211,18 @@ def wants_page(behaviour: dict[str, Any]) -> bool:
     return bool(PAGE_STRATEGIES & set(strategies))
 
 
-def content_of(*, page: str | None, document: list[tuple[str, Any]]) -> str:
-    """What the model reviews: the page's text, then each stored editor's content, cut at the character budget."""
+def context_json(user_context: dict[str, Any]) -> str:
+    """The run's userContext as the prompt shows it: JSON, at most half the content budget (the API refuses more;
+    this bounds a row stored before it did)."""
+    text = json.dumps(user_context, ensure_ascii=False)
+    if len(text) > MAX_CONTENT_CHARS // 2:
+        text = text[:MAX_CONTENT_CHARS // 2] + " [... the rest of the user context was cut ...]"
+    return text
+
+
+def content_of(*, page: str | None, document: list[tuple[str, Any]], context: str = "") -> str:
+    """What the model reviews: the page's text, then each stored editor's content, cut where it and the run's
+    userContext (`context`, as sent) pass the character budget together."""
     parts = []
     if page is not None:
         parts.append(f"--- Page text ---\n{page}")
@@ -151,8 +230,9 @@ def content_of(*, page: str | None, document: list[tuple[str, Any]]) -> str:
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
         parts.append(f"--- Document editor {editor_id} ---\n{text}")
     whole = "\n\n".join(parts) or "(no content)"
-    if len(whole) > MAX_CONTENT_CHARS:
-        whole = whole[:MAX_CONTENT_CHARS] + "\n[... the rest of the content was cut ...]"
+    budget = max(0, MAX_CONTENT_CHARS - len(context))
+    if len(whole) > budget:
+        whole = whole[:budget] + "\n[... the rest of the content was cut ...]"
     return whole
 
 
@@ -191,14 +271,14 @@ def route_for(settings: Settings, *, behaviour: dict[str, Any], ai_config: dict[
     return provider, resolve(model)
 
 
-async def review(settings: Settings, *, route: Route, key: str, instructions: str, user_context: dict[str, Any],
-                 url: str, content: str, before_call: Callable[[], Awaitable[None]],
+async def review(settings: Settings, *, route: Route, key: str, instructions: str, user_context: str, url: str,
+                 content: str, before_call: Callable[[], Awaitable[None]],
                  after_call: Callable[[int, int], Awaitable[None]]) -> Review:
     """Ask the model for findings; a malformed answer is sent back once, then the execution ends `error`.
-    `before_call` may refuse a call (the platform quota); `after_call` counts each answered one."""
+    `user_context` is `context_json`'s, counted within `content`'s budget. `before_call` may refuse a call (the
+    platform quota); `after_call` counts each answered one."""
     prompt = prompts.get(PROMPT, settings.prompts_dir)
-    system, user = prompt.render(instructions=instructions, user_context=json.dumps(user_context, ensure_ascii=False),
-                                 url=url, content=content)
+    system, user = prompt.render(instructions=instructions, user_context=user_context, url=url, content=content)
     messages = messages_for(route, system=system, user=user)
     response_format = {"type": "json_schema", "json_schema": {"name": PROMPT, "schema": prompt.schema, "strict": True}}
     for attempt in (1, 2):

@@ -31,6 +31,7 @@ from collab.kit import paging
 from collab.kit.auth import Tenant
 from collab.kit.crypto import Keyring, new_id
 from collab.kit.db import constraints
+from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError, invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
@@ -63,6 +64,16 @@ def _bounded(behaviour: dict[str, Any]) -> dict[str, Any]:
     return behaviour
 
 
+async def _within_budget(svc: Services, conn: Conn, *, api_key_id: str) -> None:
+    """RESOURCE_EXHAUSTED (rolling the write back) when the key's agents now keep more behaviour bytes than its
+    budget; called after the write, under `lock_agents`, so that two writes never pass it together."""
+    budget = svc.settings.agent_versions_max_bytes_per_api_key
+    if await repo.version_bytes(conn, api_key_id=api_key_id) > budget:
+        raise ApiError(
+            "RESOURCE_EXHAUSTED", f"This would take the configuration this workspace's agents keep, across their "
+            f"versions, past its budget of {budget} bytes; delete agents or restore versions to make room.")
+
+
 def _created_behaviour(data: CreateAgent) -> dict[str, Any]:
     """The versioned fields of a creation, with an extraction draft's names moved to Velt's places."""
     behaviour = behaviour_of(data)
@@ -86,6 +97,7 @@ async def create(svc: Services, *, tenant: Tenant, data: CreateAgent) -> dict[st
                                 description=data.description, enabled=data.enabled, metadata=data.metadata, now=now)
         await repo.insert_version(tx.conn, api_key_id=tenant.api_key_id, agent_id=agent_id, version=1, config=config,
                                   config_bytes=size(config), now=now)
+        await _within_budget(svc, tx.conn, api_key_id=tenant.api_key_id)
     return {"agentId": agent_id}
 
 
@@ -141,6 +153,7 @@ async def update_version(svc: Services, *, tenant: Tenant, data: UpdateAgentVers
     key = {"api_key_id": tenant.api_key_id, "agent_id": data.agentId}
     now, kept = svc.now_ms(), svc.settings.agent_versions_kept
     async with transaction(svc.pool, svc.redis) as tx:
+        await repo.lock_agents(tx.conn, api_key_id=tenant.api_key_id)  # the byte budget counts one write at a time
         row = await repo.get_agent(tx.conn, api_key_id=tenant.api_key_id, id=data.agentId, for_update=True)
         if row is None:
             raise not_found("agent")
@@ -156,6 +169,7 @@ async def update_version(svc: Services, *, tenant: Tenant, data: UpdateAgentVers
                                set_metadata="metadata" in data.model_fields_set, metadata=data.metadata, now=now)
         if version > kept:
             await repo.drop_versions(tx.conn, **key, first=1, last=version - kept)
+        await _within_budget(svc, tx.conn, api_key_id=tenant.api_key_id)
     return {"version": version}
 
 

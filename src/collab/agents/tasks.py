@@ -4,6 +4,8 @@ lane, and the sweep that ends executions left `running` past their time budget (
 import asyncio
 import hashlib
 import logging
+from contextlib import AsyncExitStack
+from datetime import timedelta
 from typing import Any
 
 import orjson
@@ -15,9 +17,10 @@ from collab.comments import service as comments
 from collab.comments.schemas import MAX_THREADS_PER_CALL, AddAnnotations, DeleteAnnotations
 from collab.crdt import service as crdt
 from collab.crdt.schemas import GetCrdt
+from collab.kit import ratelimit
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
-from collab.kit.jobs import PermanentError, job, past, transaction
+from collab.kit.jobs import PermanentError, job, lane, past, transaction
 from collab.kit.jobs.fencing import Fenced
 from collab.kit.services import Services
 from collab.knowledge import retrieval as knowledge
@@ -83,7 +86,8 @@ class _Run:
         """Gather what the agent's contextGathering asks for and ask the model about it."""
         settings, behaviour, request = self.svc.settings, self.row["behaviour"], self.row["request"]
         page = await runner.fetch_page(settings, self.url) if runner.wants_page(behaviour) else None
-        content = runner.content_of(page=page, document=await self._document())
+        context = runner.context_json(request.get("userContext") or {})
+        content = runner.content_of(page=page, document=await self._document(), context=context)
         provider, route = runner.route_for(settings, behaviour=behaviour, ai_config=request.get("aiConfig"))
         key = await self._key(provider)
         self.llm_model = f"{provider}/{route.model}"
@@ -92,9 +96,9 @@ class _Run:
                                           organization_id=self.row["organization_id"],
                                           document_id=self.row["document_id"], limit=runner.KNOWLEDGE_RULES)
         instructions = runner.with_knowledge(behaviour.get("instructions") or "", known)
-        return await runner.review(settings, route=route, key=key, instructions=instructions,
-                                   user_context=request.get("userContext") or {}, url=self.url, content=content,
-                                   before_call=self._before_call, after_call=self._after_call)
+        return await runner.review(settings, route=route, key=key, instructions=instructions, user_context=context,
+                                   url=self.url, content=content, before_call=self._before_call,
+                                   after_call=self._after_call)
 
     async def suggest(self, findings: list[runner.Finding]) -> list[str]:
         """Replace the agent's earlier suggestions for this URL on the document by these findings; their ids."""
@@ -182,19 +186,58 @@ async def _finish(run: _Run, *, status: str, summary: dict[str, Any], results: l
                                      now=run.svc.now_ms(), results_summary=summary, results=results, error=error)
 
 
+# A run waiting for its workspace's AI slot is queued again after this many seconds, doubling to the most; the
+# wait is off the lane (no slot held) and each wait is a job of its own (no try of the execution's is used).
+SLOT_WAIT_FIRST_S = 0.5
+SLOT_WAIT_MAX_S = 5.0
+
+
+async def _wait_for_slot(svc: Services, *, api_key_id: str, execution_id: str, workspace_id: str,
+                         waits: int) -> dict[str, Any]:
+    """Queue the execution's run again a little later, as a new job (its row marked unsent, so that should the
+    deferred send below fail, the outbox sweep sends it)."""
+    async with transaction(svc.pool, None) as tx:
+        job_id = await tx.enqueue("run_agent_execution", api_key_id=api_key_id, execution_id=execution_id,
+                                  workspace_id=workspace_id, waits=waits + 1)
+    delay = min(SLOT_WAIT_MAX_S, SLOT_WAIT_FIRST_S * 2**waits)
+    assert svc.redis is not None  # a worker has its Redis (the slot could not be taken without it)
+    await svc.redis.enqueue_job("run_agent_execution", job_id, _job_id=job_id,
+                                _queue_name=lane("run_agent_execution").queue, _defer_by=timedelta(seconds=delay))
+    return {"status": "waiting", "next": job_id}
+
+
 @job(lane="ai", timeout=past("agent_execution_timeout_s", 15), max_tries=1)
-async def run_agent_execution(ctx: dict, *, api_key_id: str, execution_id: str, workspace_id: str) -> dict | None:
-    """Run one execution to its terminal status: passed (no findings), failed (findings) or error (with a reason)."""
+async def run_agent_execution(ctx: dict, *, api_key_id: str, execution_id: str, workspace_id: str,
+                              waits: int = 0) -> dict | None:
+    """Run one execution to its terminal status: passed (no findings), failed (findings) or error (with a reason).
+
+    It runs holding one of its workspace's AI slots (those of Ask AI and memory); when none is free it is queued
+    again a little later (`waits` so far) instead of holding a lane slot while it waits."""
     svc: Services = ctx["svc"]
     async with svc.pool.connection() as conn:
         row = await xrepo.get_execution(conn, api_key_id=api_key_id, id=execution_id)
     if row is None or row["status"] != "running":
         return None
     run = _Run(svc, Tenant(api_key_id=api_key_id, workspace_id=workspace_id), row)
-    budget = svc.settings.agent_execution_timeout_s
-    # From the execution's start, as the sweep counts it: time queued is spent too, so the sweep never ends a run
-    # that is still going (and could let a second one write beside it).
+    settings = svc.settings
+    budget = settings.agent_execution_timeout_s
+    # From the execution's start, as the sweep counts it: time queued (and waiting for a slot) is spent too, so the
+    # sweep never ends a run that is still going (and could let a second one write beside it).
     left = budget - (svc.now_ms() - row["started_at"]) / 1000
+    async with AsyncExitStack() as held:
+        if left > 0:
+            try:
+                await held.enter_async_context(
+                    ratelimit.concurrency(svc.redis, bucket=f"ai:{workspace_id}", limit=settings.ai_max_concurrency,
+                                          ttl_s=int(budget) + 30, message="busy"))
+            except ApiError:
+                return await _wait_for_slot(svc, api_key_id=api_key_id, execution_id=execution_id,
+                                            workspace_id=workspace_id, waits=waits)
+        return await _run(run, left=left, budget=budget, waited=waits > 0)
+
+
+async def _run(run: _Run, *, left: float, budget: float, waited: bool) -> dict[str, Any]:
+    svc, execution_id = run.svc, run.row["id"]
     try:
         if left <= 0:
             raise TimeoutError()
@@ -206,7 +249,11 @@ async def run_agent_execution(ctx: dict, *, api_key_id: str, execution_id: str, 
         await _fail(run, exc.code, exc.message, retryable=exc.retryable)
         return {"status": "error"}
     except TimeoutError:
-        await _fail(run, "TIMEOUT", f"The execution exceeded its time budget of {budget:g} s.", retryable=True)
+        message = f"The execution exceeded its time budget of {budget:g} s."
+        if waited and left <= 0:
+            message = (f"The execution exceeded its time budget of {budget:g} s waiting for one of its workspace's "
+                       "AI slots (its other AI requests held them all).")
+        await _fail(run, "TIMEOUT", message, retryable=True)
         return {"status": "error"}
     except Fenced:
         raise
