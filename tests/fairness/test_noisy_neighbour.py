@@ -243,6 +243,7 @@ def test_a_flooded_lane_costs_another_tenant_nothing(client, live, noisy, lane):
     b = bystander(client)
     FLOODS[lane](noisy, client)
     taken = run_probes(live, b)
+    print(f"\nfairness {lane}: " + ", ".join(f"{name} {s:.2f}/{bound:.0f} s" for name, (s, bound) in taken.items()))
     assert slow(taken) == {}, f"B's calls past their bounds while A floods {lane}: {taken}"
 
 
