@@ -4,6 +4,13 @@ Nothing here is authoritative: the document is in Postgres, every update is stor
 and a process that restarts rebuilds its rooms from reconnecting clients. A room relays each message as the
 same bytes to every connection (encoded once), through a bounded queue per connection: a client that cannot
 keep up is closed with 1013 instead of being buffered without bound.
+
+The byte bound counts what this process holds for the socket: the messages waiting and the one the transport is
+still writing. The server's send (uvicorn) waits until the transport's buffer is under its low-water mark, then hands
+it the whole message and returns; so a message is counted until the send after it returns (the transport took that
+one, so it had written the one before); on a quiet socket the upkeep's keepalive is that next send, within a
+heartbeat. Counting only the waiting messages left the message being sent and the one in the transport (each up to
+the largest document) uncounted.
 """
 
 import asyncio
@@ -35,7 +42,10 @@ class Connection:
         self.organization_id, self.document_id, self.editor_id = organization_id, document_id, editor_id
         self.limit, self.limit_bytes = queue, queue_bytes
         self.pending: deque[bytes] = deque()
+        # Bytes held for the client: the messages waiting, the one being sent, and the last one the transport took
+        # (counted until the send after it returns: only then is it written out, to the transport's low-water mark).
         self.pending_bytes = 0
+        self.in_transport = 0  # bytes of that last message
         self.wake = asyncio.Event()
         self.close_code: int | None = None
         self.close_reason = ""
@@ -64,7 +74,7 @@ class Connection:
         if self.close_code is None:
             self.close_code, self.close_reason = code, reason[:120]
             self.pending.clear()
-            self.pending_bytes = 0
+            self.pending_bytes = self.in_transport = 0
             self.wake.set()
 
     def admit(self, cost: float = 1.0) -> bool:
@@ -86,9 +96,11 @@ class Connection:
                 await self.wake.wait()
                 self.wake.clear()
                 while self.pending and self.close_code is None:
-                    data = self.pending.popleft()
-                    self.pending_bytes -= len(data)
+                    data = self.pending.popleft()  # still counted: until sent, and then while the transport holds it
                     await self.ws.send_bytes(data)
+                    if self.close_code is None:  # the transport took `data`, so it wrote the message before out
+                        self.pending_bytes -= self.in_transport
+                        self.in_transport = len(data)
                 if self.close_code is not None:
                     await self.ws.close(self.close_code, self.close_reason)
                     return
