@@ -63,7 +63,7 @@ def server_binaries(dest: Path) -> Path:
     if done.returncode != 0:
         raise Unreachable(f"the system user {user}, who runs the cluster's Postgres, cannot enter {dest} (a directory "
                           f"above it is private to its owner): set TMPDIR to a directory every user may enter, for "
-                          f"example `TMPDIR=/tmp make test-cluster` ({done.stderr.strip() or done.returncode})")
+                          f"example `TMPDIR=/tmp make test-cluster`")
     return bin_dir
 
 
