@@ -2,10 +2,11 @@
 
 Driven by the job registry and the lane table (kit/jobs), with the cases of support/fairness.py: a declared job or
 a lane without a case fails `test_every_job_and_lane_has_a_fairness_case`, as the isolation matrix does for
-routes. For every lane, tenant A floods it with its most expensive work, held open by peers that never answer (a
-model holding A's key, a black-hole page and webhook endpoint), and tenant B's interactive calls on every lane
-(a CRUD read, a socket edit, search, Ask AI, memory/ask, extraction) must each answer within the bound of its lane.
-A planted offender (a lane whose per-workspace share is the whole lane) proves the harness catches one.
+routes. For every lane (and the API process's own callout, the permission provider), tenant A floods it with its
+most expensive work, held open by peers that never answer: a model holding A's key; a black-hole page, webhook
+endpoint, SMTP server and permission provider. Tenant B's interactive calls on every lane (a CRUD read, a socket
+edit, search, Ask AI, memory/ask, extraction) must each answer within the bound of its lane. A planted offender
+(a lane whose per-workspace share is the whole lane) proves the harness catches one.
 """
 
 import asyncio
@@ -18,6 +19,7 @@ import httpx
 import pytest
 
 from collab.kit.jobs import LANES, load
+from collab.notifications.tasks import email_sweep
 from collab.testing import fake_models
 from support import fairness
 from support.factories import create_agent, create_endpoint, enable_webhooks, notify, wait_for
@@ -38,7 +40,7 @@ def test_every_job_and_lane_has_a_fairness_case():
     assert set(fairness.CASES) - set(jobs) == set(), "these cases name no declared job"
     for name, case in fairness.CASES.items():
         assert case.lane == jobs[name].lane.name, f"{name} runs on {jobs[name].lane.name}, its case says {case.lane}"
-    assert set(LANES) == set(LANE_SLOTS) == set(FLOODS) == set(fairness.LANE_BOUNDS_S) - {"api"}
+    assert set(LANES) == set(LANE_SLOTS) == set(FLOODS) - {"api"} == set(fairness.LANE_BOUNDS_S) - {"api"}
 
 
 def lane_overdrawn(settings) -> dict[str, tuple[int, int]]:
@@ -207,25 +209,52 @@ def flood_search(noisy: Noisy, client) -> None:
 
 
 def flood_bulk(noisy: Noisy, client) -> None:
-    """Webhook deliveries to an endpoint that never answers, more than the lane's slots."""
+    """Webhook deliveries and e-mails to an endpoint and an SMTP server that never answer, past the lane's slots."""
     a = noisy.tenant = new_tenant(client)
     enable_webhooks(client, a)
     create_endpoint(client, a, noisy.hole.url + "/hook")
+    add_organization(client, a, "o1", "d1")
+    users = [{"userId": f"u{i}", "email": f"u{i}@example.com"} for i in range(noisy.live.settings.worker_max_jobs)]
+    result(post(client, "/v2/users/add", {"organizationId": "o1", "users": users}, a.headers))
+    smtp = {
+        "type": "smtp", "smtpHost": "127.0.0.1", "smtpPort": noisy.hole.port, "smtpSecurity": "none",
+        "fromEmail": "bot@example.com"
+    }
+    result(
+        post(client, "/v2/workspace/emailconfig/update", {"useEmailService": True, "emailServiceConfig": smtp},
+             a.headers))
     for i in range(2 * noisy.live.settings.worker_max_jobs):
-        notify(client, a, notification_id=f"n{i}")
+        notify(client, a, notification_id=f"n{i}", notifyUsers=[{"userId": u["userId"]} for u in users])
+    noisy.live.run(email_sweep({"svc": noisy.live.svc}))  # the e-mails due now are sent (to the black hole)
     wait_for(lambda: len(noisy.hole.accepted) >= noisy.live.settings.worker_max_jobs // 2,
-             "A's deliveries connected to the black hole")
+             "A's deliveries and e-mails connected to the black hole")
+
+
+def flood_api(noisy: Noisy, client) -> None:
+    """Access reads that ask a permission provider which never answers, three times the pool's connections at
+    once (the API process's own callout: it must hold no pooled connection while it waits)."""
+    a = noisy.tenant = new_tenant(client)
+    add_organization(client, a, "o1", "d1")
+    config = {"permissionProviderUrl": noisy.hole.url + "/check"}
+    result(
+        post(client, "/v2/workspace/permissionproviderconfig/update",
+             {"usePermissionProvider": True, "permissionProviderConfig": config}, a.headers))
+    body = {"organizationId": "o1", "userIds": [f"u{i}" for i in range(5)], "documentIds": ["d1"]}
+    noisy.fire("/v2/auth/permissions/get", body, 3 * noisy.live.settings.db_pool_max)
+    wait_for(lambda: len(noisy.hole.accepted) >= noisy.live.settings.permission_provider_in_flight,
+             "A's provider calls connected to the black hole")
 
 
 FLOODS: dict[str, Callable[[Noisy, httpx.Client], None]] = {
-    "ai": flood_ai, "extraction": flood_extraction, "search": flood_search, "bulk": flood_bulk
+    "api": flood_api, "ai": flood_ai, "extraction": flood_extraction, "search": flood_search, "bulk": flood_bulk
 }
 
 
 @pytest.fixture
 def noisy(live, llm, tune):
     # A's held calls must outlast B's probes: no model call of A's gives up within the test.
-    tune(llm_call_timeout_s=30, webhooks_timeout_s=30, agent_execution_page_timeout_s=30)
+    tune(llm_call_timeout_s=30, webhooks_timeout_s=30, agent_execution_page_timeout_s=30, email_batch_window_s=0,
+         email_timeout_s=30)
     llm.responder = fake_models.answer  # B's extraction gets agents; A's calls are held whatever the answer
     hole = fairness.BlackHole()
     pool = ThreadPoolExecutor(max_workers=24)  # A's clients share this process's interpreter with the service

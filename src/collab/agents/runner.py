@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from collab import prompts
 from collab.config import Settings
+from collab.kit import threads
 from collab.kit.errors import ApiError
 from collab.llm.answers import AnswerError, parse
 from collab.llm.client import LlmError, complete, messages_for
@@ -191,9 +192,9 @@ async def fetch_page(settings: Settings, url: str) -> str:
                     if response.status_code >= 400:
                         raise Failure("CONTEXT_GATHERING_ERROR", f"The page answered HTTP {response.status_code}.",
                                       retryable=response.status_code >= 500)
-                    return await asyncio.to_thread(page_text, bytes(raw), charset=response.charset_encoding,
-                                                   content_type=response.headers.get("content-type", "").lower(),
-                                                   max_bytes=settings.agent_execution_page_parse_max_bytes)
+                    return await threads.run("pages", page_text, bytes(raw), charset=response.charset_encoding,
+                                             content_type=response.headers.get("content-type", "").lower(),
+                                             max_bytes=settings.agent_execution_page_parse_max_bytes)
                 raise Failure("CONTEXT_GATHERING_ERROR", f"The page redirected more than {MAX_REDIRECTS} times.")
     except safety.Refused as exc:
         raise Failure("CONTEXT_GATHERING_ERROR", f"The page's URL is refused: {exc}") from None

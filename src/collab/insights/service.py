@@ -15,6 +15,7 @@ from collab.insights.schemas import (
     GetProfile,
     UpdateAlertConfig,
 )
+from collab.kit import threads
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.envelope import dumps
@@ -136,8 +137,8 @@ async def compute_key(svc: Services, *, api_key_id: str) -> dict[str, Any]:
     budget = svc.settings.insights_compute_budget_s
     try:
         found, profiles, candidates = await asyncio.wait_for(
-            asyncio.to_thread(_compute, judgments, stored, now,
-                              time.monotonic() + budget), budget + 5)
+            threads.run("insights", _compute, judgments, stored, now,
+                        time.monotonic() + budget), budget + 5)
     except TimeoutError:  # compute.Overrun is one: the thread stopped at its deadline
         log.warning("insights of %s went past their %.0f s budget on %d judgments; the stored ones stay", api_key_id,
                     budget, len(judgments))

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from collab.kit import threads
 from collab.kit.crypto import Keyring
 from collab.webhooks import safety
 
@@ -217,9 +218,9 @@ async def send_smtp(out: Outgoing, *, host: str, port: int, security: str, usern
     name, addresses = found
     try:
         await asyncio.wait_for(
-            asyncio.to_thread(_smtp_send, as_message(out), name=name, addresses=addresses, port=port, security=security,
-                              username=username, password=password, timeout=timeout, sender=sender,
-                              recipient=recipient), timeout + 5)
+            threads.run("smtp", _smtp_send, as_message(out), name=name, addresses=addresses, port=port,
+                        security=security, username=username, password=password, timeout=timeout, sender=sender,
+                        recipient=recipient), timeout + 5)
     except (smtplib.SMTPException, OSError, TimeoutError, ssl.SSLError) as exc:
         return failure_category(exc)
     return None

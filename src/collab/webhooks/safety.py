@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 
+from collab.kit import threads
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Cloud metadata services (most are private or link-local anyway; named here so none slips through).
 METADATA = frozenset(
@@ -123,9 +125,8 @@ async def resolve(host: str, port: int) -> list[Address]:
     literal = _literal(host)
     if literal is not None:
         return [literal]
-    loop = asyncio.get_running_loop()
-    async with asyncio.timeout(_RESOLVE_TIMEOUT_S):
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    async with asyncio.timeout(_RESOLVE_TIMEOUT_S):  # a lookup past it goes on in its thread, of the dns pool only
+        infos = await threads.run("dns", socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
     # Drop an IPv6 scope (fe80::1%eth0) before parsing; the address is refused either way.
     # An IP family's address is a string (typeshed's sockaddr union also holds AF_PACKET's int).
     return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
