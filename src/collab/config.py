@@ -493,9 +493,10 @@ class Settings(BaseSettings):
         default=512, ge=1,
         description="Messages queued for one socket at most; a client that lets more pile up is closed (1013)")
     realtime_send_queue_bytes: int = Field(
-        default=24 * 1024 * 1024, ge=64 * 1024,
-        description="Bytes queued for one socket at most (more than the largest document: its sync step 2 is one "
-        "message); past it the socket is closed (1013)")
+        default=40 * 1024 * 1024, ge=64 * 1024,
+        description="Bytes held for one socket at most: the messages queued, the one being sent and the one the "
+        "transport still writes (counted until the next send returns, within a heartbeat on a quiet socket); more "
+        "than two of the largest documents, since a sync step 2 is one message; past it the socket is closed (1013)")
     realtime_subscriptions_per_socket: int = Field(
         default=50, ge=1, description="Live state ids one socket may subscribe to (4429 past it)")
     realtime_compact_every: int = Field(
@@ -605,11 +606,6 @@ class Settings(BaseSettings):
         default=60.0, ge=0,
         description="Seconds between two insights computations of one key at least (its judgments changing in "
         "between are picked up by the next)")
-    insights_compute_budget_s: float = Field(
-        default=60.0, gt=0, le=240,
-        description="Seconds one key's insights computation may take (in a worker thread, off the event loop, no "
-        "database connection held); past it the computation stops, the stored insights stay and the key waits for "
-        "its next change")
     insights_compute_budget_s: float = Field(
         default=60.0, gt=0, le=240,
         description="Seconds one key's insights computation may take (in a worker thread, off the event loop, no "
