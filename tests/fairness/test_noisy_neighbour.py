@@ -35,7 +35,8 @@ LANE_SLOTS = {
 
 
 def test_every_job_and_lane_has_a_fairness_case():
-    jobs = load()
+    # collab's own jobs: a test may declare one of its own (tests/kit/test_jobs.py's crash drill)
+    jobs = {name: spec for name, spec in load().items() if spec.run.__module__.startswith("collab.")}
     assert set(jobs) - set(fairness.CASES) == set(), "declare these jobs' fairness cases in support/fairness.py"
     assert set(fairness.CASES) - set(jobs) == set(), "these cases name no declared job"
     for name, case in fairness.CASES.items():

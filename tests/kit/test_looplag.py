@@ -2,6 +2,7 @@
 `/readyz` reports the lag, and a loop that merely waits is not blamed."""
 
 import asyncio
+import gc
 import time
 
 import pytest
@@ -54,3 +55,20 @@ def test_readyz_reports_the_loop_lag(client):
     loop = client.get("/readyz").json()["loop"]
     assert set(loop) == {"lagMs", "maxLagMs", "stalls"}
     assert loop["lagMs"] >= 0 and loop["maxLagMs"] >= loop["lagMs"] - 1e-6
+
+
+async def collect_garbage() -> None:
+    gc.collect()
+
+
+@pytest.mark.holds_loop("a full collection of a large heap, to show it is counted apart")
+def test_a_garbage_collection_in_the_loop_is_counted_apart(live):
+    lag = live.svc.loop_lag
+    heap = [[i] for i in range(3_000_000)]  # a large heap: a full collection walks every object
+    started = time.monotonic()
+    live.run(collect_garbage())
+    live.run(asyncio.sleep(0.3))
+    held = [s for s in lag.since(started) if s.cpu_s >= 0.25]
+    assert held and held[0].gc_s >= 0.8 * held[0].cpu_s
+    assert tripwire.offences(lag, started) == []
+    del heap

@@ -62,13 +62,13 @@ def test_matching_a_line_is_linear_in_its_length():
         "1." + " " * 100_000 + "must",
         " " * 3 + "#" * 6 + " " * 100_000,
     ]
-    started = time.monotonic()
+    started = time.thread_time()  # this thread's CPU: other processes' load does not count
     for line in lines:
         pipeline.candidates(line + "\n- Never promise a cure.\n- Always cite.\n")
         pipeline.heading(line)
     paragraph = ("word " * 400_000).strip()  # one 2 MB paragraph, cut into passages
     passages = pipeline.chunks(paragraph, max_chars=1500, max_chunks=2000)
-    assert time.monotonic() - started < 5  # linear: milliseconds each; the old pattern took hours on the first
+    assert time.thread_time() - started < 5  # linear: milliseconds each; the old pattern took hours on the first
     assert len(passages) == 1334 and all(len(p) <= 1500 for p in passages)
     assert pipeline.heading("## Claims ##") == "Claims" and pipeline.heading("# C#") == "C"
     assert pipeline.heading("#") == "" and pipeline.heading("#hashtag") is None

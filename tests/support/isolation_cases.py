@@ -32,7 +32,11 @@ class Ids(dict):
 
 
 def scramble(value: str) -> str:
-    """`value` with every character after its kind prefix replaced by a random one of the same class."""
+    """`value` with every character after its kind prefix replaced by a random one of the same class (an e-mail
+    address: its local part, so that its domain stays a valid one, as every address must be)."""
+    if "@" in value:
+        local, _, domain = value.partition("@")
+        return scramble(local) + "@" + domain
     prefix = re.match(r"^[A-Za-z]+[-_]", value)
     head = prefix.group(0) if prefix else ""
     classes = ("0123456789abcdef", "ghijklmnopqrstuvwxyz", string.ascii_uppercase)

@@ -15,6 +15,7 @@ loaded machine cannot fail a test that does nothing wrong.
 
 import asyncio
 import faulthandler
+import gc
 import logging
 import tempfile
 import threading
@@ -35,6 +36,7 @@ class Stall:
     ended: float  # time.monotonic() when the loop ran its timer again
     wall_s: float
     cpu_s: float
+    gc_s: float  # of cpu_s, the loop's thread collecting garbage (a large heap's full collection, not a callback)
     stack: str  # where the loop's thread was during the stall ("" when the watchdog could not look)
 
 
@@ -50,13 +52,15 @@ class LoopLag:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._thread_id = 0
-        self._last = self._last_cpu = 0.0
+        self._last = self._last_cpu = self._last_gc = 0.0
         self._tick_no = 0
         self._sample: tuple[int, str] | None = None  # (tick number it belongs to, stack) set by the watchdog
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._logged_at = 0.0
         self._unlogged = 0
+        self._gc_s = 0.0  # CPU the loop's thread spent collecting garbage, all told
+        self._gc_started: float | None = None
 
     def start(self) -> "LoopLag":
         """Start measuring the running loop (call from inside it)."""
@@ -66,11 +70,14 @@ class LoopLag:
         self._handle = self._loop.call_at(self._loop.time() + self.interval_s, self._tick)
         self._watchdog = threading.Thread(target=self._watch, name="collab-looplag", daemon=True)
         self._watchdog.start()
+        gc.callbacks.append(self._collecting)
         return self
 
     def stop(self) -> None:
         """Stop the timer and the watchdog."""
         self._stop.set()
+        if self._collecting in gc.callbacks:
+            gc.callbacks.remove(self._collecting)
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
@@ -90,9 +97,19 @@ class LoopLag:
         """The stalls that ended at or after `started` (time.monotonic())."""
         return [s for s in self.stalls if s.ended >= started]
 
+    def _collecting(self, phase: str, info: dict) -> None:
+        """gc's callback: time the collections that run in the loop's thread."""
+        if threading.get_ident() != self._thread_id:
+            return
+        if phase == "start":
+            self._gc_started = time.thread_time()
+        elif self._gc_started is not None:
+            self._gc_s += time.thread_time() - self._gc_started
+            self._gc_started = None
+
     def _tick(self) -> None:
         now, cpu = time.monotonic(), time.thread_time()
-        gap, cpu_gap = now - self._last, cpu - self._last_cpu
+        gap, cpu_gap, gc_gap = now - self._last, cpu - self._last_cpu, self._gc_s - self._last_gc
         self.lag_s = max(0.0, gap - self.interval_s)
         self._window.append((now, self.lag_s))
         while self._window and self._window[0][0] < now - 60:
@@ -100,9 +117,9 @@ class LoopLag:
         if self.lag_s >= self.stall_s:
             sample = self._sample
             stack = sample[1] if sample is not None and sample[0] == self._tick_no else ""
-            self._record(Stall(now, self.lag_s, cpu_gap, stack), now)
+            self._record(Stall(now, self.lag_s, cpu_gap, gc_gap, stack), now)
         self._tick_no += 1
-        self._last, self._last_cpu, self._sample = now, cpu, None
+        self._last, self._last_cpu, self._last_gc, self._sample = now, cpu, self._gc_s, None
         if not self._stop.is_set() and self._loop is not None:
             self._handle = self._loop.call_at(self._loop.time() + self.interval_s, self._tick)
 
@@ -114,9 +131,10 @@ class LoopLag:
             return
         more = f" ({self._unlogged} more since the last report)" if self._unlogged else ""
         self._logged_at, self._unlogged = now, 0
-        log.warning("event loop held for %.0f ms (%.0f ms of it computing in the loop's thread)%s%s",
-                    stall.wall_s * 1000, stall.cpu_s * 1000, more,
-                    f"; the loop was at:\n{stall.stack}" if stall.stack else "")
+        log.warning(
+            "event loop held for %.0f ms (%.0f ms of it computing in the loop's thread, %.0f ms of those "
+            "collecting garbage)%s%s", stall.wall_s * 1000, stall.cpu_s * 1000, stall.gc_s * 1000, more,
+            f"; the loop was at:\n{stall.stack}" if stall.stack else "")
 
     def _watch(self) -> None:
         # It looks four times per stall bound and copies the stack once the loop is half a bound late: a stall just
