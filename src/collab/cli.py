@@ -24,6 +24,10 @@ def _api(args: argparse.Namespace) -> int:
     settings = get_settings()
     host, port = args.host or settings.host, args.port or settings.port
     require_safe_secret(settings, host=host)
+    # The address it listens on is the base of the URLs it builds without a request (Settings.base_url), in this
+    # process and in the API processes it starts.
+    settings.host, settings.port = host, port
+    os.environ["COLLAB_HOST"], os.environ["COLLAB_PORT"] = host, str(port)
     workers = args.workers or settings.api_workers or os.cpu_count() or 1
     _prepare(settings)  # refuse here, in one clear line, rather than in each process's startup traceback
     options = dict(

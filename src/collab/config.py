@@ -3,6 +3,7 @@
 import ipaddress
 import os
 import secrets
+import socket
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -390,10 +391,14 @@ class Settings(BaseSettings):
         "outside the contract) is not asked again, per API key and process: its decisions deny meanwhile, "
         "without a request")
 
-    public_url: str = Field(
-        default="http://localhost:8000",
-        description="The base URL people reach this service at; the unsubscribe links of notification e-mails start "
-        "with it", json_schema_extra={"section": "Notification e-mail"})
+    public_url: str | None = Field(
+        default=None,
+        description="The base URL people reach this service at, such as `https://collab.example.com`: the base of "
+        "every absolute URL the service returns or sends (knowledge upload and download URLs, the unsubscribe links "
+        "of notification e-mails). Unset, a URL in an answer starts with the address the request reached (its "
+        "scheme, `Host` and root path) and one built in a job (an e-mail's link) with the address the API listens "
+        "on, `http://COLLAB_HOST:COLLAB_PORT` (a wildcard host as this machine's name)",
+        json_schema_extra={"section": "Notification e-mail"})
     smtp_host: str | None = Field(
         default=None, description="The SMTP server of e-mails whose API key uses the `default` e-mail service; unset, "
         "such e-mails fail with a reason `workspace/email/status` shows")
@@ -698,6 +703,20 @@ class Settings(BaseSettings):
     def models_dir(self) -> Path:
         """The cache of exported embedding models."""
         return self.model_cache_dir or self.data_dir / "models"
+
+    def base_url(self, request_base: str | None = None) -> str:
+        """The base of the absolute URLs the service hands out, without a trailing slash: `COLLAB_PUBLIC_URL`;
+        unset, the base URL of the request being answered, or else the address the API listens on."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        if request_base:
+            return request_base.rstrip("/")
+        host = self.host
+        if host in ("0.0.0.0", "::", ""):  # every interface: the name this machine goes by on them
+            host = socket.gethostname()
+        elif ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
 
     def resolved_secret_key(self) -> str:
         """The secret key; in development one is generated once and kept in the data dir."""

@@ -35,6 +35,11 @@ Svc = Depends(services)
 K = "/memory/knowledge"
 
 
+def base(svc: Services, request: Request) -> str:
+    """The base of the signed URLs in an answer: COLLAB_PUBLIC_URL, else the address this request reached."""
+    return svc.settings.base_url(str(request.base_url))
+
+
 # Velt's knowledge answers are `{result: ...}` without status and message.
 @router.post(f"{K}/ingest", summary="Ingest a knowledge source [API-key auth]", responses=plain(IngestAnswer))
 async def ingest(body: Envelope[IngestKnowledge], tenant: Tenant = Auth, svc: Services = Svc):
@@ -42,13 +47,13 @@ async def ingest(body: Envelope[IngestKnowledge], tenant: Tenant = Auth, svc: Se
 
 
 @router.post(f"{K}/ingest-status", summary="Poll a knowledge ingestion [API-key auth]", responses=plain(StatusAnswer))
-async def ingest_status(body: Envelope[SourceRef], tenant: Tenant = Auth, svc: Services = Svc):
-    return raw({"result": await service.status(svc, tenant=tenant, data=body.data)})
+async def ingest_status(body: Envelope[SourceRef], request: Request, tenant: Tenant = Auth, svc: Services = Svc):
+    return raw({"result": await service.status(svc, tenant=tenant, data=body.data, base=base(svc, request))})
 
 
 @router.post(f"{K}/list", summary="List knowledge sources [API-key auth]", responses=plain(ListAnswer))
-async def list_sources(body: Envelope[ListKnowledge], tenant: Tenant = Auth, svc: Services = Svc):
-    return raw({"result": await service.list_sources(svc, tenant=tenant)})
+async def list_sources(body: Envelope[ListKnowledge], request: Request, tenant: Tenant = Auth, svc: Services = Svc):
+    return raw({"result": await service.list_sources(svc, tenant=tenant, base=base(svc, request))})
 
 
 @router.post(f"{K}/search", summary="Search the knowledge base by meaning [API-key auth]",
@@ -82,8 +87,8 @@ async def download(body: Envelope[SourceRef], tenant: Tenant = Auth, svc: Servic
 
 @router.post(f"{K}/upload-url", summary="A signed URL to upload a knowledge file [API-key auth]",
              responses=plain(UploadUrlAnswer))
-async def upload_url(body: Envelope[UploadUrl], tenant: Tenant = Auth, svc: Services = Svc):
-    return raw({"result": await service.upload_url(svc, tenant=tenant, data=body.data)})
+async def upload_url(body: Envelope[UploadUrl], request: Request, tenant: Tenant = Auth, svc: Services = Svc):
+    return raw({"result": await service.upload_url(svc, tenant=tenant, data=body.data, base=base(svc, request))})
 
 
 async def put_upload(token: str, request: Request, svc: Services = Svc):

@@ -144,7 +144,7 @@ async def _take_upload(svc: Services, conn, tenant: Tenant, data: IngestKnowledg
     return content, slot["mime_type"], taken["file_name"], slot["organization_id"], slot["document_id"]
 
 
-async def upload_url(svc: Services, *, tenant: Tenant, data: UploadUrl) -> dict[str, Any]:
+async def upload_url(svc: Services, *, tenant: Tenant, data: UploadUrl, base: str) -> dict[str, Any]:
     """Mint an upload slot and its signed PUT URL (15 minutes)."""
     _scope(data.organizationId, data.documentId)
     mime = _mime(data.mimeType, ["mimeType"])
@@ -168,19 +168,19 @@ async def upload_url(svc: Services, *, tenant: Tenant, data: UploadUrl) -> dict[
     token = urls.sign(svc.keyring, purpose="upload", api_key_id=tenant.api_key_id, id=upload_id, expires_ms=expires_ms,
                       mime_type=mime)
     return {
-        "uploadUrl": urls.url(svc.settings.public_url, urls.UPLOAD_PATH, token), "fileRef": urls.file_ref(upload_id),
+        "uploadUrl": urls.url(base, urls.UPLOAD_PATH, token), "fileRef": urls.file_ref(upload_id),
         "expiresAt": expires_ms
     }
 
 
-def _download_urls(svc: Services, row: dict[str, Any]) -> dict[str, str]:
+def _download_urls(svc: Services, row: dict[str, Any], base: str) -> dict[str, str]:
     expires_ms = int(svc.clock() * 1000) + svc.settings.knowledge_url_ttl_s * 1000
     out = {}
     for field, purpose, available in (("originalDownloadUrl", "original", row["has_content"]),
                                       ("canonicalMdDownloadUrl", "canonical", True)):
         token = urls.sign(svc.keyring, purpose=purpose, api_key_id=row["api_key_id"], id=row["id"],
                           expires_ms=expires_ms)
-        out[field] = urls.url(svc.settings.public_url, urls.DOWNLOAD_PATH, token) if available else ""
+        out[field] = urls.url(base, urls.DOWNLOAD_PATH, token) if available else ""
     return out
 
 
@@ -192,7 +192,7 @@ def _failure_reason(row: dict[str, Any]) -> str:
         "mime_type"] == pipeline.PDF else "unsupported-mime-detected-post-validation"
 
 
-def _status(svc: Services, row: dict[str, Any]) -> dict[str, Any]:
+def _status(svc: Services, row: dict[str, Any], base: str) -> dict[str, Any]:
     status = STATUS[row["status"]]
     out: dict[str, Any] = {
         "status": status, "sourceId": row["id"], "startedAt": _ms(row["created_at"]),
@@ -201,7 +201,10 @@ def _status(svc: Services, row: dict[str, Any]) -> dict[str, Any]:
     if status == "failed":
         out["failureReason"] = _failure_reason(row)
     if status == "completed":
-        out |= {"extractedRulesCount": row["rule_count"], "chunkCount": row["chunk_count"], **_download_urls(svc, row)}
+        out |= {
+            "extractedRulesCount": row["rule_count"], "chunkCount": row["chunk_count"],
+            **_download_urls(svc, row, base)
+        }
         if row["used_raw_fallback"]:
             out["metadata"] = {"usedRawFallback": True}
     return out
@@ -215,12 +218,12 @@ async def _source(svc: Services, tenant: Tenant, source_id: str) -> dict[str, An
     return row
 
 
-async def status(svc: Services, *, tenant: Tenant, data: SourceRef) -> dict[str, Any]:
+async def status(svc: Services, *, tenant: Tenant, data: SourceRef, base: str) -> dict[str, Any]:
     """An ingestion's status (with fresh download URLs once completed)."""
-    return _status(svc, await _source(svc, tenant, data.sourceId))
+    return _status(svc, await _source(svc, tenant, data.sourceId), base)
 
 
-async def list_sources(svc: Services, *, tenant: Tenant) -> list[dict[str, Any]]:
+async def list_sources(svc: Services, *, tenant: Tenant, base: str) -> list[dict[str, Any]]:
     """The 100 newest sources of the key, extraction's files included."""
     async with svc.pool.connection() as conn:
         rows = await repo.list_sources(conn, api_key_id=tenant.api_key_id, limit=LIST_LIMIT)
@@ -239,7 +242,7 @@ async def list_sources(svc: Services, *, tenant: Tenant) -> list[dict[str, Any]]
         if row["status"] == "failed":
             item["failureReason"] = _failure_reason(row)
         if row["status"] == "ready":
-            item |= _download_urls(svc, row)
+            item |= _download_urls(svc, row, base)
             if row["used_raw_fallback"]:
                 item["metadata"] = {"usedRawFallback": True}
         out.append(item)

@@ -49,9 +49,10 @@ def read(keyring: Keyring, token: str, *, purposes: tuple[str, ...], now_ms: int
     return purpose, api_key_id, id, mime_type
 
 
-def url(public_url: str, path: str, token: str) -> str:
-    """The absolute URL of a signed path."""
-    return public_url.rstrip("/") + path + quote(token, safe="")
+def url(base: str, path: str, token: str) -> str:
+    """The absolute URL of a signed path under `base` (`Settings.base_url`: COLLAB_PUBLIC_URL, else the address the
+    request reached)."""
+    return base.rstrip("/") + path + quote(token, safe="")
 
 
 def file_ref(upload_id: str) -> str:

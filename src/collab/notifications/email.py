@@ -194,7 +194,7 @@ async def send(svc: Services, *, api_key_id: str, email_id: str, attempts: int) 
             raise ValueError("the recipient is not one e-mail address")
         out = mail.compose(to=claimed["email"], from_email=from_email, from_name=stored.get("fromCompany") or None,
                            items=items, reply_to=reply_to,
-                           unsubscribe_url=f"{settings.public_url.rstrip('/')}{UNSUBSCRIBE}?token={token}")
+                           unsubscribe_url=f"{settings.base_url()}{UNSUBSCRIBE}?token={token}")
         subject = out.subject
         error = await _deliver(svc, config=config, provider=provider, out=out)
         permanent = False

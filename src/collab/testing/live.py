@@ -29,6 +29,8 @@ class Live:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        # The service's own address, as `collab api` tells its settings (the base of URLs built without a request).
+        settings.host, settings.port = "127.0.0.1", self.sock.getsockname()[1]
         self.thread = threading.Thread(target=self._main, daemon=True)
         self.error: BaseException | None = None
 
