@@ -90,7 +90,8 @@ def test_the_deployment_server_sends_from_the_operator_to_exactly_one_address(cl
         assert issue_paths(err) == [["users", "0", "email"]], bad
         body = {
             "organizationId": "o1", "documentId": "d1", "actionUser": {"userId": "u0"}, "notificationId": "nx",
-            "notifyUsers": [{"userId": "u1", "email": bad}]
+            "notifyUsers": [{"userId": "u1",
+                             "email": bad}], "displayHeadlineMessageTemplate": "h", "displayBodyMessage": "b"
         }
         err = error(post(client, "/v2/notifications/add", body, t.headers), "INVALID_ARGUMENT")
         assert issue_paths(err) == [["notifyUsers", "0", "email"]], bad

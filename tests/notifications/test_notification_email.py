@@ -286,7 +286,8 @@ def test_an_address_that_could_inject_headers_is_refused(client, sdk):
     t = tenant_with_users(client, "u1")
     body = {
         "organizationId": "o1", "documentId": "d1", "actionUser": ACTOR, "notificationId": "n1",
-        "notifyUsers": [{"userId": "u1", "email": "a@b.com\nBcc: x@y.com"}]
+        "notifyUsers": [{"userId": "u1", "email": "a@b.com\nBcc: x@y.com"}], "displayHeadlineMessageTemplate": "h",
+        "displayBodyMessage": "b"
     }
     err = error(post(client, "/v2/notifications/add", body, t.headers), "INVALID_ARGUMENT")
-    assert issue_paths(err)[0][-1] == "email"
+    assert issue_paths(err) == [["notifyUsers", "0", "email"]]

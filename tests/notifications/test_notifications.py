@@ -67,8 +67,8 @@ def test_add_validation_and_missing_organization(client):
         err = error(post(client, ADD, notification(notificationId=bad_id, createOrganization=True), t.headers),
                     "INVALID_ARGUMENT")
         assert issue_paths(err) == [["notificationId"]]
-    # The texts are optional (Velt's docs; ADR 0050): tests/notifications/test_velt_notifications.py.
-    for field in ("actionUser", "notifyUsers", "documentId"):
+    # The texts are required unless a resolver fills them in (tests/notifications/test_velt_notifications.py).
+    for field in ("actionUser", "notifyUsers", "documentId", "displayHeadlineMessageTemplate", "displayBodyMessage"):
         body = notification()
         del body[field]
         assert issue_paths(error(post(client, ADD, body, t.headers), "INVALID_ARGUMENT")) == [[field]]

@@ -1,5 +1,6 @@
-"""Velt-shaped notification bodies, driven by velt-py: add without texts, update/delete by document, location and
-user, update without ids, and the fields collab honours (verifyUserPermissions, notificationSource, location)."""
+"""Velt-shaped notification bodies, driven by velt-py: add's texts (required unless a resolver), update/delete by
+document, location and user, update without ids, and the fields collab honours (verifyUserPermissions,
+notificationSource, location)."""
 
 from velt_py.models.notification_api import (
     AddNotificationsRequest,
@@ -20,24 +21,36 @@ def records(api, **filters):
     return {r["id"]: r for r in answer["result"]["data"]}
 
 
+TEXTS = {"displayHeadlineMessageTemplate": "{actionUser} pinged you", "displayBodyMessage": "b"}
+
+
 def add(api, **fields):
-    body = {"organizationId": "o1", "documentId": "d1", "actionUser": ACTOR, "notifyAll": False, **fields}
+    body = {"organizationId": "o1", "documentId": "d1", "actionUser": ACTOR, "notifyAll": False, **TEXTS, **fields}
     answer = api.notifications.addNotifications(AddNotificationsRequest(**body))
     assert answer["result"]["status"] == "success", answer
     return answer["result"]["data"]
 
 
-def test_add_without_texts_shows_a_default_headline_and_an_empty_body(client, sdk):
+def test_add_without_texts_is_refused_unless_a_resolver_fills_them_in(client, sdk):
     t = tenant_with_users(client, "u1")
     api = sdk(t).api
-    add(api, notificationId="plain", notifyUsers=[{"userId": "u1"}])
+    body = {
+        "organizationId": "o1", "documentId": "d1", "actionUser": ACTOR, "notifyAll": False, "notificationId": "plain",
+        "notifyUsers": [{"userId": "u1"}]
+    }
+    answer = api.notifications.addNotifications(AddNotificationsRequest(**body))
+    assert answer["error"]["status"] == "INVALID_ARGUMENT", answer
+    assert issue_paths(answer["error"]) == [["displayHeadlineMessageTemplate"], ["displayBodyMessage"]]
+    answer = api.notifications.addNotifications(AddNotificationsRequest(**body, displayBodyMessage="b"))
+    assert issue_paths(answer["error"]) == [["displayHeadlineMessageTemplate"]]
+    assert records(api, userId="u1") == {}  # nothing was stored, no default headline made up
     add(api, notificationId="resolved", notifyUsers=[{"userId": "u1"}], isNotificationResolverUsed=True,
-        verifyUserPermissions=False, context={"access": {"team": "a"}})
+        verifyUserPermissions=False, context={"access": {"team": "a"}}, displayHeadlineMessageTemplate=None,
+        displayBodyMessage=None)
     found = records(api, userId="u1")
-    assert found["plain"]["displayHeadlineMessageTemplate"] == "{actionUser} sent you a notification"
-    assert found["plain"]["displayBodyMessage"] == ""
     # A notification resolver fills the texts in at read time: nothing is made up for it.
     assert found["resolved"]["displayHeadlineMessageTemplate"] == ""
+    assert found["resolved"]["displayBodyMessage"] == ""
 
 
 def test_source_and_location_object_are_kept(client, sdk):
@@ -48,7 +61,7 @@ def test_source_and_location_object_are_kept(client, sdk):
     # velt-py 0.3.0 has no notificationSource field; Velt's docs list it: sent as its docs show.
     body = {
         "organizationId": "o1", "documentId": "d1", "actionUser": ACTOR, "notifyUsers": [{"userId": "u1"}],
-        "notificationId": "n2", "notificationSource": "huddle"
+        "notificationId": "n2", "notificationSource": "huddle", **TEXTS
     }
     assert post(client, "/v2/notifications/add", body, velt(t)).status_code == 200
     [record] = records(api, documentId="d1", locationId="loc-1").values()
@@ -121,7 +134,8 @@ def test_delete_by_user_and_location(client, sdk):
 def test_bad_input_is_refused_clearly(client):
     t = new_tenant(client)
     base = {
-        "organizationId": "o1", "documentId": "d1", "actionUser": ACTOR, "createOrganization": True, "notifyUsers": []
+        "organizationId": "o1", "documentId": "d1", "actionUser": ACTOR, "createOrganization": True, "notifyUsers": [],
+        **TEXTS
     }
     cases = [({"notificationSource": "email"}, "notificationSource"),
              ({"verifyUserPermissions": "yes"}, "verifyUserPermissions"), ({"context": {"access": "x"}}, "context"),

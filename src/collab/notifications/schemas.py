@@ -8,7 +8,7 @@ from collab.events import ActionUser
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, Name, distinct
 from collab.kit.openapi import Doc
-from collab.kit.validation import Broken, rule, rules
+from collab.kit.validation import Broken, required, rule, rules
 from collab.notifications import mail
 from collab.webhooks import safety
 
@@ -43,12 +43,27 @@ class Context(Model):
     access: dict[str, Annotated[str, Field(max_length=1000)] | int | float] = Field(None, max_length=100)
 
 
+TEXTS = ("displayHeadlineMessageTemplate", "displayBodyMessage")
+
+
+def _texts(v: dict[str, Any]) -> list[Broken]:
+    """The spec requires both texts; Velt too, unless a notification resolver fills them in at read time."""
+    if v.get("isNotificationResolverUsed") is True:
+        return []
+    return [
+        Broken(name, f"{name} is required unless isNotificationResolverUsed is true", "invalid_type") for name in TEXTS
+        if v.get(name) is None
+    ]
+
+
 class AddNotification(Model):
+    # Required as the spec says (documented so); a rule lets a notification resolver's body leave them out.
+    model_config = ConfigDict(json_schema_extra=required(*TEXTS))
     organizationId: Id
     documentId: Id
     actionUser: User
     notificationId: str = Field(None, min_length=1, max_length=200, pattern=NOTIFICATION_ID)
-    # Optional as in Velt's docs: a missing headline shows DEFAULT_HEADLINE, a missing body an empty one (ADR 0050).
+    # Required unless isNotificationResolverUsed (then stored as "", the resolver supplies them).
     displayHeadlineMessageTemplate: str = Field(None, max_length=10_000)
     displayHeadlineMessageTemplateData: dict[str, Any] = None
     displayBodyMessage: str = Field(None, max_length=100_000)
@@ -63,6 +78,8 @@ class AddNotification(Model):
     verifyUserPermissions: bool = False
     isNotificationResolverUsed: bool = False
     context: Context = None
+
+    _rules = rules(rule(*TEXTS, "isNotificationResolverUsed")(_texts))
 
 
 class GetNotifications(Model):

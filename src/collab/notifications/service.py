@@ -58,19 +58,13 @@ async def recipients_map(conn: Conn, *, api_key_id: str, users: list[dict[str, A
     return {user_key(u): True for u in by_id.values()}, dict.fromkeys(sorted(by_id), True)
 
 
-# What a notification without a headline shows (Velt requires one unless a notification resolver fills it in).
-DEFAULT_HEADLINE = "{actionUser} sent you a notification"
-
-
 async def add(svc: Services, *, tenant: Tenant, data: AddNotification) -> dict[str, Any]:
     """Add a notification for `notifyUsers` (and every organization user unless notifyAll is false), in the inbox
     of those who take it there, and queued for the e-mail of those who take e-mail."""
     now = svc.now_ms()
     key = {"api_key_id": tenant.api_key_id, "organization_id": data.organizationId}
     notification_id = data.notificationId or new_id("ntf_")
-    headline = data.displayHeadlineMessageTemplate
-    if headline is None:
-        headline = "" if data.isNotificationResolverUsed else DEFAULT_HEADLINE
+    headline = data.displayHeadlineMessageTemplate or ""  # absent only for a notification resolver (schemas)
     body = data.displayBodyMessage or ""
     location = (data.location or {}).get("id")
     location_id = data.locationId or (location if isinstance(location, str) and 0 < len(location) <= 200 else None)
