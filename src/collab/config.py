@@ -427,6 +427,12 @@ class Settings(BaseSettings):
     email_allow_private_hosts: bool = Field(
         default=False, description="`true` lets an API key's own SMTP server (`smtpHost`) be a private or loopback "
         "address (self-hosting, tests); off, such hosts are refused")
+    rate_limit_owner_email_status: str = Field(
+        default="10/hour", description="Public `workspace/email/status` calls (no credentials) per e-mail address "
+        "asked about, counted in Redis: it tells whether an address owns a workspace, so it cannot be used to probe")
+    rate_limit_login_link: str = Field(
+        default="3/hour", description="`workspace/email/send-login-link` calls per e-mail address, counted in Redis "
+        "(each may send one e-mail through `COLLAB_SMTP_HOST`)")
     sendgrid_base_url: str = Field(default="https://api.sendgrid.com",
                                    description="SendGrid's API (tests point it at a fake SendGrid)")
 
