@@ -5,6 +5,7 @@ import json
 from contextlib import contextmanager
 
 import pytest
+from velt_py.models.gdpr import GetAllUserDataRequest
 
 from support.helpers import add_organization, enable_activities, error, issue_paths, new_tenant, post, result
 
@@ -196,6 +197,74 @@ def test_another_tenants_users_answer_like_unknown_ones(client):
     token = export(client, t, userIds=["u1"], pageSize=1)["pageToken"]
     assert token
     err = error(post(client, EXPORT, {"userIds": ["u1"], "pageSize": 1, "pageToken": token}, other.headers),
+                "INVALID_ARGUMENT")
+    assert issue_paths(err) == [["pageToken"]]
+
+
+FEATURES = ["comments", "reactions", "recordings", "notifications", "activities"]
+
+
+def test_velts_form_answers_by_feature_up_to_100_each_with_next_page_token(client, sdk):
+    """Velt's `{organizationId, userId}` gets Velt's answer: `data: {comments, reactions, recordings,
+    notifications}` (and collab's activities), up to 100 records of each a page, and `nextPageToken`."""
+    t = populated(client)
+    call(
+        client, t, "/v2/recordings/add", {
+            **WHERE, "recordings": [{
+                "annotationId": f"rec{n:03}", "recordingType": "audio", "mode": "floating", "displayName": "r",
+                "recordedTime": {"duration": 1000}, "from": {"userId": "u1"}, "attachments": [{
+                    "url": "https://cdn.example.com/a.webm", "mimeType": "audio/webm", "name": "a.webm",
+                    "type": "audio", "size": 1
+                }]
+            } for n in range(101)]
+        })
+    gdpr = sdk(t).api.gdpr
+    first = gdpr.getAllUserData(GetAllUserDataRequest(organizationId="org", userId="u1"))["result"]
+    data = first["data"]
+    assert sorted(data) == sorted(FEATURES)
+    assert {(c["annotationId"], c["comment"]["commentText"])
+            for c in data["comments"]} == {("a1", "u1 opens a1"), ("a2", "u1 answers in a2")}  # organization org only
+    assert [(r["annotationId"], r["reaction"], r["userId"]) for r in data["reactions"]] == [("a1", "👍", "u1")]
+    assert sorted(n["id"] for n in data["notifications"]) == ["n-by-u1", "n-to-u1"]
+    assert len(data["recordings"]) == 100 and {r["from"]["userId"] for r in data["recordings"]} == {"u1"}
+    assert first["nextPageToken"] and first["pageToken"] == first["nextPageToken"]
+    rest = gdpr.getAllUserData(
+        GetAllUserDataRequest(organizationId="org", userId="u1", pageToken=first["nextPageToken"]))["result"]
+    assert rest["nextPageToken"] is None
+    assert {k: len(v) for k, v in rest["data"].items()} == {k: 2 * (k == "recordings") for k in FEATURES}
+    served = [r["annotationId"] for page in (data, rest["data"]) for r in page["recordings"]]
+    assert len(served) == len(set(served)) == 102 and "r2" not in served  # u1's r1 and rec000-100, each once
+    # collab's own form keeps its shape: one list of typed records.
+    typed = export(client, t, userIds=["u1"], organizationIds=["org"], pageSize=1000)
+    assert isinstance(typed["data"], list) and typed["data"][0]["type"] == "comment"
+    # Nobody's data in another tenant: every feature empty, no token.
+    other = sdk(new_tenant(client)).api.gdpr.getAllUserData(GetAllUserDataRequest(organizationId="org",
+                                                                                  userId="u1"))["result"]
+    assert other["data"] == {k: [] for k in FEATURES} and other["nextPageToken"] is None
+
+
+def test_velts_form_pages_by_bytes_and_loses_nothing(client, live):
+    t = new_tenant(client)
+    add_organization(client, t, "org", "doc")
+    big = "x" * 1500
+    for n in range(3):
+        thread(client, t, f"a{n}", "u1", f"{n} {big}")
+        notify(client, t, f"n{n}", "u1", ["u2"], body=big)
+    with response_budget(live, 4096):
+        pages, token = [], None
+        while True:
+            page = export(client, t, organizationId="org", userId="u1", **({"pageToken": token} if token else {}))
+            pages.append(page["data"])
+            token = page["nextPageToken"]
+            if token is None:
+                break
+            assert len(pages) < 20
+    assert len(pages) > 1
+    assert sorted(c["annotationId"] for p in pages for c in p["comments"]) == ["a0", "a1", "a2"]
+    assert sorted(n["id"] for p in pages for n in p["notifications"]) == ["n0", "n1", "n2"]
+    # A token of one form is not the other's.
+    token = export(client, t, userIds=["u1"], pageSize=1)["pageToken"]
+    err = error(post(client, EXPORT, {"organizationId": "org", "userId": "u1", "pageToken": token}, t.headers),
                 "INVALID_ARGUMENT")
     assert issue_paths(err) == [["pageToken"]]
 

@@ -1,8 +1,12 @@
-"""Get User Data (GDPR export): users' comments, reactions, notifications, activities and recordings as one list
-of typed records, paged across the features.
+"""Get User Data (GDPR export): users' comments, reactions, notifications, activities and recordings, paged.
 
-A page walks the kinds in a fixed order and each kind in its own key order; the page token holds the kind and
-the key of the last record served, so a page may end inside one kind and the next starts right after it.
+collab's form (`userIds`) answers one list of typed records, paged across the features: a page walks the kinds in
+a fixed order and each kind in its own key order; the page token holds the kind and the key of the last record
+served, so a page may end inside one kind and the next starts right after it.
+
+Velt's form (`userId` or `veltUserIds`) answers the records by feature, `{comments, reactions, recordings,
+notifications}` (and collab's `activities`), up to 100 of each a page: each feature is paged on its own, and the
+token holds every feature's place (where it stopped, or that it is done).
 """
 
 from dataclasses import dataclass
@@ -65,8 +69,55 @@ KINDS: tuple[Kind, ...] = (
          lambda r, api_key_id: UserRecording.wire(r)))
 
 
-async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list[Any], str | None]:
-    """A page of everything stored about the users, as typed records, cut at pageSize records or the byte budget."""
+async def get(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[Any, str | None]:
+    """A page of everything stored about the users: typed records (collab's form) or records by feature (Velt's)."""
+    if data.by_feature():
+        return await _by_feature(svc, tenant=tenant, data=data)
+    return await _typed(svc, tenant=tenant, data=data)
+
+
+# Velt's names of the features in its answer; activities are collab's addition (Velt keeps none).
+FEATURE_KEYS = {
+    "comment": "comments", "reaction": "reactions", "recording": "recordings", "notification": "notifications",
+    "activity": "activities"
+}
+FEATURE_PAGE = 100  # Velt's page: up to 100 records of each feature
+_DONE = "done"  # a feature's place in a token once every record of it was served
+
+
+async def _by_feature(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[dict[str, list[Any]], str | None]:
+    user_ids, organization_ids = data.users(), data.organizations()
+    pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "users/data/by-feature",
+                                   {"userIds": user_ids, "organizationIds": organization_ids})
+    places = pager.after(data.pageToken, len(KINDS))  # None: from the first; _DONE; else the last key served
+    size = min(FEATURE_PAGE, data.pageSize)
+    budget = svc.settings.max_response_bytes
+    out: dict[str, list[Any]] = {FEATURE_KEYS[kind.type]: [] for kind in KINDS}
+    used = len(dumps(out))
+    served = 0
+    scope = {"api_key_id": tenant.api_key_id, "user_ids": user_ids, "organization_ids": organization_ids}
+    async with svc.pool.connection() as conn:
+        for index, kind in enumerate(KINDS):
+            if places[index] == _DONE or (served and used >= budget):
+                continue  # a full page leaves a feature where it was, for the next page
+            rows = await kind.fetch(conn, **scope, after=places[index], limit=size + 1, budget=budget - used)
+            records = out[FEATURE_KEYS[kind.type]]
+            for row in rows[:size]:
+                blob = dumps(kind.render(row, tenant.api_key_id))
+                if served and used + len(blob) + 1 > budget:
+                    break
+                records.append(orjson.Fragment(blob))
+                used, served = used + len(blob) + 1, served + 1
+                places[index] = kind.key(row)
+            # Done when every row found by key was served (a fetch of size + 1 finds one more while any is left).
+            if len(records) >= (rows[0].get("fetched", len(rows)) if rows else 0):
+                places[index] = _DONE
+    if all(place == _DONE for place in places):
+        return out, None
+    return out, paging.encode(*places, keyring=pager.keyring, scope=pager.scope)
+
+
+async def _typed(svc: Services, *, tenant: Tenant, data: UserDataGet) -> tuple[list[Any], str | None]:
     user_ids, organization_ids = data.users(), data.organizations()
     pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "users/data",
                                    {"userIds": user_ids, "organizationIds": organization_ids})

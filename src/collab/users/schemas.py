@@ -129,6 +129,10 @@ class UserDataGet(Model):
         """The users whose data is asked for, whichever shape named them."""
         return self.userIds or self.veltUserIds or [self.userId]
 
+    def by_feature(self) -> bool:
+        """Velt's form (`userId` or `veltUserIds`, no `userIds`): answered by feature, as Velt does."""
+        return self.userIds is None
+
     def organizations(self) -> list[str] | None:
         """The organizations the export is bounded to; None for all of them."""
         if self.veltAllOrganizations:
@@ -435,16 +439,29 @@ UserDataRecord = Annotated[ExportedComment | ExportedReaction | ExportedNotifica
                            Field(discriminator="type")]
 
 
+class UserDataByFeature(Doc):
+    """Velt's form of the answer (asked with `userId` or `veltUserIds`): up to 100 records of each feature a page."""
+
+    comments: list[UserComment] = Field(description="The users' comments, each with its reactions.")
+    reactions: list[UserReaction] = Field(description="The reactions the users gave.")
+    recordings: list[UserRecording] = Field(description="The recordings the users made.")
+    notifications: list[Notification] = Field(description="Notifications the users caused, got or read.")
+    activities: list[Activity] = Field(description="The users' activities (collab's addition; Velt keeps none).")
+
+
 class UserDataPageOf(Doc):
     status: Literal["success"]
     message: str
-    data: list[UserDataRecord]
+    data: list[UserDataRecord] | UserDataByFeature = Field(
+        description="collab's form (`userIds`): one list of typed records; Velt's form (`userId` or "
+        "`veltUserIds`): the records by feature.")
     pageToken: str | None = Field(description="Pass back to get the next page; null on the last page.")
     nextPageToken: str | None = Field(description="The same token as pageToken (Velt's name).")
 
 
 class UserDataPage(Doc):
-    """`{result: {status, message, data: [typed records], pageToken, nextPageToken}}`."""
+    """`{result: {status, message, data: [typed records] or {comments, reactions, recordings, notifications,
+    activities}, pageToken, nextPageToken}}`."""
 
     result: UserDataPageOf
 
