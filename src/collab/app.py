@@ -47,7 +47,8 @@ def create_app(settings: Settings | None = None, svc: Services | None = None) ->
         # At the end of a drain (SIGTERM), sockets close with 1001 before uvicorn's stop would close them (1012).
         forget = drain.at_end(app.state.realtime.going_away)
         if own:
-            heap.settle()  # a process of its own (tests share theirs): start-up objects out of later collections
+            heap.settle(app.state.services.loop_lag
+                        )  # a process of its own (tests share theirs): start-up objects out of later collections
         try:
             yield
         finally:

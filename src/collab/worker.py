@@ -423,7 +423,7 @@ def make_worker(settings: Settings, svc: Services | None = None, *, redis_url: R
             if svc is None and not shared.get("settling"):  # a process of its own (tests share theirs)
                 shared["settling"] = True
                 # Once the model is loaded, start-up's objects leave later collections (kit/heap.py).
-                ctx["model_loading"].add_done_callback(lambda _: heap.settle())
+                ctx["model_loading"].add_done_callback(lambda _: heap.settle(ctx["svc"].loop_lag))
 
         async def shutdown(ctx: dict) -> None:
             if "model_loading" in ctx:

@@ -76,6 +76,9 @@ CASES: dict[str, Case] = {
     "send_notification_email": Case(
         "bulk", "one batch of one user's e-mails per job within COLLAB_EMAIL_TIMEOUT_S, "
         "capped per key per day"),
+    "send_login_link": Case(
+        "bulk", "one e-mail per job within COLLAB_EMAIL_TIMEOUT_S, three tries; queued only within "
+        "COLLAB_RATE_LIMIT_LOGIN_LINK per address"),
     "compute_insights": Case("bulk", "one key at most once a minute, its newest judgments only, computed off the "
                              "loop"),
     "migrate_document": Case("bulk", "one document per job, in bounded batches"),

@@ -822,5 +822,7 @@ CASES: dict[str, Case] = {
 NOTHING_TO_ISOLATE = {
     "/v2/workspace/create": "public: it takes no ids and reads no tenant's rows; it names only an owner e-mail, and "
     "the spec itself answers an e-mail that already owns workspaces differently "
-    "(ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED)"
+    "(ALREADY_EXISTS, PERMISSION_DENIED, RESOURCE_EXHAUSTED)",
+    "/v2/workspace/email/send-login-link": "public (Velt): it takes an e-mail address and reads no tenant's rows; "
+    "it answers the same for every address and mails only an owner's"
 }

@@ -59,6 +59,7 @@ class LoopLag:
         self._watchdog: threading.Thread | None = None
         self._logged_at = 0.0
         self._unlogged = 0
+        self._excused = -1  # the tick period whose stall is expected (excuse())
         self._gc_s = 0.0  # CPU the loop's thread spent collecting garbage, all told
         self._gc_started: float | None = None
 
@@ -81,6 +82,11 @@ class LoopLag:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+    def excuse(self) -> None:
+        """The loop is about to be held on purpose (start-up's own work, before the process serves): the stall that
+        ends at the next tick is neither counted nor logged."""
+        self._excused = self._tick_no
 
     def max_lag_s(self) -> float:
         """The largest lag of the last minute."""
@@ -114,7 +120,7 @@ class LoopLag:
         self._window.append((now, self.lag_s))
         while self._window and self._window[0][0] < now - 60:
             self._window.popleft()
-        if self.lag_s >= self.stall_s:
+        if self.lag_s >= self.stall_s and self._excused != self._tick_no:
             sample = self._sample
             stack = sample[1] if sample is not None and sample[0] == self._tick_no else ""
             self._record(Stall(now, self.lag_s, cpu_gap, gc_gap, stack), now)

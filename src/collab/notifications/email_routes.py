@@ -1,4 +1,5 @@
-"""HTTP routes of notification e-mail: the API key's e-mail service, delivery status, one-click unsubscribe."""
+"""HTTP routes of notification e-mail: the API key's e-mail service, delivery status (and Velt's public owner
+verification), the owner's login link, one-click unsubscribe."""
 
 import html
 from urllib.parse import quote
@@ -6,13 +7,20 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse
 
-from collab.kit.auth import Tenant, api_key_auth
-from collab.kit.envelope import Empty, Envelope, StrictJsonRoute, ok
+from collab.kit.auth import Tenant, api_key_auth, api_key_auth_or_none
+from collab.kit.envelope import Empty, Envelope, OrjsonResponse, StrictJsonRoute, ok
 from collab.kit.openapi import answer
 from collab.kit.services import Services, services
-from collab.notifications import email
+from collab.notifications import email, owner_mail
 from collab.notifications.email import UNSUBSCRIBE
-from collab.notifications.schemas import EmailConfigView, EmailStatus, EmailStatusQuery, UpdateEmailConfig
+from collab.notifications.schemas import (
+    EmailConfigView,
+    EmailStatus,
+    EmailStatusQuery,
+    OwnerVerification,
+    SendLoginLink,
+    UpdateEmailConfig,
+)
 
 router = APIRouter(tags=["notifications"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
@@ -35,11 +43,27 @@ async def update_email_config(body: Envelope[UpdateEmailConfig], tenant: Tenant 
     return ok(result, "Email configuration updated successfully.")
 
 
-@router.post("/workspace/email/status", summary="What happened to notification e-mails [API-key auth]",
-             responses=answer(EmailStatus))
-async def email_status(body: Envelope[EmailStatusQuery], tenant: Tenant = Auth, svc: Services = Svc):
-    result, message = await email.status(svc, tenant=tenant, data=body.data)
+@router.post("/workspace/email/status",
+             summary="Whether an address owns a workspace [public]; with API-key auth, what happened to e-mails",
+             responses=answer(EmailStatus | OwnerVerification))
+async def email_status(body: Envelope[EmailStatusQuery], tenant: Tenant | None = Depends(api_key_auth_or_none),
+                       svc: Services = Svc):
+    """Told apart by the credential headers: with them, the API key's delivery report (`verified` beside it when
+    ownerEmail is sent); without, Velt's public `{verified}` for an owner's address, rate limited per address."""
+    data = body.data
+    if tenant is not None:
+        result, message = await email.status(svc, tenant=tenant, data=data)
+        return ok(result, message)
+    result, message = await owner_mail.public_status(svc, data=data)
     return ok(result, message)
+
+
+@router.post("/workspace/email/send-login-link", summary="E-mail a workspace owner a sign-in link [public]",
+             responses=answer(None))
+async def send_login_link(body: Envelope[SendLoginLink], svc: Services = Svc):
+    await owner_mail.request_login_link(svc, email=body.data.email, continue_url=body.data.continueUrl)
+    # Velt's answer carries `data: null` (ok() leaves a None out).
+    return OrjsonResponse({"result": {"status": "success", "message": "Login link sent successfully", "data": None}})
 
 
 async def unsubscribe_page(token: str = Token):

@@ -394,3 +394,7 @@ with gone as (
 delete from notification_emails
 where api_key_id = %(api_key_id)s and user_id = any(%(user_ids)s)
   and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
+
+-- name: owned_workspaces
+-- The workspaces an e-mail address owns, a few at most (the public workspace/email/status and send-login-link).
+select id, name from workspaces where lower(owner_email) = lower(%(email)s) order by id limit %(limit)s

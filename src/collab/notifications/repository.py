@@ -275,3 +275,8 @@ async def recent_emails(conn: Conn, *, api_key_id: str, user_id: str | None, sta
 async def workspace_owner(conn: Conn, *, workspace_id: str) -> str | None:
     row = await fetch_one(conn, q.workspace_owner, {"workspace_id": workspace_id})
     return row["owner_email"] if row else None
+
+
+async def owned_workspaces(conn: Conn, *, email: str, limit: int) -> list[dict[str, Any]]:
+    """The workspaces `email` owns (by id), at most `limit`."""
+    return await fetch_all(conn, q.owned_workspaces, {"email": email, "limit": limit})

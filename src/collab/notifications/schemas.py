@@ -238,6 +238,13 @@ class EmailStatusQuery(Model):
     pageSize: int = Field(50, ge=1, le=200)
 
 
+class SendLoginLink(Model):
+    """Velt's workspace/email/send-login-link."""
+
+    email: Annotated[str, Field(min_length=3, max_length=320), AfterValidator(one_address)]
+    continueUrl: str = Field(min_length=1, max_length=2000)
+
+
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
 
@@ -385,3 +392,10 @@ class EmailStatus(Doc):
     verified: bool | None = Field(
         None, description="Present when ownerEmail was sent: whether it is the e-mail of "
         "the workspace's owner (collab has no separate verification step).")
+
+
+class OwnerVerification(Doc):
+    """The public workspace/email/status (no credentials): an owner's address is verified (collab has no separate
+    verification step); any other address answers NOT_FOUND."""
+
+    verified: bool

@@ -1,9 +1,10 @@
 """Jobs of notifications: the cron that flushes due batches (the engine is notifications/engine.py), and notification
-e-mail: the sweep cron that hands due e-mails out, and the job that sends one (notifications/email.py)."""
+e-mail: the sweep cron that hands due e-mails out, and the job that sends one (notifications/email.py); the
+workspace owner's login e-mail (notifications/owner_mail.py)."""
 
 from collab.kit.jobs import job, transaction
 from collab.kit.services import Services
-from collab.notifications import email
+from collab.notifications import email, owner_mail
 from collab.notifications.engine import FLUSH_LIMIT, flush
 
 
@@ -32,3 +33,10 @@ async def email_sweep(ctx: dict) -> int:
 async def send_notification_email(ctx: dict, *, api_key_id: str, email_id: str, attempts: int = 0) -> dict | None:
     """Make one attempt at a notification e-mail (the one after `attempts` made) and record its outcome."""
     return await email.send(ctx["svc"], api_key_id=api_key_id, email_id=email_id, attempts=attempts)
+
+
+# Three tries, a backoff between them (the SMTP server's refusal raises), each within COLLAB_EMAIL_TIMEOUT_S.
+@job(timeout=lambda settings: settings.email_timeout_s + 10, max_tries=3)
+async def send_login_link(ctx: dict, *, email: str, continue_url: str, api_key_id: str | None = None) -> dict:
+    """Send a workspace owner's login e-mail (workspace/email/send-login-link); nothing for another address."""
+    return await owner_mail.send_login_link(ctx["svc"], email=email, continue_url=continue_url)
