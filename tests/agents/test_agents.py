@@ -38,7 +38,9 @@ BRAND = {
 }
 BEHAVIOUR = ("rawInstructions", "instructions", "phaseTimeoutMs", "contextGathering", "execution", "postProcess",
              "input", "scope")
-LIST_KEYS = {"id", "name", "description", "enabled", "managedBy", "version", "executionCount", "lastExecutedAt"}
+LIST_KEYS = {
+    "id", "name", "description", "enabled", "managedBy", "system", "version", "executionCount", "lastExecutedAt"
+}
 
 
 def call(client, t, op, data):
@@ -341,7 +343,7 @@ def test_the_listing_is_identity_only_with_counters_and_honours_filters(client):
     assert all(set(r) == LIST_KEYS for r in rows)
     assert rows[1] == {
         "id": second, "name": "Second", "description": agent_body()["description"], "enabled": False,
-        "managedBy": "customer", "version": 1, "executionCount": 0, "lastExecutedAt": None
+        "managedBy": "customer", "system": False, "version": 1, "executionCount": 0, "lastExecutedAt": None
     }
     assert [r["id"] for r in listing(client, t, filter="customOnly")["agents"]] == [first, second]
     assert listing(client, t, filter="defaultOnly") == {"agents": []}  # collab has no built-in agents
@@ -633,7 +635,7 @@ def test_an_extracted_draft_is_created_as_it_is(client, model):
     t = new_tenant(client)
     extracted = drafts(client, t)
     draft = next(d for d in extracted if d.get("userContextFields"))
-    assert {f["type"] for f in draft["userContextFields"]} <= {"text", "number", "date", "url", "boolean", "list"}
+    assert {f["type"] for f in draft["userContextFields"]} <= {"string", "number", "boolean"}
     required = {"enabled": True, "contextGathering": {"strategies": ["web-page-text"]}, "execution": {}}
     # The draft as extract answered it (prompt, sourceTasks and userContextFields included), plus Velt's required
     # blocks that extraction does not produce.

@@ -43,7 +43,8 @@ def _plan(db, t, **where):
     params = (dict(api_key_id=t.api_key, organization_id="org", document_id=None, document_ids=None, folder_id=None,
                    annotation_ids=None, location_ids=None, user_ids=None, assigned_ids=None, status_ids=None,
                    resolved_by=None, mentioned_ids=None, created_after=None, created_before=None, updated_after=None,
-                   updated_before=None, viewer=None, after_ts=None, after_id=None, limit=101, rows=1000)
+                   updated_before=None, viewer=None, after_ts=None, after_id=None, limit=101, rows=1000, agent_id=None,
+                   execution_id=None, agent_type=None, agent_source=None, agent_suggestions=False, agent_comments=False)
               | where)
     query = plan_query(params.pop("desc", True)).as_string(db)
     db.execute("set enable_seqscan = off")

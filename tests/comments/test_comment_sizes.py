@@ -58,8 +58,11 @@ def test_free_form_fields_comments_and_threads_have_byte_caps(client, db, tune):
         assert refused["details"]["issues"][0]["code"] == "too_big"
     assert _held(db, t) == {"threads": 0, "comments": 0}  # nothing half-written, the valid thread beside it neither
 
-    # An edit may not make a comment pass 64 KiB with what it already holds (text, agent, user keys).
-    big = {"from": {"userId": "ed", "bio": "y" * 15_000}, "agent": {"notes": "z" * 15_000}, "commentText": "t" * 20_000}
+    # An edit may not make a comment pass 64 KiB with what it already holds (text, context, user keys). (Not an agent
+    # block: a first comment's is the thread's too, and would count twice in the thread's bytes below.)
+    big = {
+        "from": {"userId": "ed", "bio": "y" * 15_000}, "context": {"notes": "z" * 15_000}, "commentText": "t" * 20_000
+    }
     result(_add(client, t, _thread("a1", big)))
     edit = post(client, f"{BASE}/comments/update",
                 {**DOC, "annotationId": "a1", "commentIds": [1], "updatedData": {"commentHtml": "h" * 20_000}},

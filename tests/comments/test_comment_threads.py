@@ -35,7 +35,9 @@ def test_add_then_get_shows_the_thread_in_velt_shapes(client, clock):
         thread("Is the price right?", annotationId="a1", location={"id": "loc1"},
                targetElement={"elementId": "e1", "targetText": "Only $5"}, priority={"id": "high"},
                assignedTo={"userId": "u2"}, context={"page": 3}))
-    assert out == {"a1": {"success": True, "id": "a1", "message": "Annotation added."}}
+    assert out == {
+        "a1": {"success": True, "id": "a1", "message": "Annotation added.", "annotationId": "a1", "commentIds": [1]}
+    }
     (ann, ) = get(client, t, documentId="doc")
     assert ann["annotationId"] == "a1" and ann["documentId"] == "doc" and ann["organizationId"] == "org"
     assert ann["status"] == {"id": "open", "type": "default"}

@@ -76,8 +76,8 @@ def test_extracts_agents_through_each_provider(client, model, db, provider, key_
     assert set(claims) == {"name", "description", "prompt", "sourceTasks", "userContextFields"}
     assert "{{brand_name}}" in claims["prompt"]
     assert claims["userContextFields"] == [{
-        "id": "brand_name", "title": "Brand name", "type": "text", "example": "Acme"
-    }]
+        "id": "brand_name", "title": "Brand name", "type": "string", "example": "Acme"
+    }]  # the model said "text": the draft says what agents/create takes (issue #51 item 2)
     assert out["skipped"] == [{"originalText": "N/A", "reason": "Not a check."}]
     assert out["totalTasksParsed"] == 5
     assert isinstance(out["summary"], str) and "2 agents" in out["summary"]
@@ -87,6 +87,9 @@ def test_extracts_agents_through_each_provider(client, model, db, provider, key_
     if key_provider == "openai":
         assert call["model"] == "gpt-4o-mini"
         assert body["response_format"]["type"] == "json_schema"
+        schema = body["response_format"]["json_schema"]["schema"]
+        field = schema["properties"]["agents"]["items"]["properties"]["userContextFields"]["items"]
+        assert field["properties"]["type"]["enum"] == ["string", "number", "boolean"]
         assert "[1] (Claims) Every price claim states whether tax is included" in body["messages"][1]["content"]
     elif key_provider == "anthropic":
         assert call["headers"]["x-api-key"] == "sk-anthropic-extract-key"

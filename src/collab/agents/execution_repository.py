@@ -78,13 +78,13 @@ async def record_usage(conn: Conn, *, api_key_id: str, id: str, llm_model: str, 
     await execute(conn, q.record_usage, params)
 
 
-async def finish_execution(conn: Conn, *, api_key_id: str, id: str, status: str, now: int, results_summary: dict[str,
-                                                                                                                 Any],
-                           results: list[dict[str, Any]] | None, error: dict[str, Any] | None) -> bool:
+async def finish_execution(conn: Conn, *, api_key_id: str, id: str, status: str, now: int,
+                           results_summary: dict[str, Any], results: list[dict[str, Any]] | None,
+                           error: dict[str, Any] | None, crawler_results: dict[str, Any] | None = None) -> bool:
     """End a running execution; False when it had ended already (the sweep got there first)."""
     params = {
         "api_key_id": api_key_id, "id": id, "status": status, "now": now, "results_summary": Jsonb(results_summary),
-        "results": _json(results), "error": _json(error)
+        "results": _json(results), "error": _json(error), "crawler_results": _json(crawler_results)
     }
     return await fetch_one(conn, q.finish_execution, params) is not None
 

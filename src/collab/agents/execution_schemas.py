@@ -108,6 +108,27 @@ class ExecutionStarted(Doc):
     executionId: str
 
 
+class FetchedPage(Doc):
+    url: str = Field(description="The URL that answered (after redirects).")
+    status: int = Field(description="Its HTTP status.")
+    bytes: int = Field(
+        description="Bytes of the body read (the read stops past COLLAB_AGENT_EXECUTION_PAGE_MAX_BYTES).")
+    title: str | None = Field(None, description="The page's <title>, at most 300 characters; absent when none.")
+    excerpt: str | None = Field(
+        None, description="The start of the page's text, at most 1,000 bytes of UTF-8; absent when it has none.")
+
+
+class CrawlerResults(Doc):
+    """Velt's crawlerResults: what the execution fetched (collab fetches the seed URL only)."""
+
+    status: Literal["completed", "failed",
+                    "skipped"] = Field(description="skipped when the agent's contextGathering reads no page.")
+    totalUrlsFound: int
+    pagesVisited: int
+    duration: int = Field(description="Milliseconds the fetch took.")
+    pages: list[FetchedPage]
+
+
 class Execution(Doc):
     """One execution document, as Velt's get and list answer it (results apart)."""
 
@@ -127,6 +148,7 @@ class Execution(Doc):
     previousExecutionId: str | None
     ranBy: dict[str, Any] | None
     resultsSummary: dict[str, Any]
+    crawlerResults: CrawlerResults | None = Field(None, description="Once the execution has ended (get only).")
     llmModel: str | None = Field(None, description="provider/model, once the model was called.")
     tokenUsage: dict[str, int]
 
@@ -154,6 +176,8 @@ class Execution(Doc):
                 "totalTokens": prompt + completion
             }
         }
+        if row.get("crawler_results") is not None:
+            record["crawlerResults"] = row["crawler_results"]
         if row["llm_model"] is not None:
             record["llmModel"] = row["llm_model"]
         return record

@@ -63,10 +63,11 @@ set llm_model = %(llm_model)s, request_count = request_count + 1,
 where api_key_id = %(api_key_id)s and id = %(id)s
 
 -- name: finish_execution
--- End a running execution with its status, summary, results and error; the id when it was still running.
+-- End a running execution with its status, summary, results, error and what its page fetch got; the id when it was
+-- still running.
 update agent_executions
 set status = %(status)s, completed_at = %(now)s, results_summary = %(results_summary)s, results = %(results)s,
-    error = %(error)s
+    error = %(error)s, crawler_results = %(crawler_results)s
 where api_key_id = %(api_key_id)s and id = %(id)s and status = 'running'
 returning id
 

@@ -28,6 +28,12 @@ PAGE_STRATEGIES = frozenset({"web-page-text", "web-page-html"})  # the strategie
 MAX_CONTENT_CHARS = 60_000  # of page and document text sent to the model; the rest is cut, and the cut is said
 MAX_FINDINGS = 50  # kept per execution, the most severe first (Velt trims its summary sample to 50)
 MAX_REDIRECTS = 3
+# What an execution keeps of the page it fetched (agents/execution/get's crawlerResults): the title's characters
+# and the text excerpt's UTF-8 bytes at most; the title is looked for in the page's first bytes only.
+MAX_TITLE_CHARS = 300
+MAX_EXCERPT_BYTES = 1000
+TITLE_SCAN_BYTES = 64 * 1024
+_TITLE = re.compile(r"<title\b[^>]{0,1000}>([^<]{0,4000})", re.IGNORECASE)
 _SKIPPED_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head"})
 _BLOCK_TAGS = frozenset({
     "p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article", "header", "footer", "main",
@@ -38,9 +44,10 @@ _BLOCK_TAGS = frozenset({
 class Failure(Exception):
     """An execution that ends `error`: `code` is one of Velt's execution error codes, `message` is for tenants."""
 
-    def __init__(self, code: str, message: str, *, retryable: bool = False):
+    def __init__(self, code: str, message: str, *, retryable: bool = False, fetched: dict[str, Any] | None = None):
         super().__init__(message)
         self.code, self.message, self.retryable = code, message, retryable
+        self.fetched = fetched  # what the page fetch got before it failed, when it got an answer
 
 
 class Finding(BaseModel):
@@ -163,9 +170,47 @@ def page_text(raw: bytes, *, charset: str | None, content_type: str, max_bytes: 
     return text.replace("\x00", "")
 
 
-async def fetch_page(settings: Settings, url: str) -> str:
+def excerpt(text: str, max_bytes: int = MAX_EXCERPT_BYTES) -> str:
+    """The start of a text, at most `max_bytes` of UTF-8 (never a cut character)."""
+    return text.encode()[:max_bytes].decode(errors="ignore")
+
+
+def page_read(raw: bytes, *, charset: str | None, content_type: str, max_bytes: int) -> tuple[str, str | None]:
+    """`page_text`, and the page's <title> (unescaped, whitespace folded, at most MAX_TITLE_CHARS) when its first
+    TITLE_SCAN_BYTES have one. Bounded CPU work on untrusted input: run it off the event loop."""
+    text = page_text(raw, charset=charset, content_type=content_type, max_bytes=max_bytes)
+    title = None
+    if "html" in content_type or "<html" in text[:1000].lower() or b"<title" in raw[:TITLE_SCAN_BYTES].lower():
+        try:
+            head = raw[:TITLE_SCAN_BYTES].decode(text_codec(charset), errors="replace")
+        except (UnicodeError, LookupError):  # a text codec that takes no `replace` (idna, punycode)
+            head = raw[:TITLE_SCAN_BYTES].decode("utf-8", errors="replace")
+        found = _TITLE.search(head)
+        if found:
+            title = " ".join(html.unescape(found.group(1)).split())[:MAX_TITLE_CHARS] or None
+    return text, title
+
+
+class Page(BaseModel):
+    """A fetched page: its text, and what the fetch got as the execution records it (crawlerResults.pages)."""
+
+    text: str
+    fetched: dict[str, Any]
+
+
+def _fetched(url: str, status: int, size: int, title: str | None = None, text: str | None = None) -> dict[str, Any]:
+    record: dict[str, Any] = {"url": url, "status": status, "bytes": size}
+    if title:
+        record["title"] = title
+    if text:
+        record["excerpt"] = excerpt(text)
+    return record
+
+
+async def fetch_page(settings: Settings, url: str) -> Page:
     """The text of the page at `url`: fetched through the SSRF guard (redirects checked again), within the page
-    byte and time budgets; `Failure(CONTEXT_GATHERING_ERROR)` when it cannot be read."""
+    byte and time budgets; `Failure(CONTEXT_GATHERING_ERROR)` when it cannot be read (with what the fetch got when
+    the page answered)."""
     allow_private, budget = settings.agent_execution_allow_private_pages, settings.agent_execution_page_max_bytes
     try:
         async with asyncio.timeout(settings.agent_execution_page_timeout_s):
@@ -186,15 +231,18 @@ async def fetch_page(settings: Settings, url: str) -> str:
                         async for chunk in response.aiter_bytes():
                             raw += chunk
                             if len(raw) > budget:
-                                raise Failure("CONTEXT_GATHERING_ERROR", f"The page is over {budget} bytes.")
+                                raise Failure("CONTEXT_GATHERING_ERROR", f"The page is over {budget} bytes.",
+                                              fetched=_fetched(url, response.status_code, len(raw)))
                     finally:
                         await response.aclose()
                     if response.status_code >= 400:
                         raise Failure("CONTEXT_GATHERING_ERROR", f"The page answered HTTP {response.status_code}.",
-                                      retryable=response.status_code >= 500)
-                    return await threads.run("pages", page_text, bytes(raw), charset=response.charset_encoding,
-                                             content_type=response.headers.get("content-type", "").lower(),
-                                             max_bytes=settings.agent_execution_page_parse_max_bytes)
+                                      retryable=response.status_code >= 500,
+                                      fetched=_fetched(url, response.status_code, len(raw)))
+                    text, title = await threads.run("pages", page_read, bytes(raw), charset=response.charset_encoding,
+                                                    content_type=response.headers.get("content-type", "").lower(),
+                                                    max_bytes=settings.agent_execution_page_parse_max_bytes)
+                    return Page(text=text, fetched=_fetched(url, response.status_code, len(raw), title, text))
                 raise Failure("CONTEXT_GATHERING_ERROR", f"The page redirected more than {MAX_REDIRECTS} times.")
     except safety.Refused as exc:
         raise Failure("CONTEXT_GATHERING_ERROR", f"The page's URL is refused: {exc}") from None

@@ -26,7 +26,8 @@ PROMPT_STRATEGIES = frozenset({"ai", "service+ai", "stagehand-agent", "mcp-tools
 SERVICE_STRATEGIES = frozenset({"service", "service+ai"})
 # Velt's three user-context types, and the extra ones `agents/extract` drafts carry (its prompt's schema), so a
 # draft is created as it is.
-CONTEXT_FIELD_TYPES = ("string", "number", "boolean", "text", "date", "url", "list")
+# Velt's create page: a user-context field is a string, a number or a boolean (anything else INVALID_ARGUMENT).
+CONTEXT_FIELD_TYPES = ("string", "number", "boolean")
 MAX_INSTRUCTIONS = 50_000
 MAX_METADATA_BYTES = 16 * 1024
 
@@ -610,6 +611,9 @@ class Agent(Doc):
     enabled: bool
     version: int = Field(description="The current version's number.")
     managedBy: Literal["customer"]
+    system: Literal[False] = Field(description=(
+        "Velt's flag of a built-in agent (one Velt manages, such as spell-check). collab has no built-in agents: "
+        "every agent is the workspace's own, so it is always false."))
     metadata: dict[str, Any] | None = Field(None, description="Absent when never set.")
     rawInstructions: str | None = None
     instructions: str | None = None
@@ -627,7 +631,7 @@ class Agent(Doc):
         """An agent with its current behaviour, secrets redacted."""
         record = {
             "id": row["id"], "name": row["name"], "description": row["description"], "enabled": row["enabled"],
-            "version": row["version"], "managedBy": "customer"
+            "version": row["version"], "managedBy": "customer", "system": False
         }
         if row["metadata"] is not None:
             record["metadata"] = row["metadata"]
@@ -642,6 +646,9 @@ class AgentSummary(Doc):
     description: str
     enabled: bool
     managedBy: Literal["customer"]
+    system: Literal[False] = Field(description=(
+        "Velt's flag of a built-in agent (one Velt manages, such as spell-check). collab has no built-in agents: "
+        "every agent is the workspace's own, so it is always false."))
     version: int
     executionCount: int = Field(description="0 until the agent has run.")
     lastExecutedAt: int | None = Field(description="Epoch milliseconds; null until the agent has run.")
@@ -651,8 +658,8 @@ class AgentSummary(Doc):
         """An agent as the listing shows it."""
         return {
             "id": row["id"], "name": row["name"], "description": row["description"], "enabled": row["enabled"],
-            "managedBy": "customer", "version": row["version"], "executionCount": row["execution_count"],
-            "lastExecutedAt": row["last_executed_at"]
+            "managedBy": "customer", "system": False, "version": row["version"],
+            "executionCount": row["execution_count"], "lastExecutedAt": row["last_executed_at"]
         }
 
 

@@ -14,7 +14,7 @@ from collab.agents import execution_repository as xrepo
 from collab.agents import runner
 from collab.agents.prompt_tools import agent_prompt_tool  # noqa: F401 (declared there: the prompt tools' job)
 from collab.comments import service as comments
-from collab.comments.schemas import MAX_THREADS_PER_CALL, AddAnnotations, DeleteAnnotations
+from collab.comments.schemas import MAX_FIELD_BYTES, MAX_THREADS_PER_CALL, AddAnnotations, DeleteAnnotations, json_size
 from collab.crdt import service as crdt
 from collab.crdt.schemas import GetCrdt
 from collab.kit import ratelimit
@@ -48,6 +48,17 @@ class _Run:
         self.url: str = row["request"]["seedUrl"]
         self.platform = False
         self.llm_model: str | None = None
+        self.pages: list[dict[str, Any]] = []  # what each page fetch got (crawlerResults.pages)
+        self.crawl: str = "skipped"  # skipped (no page asked for), completed or failed
+        self.crawl_started = svc.now_ms()
+        self.crawl_ms = 0
+
+    def crawler_results(self) -> dict[str, Any]:
+        """Velt's crawlerResults of this run (one page: the seed URL), with what the fetch got."""
+        return {
+            "status": self.crawl, "totalUrlsFound": 0 if self.crawl == "skipped" else 1,
+            "pagesVisited": len(self.pages), "duration": self.crawl_ms, "pages": self.pages
+        }
 
     async def _key(self, provider: str) -> str:
         spec = EXTRACTION_PROVIDERS[provider]
@@ -85,7 +96,19 @@ class _Run:
     async def review(self) -> runner.Review:
         """Gather what the agent's contextGathering asks for and ask the model about it."""
         settings, behaviour, request = self.svc.settings, self.row["behaviour"], self.row["request"]
-        page = await runner.fetch_page(settings, self.url) if runner.wants_page(behaviour) else None
+        page = None
+        if runner.wants_page(behaviour):
+            self.crawl, self.crawl_started = "failed", self.svc.now_ms()
+            try:
+                fetched = await runner.fetch_page(settings, self.url)
+            except runner.Failure as exc:
+                self.crawl_ms = self.svc.now_ms() - self.crawl_started
+                if exc.fetched is not None:
+                    self.pages.append(exc.fetched)
+                raise
+            self.pages.append(fetched.fetched)
+            self.crawl, page = "completed", fetched.text
+            self.crawl_ms = self.svc.now_ms() - self.crawl_started
         context = runner.context_json(request.get("userContext") or {})
         content = runner.content_of(page=page, document=await self._document(), context=context)
         provider, route = runner.route_for(settings, behaviour=behaviour, ai_config=request.get("aiConfig"))
@@ -119,22 +142,39 @@ class _Run:
 
     def _thread(self, annotation_id: str, n: int, finding: runner.Finding) -> dict[str, Any]:
         row = self.row
-        agent = {
-            "agentId": row["agent_id"], "agentName": row["agent_name"], "executionId": row["id"], "url": self.url,
-            "findingId": f"finding-{n}", "type": "suggestion", "sourceType": "agent", "severity": finding.severity,
-            "targetText": finding.targetText, "suggestion": finding.suggestion, "confidence": finding.confidence
+        reason = {
+            "findingId": f"finding-{n}", "title": finding.title, "description": finding.description,
+            "severity": finding.severity, "confidence": finding.confidence, "source": "instructions"
         }
+        # Velt's agent block (agentType and agentSource as Velt names a workspace's own agent run by the service),
+        # with the finding as its `reason`; the finding's fields stay at the top too, where clients read them.
+        agent = {
+            "agentId": row["agent_id"], "agentName": row["agent_name"], "agentType": "custom", "agentSource": "velt",
+            "executionId": row["id"], "url": self.url, "findingId": f"finding-{n}", "type": "suggestion",
+            "sourceType": "agent", "severity": finding.severity, "targetText": finding.targetText,
+            "suggestion": finding.suggestion, "confidence": finding.confidence, "reason": reason
+        }
+        _fit(agent)
         text = f"{finding.title}\n\n{finding.description}"
         if finding.suggestion:
             text += f"\n\nSuggestion: {finding.suggestion}"
         return {
-            "annotationId": annotation_id, "context": {
+            "annotationId": annotation_id, "type": "suggestion", "context": {
                 "type": "suggestion", "sourceType": "agent", "agentId": row["agent_id"], "executionId": row["id"]
             }, "commentData": [{
                 "commentText": text[:20_000], "from": {"userId": row["agent_id"], "name": row["agent_name"][:500]},
                 "agent": agent
             }]
         }
+
+
+def _fit(agent: dict[str, Any]) -> None:
+    """Cut the reason's description (the comment's text holds it whole) until the block is within the byte cap of a
+    comment's agent block."""
+    over = json_size(agent) - MAX_FIELD_BYTES
+    if over > 0:
+        text = agent["reason"]["description"].encode()
+        agent["reason"]["description"] = text[:max(0, len(text) - over - 8)].decode(errors="ignore")
 
 
 def _loads(record: Any) -> dict[str, Any]:
@@ -183,7 +223,8 @@ async def _finish(run: _Run, *, status: str, summary: dict[str, Any], results: l
                   error: dict[str, Any] | None) -> None:
     async with transaction(run.svc.pool, run.svc.redis) as tx:
         await xrepo.finish_execution(tx.conn, api_key_id=run.tenant.api_key_id, id=run.row["id"], status=status,
-                                     now=run.svc.now_ms(), results_summary=summary, results=results, error=error)
+                                     now=run.svc.now_ms(), results_summary=summary, results=results, error=error,
+                                     crawler_results=run.crawler_results())
 
 
 # A run waiting for its workspace's AI slot is queued again after this many seconds, doubling to the most; the

@@ -21,8 +21,10 @@ DISABLED = "Organization access is disabled."
 
 
 def may_see(row: dict[str, Any], user_id: str) -> bool:
-    """Whether a user may see a thread: public, or restricted to them (its creator always may)."""
-    return row["visibility"] == "public" or row["from_id"] == user_id or user_id in (row["visible_user_ids"] or [])
+    """Whether a user may see a thread: public or organizationPrivate (every read is within the thread's own
+    organization), or restricted to them (its creator always may)."""
+    return (row["visibility"] != "restricted" or row["from_id"] == user_id
+            or user_id in (row["visible_user_ids"] or []))
 
 
 async def writable(conn: Conn, *, tenant: Tenant, organization_id: str, create: bool = False, now: int = 0) -> None:

@@ -2,11 +2,12 @@
 -- Create a thread; no row when the id is taken in the organization (an idempotent retry, or another document's).
 insert into comment_annotations (api_key_id, organization_id, document_id, id, location, location_id, target_element,
                                  status, status_type, status_meta, priority, priority_meta, assigned_to, assigned_id,
-                                 from_user, from_id, context, visibility, visible_user_ids, created_at, updated_at)
+                                 from_user, from_id, context, visibility, visible_user_ids, kind, source_type,
+                                 agent, suggestion, created_at, updated_at)
 values (%(api_key_id)s, %(organization_id)s, %(document_id)s, %(id)s, %(location)s, %(location_id)s,
         %(target_element)s, %(status)s, %(status_type)s, %(status_meta)s, %(priority)s, %(priority_meta)s,
         %(assigned_to)s, %(assigned_id)s, %(from_user)s, %(from_id)s, %(context)s, %(visibility)s,
-        %(visible_user_ids)s, %(created_at)s, %(updated_at)s)
+        %(visible_user_ids)s, %(kind)s, %(source_type)s, %(agent)s, %(suggestion)s, %(created_at)s, %(updated_at)s)
 on conflict do nothing
 returning *
 
@@ -30,7 +31,8 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
 
 -- name: lock_annotations
 -- Threads of a document, locked, in id order: all of them, or those with the ids, at the locations, started by the
--- users, and (for agents' threads) whose first comment is by the agent or for one of the pages; each filter when set.
+-- users, and (for agents' threads) whose first comment is by the agent or for one of the pages, and only agents'
+-- still-pending suggestions; each filter when set.
 select * from comment_annotations a
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and document_id = %(document_id)s
   and (%(ids)s::text[] is null or id = any(%(ids)s))
@@ -44,6 +46,8 @@ where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and 
                         and f.annotation_id = a.id)
           and (%(agent_id)s::text is null or c.agent ->> 'agentId' = %(agent_id)s)
           and (%(agent_urls)s::text[] is null or c.agent ->> 'url' = any(%(agent_urls)s))))
+  and (not %(agent_suggestions)s
+       or (kind = 'suggestion' and source_type = 'agent' and suggestion ->> 'status' = 'pending'))
 order by id
 for update
 
@@ -75,6 +79,8 @@ update comment_annotations set
     context = case when %(set_context)s then %(context)s else context end,
     visibility = coalesce(%(visibility)s, visibility),
     visible_user_ids = case when %(visibility)s::text is null then visible_user_ids else %(visible_user_ids)s end,
+    kind = coalesce(%(kind)s, kind),
+    suggestion = case when %(set_suggestion)s then %(suggestion)s else suggestion end,
     updated_at = %(now)s
 where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
 returning *
@@ -121,8 +127,15 @@ with page as (
       and (%(created_before)s::bigint is null or a.created_at <= %(created_before)s)
       and (%(updated_after)s::bigint is null or a.updated_at >= %(updated_after)s)
       and (%(updated_before)s::bigint is null or a.updated_at <= %(updated_before)s)
-      and (%(viewer)s::text is null or a.visibility = 'public' or a.from_id = %(viewer)s
+      and (%(viewer)s::text is null or a.visibility <> 'restricted' or a.from_id = %(viewer)s
            or %(viewer)s = any(a.visible_user_ids))
+      and (%(agent_id)s::text is null or a.agent ->> 'agentId' = %(agent_id)s)
+      and (%(execution_id)s::text is null or a.agent ->> 'executionId' = %(execution_id)s)
+      and (%(agent_type)s::text is null or a.agent ->> 'agentType' = %(agent_type)s)
+      and (%(agent_source)s::text is null or a.agent ->> 'agentSource' = %(agent_source)s)
+      and (not %(agent_suggestions)s
+           or (a.kind = 'suggestion' and a.source_type = 'agent' and a.suggestion ->> 'status' = 'pending'))
+      and (not %(agent_comments)s or a.source_type = 'agent')
       and (%(after_ts)s::bigint is null or (a.updated_at, a.id) {after} (%(after_ts)s, %(after_id)s))
     order by a.updated_at {order}, a.id {order}
     limit %(limit)s
@@ -301,7 +314,7 @@ select a.api_key_id, a.organization_id, a.document_id, a.id, %(user_id)s, %(now)
 from comment_annotations a
 where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s and a.document_id = %(document_id)s
   and (%(ids)s::text[] is null or a.id = any(%(ids)s))
-  and (a.visibility = 'public' or a.from_id = %(user_id)s or %(user_id)s = any(a.visible_user_ids))
+  and (a.visibility <> 'restricted' or a.from_id = %(user_id)s or %(user_id)s = any(a.visible_user_ids))
 on conflict (api_key_id, organization_id, annotation_id, user_id)
 do update set read_at = greatest(comment_reads.read_at, excluded.read_at), document_id = excluded.document_id
 returning annotation_id
@@ -333,7 +346,7 @@ cross join lateral (
 where a.api_key_id = %(api_key_id)s and a.organization_id = %(organization_id)s
   and (%(document_ids)s::text[] is null or a.document_id = any(%(document_ids)s))
   and (%(status_ids)s::text[] is null or a.status = any(%(status_ids)s))
-  and (a.visibility = 'public' or a.from_id = %(user_id)s or %(user_id)s = any(a.visible_user_ids))
+  and (a.visibility <> 'restricted' or a.from_id = %(user_id)s or %(user_id)s = any(a.visible_user_ids))
 group by a.document_id
 
 -- name: rename_annotation_users

@@ -19,18 +19,20 @@ async def insert_annotation(conn: Conn, *, api_key_id: str, organization_id: str
                             location: Any, target_element: Any, status: str, status_type: str,
                             status_meta: dict[str, Any] | None, priority: str | None,
                             priority_meta: dict[str, Any] | None, assigned_to: dict[str, Any] | None,
-                            from_user: dict[str,
-                                            Any], context: Any, visibility: str, visible_user_ids: list[str] | None,
-                            created_at: int, updated_at: int) -> dict[str, Any] | None:
+                            from_user: dict[str, Any], context: Any, visibility: str,
+                            visible_user_ids: list[str] | None, created_at: int, updated_at: int, kind: str = "comment",
+                            source_type: str = "rest-api", agent: dict[str, Any] | None = None,
+                            suggestion: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Create a thread; None when the id is taken in the organization."""
     location_id = location.get("id") if isinstance(location, dict) and isinstance(location.get("id"), str) else None
     params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id, id=id,
                   location=_json(location), location_id=location_id, target_element=_json(target_element),
                   status=status, status_type=status_type, status_meta=_json(status_meta), priority=priority,
-                  priority_meta=_json(priority_meta), assigned_to=_json(assigned_to),
-                  assigned_id=(assigned_to or {}).get("userId"), from_user=Jsonb(from_user),
-                  from_id=from_user["userId"], context=_json(context), visibility=visibility,
-                  visible_user_ids=visible_user_ids, created_at=created_at, updated_at=updated_at)
+                  priority_meta=_json(priority_meta), assigned_to=_json(assigned_to), assigned_id=(assigned_to
+                                                                                                   or {}).get("userId"),
+                  from_user=Jsonb(from_user), from_id=from_user["userId"], context=_json(context),
+                  visibility=visibility, visible_user_ids=visible_user_ids, kind=kind, source_type=source_type,
+                  agent=_json(agent), suggestion=_json(suggestion), created_at=created_at, updated_at=updated_at)
     return await fetch_one(conn, q.insert_annotation, params)
 
 
@@ -50,11 +52,13 @@ async def annotation_document(conn: Conn, *, api_key_id: str, organization_id: s
 async def lock_annotations(conn: Conn, *, api_key_id: str, organization_id: str, document_id: str,
                            ids: list[str] | None, location_ids: list[str] | None = None,
                            user_ids: list[str] | None = None, agent_id: str | None = None,
-                           agent_urls: list[str] | None = None) -> list[dict[str, Any]]:
+                           agent_urls: list[str] | None = None,
+                           agent_suggestions: bool = False) -> list[dict[str, Any]]:
     """A document's threads, locked, narrowed by each filter given (all of them when none is)."""
     params = {
         "api_key_id": api_key_id, "organization_id": organization_id, "document_id": document_id, "ids": ids,
-        "location_ids": location_ids, "user_ids": user_ids, "agent_id": agent_id, "agent_urls": agent_urls
+        "location_ids": location_ids, "user_ids": user_ids, "agent_id": agent_id, "agent_urls": agent_urls,
+        "agent_suggestions": agent_suggestions
     }
     return await fetch_all(conn, q.lock_annotations, params)
 
@@ -68,7 +72,8 @@ async def document_organizations(conn: Conn, *, api_key_id: str, document_id: st
 async def update_annotation(conn: Conn, *, api_key_id: str, organization_id: str, id: str, change: dict[str, Any],
                             now: int) -> dict[str, Any] | None:
     """Apply a change (keys: status, status_type, status_meta, resolver, resolved_by, priority, priority_meta,
-    assigned_to, location, context, target_element, visibility, visible_user_ids); keys absent stay as they are."""
+    assigned_to, location, context, target_element, visibility, visible_user_ids, kind, suggestion); keys absent stay
+    as they are."""
     location = change.get("location")
     assigned = change.get("assigned_to")
     params = dict(
@@ -81,7 +86,8 @@ async def update_annotation(conn: Conn, *, api_key_id: str, organization_id: str
         assigned_id=(assigned or {}).get("userId"), set_location="location" in change, location=_json(location),
         location_id=location.get("id") if isinstance(location, dict) and isinstance(location.get("id"), str) else None,
         set_context="context" in change, context=_json(change.get("context")), visibility=change.get("visibility"),
-        visible_user_ids=change.get("visible_user_ids"))
+        visible_user_ids=change.get("visible_user_ids"), kind=change.get("kind"), set_suggestion="suggestion" in change,
+        suggestion=_json(change.get("suggestion")))
     return await fetch_one(conn, q.update_annotation, params)
 
 
@@ -107,7 +113,9 @@ async def plan_page(conn: Conn, *, api_key_id: str, organization_id: str, docume
                     status_ids: list[str] | None, resolved_by: str | None, mentioned_ids: list[str] | None,
                     created_after: int | None, created_before: int | None, updated_after: int | None,
                     updated_before: int | None, viewer: str | None, after_ts: int | None, after_id: str | None,
-                    desc: bool, limit: int, rows: int) -> list[dict[str, Any]]:
+                    desc: bool, limit: int, rows: int, agent_id: str | None = None, execution_id: str | None = None,
+                    agent_type: str | None = None, agent_source: str | None = None, agent_suggestions: bool = False,
+                    agent_comments: bool = False) -> list[dict[str, Any]]:
     """A page of threads by last update then id after a (lastUpdated, id) key, as sizes: a row per thread and
     comment (n, id, updated_at, bytes, fetched, comment_id, comment_bytes), at most `rows` rows."""
     params = dict(api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
@@ -115,7 +123,9 @@ async def plan_page(conn: Conn, *, api_key_id: str, organization_id: str, docume
                   location_ids=location_ids, user_ids=user_ids, assigned_ids=assigned_ids, status_ids=status_ids,
                   resolved_by=resolved_by, mentioned_ids=mentioned_ids, created_after=created_after,
                   created_before=created_before, updated_after=updated_after, updated_before=updated_before,
-                  viewer=viewer, after_ts=after_ts, after_id=after_id, limit=limit, rows=rows)
+                  viewer=viewer, after_ts=after_ts, after_id=after_id, limit=limit, rows=rows, agent_id=agent_id,
+                  execution_id=execution_id, agent_type=agent_type, agent_source=agent_source,
+                  agent_suggestions=agent_suggestions, agent_comments=agent_comments)
     return await fetch_all(conn, plan_query(desc), params)
 
 

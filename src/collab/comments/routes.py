@@ -6,6 +6,7 @@ from collab.comments import replies, service
 from collab.comments.schemas import (
     AddAnnotations,
     AddComments,
+    Added,
     AnnotationsPage,
     Comment,
     Count,
@@ -32,7 +33,7 @@ BASE = "/commentannotations"
 KEYED = answer(dict[str, Outcome])
 
 
-@router.post(f"{BASE}/add", summary="Add comment threads [API-key auth]", responses=KEYED)
+@router.post(f"{BASE}/add", summary="Add comment threads [API-key auth]", responses=answer(dict[str, Added]))
 async def add(body: Envelope[AddAnnotations], tenant: Tenant = Auth, svc: Services = Svc):
     return ok(await service.add(svc, tenant=tenant, data=body.data), "Comment annotations processed.")
 
@@ -41,7 +42,7 @@ async def add(body: Envelope[AddAnnotations], tenant: Tenant = Auth, svc: Servic
              responses=plain(AnnotationsPage))
 async def get(body: Envelope[GetAnnotations], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
-    return listed(records, token, "Comment annotations retrieved successfully.")
+    return listed(records, token, "Comment annotations retrieved successfully.", nextPageToken=token)
 
 
 @router.post(f"{BASE}/update", summary="Update comment threads or rewrite user identities [API-key auth]",

@@ -130,9 +130,40 @@ class Priority(Model):
         return self.model_dump(exclude={"id"}, exclude_none=True) or None
 
 
+VisibilityType = Literal["public", "organizationPrivate", "restricted"]
+
+
 class Visibility(Model):
-    type: Literal["public", "restricted"]
+    """Velt's visibility: public, organizationPrivate (the users of `organizationId`, which must be the thread's own
+    organization: collab's reads are scoped by organization already) or restricted (to `userIds`)."""
+
+    type: VisibilityType
+    organizationId: str = OptId
     userIds: list[Id] = Field(None, max_length=1000)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.type == "organizationPrivate" and self.organizationId is None:
+            raise PydanticCustomError("missing", "organizationPrivate visibility needs its organizationId")
+        return self
+
+
+AnnotationType = Literal["comment", "suggestion"]
+SUGGESTION_STATUSES = ("pending", "accepted", "rejected")
+
+
+def _suggestion(value: dict[str, Any]) -> dict[str, Any]:
+    status = value.get("status")
+    if status is not None and status not in SUGGESTION_STATUSES:
+        raise PydanticCustomError("literal_error", "suggestion.status is one of pending, accepted, rejected")
+    return value
+
+
+# Velt's proposed-change payload of a suggestion thread: open (kept as sent), capped like every free-form value.
+Suggestion = Annotated[FreeForm, AfterValidator(_suggestion)]
+
+# Velt's agent filters of commentannotations/get; at most one per request.
+AGENT_FILTERS = ("agentId", "executionId", "agentType", "agentSource", "agentSuggestions", "agentComments")
 
 
 class Tagged(Model):
@@ -212,6 +243,10 @@ class AnnotationIn(Model):
     assignedTo: User = None
     context: FreeForm = None
     visibility: Visibility = None
+    # Velt: the thread's kind (comment by default; agents' findings are suggestions) and a suggestion's payload,
+    # stored as sent with its status stamped pending (a status sent on add is dropped; ignored on a comment).
+    type: AnnotationType = "comment"
+    suggestion: Suggestion = None
     createdAt: int = Epoch
     lastUpdated: int = Epoch
     commentData: list[CommentIn] = Field(min_length=1, max_length=MAX_COMMENTS_PER_CALL)
@@ -224,7 +259,11 @@ class AnnotationIn(Model):
 
     def size(self) -> int:
         """JSON bytes of the thread as it would be stored, its comments included (the thread cap's measure)."""
-        own = self.model_dump(by_alias=True, exclude_none=True, exclude={"commentData", "createdAt", "lastUpdated"})
+        own = self.model_dump(by_alias=True, exclude_none=True,
+                              exclude={"commentData", "createdAt", "lastUpdated", "type"})
+        agent = self.commentData[0].agent
+        if agent is not None:  # the thread carries its first comment's agent block too
+            own["agent"] = agent
         return json_size(own) + sum(json_size(c.stored()) for c in self.commentData)
 
 
@@ -267,11 +306,26 @@ class GetAnnotations(Model):
     pageToken: str = Field(None, max_length=1000)
     groupByDocumentId: bool = False
     userId: str = OptId
+    # Velt's agent filters (at most one): threads an agent wrote, by agent, execution, type or source; agents'
+    # still-pending suggestions; or every agent thread.
+    agentId: str = OptId
+    executionId: str = OptId
+    agentType: Literal["built-in", "custom", "external"] = None
+    agentSource: Literal["velt", "external"] = None
+    agentSuggestions: bool = None
+    agentComments: bool = None
+    # velt-py sends these; collab answers a thread's metadata always and has no page info: no effect.
+    includeMetadata: bool = None
+    includePageInfo: bool = None
 
     @model_validator(mode="after")
     def _check(self):
         if self.documentId and self.documentIds:
             raise ValueError("Provide documentId or documentIds, not both")
+        agent = [name for name in AGENT_FILTERS if getattr(self, name) not in (None, False)]
+        if len(agent) > 1:
+            raise ValueError(f"Provide one agent filter at most (of {', '.join(AGENT_FILTERS)}); "
+                             f"got {', '.join(agent)}")
         if self.statusId is not None and self.statusIds is not None:
             raise ValueError("Provide statusId or statusIds, not both")
         return self
@@ -291,6 +345,10 @@ class AnnotationChange(Model):
     targetElement: TargetElement = None
     # Velt: who resolved it; null clears it (a status that is not terminal clears it anyway).
     resolvedByUserId: str | None = Field(None, min_length=1, max_length=200)
+    # The thread's kind, and a suggestion's payload: it replaces the stored one whole, its status honoured
+    # (pending, accepted or rejected; kept as it was when none is sent).
+    type: AnnotationType = None
+    suggestion: Suggestion = None
 
 
 class IdentityChange(Model):
@@ -455,7 +513,8 @@ class PriorityOut(Doc):
 
 
 class VisibilityOut(Doc):
-    type: Literal["public", "restricted"]
+    type: VisibilityType
+    organizationId: str | None = Field(None, description="With organizationPrivate: the organization.")
     userIds: list[str] | None = None
 
 
@@ -576,6 +635,11 @@ class Comment(Doc):
         return record
 
 
+class AnnotationMetadata(Doc):
+    organizationId: str
+    documentId: str
+
+
 class Annotation(Doc):
     annotationId: str
     documentId: str
@@ -589,6 +653,18 @@ class Annotation(Doc):
     comments: list[Comment]
     context: dict[str, Any] | None = None
     visibility: VisibilityOut
+    visibilityConfig: VisibilityOut = Field(description="Velt's name of `visibility` (the same value).")
+    type: AnnotationType = Field(description="comment, or suggestion (an agent's finding, or one sent as such).")
+    sourceType: Literal["rest-api", "agent"] = Field(
+        description="How the thread was made: agent when its first comment carries an agent block.")
+    agent: dict[str, Any] | None = Field(
+        None, description=(
+            "Agent threads: the first comment's agent block (agentId, agentName, agentType, agentSource, executionId, "
+            "url, reason)."))
+    suggestion: dict[str, Any] | None = Field(
+        None, description="Suggestions only: the proposed-change payload with its status (pending, accepted or "
+        "rejected).")
+    metadata: AnnotationMetadata = Field(description="Velt's place of the thread's organizationId and documentId.")
     createdAt: int = Field(description="Epoch milliseconds.")
     lastUpdated: int = Field(description="Epoch milliseconds.")
     resolvedByUserId: str | None = None
@@ -615,9 +691,22 @@ class Annotation(Doc):
         if row["context"] is not None:
             record["context"] = row["context"]
         visibility: dict[str, Any] = {"type": row["visibility"]}
+        if row["visibility"] == "organizationPrivate":
+            visibility["organizationId"] = row["organization_id"]
         if row["visibility"] == "restricted":
             visibility["userIds"] = list(row["visible_user_ids"] or [])
-        record |= {"visibility": visibility, "createdAt": row["created_at"], "lastUpdated": row["updated_at"]}
+        record |= {
+            "visibility": visibility, "visibilityConfig": visibility, "type": row["kind"],
+            "sourceType": row["source_type"]
+        }
+        if row["agent"] is not None:
+            record["agent"] = row["agent"]
+        if row["kind"] == "suggestion" and row["suggestion"] is not None:
+            record["suggestion"] = row["suggestion"]
+        record |= {
+            "metadata": {"organizationId": row["organization_id"], "documentId": row["document_id"]},
+            "createdAt": row["created_at"], "lastUpdated": row["updated_at"]
+        }
         if row["resolved_by"] is not None:
             record["resolvedByUserId"] = row["resolved_by"]
         return record
@@ -629,6 +718,7 @@ class AnnotationsPageOf(Doc):
     data: list[Annotation] | dict[str, list[Annotation]] = Field(
         description="Annotations, or annotations keyed by documentId with groupByDocumentId.")
     pageToken: str | None = Field(description="Pass back to get the next page; null on the last page.")
+    nextPageToken: str | None = Field(description="Velt's name of `pageToken` (the same value).")
 
 
 class AnnotationsPage(Doc):
@@ -641,6 +731,14 @@ class Outcome(Doc):
     success: bool
     id: str
     message: str
+
+
+class Added(Outcome):
+    """One thread of an add: the outcome, with Velt's annotationId and commentIds beside it."""
+
+    annotationId: str
+    commentIds: list[int] = Field(description="The comments created in the thread (none when it existed).")
+    findingId: str | None = Field(None, description="Agent threads: commentData[0].agent.reason.findingId, as sent.")
 
 
 class Count(Doc):

@@ -15,6 +15,7 @@ from collab.comments.schemas import (
     ReadUpdate,
     Status,
     UpdateAnnotations,
+    Visibility,
 )
 from collab.documents import repository as documents_repo
 from collab.kit import paging
@@ -31,6 +32,36 @@ GROWS = frozenset({"location", "context", "assigned_to", "visible_user_ids"})
 
 def _outcome(id: str, success: bool, message: str) -> dict[str, Any]:
     return {"success": success, "id": id, "message": message}
+
+
+def _added(id: str, success: bool, message: str, comment_ids: list[int], item: AnnotationIn) -> dict[str, Any]:
+    """An add's entry: collab's outcome, with Velt's annotationId, commentIds and (agent threads) findingId."""
+    out = _outcome(id, success, message) | {"annotationId": id, "commentIds": comment_ids}
+    reason = (item.commentData[0].agent or {}).get("reason")
+    if isinstance(reason, dict) and isinstance(reason.get("findingId"), str):
+        out["findingId"] = reason["findingId"]
+    return out
+
+
+def _visibility_issues(visibility: Visibility | None, organization_id: str, path: list[Any]) -> list[dict[str, Any]]:
+    """organizationPrivate names the call's organization (a thread is only ever read within its own)."""
+    if visibility is None or visibility.type != "organizationPrivate" or visibility.organizationId == organization_id:
+        return []
+    message = "organizationPrivate visibility names the thread's own organization (the call's organizationId)."
+    return [issue([*path, "visibility", "organizationId"], message, "invalid")]
+
+
+def _classified(item: AnnotationIn) -> dict[str, Any]:
+    """A new thread's kind, source, agent block and suggestion payload (Velt: a first comment with an agent block
+    makes an agent thread, which carries that block; a suggestion's status is stamped pending)."""
+    agent = item.commentData[0].agent
+    suggestion = None
+    if item.type == "suggestion":
+        suggestion = {**{k: v for k, v in (item.suggestion or {}).items() if k != "status"}, "status": "pending"}
+    return {
+        "kind": item.type, "source_type": "agent" if agent is not None else "rest-api", "agent": agent,
+        "suggestion": suggestion
+    }
 
 
 def _times(item: AnnotationIn, now: int) -> tuple[int, int]:
@@ -56,6 +87,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
         thread_issue(["commentAnnotations", i], cap_bytes) for i, a in enumerate(data.commentAnnotations)
         if a.size() > cap_bytes
     ]
+    for i, a in enumerate(data.commentAnnotations):
+        over += _visibility_issues(a.visibility, data.organizationId, ["commentAnnotations", i])
     if over:
         raise invalid(over[0]["message"], over)
     for i, a in enumerate(data.commentAnnotations):
@@ -91,13 +124,13 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
                 assigned_to=item.assignedTo.model_dump(exclude_none=True) if item.assignedTo else None,
                 from_user=creator, context=item.context, visibility=visibility.type if visibility else "public",
                 visible_user_ids=(visibility.userIds or []) if visibility and visibility.type == "restricted" else None,
-                created_at=created, updated_at=updated)
+                created_at=created, updated_at=updated, **_classified(item))
             if thread is None:
                 where = await repo.annotation_document(tx.conn, **key, id=annotation_id)
                 same = where == data.documentId
-                results[annotation_id] = _outcome(
+                results[annotation_id] = _added(
                     annotation_id, same, "Annotation already exists."
-                    if same else "Annotation id is taken by another document of the organization.")
+                    if same else "Annotation id is taken by another document of the organization.", [], item)
                 continue
             sent = await insert_comments(tx.conn, tenant=tenant, thread=thread, comments=item.commentData, now=now,
                                          touched=updated)
@@ -113,7 +146,8 @@ async def add(svc: Services, *, tenant: Tenant, data: AddAnnotations) -> dict[st
                         notify=source.triggerNotification, mentioned=mentioned))
             await events.send(tx, svc, tenant=tenant, config=config, thread=thread, participants=participants,
                               events=batch)
-            results[annotation_id] = _outcome(annotation_id, True, "Annotation added.")
+            results[annotation_id] = _added(annotation_id, True, "Annotation added.",
+                                            [comment["commentId"] for comment, _, _ in sent], item)
     return results
 
 
@@ -123,7 +157,10 @@ def _filters(data: GetAnnotations) -> dict[str, Any]:
                 annotation_ids=data.annotationIds, location_ids=data.locationIds, user_ids=data.userIds,
                 assigned_ids=data.assignedToUserIds, status_ids=data.status_ids(), resolved_by=data.resolvedBy,
                 mentioned_ids=data.mentionedUserIds, created_after=data.createdAfter, created_before=data.createdBefore,
-                updated_after=data.updatedAfter, updated_before=data.updatedBefore, viewer=data.userId)
+                updated_after=data.updatedAfter, updated_before=data.updatedBefore, viewer=data.userId,
+                agent_id=data.agentId, execution_id=data.executionId, agent_type=data.agentType,
+                agent_source=data.agentSource, agent_suggestions=bool(data.agentSuggestions),
+                agent_comments=bool(data.agentComments))
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetAnnotations) -> tuple[Any, str | None]:
@@ -163,6 +200,10 @@ def _change(change: AnnotationChange, actor: dict[str, Any]) -> dict[str, Any]:
     for name in ("location", "context"):
         if name in sent:
             out[name] = sent[name]
+    if change.type is not None:
+        out["kind"] = change.type
+    if change.suggestion is not None:
+        out["suggestion"] = change.suggestion
     if change.visibility is not None:
         restricted = change.visibility.type == "restricted"
         out |= {
@@ -191,8 +232,22 @@ def _change_events(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[
 
 
 def _is_agent_suggestion(thread: dict[str, Any]) -> bool:
-    context = thread.get("context")
-    return isinstance(context, dict) and context.get("sourceType") == "agent" and context.get("type") == "suggestion"
+    return thread["kind"] == "suggestion" and thread["source_type"] == "agent"
+
+
+def _suggestion_status(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+    """A suggestion's payload with the status its thread's move gives it (a terminal status accepts it, or rejects
+    it when its id is `rejected`; leaving a terminal status makes it pending again); None when it stays."""
+    if after["kind"] != "suggestion" or before["status"] == after["status"]:
+        return None
+    if after["status_type"] == "terminal":
+        status = "rejected" if after["status"].lower() == "rejected" else "accepted"
+    elif before["status_type"] == "terminal":
+        status = "pending"
+    else:
+        return None
+    current = after["suggestion"] or {}
+    return None if current.get("status") == status else {**current, "status": status}
 
 
 async def _suggestion_decision(conn, *, key: dict[str, Any], before: dict[str, Any], after: dict[str, Any],
@@ -214,7 +269,7 @@ async def _suggestion_decision(conn, *, key: dict[str, Any], before: dict[str, A
     kind = "comment_annotation.suggestion_reject" if rejected else "comment_annotation.suggestion_accept"
     record = events.record(action_type=kind, actor=actor, thread=after,
                            changes={"status": {"from": before["status"], "to": after["status"]}}, now=now)
-    context: dict[str, Any] = before["context"]
+    context: dict[str, Any] = before["agent"] or before["context"] or {}
     # The decision is the reviewer's (a human judgment): the agent's block goes under `suggestion`, not `agent`.
     suggestion: dict[str, Any] = {
         "status": "rejected" if rejected else "accepted", "resolvedBy": actor.get("userId"), "resolvedAt": now,
@@ -243,6 +298,10 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
         config = await events.config_of(tx.conn, tenant=tenant)
         change = _change(data.updatedData, actor) if data.updatedData else {}
         found: dict[str, dict[str, Any]] = {}
+        if data.updatedData:
+            mismatch = _visibility_issues(data.updatedData.visibility, data.organizationId, ["updatedData"])
+            if mismatch:
+                raise invalid(mismatch[0]["message"], mismatch)
         if data.updatedData:  # the threads named, narrowed by the filters; without ids, all the filters match
             threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds,
                                                   location_ids=data.locationIds, user_ids=data.userIds)
@@ -256,6 +315,11 @@ async def update(svc: Services, *, tenant: Tenant, data: UpdateAnnotations) -> d
                 continue
             after = await repo.update_annotation(tx.conn, **key, id=annotation_id, change=change, now=now)
             assert after is not None  # locked above: it is still there
+            moved = None if "suggestion" in change else _suggestion_status(before, after)
+            if moved is not None:
+                after = await repo.update_annotation(tx.conn, **key, id=annotation_id, change={"suggestion": moved},
+                                                     now=now)
+                assert after is not None
             if GROWS.intersection(change) and after["bytes"] > before["bytes"]:
                 await room(tx.conn, svc, after, path="updatedData")  # refusing rolls the whole call back
             batch = [
@@ -296,9 +360,6 @@ async def _organization_of(conn, *, tenant: Tenant, data: DeleteAnnotations) -> 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> dict[str, Any]:
     """Delete threads of a document (all of them when no ids are given), narrowed by locations, creators and agents,
     with everything in them."""
-    if data.agentSuggestions:  # refused rather than ignored: ignoring a narrowing filter would widen the delete
-        message = "collab has no agent suggestions to narrow a delete to: leave agentSuggestions out."
-        raise invalid(message, [issue(["agentSuggestions"], message, "invalid")])
     async with transaction(svc.pool, svc.redis) as tx:
         organization_id = await _organization_of(tx.conn, tenant=tenant, data=data)
         key: dict[str, Any] = {"api_key_id": tenant.api_key_id, "organization_id": organization_id}
@@ -308,7 +369,8 @@ async def delete(svc: Services, *, tenant: Tenant, data: DeleteAnnotations) -> d
                                 user_ids={data.actionUser.userId}, role="editor", svc=svc)
         threads = await repo.lock_annotations(tx.conn, **key, document_id=data.documentId, ids=data.annotationIds,
                                               location_ids=data.locationIds, user_ids=data.userIds,
-                                              agent_id=data.agentId, agent_urls=data.agentUrls)
+                                              agent_id=data.agentId, agent_urls=data.agentUrls,
+                                              agent_suggestions=data.agentSuggestions)
         if data.verifyUserPermissions:  # delete-all included: never a thread the actor cannot see
             threads = [t for t in threads if access.may_see(t, data.actionUser.userId)]
         deleted = await repo.delete_annotations(tx.conn, **key, document_id=data.documentId,

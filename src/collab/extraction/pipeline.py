@@ -116,7 +116,7 @@ def draft(agent: Agent, tasks: list[Task]) -> dict[str, Any]:
     """The spec's Extracted agent draft; every {{placeholder}} of the prompt is a declared context field."""
     fields = dict(agent.fields)
     for name in dict.fromkeys(_PLACEHOLDER.findall(agent.prompt)):
-        fields.setdefault(name, ContextField(id=name, title=_title(name), type="text"))
+        fields.setdefault(name, ContextField(id=name, title=_title(name), type="string"))
     out: dict[str, Any] = {
         "name": agent.name, "description": agent.description, "prompt": agent.prompt,
         "sourceTasks": [tasks[i - 1].text for i in agent.task_ids]

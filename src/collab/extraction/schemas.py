@@ -4,6 +4,7 @@ import base64
 import binascii
 import math
 import re
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -68,12 +69,29 @@ class ExtractAgents(Model):
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
+# The types a user-context field may have (agents/create refuses any other): a model's other words map to them.
+CONTEXT_FIELD_TYPES = ("string", "number", "boolean")
+_NUMERIC = frozenset({"number", "integer", "int", "float", "decimal"})
+_BOOLEAN = frozenset({"boolean", "bool"})
+
+
+def context_type(value: str) -> str:
+    """A model's type word as agents/create takes it: number or boolean when it says so, else string (text, date,
+    url, list and the like are strings)."""
+    word = value.strip().lower()
+    return "number" if word in _NUMERIC else "boolean" if word in _BOOLEAN else "string"
+
 
 class ContextField(BaseModel):
     id: str = Field(pattern=_ID.pattern)
     title: str = Field(min_length=1, max_length=200)
-    type: str = Field(min_length=1, max_length=20)
+    type: Literal["string", "number", "boolean"]
     example: str | None = None
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _typed(cls, value: object) -> object:
+        return context_type(value) if isinstance(value, str) else value
 
 
 class DraftAgent(BaseModel):
@@ -112,7 +130,7 @@ class MergeAnswer(BaseModel):
 class UserContextField(Doc):
     id: str
     title: str
-    type: str
+    type: Literal["string", "number", "boolean"] = Field(description="As agents/create takes it.")
     example: str | None = Field(None, description="Absent when the model gave none.")
 
 
