@@ -93,7 +93,9 @@ NOT_FOUND_VARIANTS: dict[tuple[str, str], str] = {
     # A read of one editor's state (crdt/get, the realtime join) names the editor; a delete outcome does not.
     ("crdt", "editor"): "CRDT data does not exist for this editor ID.",
     # versions/restore past the oldest version kept (COLLAB_AGENT_VERSIONS_KEPT): Velt's NOT_FOUND for that case.
-    ("agent", "previous_version"): "The agent's previous version does not exist: only the latest versions are kept."
+    ("agent", "previous_version"): "The agent's previous version does not exist: only the latest versions are kept.",
+    # The public workspace/email/status for an address that owns no workspace: Velt's documented words.
+    ("user", "owner_email"): "User not found"
 }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from collab.kit import ratelimit
-from collab.kit.errors import ApiError, invalid, issue
+from collab.kit.errors import ApiError, invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.notifications import mail
@@ -53,7 +53,7 @@ async def public_status(svc: Services, *, data: EmailStatusQuery) -> tuple[dict[
         async with svc.pool.connection() as conn:
             owned = await repo.owned_workspaces(conn, email=address, limit=1)
     if not owned:
-        raise ApiError("NOT_FOUND", "User not found")
+        raise not_found("user", "owner_email")
     return {"verified": True}, "Email verified"
 
 
