@@ -17,6 +17,7 @@ from collab.insights.routes import router as insights
 from collab.judgments.routes import router as judgments
 from collab.kit.openapi import ERRORS
 from collab.knowledge.routes import router as knowledge
+from collab.locations.routes import router as locations
 from collab.memory.routes import router as memory
 from collab.notifications.email_routes import router as notification_email
 from collab.notifications.routes import router as notifications
@@ -32,7 +33,7 @@ from collab.workspaces.routes import router as workspaces
 ROUTERS = [
     workspaces, organizations, documents, users, permissions, notifications, notification_email, activities, presence,
     recordings, crdt, extraction, agents, agent_executions, agent_prompts, judgments, memory, ask_ai, webhooks,
-    comments, realtime, knowledge, insights
+    comments, locations, realtime, knowledge, insights
 ]
 
 

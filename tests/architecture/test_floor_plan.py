@@ -22,7 +22,7 @@ FLOORS = [
     ("workspaces", "webhooks"),  # per-key settings, outbound events
     ("organizations", "documents", "presence", "recordings", "crdt"),  # the tenancy tree and per-document data
     ("permissions", ),  # grants, effective access, user tokens
-    ("notifications", "activities", "comments", "realtime"),  # feeds about documents; live rooms over them
+    ("notifications", "activities", "comments", "locations", "realtime"),  # feeds about documents; live rooms over them
     ("judgments", "extraction", "knowledge", "ask_ai", "agents", "insights", "memory"),  # derived knowledge and AI
     ("users", ),  # people, groups, and deleting a user's data from every feature
     ("health", "worker", "api", "console", "app", "cli", "testing")  # entry points; the test harness last

@@ -443,6 +443,11 @@ def own_judgment(client: httpx.Client, t: Tenant, i: Ids) -> None:
     result(post(client, "/v2/activities/add", _where(i, activities=[activity]), t.headers))
 
 
+def _location(i: Ids) -> str:
+    """The location of A's thread (`loc-<tag>`, the tag its annotation id ends with)."""
+    return "loc-" + i.ann.partition("-")[2]
+
+
 def _where(i: Ids, **more: Any) -> dict[str, Any]:
     return {"organizationId": i.org, "documentId": i.doc, **more}
 
@@ -800,6 +805,10 @@ CASES: dict[str, Case] = {
         lambda i: _where(i, annotationIds=[i.ann], updatedData={"status": {"id": "resolved"}}),
         lambda i: _where(i, updateUsers=[{"from": {"userId": i.user}, "to": {"userId": i.user2}}])),
     "/v2/commentannotations/delete": Case(lambda i: _where(i, annotationIds=[i.ann]), lambda i: _where(i)),
+    "/v2/organizations/documents/locations/update": Case(
+        lambda i: _where(i, migrate={"oldLocation": {"id": _location(i)}, "newLocation": {"id": "moved"}}),
+        lambda i: _where(i, migrate={"oldLocation": {"id": _location(i)}, "newLocation": {"name": "x"}}, merge=True)),
+    "/v2/organizations/documents/locations/data/delete": Case(lambda i: _where(i, location={"id": _location(i)})),
     "/v2/commentannotations/count/get": Case(
         lambda i: {"organizationId": i.org, "userId": i.user2},
         lambda i: {"organizationId": i.org, "userId": i.user, "documentIds": [i.doc, i.doc2]}),
