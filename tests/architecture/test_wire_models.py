@@ -132,15 +132,19 @@ ALERT = {
 CASES: list[tuple[type[Doc], tuple[Any, ...], list[dict[str, Any]]]] = [
     (Organization, (), [{"id": "o1", "name": "Acme", "disabled": False, "created_at": NOW, "updated_at": NOW + 1},
                         {"id": "o2", "name": None, "disabled": True, "created_at": NOW, "updated_at": NOW}]),
-    (Document, (),
-     [{"id": "d1", "organization_id": "o1", "name": "Plan", "folder_id": "f1", "created_at": NOW, "updated_at": NOW},
-      {"id": "d2", "organization_id": "o1", "name": None, "folder_id": None, "created_at": NOW, "updated_at": NOW}]),
-    (Folder, (), [{
-        "id": "f2", "parent_id": "f1", "ancestors": ["f0", "f1"], "name": "Drafts", "created_at": NOW,
-        "updated_at": NOW + 1, "access_type": "restricted"
+    (Document, (), [{
+        "id": "d1", "organization_id": "o1", "name": "Plan", "folder_id": "f1", "created_at": NOW, "updated_at": NOW,
+        "access_type": None, "folder_access_type": "public", "disabled": False
     }, {
-        "id": "f0", "parent_id": None, "ancestors": [], "name": None, "created_at": NOW, "updated_at": None,
-        "access_type": None
+        "id": "d2", "organization_id": "o1", "name": None, "folder_id": None, "created_at": NOW, "updated_at": NOW,
+        "access_type": None, "folder_access_type": None, "disabled": True
+    }]),
+    (Folder, (), [{
+        "id": "f2", "organization_id": "o1", "parent_id": "f1", "ancestors": ["f0", "f1"], "name": "Drafts",
+        "created_at": NOW, "updated_at": NOW + 1, "access_type": "restricted", "effective_type": "restricted"
+    }, {
+        "id": "f0", "organization_id": "o1", "parent_id": None, "ancestors": [], "name": None, "created_at": NOW,
+        "updated_at": None, "access_type": None, "effective_type": None
     }]),
     (UserWithAccess, (), [{"user_id": "u1", "access_role": "editor", "name": "Ana", "email": "ana@example.com"},
                           {"user_id": "u2", "access_role": "viewer", "name": None, "email": None}]),

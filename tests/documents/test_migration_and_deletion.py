@@ -64,7 +64,7 @@ def test_migration_moves_every_feature(client, live, db):
     got = result(
         post(client, "/v2/auth/permissions/get", {"organizationId": "o1", "userIds": ["u1"], "documentIds": ["d1-new"]},
              t.headers))
-    assert got["u1"]["documents"]["d1-new"] == {"accessRole": "editor"}
+    assert got["u1"]["documents"]["d1-new"] == {"accessRole": "editor", "accessType": "organizationPrivate"}
     [editor] = result(post(client, "/v2/crdt/get", {"organizationId": "o1", "documentId": "d1-new"}, t.headers))
     assert editor["data"] == "hello" and editor["lastUpdatedBy"] == "u1"
 

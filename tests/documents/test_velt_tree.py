@@ -70,9 +70,9 @@ def test_update_renames_and_moves_a_folder_with_everything_in_it(client, sdk, cl
     access = result(
         post(client, "/v2/auth/permissions/get",
              {"organizationId": "o1", "userIds": ["u1", "u2"], "documentIds": ["da11", "da"]}, t.headers))
-    assert access["u1"]["documents"]["da11"] == {"accessRole": "editor"}
+    assert access["u1"]["documents"]["da11"] == {"accessRole": "editor", "accessType": "organizationPrivate"}
     assert access["u2"]["documents"]["da11"]["errorCode"] == "permission_denied"
-    assert access["u2"]["documents"]["da"] == {"accessRole": "editor"}
+    assert access["u2"]["documents"]["da"] == {"accessRole": "editor", "accessType": "organizationPrivate"}
     # "root" (Velt's name for the top) moves a folder to the top level.
     result(
         post(client, UPDATE, {"organizationId": "o1", "folders": [{"folderId": "a11", "parentFolderId": "root"}]},

@@ -37,9 +37,13 @@ def test_organizations_add_get_update_delete(client, clock):
     listed = post(client, "/v2/organizations/get", {}, t.headers).json()["result"]
     now = int(clock["now"] * 1000)
     assert listed["data"] == [{
-        "organizationId": "o1", "disabled": False, "organizationName": "Acme", "createdAt": now, "updatedAt": now
-    }, {"organizationId": "o2", "disabled": False, "organizationName": "Beta", "createdAt": now, "updatedAt": now}]
-    assert listed["pageToken"] is None
+        "organizationId": "o1", "id": "o1", "disabled": False, "organizationName": "Acme", "createdAt": now,
+        "updatedAt": now
+    }, {
+        "organizationId": "o2", "id": "o2", "disabled": False, "organizationName": "Beta", "createdAt": now,
+        "updatedAt": now
+    }]
+    assert listed["pageToken"] is None and listed["nextPageToken"] is None
 
     gone = result(post(client, "/v2/organizations/delete", {"organizationIds": ["o1", "zz"]}, t.headers))
     assert gone == {

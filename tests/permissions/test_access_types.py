@@ -99,7 +99,9 @@ def test_a_document_disabled_alone_denies_everyone_on_it_only(client, sdk):
     entry = result(
         post(client, PERMISSIONS, {"organizationId": "o1", "userIds": ["ana"], "documentIds": ["d1", "d2"]},
              t.headers))["ana"]["documents"]
-    assert entry["d1"] == {"error": "Document access is disabled.", "errorCode": "permission_denied"}
+    assert entry["d1"] == {
+        "error": "Document access is disabled.", "errorCode": "permission_denied", "accessType": "organizationPrivate"
+    }
     assert entry["d2"]["accessRole"] == "editor"
     api.updateDocumentDisableState(
         UpdateDocumentDisableStateRequest(organizationId="o1", documentIds=["d1"], disabled=False))
@@ -227,7 +229,9 @@ def test_a_folder_added_with_its_access_type_applies_it_and_shows_it(client, sdk
              t.headers))["ana"]["documents"]["d3"]
     assert entry["errorCode"] == "permission_denied"  # ana's organization role stays out of the restricted folder
     folders = {f["folderId"]: f for f in api.getFolders(GetFoldersRequest(organizationId="o1"))["result"]["data"]}
-    assert folders["f3"]["accessType"] == "restricted" and "accessType" not in folders["f1"]
+    assert (folders["f3"]["accessType"], folders["f3"]["inheritAccessFromParent"]) == ("restricted", False)
+    # f1 sets none: it shows the type it has (the default) and that it inherits (issue #51 item 6).
+    assert (folders["f1"]["accessType"], folders["f1"]["inheritAccessFromParent"]) == ("organizationPrivate", True)
     err = error(
         post(client, "/v2/organizations/folders/add",
              {"organizationId": "o1", "folders": [{"folderId": "f4", "accessType": "secret"}]}, t.headers),

@@ -64,7 +64,9 @@ def test_invite_accept_grants_and_decline_does_not(client, sdk, clock):
                                  user={"userId": "u1", "name": "Ana"}, authToken=token_of(client, t, "u1")))
     data = accepted["result"]["data"]
     assert (data["status"], data["userId"], data["lastUpdated"]) == ("ACCEPTED", "u1", now + 10_000)
-    assert access(client, t, "u1", documentIds=["d1"])["documents"]["d1"] == {"accessRole": "editor"}
+    assert access(client, t, "u1",
+                  documentIds=["d1"
+                               ])["documents"]["d1"] == {"accessRole": "editor", "accessType": "organizationPrivate"}
     # The profile carries the invited e-mail.
     enable_advanced_queries(client, t)
     listed = result(post(client, "/v2/users/get", {"organizationId": "o1"}, t.headers))
@@ -102,7 +104,9 @@ def test_invite_accept_grants_and_decline_does_not(client, sdk, clock):
                 "documentId": "d1", "user": {"userId": "u2"}
             }, t.headers))
     assert accepted_doc["status"] == "ACCEPTED"
-    assert access(client, t, "u2", documentIds=["d1"])["documents"]["d1"] == {"accessRole": "editor"}
+    assert access(client, t, "u2",
+                  documentIds=["d1"
+                               ])["documents"]["d1"] == {"accessRole": "editor", "accessType": "organizationPrivate"}
     assert access(client, t, "u2")["organization"]["o1"]["errorCode"] == "permission_denied"  # the document only
 
 
@@ -247,7 +251,9 @@ def test_accepting_a_folder_invitation_grants_the_folder_and_what_it_holds(clien
     result(post(client, INVITE, invite, t.headers))
     result(post(client, RESPOND, {**invite, "status": "ACCEPTED", "user": {"userId": "u3"}}, t.headers))
     got = access(client, t, "u3", folderIds=["f1"], documentIds=["d1"])
-    assert got["folders"]["f1"] == {"accessRole": "editor"} and got["documents"]["d1"] == {"accessRole": "editor"}
+    assert got["folders"]["f1"] == {
+        "accessRole": "editor", "accessType": "organizationPrivate"
+    } and got["documents"]["d1"] == {"accessRole": "editor", "accessType": "organizationPrivate"}
     assert got["organization"]["o1"]["errorCode"] == "permission_denied"
     # An invitation to a folder that does not exist is refused by the database's own check: nothing is stored.
     missing = post(client, INVITE, {**invite, "folderId": "nope"}, t.headers)

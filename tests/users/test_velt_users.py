@@ -198,8 +198,9 @@ def test_users_add_creates_what_its_flags_name(client, sdk):
     access = result(
         post(client, "/v2/auth/permissions/get",
              {"organizationId": "o1", "userIds": ["u1", "u3"], "folderIds": ["f2"], "documentIds": ["d1"]}, t.headers))
-    assert access["u1"]["folders"]["f2"] == {"accessRole": "editor"}  # f1's role reaches the folder below it
-    assert access["u3"]["documents"]["d1"] == {"accessRole": "editor"}
+    assert access["u1"]["folders"]["f2"] == {"accessRole": "editor", "accessType": "organizationPrivate"
+                                             }  # f1's role reaches the folder below it
+    assert access["u3"]["documents"]["d1"] == {"accessRole": "editor", "accessType": "organizationPrivate"}
     # Without the flags nothing is created, and a missing parent creates nothing either.
     missing = result(post(client, "/v2/users/add", {"organizationId": "o2", "users": [{"userId": "u1"}]}, t.headers))
     assert missing["u1"] == {"success": False, "id": "u1", "message": "Organization does not exist"}

@@ -106,6 +106,14 @@ _ACTIVITY_FIELDS = {
 }
 
 
+class ActivityMetadata(Doc):
+    """Velt's `metadata` of an activity: where it belongs."""
+
+    apiKey: str = Field(description="The API key the record belongs to (the caller's).")
+    organizationId: str
+    documentId: str | None = Field(None, description="Absent for an activity of no document.")
+
+
 class Activity(Doc):
     """An activity log record; fields never set are left out."""
 
@@ -125,11 +133,22 @@ class Activity(Doc):
     actionIcon: str | None = None
     isActivityResolverUsed: bool
     timestamp: int = Field(description="When the activity happened, epoch milliseconds.")
+    metadata: ActivityMetadata | None = Field(
+        None, description="In activities/get: Velt's place for the record's scope (the same ids as at the top).")
 
     @staticmethod
     def wire(row: dict[str, Any]) -> dict[str, Any]:
         """An activity log record as the spec names its fields (unset ones left out)."""
         return {wire: row[column] for column, wire in _ACTIVITY_FIELDS.items() if row.get(column) is not None}
+
+    @staticmethod
+    def listed(row: dict[str, Any], api_key_id: str) -> dict[str, Any]:
+        """A record as activities/get lists it: with Velt's `metadata` (the caller's API key and the record's ids)."""
+        record = Activity.wire(row)
+        record["metadata"] = {"apiKey": api_key_id, "organizationId": row["organization_id"]}
+        if row.get("document_id") is not None:
+            record["metadata"]["documentId"] = row["document_id"]
+        return record
 
 
 class ActivitiesAdded(Doc):

@@ -185,7 +185,8 @@ async def list_activities(svc: Services, *, tenant: Tenant,
                                     feature_types=data.featureTypes, action_types=data.actionTypes, user_id=data.userId,
                                     activity_ids=data.activityIds, after_ts=after_ts, after_id=after_id,
                                     desc=data.order == "desc", limit=data.pageSize + 1, budget=budget)
-    return pager.cut(rows, data.pageSize, "timestamp", "id", render=Activity.wire, budget=budget)
+    return pager.cut(rows, data.pageSize, "timestamp", "id", render=lambda r: Activity.listed(r, tenant.api_key_id),
+                     budget=budget)
 
 
 async def delete(svc: Services, *, tenant: Tenant, data: DeleteActivities) -> dict[str, Any]:

@@ -16,6 +16,9 @@ from collab.organizations.service import ensure as ensure_organization
 # target it means "no folder", unless the organization has a real folder of that id (ADR 0048).
 ROOT = "root"
 CYCLE = "A folder cannot be moved into itself or one of its subfolders."
+# How deep Velt's nested `subFolders` go below the folder asked for: each level is two levels of JSON, and the
+# encoder refuses documents nested past 255 (the flat list beside it still holds every folder).
+NEST_LEVELS = 50
 
 
 async def add(svc: Services, *, tenant: Tenant, data: AddFolders) -> dict[str, Any]:
@@ -61,7 +64,19 @@ async def get(svc: Services, *, tenant: Tenant, data: GetFolders) -> tuple[list[
     rows = [r for r in rows if r is top or data.folderId in r["ancestors"]]
     if data.maxDepth is not None:
         rows = [r for r in rows if len(r["ancestors"]) - base <= data.maxDepth]
-    return [Folder.wire(r) for r in rows], None
+    records = [Folder.wire(r) for r in rows]
+    return [_nested(records, base), *records[1:]], None
+
+
+def _nested(records: list[dict[str, Any]], base: int) -> dict[str, Any]:
+    """The first record (the folder asked for) with Velt's `subFolders`: its descendants in `records` (parents before
+    children) nested under their parents, down to NEST_LEVELS levels; the flat records are left as they are."""
+    copies = {r["folderId"]: dict(r) for r in records if len(r["ancestors"]) - base <= NEST_LEVELS}
+    for record in records[1:]:
+        parent = copies.get(record["parentFolderId"])
+        if record["folderId"] in copies and parent is not None:
+            parent.setdefault("subFolders", []).append(copies[record["folderId"]])
+    return copies[records[0]["folderId"]]
 
 
 async def _page(svc: Services, *, tenant: Tenant, data: GetFolders) -> tuple[list[dict[str, Any]], str | None]:

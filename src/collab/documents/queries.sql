@@ -14,13 +14,23 @@ with organization as (
 select exists (select 1 from organization) as organization, array(select id from added) as added
 
 -- name: list_documents
--- A page of an organization's documents by id, optionally only some ids or one folder's.
-select * from documents
-where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s
-  and (%(ids)s::text[] is null or id = any(%(ids)s))
-  and (%(folder_id)s::text is null or folder_id = %(folder_id)s)
-  and (%(after_id)s::text is null or id > %(after_id)s)
-order by id
+-- A page of an organization's documents by id, optionally only some ids or one folder's, each with the access type
+-- of the nearest folder above it that sets one (`folder_access_type`; null when none does).
+select d.*,
+       (with recursive up as (
+            select f.parent_id, f.access_type, 0 as depth from folders f
+            where f.api_key_id = d.api_key_id and f.organization_id = d.organization_id and f.id = d.folder_id
+          union all
+            select f.parent_id, f.access_type, up.depth + 1 from folders f join up on f.id = up.parent_id
+            where f.api_key_id = d.api_key_id and f.organization_id = d.organization_id and up.access_type is null
+        )
+        select access_type from up where access_type is not null order by depth limit 1) as folder_access_type
+from documents d
+where d.api_key_id = %(api_key_id)s and d.organization_id = %(organization_id)s
+  and (%(ids)s::text[] is null or d.id = any(%(ids)s))
+  and (%(folder_id)s::text is null or d.folder_id = %(folder_id)s)
+  and (%(after_id)s::text is null or d.id > %(after_id)s)
+order by d.id
 limit %(limit)s
 
 -- name: update_document
@@ -86,13 +96,16 @@ returning id
 select * from folders where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and id = %(id)s
 
 -- name: folder_tree
--- Every folder of an organization with its ancestors (root first), parents before children.
+-- Every folder of an organization with its ancestors (root first) and the access type it has, set or inherited
+-- from the nearest folder above (`effective_type`, null when none sets one), parents before children.
 with recursive tree as (
-    select id, name, parent_id, created_at, updated_at, access_type, array[]::text[] as ancestors
+    select id, organization_id, name, parent_id, created_at, updated_at, access_type,
+           access_type as effective_type, array[]::text[] as ancestors
     from folders
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and parent_id is null
   union all
-    select f.id, f.name, f.parent_id, f.created_at, f.updated_at, f.access_type, t.ancestors || t.id
+    select f.id, f.organization_id, f.name, f.parent_id, f.created_at, f.updated_at, f.access_type,
+           coalesce(f.access_type, t.effective_type), t.ancestors || t.id
     from folders f join tree t on f.parent_id = t.id
     where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
 )
@@ -100,13 +113,16 @@ select * from tree order by cardinality(ancestors), id
 
 -- name: folder_page
 -- A page of an organization's folders with their ancestors, parents before children (by depth, then id) after a
--- (depth, id) key; optionally only the top-level ones, or those at most max_depth levels down.
+-- (depth, id) key; optionally only the top-level ones, or those at most max_depth levels down. Each carries the
+-- access type it has, set or inherited (`effective_type`, as in folder_tree).
 with recursive tree as (
-    select id, name, parent_id, created_at, updated_at, access_type, array[]::text[] as ancestors
+    select id, organization_id, name, parent_id, created_at, updated_at, access_type,
+           access_type as effective_type, array[]::text[] as ancestors
     from folders
     where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and parent_id is null
   union all
-    select f.id, f.name, f.parent_id, f.created_at, f.updated_at, f.access_type, t.ancestors || t.id
+    select f.id, f.organization_id, f.name, f.parent_id, f.created_at, f.updated_at, f.access_type,
+           coalesce(f.access_type, t.effective_type), t.ancestors || t.id
     from folders f join tree t on f.parent_id = t.id
     where f.api_key_id = %(api_key_id)s and f.organization_id = %(organization_id)s
       and not %(root_only)s and (%(max_depth)s::int is null or cardinality(t.ancestors) < %(max_depth)s::int)

@@ -26,6 +26,7 @@ from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
 from collab.kit.openapi import ACKNOWLEDGED, BY_ID, answer, page
 from collab.kit.services import Services, services
+from collab.organizations.schemas import next_page
 
 router = APIRouter(tags=["documents"], route_class=StrictJsonRoute)
 Auth = Depends(api_key_auth)
@@ -38,10 +39,10 @@ async def add(body: Envelope[AddDocuments], tenant: Tenant = Auth, svc: Services
 
 
 @router.post("/organizations/documents/get", summary="List an organization's documents [API-key auth]",
-             responses=page(Document))
+             responses=next_page(Document))
 async def get(body: Envelope[GetDocuments], tenant: Tenant = Auth, svc: Services = Svc):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
-    return listed(records, token, "Documents retrieved successfully.")
+    return listed(records, token, "Documents retrieved successfully.", nextPageToken=token)
 
 
 @router.post("/organizations/documents/update", summary="Rename documents or move them to a folder [API-key auth]",

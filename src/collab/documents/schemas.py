@@ -163,46 +163,69 @@ class CountDocuments(Model):
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
+AccessType = Literal["public", "organizationPrivate", "restricted"]
+# Where neither a document nor a folder above it sets a type: the rule before access types (ADR 0051).
+DEFAULT_ACCESS_TYPE = "organizationPrivate"
+
 
 class Document(Doc):
     documentId: str
+    id: str = Field(description="Velt's name for documentId (the same value).")
     organizationId: str
     documentName: str | None = Field(None, description="Absent when the document was never named.")
     folderId: str | None = Field(None, description="Absent when the document is in no folder.")
+    disabled: bool = Field(description="True when the document's own access is disabled (everyone is denied).")
+    accessType: AccessType = Field(
+        description="The effective access type: the document's own, else the nearest folder's above it that sets one, "
+        "else organizationPrivate (ADR 0051).")
     createdAt: int = Field(description="Epoch milliseconds.")
     updatedAt: int = Field(description="Epoch milliseconds.")
 
     @staticmethod
     def wire(row: dict[str, Any]) -> dict[str, Any]:
-        """A document as clients see it (unset fields left out)."""
-        record = {"documentId": row["id"], "organizationId": row["organization_id"]}
+        """A document as clients see it (unset fields left out), with Velt's `id` beside `documentId`."""
+        record = {"documentId": row["id"], "id": row["id"], "organizationId": row["organization_id"]}
         if row["name"] is not None:
             record["documentName"] = row["name"]
         if row["folder_id"] is not None:
             record["folderId"] = row["folder_id"]
-        return record | {"createdAt": row["created_at"], "updatedAt": row["updated_at"]}
+        kind = row["access_type"] or row.get("folder_access_type") or DEFAULT_ACCESS_TYPE
+        return record | {
+            "disabled": row["disabled"], "accessType": kind, "createdAt": row["created_at"],
+            "updatedAt": row["updated_at"]
+        }
 
 
 class Folder(Doc):
     folderId: str
+    organizationId: str
     parentFolderId: str | None = Field(description="Null for a top-level folder.")
     ancestors: list[str] = Field(description="Folder IDs from the top-level folder down to the parent.")
     folderName: str | None = Field(None, description="Absent when the folder was never named.")
     createdAt: int = Field(description="Epoch milliseconds.")
     lastUpdated: int = Field(description="Epoch milliseconds: the last rename or move, else createdAt.")
-    accessType: Literal["public", "organizationPrivate", "restricted"] | None = Field(
-        None, description="Absent when the folder inherits its parent's (ADR 0051).")
+    accessType: AccessType = Field(
+        description="The effective access type: the folder's own, else the nearest folder's above it that sets one, "
+        "else organizationPrivate (ADR 0051).")
+    inheritAccessFromParent: bool = Field(description="True when the folder sets no access type of its own.")
+    subFolders: list["Folder"] | None = Field(
+        None, description="With `folderId`: on the folder asked for, its subfolders nested as Velt answers them (down "
+        "to `maxDepth`, at most 50 levels; the flat list beside it holds them all). Absent on a folder without any.")
 
     @staticmethod
     def wire(row: dict[str, Any]) -> dict[str, Any]:
-        """A folder with its parent and its ancestors, root first."""
-        record = {"folderId": row["id"], "parentFolderId": row["parent_id"], "ancestors": list(row["ancestors"])}
+        """A folder with its parent and its ancestors, root first, and its effective access type."""
+        record = {
+            "folderId": row["id"], "organizationId": row["organization_id"], "parentFolderId": row["parent_id"],
+            "ancestors": list(row["ancestors"])
+        }
         if row["name"] is not None:
             record["folderName"] = row["name"]
-        record |= {"createdAt": row["created_at"], "lastUpdated": row["updated_at"] or row["created_at"]}
-        if row["access_type"] is not None:
-            record["accessType"] = row["access_type"]
-        return record
+        return record | {
+            "createdAt": row["created_at"], "lastUpdated": row["updated_at"] or row["created_at"],
+            "accessType": row["effective_type"] or DEFAULT_ACCESS_TYPE, "inheritAccessFromParent": row["access_type"]
+            is None
+        }
 
 
 class DocumentCount(Doc):

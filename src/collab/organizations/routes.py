@@ -4,7 +4,7 @@ from fastapi import APIRouter, Depends
 
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok
-from collab.kit.openapi import BY_ID, page
+from collab.kit.openapi import BY_ID
 from collab.kit.services import Services, services
 from collab.organizations import service
 from collab.organizations.schemas import (
@@ -14,6 +14,7 @@ from collab.organizations.schemas import (
     Organization,
     UpdateDisableState,
     UpdateOrganizations,
+    next_page,
 )
 
 router = APIRouter(tags=["organizations"], route_class=StrictJsonRoute)
@@ -25,11 +26,11 @@ async def add(body: Envelope[AddOrganizations], tenant: Tenant = Depends(api_key
     return ok(await service.add(svc, tenant=tenant, data=body.data), "Organizations processed.")
 
 
-@router.post("/organizations/get", summary="List organizations [API-key auth]", responses=page(Organization))
+@router.post("/organizations/get", summary="List organizations [API-key auth]", responses=next_page(Organization))
 async def get(body: Envelope[GetOrganizations], tenant: Tenant = Depends(api_key_auth),
               svc: Services = Depends(services)):
     records, token = await service.get(svc, tenant=tenant, data=body.data)
-    return listed(records, token, "Organizations retrieved successfully.")
+    return listed(records, token, "Organizations retrieved successfully.", nextPageToken=token)
 
 
 @router.post("/organizations/update", summary="Rename organizations [API-key auth]", responses=BY_ID)

@@ -1,12 +1,14 @@
 """Request models of the organization endpoints."""
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import Field
 
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, IdList, Name, unique_by
-from collab.kit.openapi import Doc
+from collab.kit.openapi import Doc, PageOf
+
+T = TypeVar("T")
 
 
 class OrganizationIn(Model):
@@ -53,8 +55,24 @@ class UpdateDisableState(Model):
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
 
+class NextPageOf(PageOf[T], Generic[T]):
+    nextPageToken: str | None = Field(description="Velt's name for pageToken (the same value).")
+
+
+class NextPage(Doc, Generic[T]):
+    """`{result: {status, message, data: [...], pageToken, nextPageToken}}`: the page token under both names."""
+
+    result: NextPageOf[T]
+
+
+def next_page(record: Any) -> dict[int | str, dict[str, Any]]:
+    """`responses=` for a paged list of `record` whose token is also under Velt's `nextPageToken`."""
+    return {200: {"model": NextPage[record]}}
+
+
 class Organization(Doc):
     organizationId: str
+    id: str = Field(description="Velt's name for organizationId (the same value).")
     organizationName: str | None = Field(None, description="Absent when the organization was never named.")
     disabled: bool
     createdAt: int = Field(description="Epoch milliseconds.")
@@ -63,7 +81,7 @@ class Organization(Doc):
     @staticmethod
     def wire(row: dict[str, Any]) -> dict[str, Any]:
         """An organization as clients see it."""
-        record = {"organizationId": row["id"], "disabled": row["disabled"]}
+        record = {"organizationId": row["id"], "id": row["id"], "disabled": row["disabled"]}
         if row["name"] is not None:
             record["organizationName"] = row["name"]
         return record | {"createdAt": row["created_at"], "updatedAt": row["updated_at"]}

@@ -44,6 +44,32 @@ def access_type(own: str | None, chain: list[str], folder_types: dict[str, str])
     return own or next((folder_types[f] for f in chain if f in folder_types), DEFAULT_TYPE)
 
 
+def types_of(*, folders: dict[str, list[str]], documents: dict[str, dict[str, Any]],
+             folder_types: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The effective access type of every existing folder and of each document read (ADR 0051), by section."""
+
+    def chain(folder_id: str | None) -> list[str]:
+        return [folder_id, *reversed(folders[folder_id])] if folder_id in folders else []
+
+    return {
+        "folders": {f: access_type(None, chain(f), folder_types)
+                    for f in folders}, "documents": {
+                        d: access_type(row.get("accessType"), chain(row.get("folder")), folder_types)
+                        for d, row in documents.items()
+                    }
+    }
+
+
+def with_types(answers: dict[str, Any], types: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """Velt's `accessType` on each folder and document entry of existing resources, allowed or denied alike."""
+    for answer in answers.values():
+        for section in ("folders", "documents"):
+            for ident, entry in answer[section].items():
+                if ident in types[section] and entry.get("errorCode") != "does_not_exist":
+                    answer[section][ident] = {**entry, "accessType": types[section][ident]}
+    return answers
+
+
 def reaching(kind: str, organization: list[dict[str, Any]], below: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The grants that reach a resource of an access type: organization roles stay out of a restricted one."""
     return below if kind == "restricted" else organization + below

@@ -11,6 +11,7 @@ from collab.kit.validation import Broken, rule, rules
 
 ResourceType = Literal["organization", "folder", "document"]
 AccessRole = Literal["viewer", "editor"]
+AccessType = Literal["public", "organizationPrivate", "restricted"]
 
 
 def _organization(v):
@@ -112,12 +113,17 @@ class GetToken(GenerateToken):
 
 # Response models (documentation and contract tests; see collab.kit.openapi).
 
+EFFECTIVE_TYPE = ("On folder and document entries of `auth/permissions/get` (Velt's): the resource's effective access "
+                  "type, its own or inherited from the nearest folder above that sets one (ADR 0051). Absent on "
+                  "organizations and on resources that do not exist.")
+
 
 class Granted(Doc):
     """Effective access to a resource: the winning role of the grants that apply."""
 
     accessRole: AccessRole
     expiresAt: int | None = Field(None, description="Unix seconds; absent when a winning grant never expires.")
+    accessType: AccessType | None = Field(None, description=EFFECTIVE_TYPE)
 
 
 class NoAccess(Doc):
@@ -125,6 +131,7 @@ class NoAccess(Doc):
 
     error: str
     errorCode: Literal["does_not_exist", "permission_denied"]
+    accessType: AccessType | None = Field(None, description=EFFECTIVE_TYPE)
 
 
 Access = Granted | NoAccess
@@ -168,7 +175,6 @@ class TokenKeys(Doc):
 
 # Access types (ADR 0051): Velt's organizations/documents/access/update, folders/access/update and
 # documents/access/disablestate/update.
-AccessType = Literal["public", "organizationPrivate", "restricted"]
 
 
 class UpdateDocumentAccess(Model):

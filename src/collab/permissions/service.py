@@ -102,6 +102,7 @@ class Pending:
     config: provider.Config | None = None
     queries: list[provider.Query] = field(default_factory=list)
     parents: dict[str, str | None] = field(default_factory=dict)
+    types: dict[str, dict[str, str]] = field(default_factory=dict)  # effective access types, by section and id
 
 
 async def read_access(conn: Conn, svc: Services, *, tenant: Tenant, organization_id: str, user_ids: list[str],
@@ -125,7 +126,9 @@ async def read_access(conn: Conn, svc: Services, *, tenant: Tenant, organization
                              document_ids=document_ids if document_ids is not None else granted(user, "document"))
         for user in user_ids
     }
-    pending = Pending(tenant=tenant, organization_id=organization_id, answers=answers)
+    types = (access.types_of(folders=folders, documents=documents, folder_types=folder_types)
+             if organization is not None else {})
+    pending = Pending(tenant=tenant, organization_id=organization_id, answers=answers, types=types)
     if not found["provider"]:  # read in the same statement: a tenant without one pays no round trip
         return pending
     pending.config = provider.config_of(svc, tenant.api_key_id, await
@@ -182,10 +185,15 @@ async def effective(svc: Services, *, tenant: Tenant, organization_id: str, user
 
 
 async def get(svc: Services, *, tenant: Tenant, data: GetPermissions) -> dict[str, Any]:
-    """Effective access keyed by userId: organization, folders and documents."""
+    """Effective access keyed by userId: organization, folders and documents, each folder and document entry with
+    its effective `accessType` (Velt's), allowed or denied."""
     asked = [["userIds"]] + [[name] for name in ("folderIds", "documentIds") if getattr(data, name) is not None]
-    return await effective(svc, tenant=tenant, organization_id=data.organizationId, user_ids=data.userIds,
-                           folder_ids=data.folderIds, document_ids=data.documentIds, fields=asked)
+    async with svc.pool.connection() as conn:
+        pending = await read_access(conn, svc, tenant=tenant, organization_id=data.organizationId,
+                                    user_ids=data.userIds, folder_ids=data.folderIds, document_ids=data.documentIds,
+                                    fields=asked)
+    answers = await settle(svc, pending)
+    return access.with_types(answers, pending.types) if pending.types else answers
 
 
 async def generate_token(svc: Services, *, tenant: Tenant, data: GenerateToken) -> dict[str, str]:
