@@ -49,9 +49,23 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class _Stderr(logging.StreamHandler):
+    """Writes to whatever `sys.stderr` is when a record is emitted, not the one at setup (a command run inside a test
+    would otherwise bind the test's captured stream, which closes with the test, and every later line of the
+    process's threads would fail with "I/O operation on closed file")."""
+
+    @property  # StreamHandler keeps a plain attribute; this one is read at each emit
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def setup(level: str = "INFO", as_json: bool = True) -> None:
     """Configure the root logger once per process."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     if as_json:
         handler.setFormatter(JsonFormatter())
     else:
