@@ -6,14 +6,14 @@ from collab.judgments import service
 from collab.judgments.schemas import (
     Backfilled,
     BackfillJudgments,
-    Judgment,
+    JudgmentPage,
     QueryJudgments,
     SearchAnswer,
     SearchJudgments,
 )
 from collab.kit.auth import Tenant, api_key_auth
 from collab.kit.envelope import Envelope, StrictJsonRoute, listed, ok, raw
-from collab.kit.openapi import answer, page, plain
+from collab.kit.openapi import answer, plain
 from collab.kit.services import Services, services
 
 router = APIRouter(tags=["ai"], route_class=StrictJsonRoute)
@@ -26,11 +26,13 @@ async def search(body: Envelope[SearchJudgments], tenant: Tenant = Depends(api_k
     return raw({"result": await service.search(svc, tenant=tenant, data=body.data)})
 
 
-@router.post("/memory/judgments/query", summary="List judgments by filters [API-key auth]", responses=page(Judgment))
+@router.post("/memory/judgments/query", summary="List judgments by filters [API-key auth]",
+             responses={200: {"model": JudgmentPage}})
 async def query(body: Envelope[QueryJudgments], tenant: Tenant = Depends(api_key_auth),
                 svc: Services = Depends(services)):
     records, token = await service.query(svc, tenant=tenant, data=body.data)
-    return listed(records, token, "Judgments retrieved successfully.")
+    velt = {"results": records, "total": len(records)} if body.data.limit is not None else {}  # Velt's form, beside
+    return listed(records, token, "Judgments retrieved successfully.", **velt)
 
 
 @router.post("/memory/backfill/judgments", summary="Derive the key's judgments again, a batch a call [API-key auth]",

@@ -7,7 +7,7 @@ from pydantic import AliasChoices, Field, field_validator
 
 from collab.kit.envelope import Model
 from collab.kit.fields import Id
-from collab.kit.openapi import Doc
+from collab.kit.openapi import Doc, PageOf
 from collab.kit.validation import Broken, rule, rules
 
 Decision = Literal["comment", "resolve", "approved", "rejected", "in_progress", "agree", "disagree", "endorse",
@@ -95,9 +95,21 @@ class QueryJudgments(Model):
     contentType: str = Field(None, min_length=1, max_length=200)
     reviewerId: str = OptionalId
     annotationId: str = Field(None, min_length=1, max_length=500)
-    # Velt's `limit` (velt-py's QueryJudgmentsRequest) names the page size too.
-    pageSize: int = Field(50, ge=1, le=500, validation_alias=AliasChoices("pageSize", "limit"))
+    pageSize: int = Field(50, ge=1, le=500)
     pageToken: str = Field(None, max_length=500)
+    limit: int = Field(
+        None, ge=1, le=500,
+        description="Velt's name for pageSize, and how a Velt call is told apart: one that sends it is "
+        "answered with Velt's `results` and `total` beside collab's `data` and `pageToken`.")
+
+    _rules = rules(
+        rule("limit", "pageSize")(lambda v: (Broken("limit", "limit cannot be combined with pageSize")
+                                             if "limit" in v and "pageSize" in v else None)))
+
+    @property
+    def size(self) -> int:
+        """The page size, by either name."""
+        return self.limit if self.limit is not None else self.pageSize
 
 
 def _bounds_in_order(v) -> Broken | None:
@@ -160,6 +172,18 @@ class Judgment(Doc):
         description="Cosine similarity to the query; 1.0 on the annotation and recency paths; null in listings.")
     scope: Literal["document", "organization", "apiKey"]
     agent: JudgmentAgent | None = Field(description="Null for a human decision.")
+
+
+class JudgmentPageOf(PageOf[Judgment]):
+    results: list[Judgment] | None = Field(
+        None, description="Present when the call sent `limit` (Velt's form): the same records as `data`.")
+    total: int | None = Field(None, description="Present with `results`: how many records it holds.")
+
+
+class JudgmentPage(Doc):
+    """collab's page of judgments, with Velt's `{results, total}` beside it for a call in Velt's form."""
+
+    result: JudgmentPageOf
 
 
 class JudgmentSearch(Doc):

@@ -32,23 +32,24 @@ async def search(svc: Services, *, tenant: Tenant, data: SearchJudgments) -> dic
 
 
 async def query(svc: Services, *, tenant: Tenant, data: QueryJudgments) -> tuple[list[dict[str, Any]], str | None]:
-    """Judgments by filters, newest first, without vector search: at most `pageSize` records and about
+    """Judgments by filters, newest first, without vector search: at most `pageSize` (or `limit`) records and about
     `max_response_bytes` of JSON (at least one record), and the token of the next page."""
     # The token is bound to the filters: a position in one listing means nothing in another.
-    filters = data.model_dump(exclude={"pageSize", "pageToken"})
+    filters = data.model_dump(exclude={"pageSize", "pageToken", "limit"})
     filters["documentId"] = data.documentId if data.organizationId else None  # ignored without an organization
     pager = paging.Pager.for_query(svc.keyring, tenant.api_key_id, "judgments", filters)
     after_ts, after_id = pager.after(data.pageToken, 2)
-    budget = svc.settings.max_response_bytes
+    # Velt's form (`limit` sent) carries the records twice (`data` and `results`): each copy gets half the bytes.
+    budget = svc.settings.max_response_bytes // (2 if data.limit is not None else 1)
     async with svc.pool.connection() as conn:
         rows = await repo.list_page(conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                                     document_id=data.documentId if data.organizationId else None,
                                     decision=data.decision, judge_type=data.judgeType, content_type=data.contentType,
                                     reviewer_id=data.reviewerId, annotation_id=data.annotationId, after_ts=after_ts,
-                                    after_id=after_id, limit=data.pageSize + 1, budget=budget)
+                                    after_id=after_id, limit=data.size + 1, budget=budget)
     scope = ("document"
              if data.organizationId and data.documentId else "organization" if data.organizationId else "apiKey")
-    return pager.cut(rows, data.pageSize, "created_at", "id", render=lambda r: record(r, scope), budget=budget)
+    return pager.cut(rows, data.size, "created_at", "id", render=lambda r: record(r, scope), budget=budget)
 
 
 async def backfill(svc: Services, *, tenant: Tenant, data: BackfillJudgments) -> dict[str, Any]:
