@@ -14,6 +14,7 @@ CLIENT_JSON = {
     "context",
     "agent",
     "attachments",  # comment threads (commentannotations/*)
+    "Annotation.suggestion",  # a suggestion's proposed change as its client sent it, with its status
     # An agent's configuration as its client wrote it (checked on the way in by the request models) and its metadata.
     *(f"{model}.{block}" for model in ("Agent", "AgentVersion")
       for block in ("metadata", "contextGathering", "execution", "response", "postProcess", "input", "scope", "setup")),

@@ -61,12 +61,14 @@ THREAD = {
     "status_meta": {"name": "Approved", "color": "#15803d", "lightColor": "#dcfce7", "iconUrl": "https://e.com/a.svg"
                     }, "priority": "P1", "priority_meta": {"name": "Urgent", "color": "#dc2626"}, "assigned_to": ACTOR,
     "from_user": ACTOR, "context": {"k": "v"}, "visibility": "restricted", "visible_user_ids": ["u2"],
-    "created_at": NOW, "updated_at": NOW + 1, "resolved_by": "u1"
+    "created_at": NOW, "updated_at": NOW + 1, "resolved_by": "u1", "kind": "suggestion", "source_type": "agent",
+    "agent": {"agentId": "agt_1", "executionId": "exe_1"}, "suggestion": {"status": "pending", "text": "Plan B"}
 }
 BARE_THREAD = THREAD | {
     "location": None, "target_element": None, "status": "open", "status_type": "default", "status_meta": None,
     "priority": None, "priority_meta": None, "assigned_to": None, "context": None, "visibility": "public",
-    "visible_user_ids": None, "resolved_by": None
+    "visible_user_ids": None, "resolved_by": None, "kind": "comment", "source_type": "rest-api", "agent": None,
+    "suggestion": None
 }
 PLACE = {"organization_id": "o1", "document_id": "d1", "annotation_id": "ann_1"}
 DELETION = {

@@ -24,6 +24,9 @@ def make_settings(servers, fake=None, **overrides) -> Settings:
         agent_execution_allow_private_pages=True,  # the agents tests' page server too
         # The tests' SMTP servers (aiosmtpd) listen on 127.0.0.1.
         email_allow_private_hosts=True,
+        # A loaded machine (CI beside other work) can leave the service's loop unscheduled for seconds: a Redis reply
+        # read late then is not Redis gone (the production default of 2 s is for a server that froze).
+        redis_timeout_s=10,
         # A stopped API process stops at once (no load balancer to drain from); the drain's own tests set it.
         drain_s=0)
     if fake is not None:

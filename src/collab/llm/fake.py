@@ -12,6 +12,7 @@ It measures the pipeline, never prompt quality.
 """
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -89,7 +90,7 @@ class FakeProviders:
                                  str] = lambda provider, body: ("rewritten: " + last_user_text(provider, body))
         self.release = None  # set in the server loop; hanging requests wait on it
         self.held_keys: set[str] = set()  # a request carrying one of these credentials waits for release_held()
-        self.held = 0  # requests waiting now because of held_keys
+        self.held = 0  # requests waiting now because of held_keys, whose callers still wait
         self._held_release: asyncio.Event | None = None
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP (else ~40 ms
         # delayed-ACK stalls per request).
@@ -171,9 +172,14 @@ class FakeProviders:
         if self.held_keys and any(key in value for value in request.headers.values() for key in self.held_keys):
             if self._held_release is None or self._held_release.is_set():
                 self._held_release = asyncio.Event()
-            self.held += 1
+            release = self._held_release
+            self.held += 1  # counted while its caller still waits (a caller that gave up is not held any more)
             try:
-                await self._held_release.wait()
+                while not release.is_set():
+                    if await request.is_disconnected():
+                        return JSONResponse({"error": {"message": "the caller went away"}}, 499)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(release.wait(), 0.1)
             finally:
                 self.held -= 1
         action = self.scripts[provider].popleft() if self.scripts[provider] else {}
