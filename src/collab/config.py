@@ -427,6 +427,14 @@ class Settings(BaseSettings):
     email_allow_private_hosts: bool = Field(
         default=False, description="`true` lets an API key's own SMTP server (`smtpHost`) be a private or loopback "
         "address (self-hosting, tests); off, such hosts are refused")
+    slack_timeout_s: float = Field(
+        default=10.0, gt=0, le=120, description="Seconds one notification post to an API key's Slack incoming webhook "
+        "(`slackWebhookUrl` of `workspace/emailconfig/update`) may take; a slower one is a failed try, retried on the "
+        "e-mail schedule. Slack messages are batched in `COLLAB_EMAIL_BATCH_WINDOW_S` and their webhook URL is "
+        "checked like a webhook endpoint's (`COLLAB_WEBHOOKS_ALLOW_PRIVATE_TARGETS`)")
+    slack_max_per_day: int = Field(
+        default=5000, ge=0, description="Slack messages per API key per 24 hours (one reports a batch of one user's "
+        "notifications); beyond, messages are recorded `skipped`")
     rate_limit_owner_email_status: str = Field(
         default="10/hour", description="Public `workspace/email/status` calls (no credentials) per e-mail address "
         "asked about, counted in Redis: it tells whether an address owns a workspace, so it cannot be used to probe")
