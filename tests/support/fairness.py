@@ -76,6 +76,9 @@ CASES: dict[str, Case] = {
     "send_notification_email": Case(
         "bulk", "one batch of one user's e-mails per job within COLLAB_EMAIL_TIMEOUT_S, "
         "capped per key per day"),
+    "send_notification_slack": Case(
+        "bulk", "one batch of one user's notifications per job, one post within COLLAB_SLACK_TIMEOUT_S, "
+        "capped per key per day"),
     "send_login_link": Case(
         "bulk", "one e-mail per job within COLLAB_EMAIL_TIMEOUT_S, three tries; queued only within "
         "COLLAB_RATE_LIMIT_LOGIN_LINK per address"),

@@ -15,7 +15,7 @@ from collab.kit.db.pool import Conn
 from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.jobs import Tx, transaction
 from collab.kit.services import Services
-from collab.notifications import mail, preferences
+from collab.notifications import mail, preferences, slack
 from collab.notifications import repository as repo
 from collab.notifications.schemas import EmailStatusQuery, UpdateEmailConfig
 
@@ -61,7 +61,10 @@ def view(row: dict[str, Any] | None) -> dict[str, Any]:
             shown[name] = config[name]
     if row["smtp_password_enc"] is not None:
         shown["smtpPassword"] = "****"
-    return {"useEmailService": row["use_email_service"], "emailServiceConfig": shown}
+    answer = {"useEmailService": row["use_email_service"], "emailServiceConfig": shown}
+    if row.get("slack_webhook_hint"):
+        answer[slack.FIELD] = row["slack_webhook_hint"]  # collab's Slack webhook (ADR 0050), shown once set
+    return answer
 
 
 async def get_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
@@ -71,34 +74,48 @@ async def get_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]:
 
 
 async def update_config(svc: Services, *, tenant: Tenant, data: UpdateEmailConfig) -> dict[str, Any]:
-    """Change the e-mail service (Velt's merge and first-enable defaults); secrets stored encrypted."""
-    sent = data.emailServiceConfig.model_dump(exclude_none=True) if data.emailServiceConfig else {}
+    """Change the e-mail service (Velt's merge and first-enable defaults) and/or the Slack webhook URL; secrets
+    stored encrypted. A new Slack URL is checked before the transaction (it may resolve a name)."""
+    hook = data.slackWebhookUrl
+    if hook and not slack.masked(hook):
+        await slack.check(hook, allow_private=svc.settings.webhooks_allow_private_targets)
     async with transaction(svc.pool, svc.redis) as tx:
         stored = await repo.email_config(tx.conn, api_key_id=tenant.api_key_id)
-        config = dict(stored["config"]) if stored else {}
-        enabling = data.useEmailService is True or sent.get("type") == "custom"
-        use = data.useEmailService if data.useEmailService is not None else bool(stored and stored["use_email_service"])
-        if enabling and "triggers" not in config:
-            config = {"type": "custom", **config, "triggers": dict(DEFAULT_TRIGGERS)}
-            use = True if data.useEmailService is None else data.useEmailService
-        secrets = {k: sent.pop(k) for k in SECRETS if k in sent}
-        if "triggers" in sent:
-            sent["triggers"] = {**config.get("triggers", {}), **sent["triggers"]}
-        config.update(sent)
-        masked = {"apiKey": _masked(stored["api_key_last4"] if stored else None), "smtpPassword": "****"}
-        # A secret sent back as shown (masked) keeps the stored one; "" clears it.
-        secrets = {k: v for k, v in secrets.items() if v != masked[k]}
-        has_key = secrets.get("apiKey") or (bool(stored and stored["api_key_enc"]) and "apiKey" not in secrets)
-        await _check(svc, config=config, use=use, has_key=bool(has_key))
-        key, password = secrets.get("apiKey"), secrets.get("smtpPassword")
-        saved = await repo.save_email_config(
-            tx.conn, api_key_id=tenant.api_key_id, use_email_service=use, config=config,
-            api_key_enc=svc.keyring.encrypt(key, _aad(tenant.api_key_id, "apiKey")) if key else None,
-            api_key_last4=key[-4:] if key else None, smtp_password_enc=svc.keyring.encrypt(
-                password, _aad(tenant.api_key_id, "smtpPassword")) if password else None,
-            clear_api_key=secrets.get("apiKey") == "", clear_smtp_password=secrets.get("smtpPassword") == "",
-            now=svc.now_ms())
-        return view(saved)
+        if data.useEmailService is not None or data.emailServiceConfig is not None:
+            stored = await _update_email(svc, tx, tenant=tenant, data=data, stored=stored)
+        if hook is not None:
+            stored = await slack.configure(tx.conn, svc=svc, api_key_id=tenant.api_key_id, url=hook, stored=stored,
+                                           now=svc.now_ms())
+        return view(stored)
+
+
+async def _update_email(svc: Services, tx: Tx, *, tenant: Tenant, data: UpdateEmailConfig,
+                        stored: dict[str, Any] | None) -> dict[str, Any]:
+    sent = data.emailServiceConfig.model_dump(exclude_none=True) if data.emailServiceConfig else {}
+    config = dict(stored["config"]) if stored else {}
+    enabling = data.useEmailService is True or sent.get("type") == "custom"
+    use = data.useEmailService if data.useEmailService is not None else bool(stored and stored["use_email_service"])
+    if enabling and "triggers" not in config:
+        config = {"type": "custom", **config, "triggers": dict(DEFAULT_TRIGGERS)}
+        use = True if data.useEmailService is None else data.useEmailService
+    secrets = {k: sent.pop(k) for k in SECRETS if k in sent}
+    if "triggers" in sent:
+        sent["triggers"] = {**config.get("triggers", {}), **sent["triggers"]}
+    config.update(sent)
+    masked = {"apiKey": _masked(stored["api_key_last4"] if stored else None), "smtpPassword": "****"}
+    # A secret sent back as shown (masked) keeps the stored one; "" clears it.
+    secrets = {k: v for k, v in secrets.items() if v != masked[k]}
+    has_key = secrets.get("apiKey") or (bool(stored and stored["api_key_enc"]) and "apiKey" not in secrets)
+    await _check(svc, config=config, use=use, has_key=bool(has_key))
+    key, password = secrets.get("apiKey"), secrets.get("smtpPassword")
+    saved = await repo.save_email_config(
+        tx.conn, api_key_id=tenant.api_key_id, use_email_service=use, config=config,
+        api_key_enc=svc.keyring.encrypt(key, _aad(tenant.api_key_id, "apiKey")) if key else None,
+        api_key_last4=key[-4:] if key else None,
+        smtp_password_enc=svc.keyring.encrypt(password, _aad(tenant.api_key_id, "smtpPassword")) if password else None,
+        clear_api_key=secrets.get("apiKey") == "", clear_smtp_password=secrets.get("smtpPassword") == "",
+        now=svc.now_ms())
+    return saved
 
 
 async def _check(svc: Services, *, config: dict[str, Any], use: bool, has_key: bool) -> None:
@@ -121,8 +138,15 @@ async def enqueue(conn: Conn, *, settings: Settings, now: int, api_key_id: str, 
                   document_id: str | None, notification_id: str, action_types: list[str] | None,
                   emails: dict[str, str | None], involved: list[str], headline: str, body: str) -> int:
     """Queue a notification for the e-mail of each recipient (userId to e-mail, None: look it up) who takes
-    e-mail; `action_types` (a service notification's) must include an enabled trigger. The number queued."""
+    e-mail, and for the Slack message of each who takes Slack (notifications/slack.py); `action_types` (a service
+    notification's) must include an enabled trigger. The number of e-mails queued."""
     config = await repo.email_config(conn, api_key_id=api_key_id)
+    # Slack follows the e-mail service's triggers once they are set, else the ones first enabling it would seed.
+    await slack.enqueue(conn, settings=settings, now=now, config=config,
+                        triggers=(config["config"].get("triggers") if config else None) or DEFAULT_TRIGGERS,
+                        api_key_id=api_key_id, organization_id=organization_id, document_id=document_id,
+                        notification_id=notification_id, action_types=action_types, user_ids=sorted(emails),
+                        involved=involved, headline=headline, body=body)
     if not config or not config["use_email_service"] or not emails:
         return 0
     triggers = config["config"].get("triggers") or {}
@@ -254,11 +278,13 @@ async def status(svc: Services, *, tenant: Tenant, data: EmailStatusQuery) -> tu
         rows = await repo.recent_emails(conn, api_key_id=tenant.api_key_id, user_id=data.userId, status=data.status,
                                         limit=data.pageSize)
         owner = await repo.workspace_owner(conn, workspace_id=tenant.workspace_id) if data.ownerEmail else None
+        slack_status = await slack.status(conn, api_key_id=tenant.api_key_id, config=config, user_id=data.userId,
+                                          state=data.status, limit=data.pageSize)
     answer: dict[str, Any] = {
         "useEmailService": bool(config and config["use_email_service"]),
         "type": (config["config"].get("type", "default") if config else "default"),
         "counts": {s: counts.get(s, 0)
-                   for s in STATES}, "emails": [_email_view(r) for r in rows]
+                   for s in STATES}, "emails": [_email_view(r) for r in rows], "slack": slack_status
     }
     message = "Email status retrieved successfully."
     if data.ownerEmail is not None:

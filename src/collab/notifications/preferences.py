@@ -16,7 +16,9 @@ from collab.notifications.schemas import GetPreferences, SetPreferences
 from collab.organizations.service import ensure as ensure_organization
 
 CHANNELS = ("inbox", "email", "slack")
-DEFAULTS = {"inbox": "ALL", "email": "ALL"}  # slack is shown only once set: collab sends nothing to Slack
+# slack is shown only once set; unset it is NONE: one Slack webhook serves the API key, so a user's notifications
+# go there only when they ask (notifications/slack.py).
+DEFAULTS = {"inbox": "ALL", "email": "ALL"}
 SET = "User config set successfully."
 
 
@@ -68,6 +70,9 @@ async def set_config(svc: Services, *, tenant: Tenant, data: SetPreferences) -> 
         if chosen.get("email") == "NONE" and not data.documentIds:
             await repo.cancel_emails(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
                                      user_ids=data.userIds, reason="The user turned e-mail off.", now=now)
+        if chosen.get("slack") == "NONE" and not data.documentIds:
+            await repo.cancel_slack(tx.conn, api_key_id=tenant.api_key_id, organization_id=data.organizationId,
+                                    user_ids=data.userIds, reason="The user turned Slack off.", now=now)
     results = {}
     for user in data.userIds:
         entry: dict[str, Any] = {"success": True, "userId": user, "message": SET}

@@ -385,9 +385,13 @@ limit %(limit)s
 select owner_email from workspaces where id = %(workspace_id)s
 
 -- name: forget_preferences
--- User-data deletion: the users' preferences and the e-mails waiting for them.
+-- User-data deletion: the users' preferences and the e-mails and Slack messages waiting for them.
 with gone as (
     delete from notification_preferences
+    where api_key_id = %(api_key_id)s and user_id = any(%(user_ids)s)
+      and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
+), slack as (
+    delete from notification_slack_messages
     where api_key_id = %(api_key_id)s and user_id = any(%(user_ids)s)
       and (%(organization_ids)s::text[] is null or organization_id = any(%(organization_ids)s))
 )
@@ -398,3 +402,101 @@ where api_key_id = %(api_key_id)s and user_id = any(%(user_ids)s)
 -- name: owned_workspaces
 -- The workspaces an e-mail address owns, a few at most (the public workspace/email/status and send-login-link).
 select id, name from workspaces where lower(owner_email) = lower(%(email)s) order by id limit %(limit)s
+
+-- Slack (notifications/slack.py): the API key's incoming webhook and the messages batched for it.
+
+-- name: save_slack_webhook
+-- Store (or clear, with nulls) the API key's sealed Slack incoming-webhook URL beside its e-mail service.
+insert into notification_email_configs (api_key_id, slack_webhook_enc, slack_webhook_hint, updated_at)
+values (%(api_key_id)s, %(webhook_enc)s, %(webhook_hint)s, %(now)s)
+on conflict (api_key_id) do update set
+    slack_webhook_enc = excluded.slack_webhook_enc, slack_webhook_hint = excluded.slack_webhook_hint,
+    updated_at = excluded.updated_at
+returning *
+
+-- name: open_slack
+-- Open the Slack message that gathers a user's notifications in an organization; nothing when one is open already.
+insert into notification_slack_messages (api_key_id, id, organization_id, user_id, status, due_at, created_at,
+                                         updated_at)
+values (%(api_key_id)s, %(id)s, %(organization_id)s, %(user_id)s, %(status)s, %(due_at)s, %(now)s, %(now)s)
+on conflict (api_key_id, organization_id, user_id) where status = 'open' do nothing
+
+-- name: lock_open_slack
+-- The open Slack message of a user in an organization, locked while a notification joins it.
+select * from notification_slack_messages
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and user_id = %(user_id)s
+  and status = 'open'
+for update
+
+-- name: add_slack_item
+-- A notification joins a Slack message; it closes (pending, due now) when it holds `max_size` notifications.
+with item as (
+    insert into notification_slack_items (api_key_id, message_id, notification_id, document_id, headline, body,
+                                          created_at)
+    values (%(api_key_id)s, %(message_id)s, %(notification_id)s, %(document_id)s, %(headline)s, %(body)s, %(now)s)
+    on conflict do nothing
+    returning message_id
+)
+update notification_slack_messages set
+    size = size + 1, updated_at = %(now)s,
+    status = case when size + 1 >= %(max_size)s then 'pending' else status end,
+    due_at = case when size + 1 >= %(max_size)s then %(now)s else due_at end
+where api_key_id = %(api_key_id)s and id in (select message_id from item)
+
+-- name: slack_today
+-- How many Slack messages an API key made in the last 24 hours (the daily bound).
+select count(*) as n from notification_slack_messages
+where api_key_id = %(api_key_id)s and created_at > %(since)s and status <> 'skipped'
+
+-- name: due_slack
+-- Slack messages whose time has come (window over, a retry due, a lost send after its lease), locked; oldest first.
+select * from notification_slack_messages
+where ((status in ('open', 'pending') and due_at <= %(now)s) or (status = 'sending' and lease_until <= %(now)s))
+order by due_at
+limit %(limit)s
+for update skip locked
+
+-- name: mark_slack_sending
+-- A Slack message handed to a send job: nobody else takes it until its lease ends.
+update notification_slack_messages set status = 'sending', lease_until = %(lease_until)s, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and id = %(id)s
+
+-- name: claim_slack
+-- The Slack message a send job is about, if it is still the job's: handed out for this attempt, not cancelled since.
+select * from notification_slack_messages
+where api_key_id = %(api_key_id)s and id = %(id)s and status = 'sending' and attempts = %(attempts)s
+
+-- name: slack_items
+-- The notifications a Slack message reports, oldest first.
+select * from notification_slack_items
+where api_key_id = %(api_key_id)s and message_id = %(message_id)s
+order by created_at, notification_id
+
+-- name: finish_slack
+-- Record an attempt: sent, failed for good, or pending again at `due_at` (a retry); only over the attempt it claimed.
+update notification_slack_messages set
+    status = %(status)s, attempts = attempts + 1, last_error = %(error)s, due_at = coalesce(%(due_at)s, due_at),
+    lease_until = null, sent_at = case when %(status)s = 'sent' then %(now)s else sent_at end, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and id = %(id)s and status = 'sending' and attempts = %(attempts)s
+
+-- name: cancel_slack
+-- A user who turned Slack off gets none of the Slack messages still waiting for them.
+update notification_slack_messages set status = 'cancelled', last_error = %(reason)s, updated_at = %(now)s
+where api_key_id = %(api_key_id)s and organization_id = %(organization_id)s and user_id = any(%(user_ids)s)
+  and status in ('open', 'pending', 'sending')
+
+-- name: slack_counts
+-- How many of an API key's Slack messages are in each state.
+select status, count(*) as n from notification_slack_messages where api_key_id = %(api_key_id)s group by status
+
+-- name: recent_slack
+-- An API key's latest Slack messages (optionally one user's or one state's), with the notifications each reports.
+select m.*, array(select i.notification_id from notification_slack_items i
+                  where i.api_key_id = m.api_key_id and i.message_id = m.id
+                  order by i.created_at, i.notification_id) as notification_ids
+from notification_slack_messages m
+where m.api_key_id = %(api_key_id)s
+  and (%(user_id)s::text is null or m.user_id = %(user_id)s)
+  and (%(status)s::text is null or m.status = %(status)s)
+order by m.created_at desc, m.id desc
+limit %(limit)s

@@ -280,3 +280,89 @@ async def workspace_owner(conn: Conn, *, workspace_id: str) -> str | None:
 async def owned_workspaces(conn: Conn, *, email: str, limit: int) -> list[dict[str, Any]]:
     """The workspaces `email` owns (by id), at most `limit`."""
     return await fetch_all(conn, q.owned_workspaces, {"email": email, "limit": limit})
+
+
+# Slack (notifications/slack.py)
+
+
+async def save_slack_webhook(conn: Conn, *, api_key_id: str, webhook_enc: bytes | None, webhook_hint: str | None,
+                             now: int) -> dict[str, Any]:
+    row = {"api_key_id": api_key_id, "webhook_enc": webhook_enc, "webhook_hint": webhook_hint, "now": now}
+    saved = await fetch_one(conn, q.save_slack_webhook, row)
+    assert saved is not None
+    return saved
+
+
+async def open_slack(conn: Conn, *, api_key_id: str, id: str, organization_id: str, user_id: str, status: str,
+                     due_at: int, now: int) -> dict[str, Any]:
+    """The open Slack message of a user in an organization, locked; opened first when there is none."""
+    row = {
+        "api_key_id": api_key_id, "id": id, "organization_id": organization_id, "user_id": user_id, "status": status,
+        "due_at": due_at, "now": now
+    }
+    if status != "open":  # a skipped message is recorded, never joined
+        await execute(conn, q.open_slack, row)
+        return {"id": id}
+    while True:
+        await execute(conn, q.open_slack, row)
+        found = await fetch_one(conn, q.lock_open_slack, row)
+        if found is not None:
+            return found
+
+
+async def add_slack_item(conn: Conn, *, api_key_id: str, message_id: str, notification_id: str, document_id: str | None,
+                         headline: str, body: str, max_size: int, now: int) -> None:
+    item = {
+        "api_key_id": api_key_id, "message_id": message_id, "notification_id": notification_id,
+        "document_id": document_id, "headline": headline, "body": body, "max_size": max_size, "now": now
+    }
+    await execute(conn, q.add_slack_item, item)
+
+
+async def slack_today(conn: Conn, *, api_key_id: str, since: int) -> int:
+    row = await fetch_one(conn, q.slack_today, {"api_key_id": api_key_id, "since": since})
+    return row["n"] if row else 0
+
+
+async def due_slack(conn: Conn, *, now: int, limit: int) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.due_slack, {"now": now, "limit": limit})
+
+
+async def mark_slack_sending(conn: Conn, *, api_key_id: str, id: str, lease_until: int, now: int) -> None:
+    await execute(conn, q.mark_slack_sending,
+                  {"api_key_id": api_key_id, "id": id, "lease_until": lease_until, "now": now})
+
+
+async def claim_slack(conn: Conn, *, api_key_id: str, id: str, attempts: int) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.claim_slack, {"api_key_id": api_key_id, "id": id, "attempts": attempts})
+
+
+async def slack_items(conn: Conn, *, api_key_id: str, message_id: str) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.slack_items, {"api_key_id": api_key_id, "message_id": message_id})
+
+
+async def finish_slack(conn: Conn, *, api_key_id: str, id: str, attempts: int, status: str, error: str | None,
+                       due_at: int | None, now: int) -> None:
+    row = {
+        "api_key_id": api_key_id, "id": id, "attempts": attempts, "status": status, "error": error, "due_at": due_at,
+        "now": now
+    }
+    await execute(conn, q.finish_slack, row)
+
+
+async def cancel_slack(conn: Conn, *, api_key_id: str, organization_id: str, user_ids: list[str], reason: str,
+                       now: int) -> None:
+    params = {
+        "api_key_id": api_key_id, "organization_id": organization_id, "user_ids": user_ids, "reason": reason, "now": now
+    }
+    await execute(conn, q.cancel_slack, params)
+
+
+async def slack_counts(conn: Conn, *, api_key_id: str) -> dict[str, int]:
+    return {r["status"]: r["n"] for r in await fetch_all(conn, q.slack_counts, {"api_key_id": api_key_id})}
+
+
+async def recent_slack(conn: Conn, *, api_key_id: str, user_id: str | None, status: str | None,
+                       limit: int) -> list[dict[str, Any]]:
+    params = {"api_key_id": api_key_id, "user_id": user_id, "status": status, "limit": limit}
+    return await fetch_all(conn, q.recent_slack, params)

@@ -221,14 +221,23 @@ def _email_or_empty(value: str | None) -> str | None:
     return value
 
 
+_EMAIL_CONFIG_PARTS = ("useEmailService", "emailServiceConfig", "slackWebhookUrl")
+
+
+def _one_part(values: dict[str, Any]) -> Broken | None:
+    if all(values.get(k) is None for k in _EMAIL_CONFIG_PARTS):
+        return Broken(None, "Provide useEmailService, emailServiceConfig or slackWebhookUrl")
+    return None
+
+
 class UpdateEmailConfig(Model):
     useEmailService: bool = None
     emailServiceConfig: EmailServiceConfig = None
+    # collab's Slack delivery (ADR 0050): the incoming-webhook URL notifications of the `slack` channel go to; the
+    # value shown (masked) keeps the stored one, "" clears it.
+    slackWebhookUrl: str = Field(None, max_length=2000)
 
-    _rules = rules(
-        rule("useEmailService",
-             "emailServiceConfig")(lambda v: (Broken(None, "Provide useEmailService or emailServiceConfig") if v.get(
-                 "useEmailService") is None and v.get("emailServiceConfig") is None else None)))
+    _rules = rules(rule(*_EMAIL_CONFIG_PARTS)(_one_part))
 
 
 class EmailStatusQuery(Model):
@@ -329,7 +338,9 @@ class PreferenceSet(Doc):
 class ChannelChoice(Doc):
     inbox: Channel
     email: Channel
-    slack: Channel | None = Field(None, description="Present once set; collab sends nothing to Slack.")
+    slack: Channel | None = Field(
+        None, description="Present once set; unset is NONE. ALL or MINE posts the user's notifications to the API "
+        "key's Slack webhook (`slackWebhookUrl` of workspace/emailconfig).")
 
 
 class PreferenceMetadata(Doc):
@@ -364,6 +375,9 @@ class EmailServiceView(Doc):
 class EmailConfigView(Doc):
     useEmailService: bool
     emailServiceConfig: EmailServiceView
+    slackWebhookUrl: str | None = Field(
+        None, description="Present once set: the Slack incoming-webhook URL's scheme and host, then `****` and its "
+        "last 4 characters (collab's Slack delivery).")
 
 
 class EmailRecord(Doc):
@@ -384,11 +398,33 @@ class EmailRecord(Doc):
     createdAt: int
 
 
+class SlackRecord(Doc):
+    """One Slack message: one user's notifications (one or a batch) posted to the API key's Slack webhook."""
+
+    id: str
+    organizationId: str
+    userId: str
+    status: Literal["open", "pending", "sending", "sent", "failed", "skipped", "cancelled"]
+    notificationIds: list[str]
+    attempts: int
+    lastError: str | None
+    nextAttemptAt: int | None = Field(description="Epoch ms when it goes out (next), while open or pending.")
+    sentAt: int | None
+    createdAt: int
+
+
+class SlackStatus(Doc):
+    configured: bool = Field(description="Whether a Slack webhook URL is set.")
+    counts: dict[str, int] = Field(description="Slack messages in each state.")
+    messages: list[SlackRecord] = Field(description="The latest Slack messages, newest first (the same filters).")
+
+
 class EmailStatus(Doc):
     useEmailService: bool
     type: str
     counts: dict[str, int] = Field(description="E-mails in each state.")
     emails: list[EmailRecord] = Field(description="The latest e-mails, newest first.")
+    slack: SlackStatus | None = Field(None, description="collab's Slack delivery (the `slack` channel).")
     verified: bool | None = Field(
         None, description="Present when ownerEmail was sent: whether it is the e-mail of "
         "the workspace's owner (collab has no separate verification step).")
