@@ -158,7 +158,7 @@ Channel = Literal["ALL", "MINE", "NONE"]
 class ChannelConfig(Model):
     inbox: Channel = None
     email: Channel = None
-    slack: Channel = None  # stored and returned; collab has no Slack delivery (ADR 0050)
+    slack: Channel = None  # delivered to the API key's Slack webhook (notifications/slack.py, ADR 0050)
 
 
 class SetPreferences(Model):
