@@ -118,6 +118,13 @@ class BlackHole:
             self.accepted.append(conn)
 
     def close(self) -> None:
+        # shutdown() wakes the accepting thread (close() alone leaves it blocked in accept(), where it would still
+        # take a connection made afterwards, and hold it unanswered after the close); join it, then close them all.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.thread.join(timeout=5)
         self.sock.close()
         for conn in self.accepted:
             conn.close()
