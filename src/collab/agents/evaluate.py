@@ -21,7 +21,8 @@ from collab.agents import runner
 from collab.agents.behaviour import behaviour_of
 from collab.agents.schemas import CreateAgent
 from collab.config import Settings
-from collab.llm.routing import EXTRACTION_PROVIDERS, platform_key
+from collab.llm.routing import EXTRACTION_PROVIDERS
+from collab.workspaces.model_servers import eval_access
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "agents"
 _WORD = re.compile(r"\w+")
@@ -108,10 +109,9 @@ def load_agent(path: Path) -> dict[str, Any]:
 async def review_document(settings: Settings, behaviour: dict[str, Any], text: str, *,
                           url: str) -> tuple[list[runner.Finding], int]:
     """The runner's path for one document as the page's text: (ranked findings, tokens used)."""
-    provider, route = runner.route_for(settings, behaviour=behaviour, ai_config=None)
-    key = platform_key(settings, route.provider)
-    if not key:
-        raise SystemExit(f"no platform key for {provider}: set COLLAB_{route.provider.id.upper()}_API_KEY")
+    provider = runner.provider_of(settings, behaviour=behaviour, ai_config=None)
+    access = eval_access(settings, EXTRACTION_PROVIDERS[provider])
+    _, route = runner.route_for(settings, behaviour=behaviour, ai_config=None, configured=access.model)
     tokens = 0
 
     async def before_call() -> None:
@@ -121,7 +121,7 @@ async def review_document(settings: Settings, behaviour: dict[str, Any], text: s
         nonlocal tokens
         tokens += prompt_tokens + completion_tokens
 
-    answer = await runner.review(settings, route=route, key=key, instructions=behaviour.get("instructions") or "",
+    answer = await runner.review(settings, route=route, access=access, instructions=behaviour.get("instructions") or "",
                                  user_context="{}", url=url, content=runner.content_of(page=text, document=[]),
                                  before_call=before_call, after_call=after_call)
     return runner.ranked(answer.findings), tokens

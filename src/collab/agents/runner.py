@@ -18,9 +18,10 @@ from collab.config import Settings
 from collab.kit import threads
 from collab.kit.errors import ApiError
 from collab.llm.answers import AnswerError, parse
-from collab.llm.client import LlmError, complete, messages_for
-from collab.llm.routing import EXTRACTION_PROVIDERS, Route, base_url, resolve
+from collab.llm.client import LlmError, complete, messages_for, response_format
+from collab.llm.routing import EXTRACTION_PROVIDERS, Route, resolve, small
 from collab.webhooks import safety
+from collab.workspaces.model_servers import ModelAccess
 
 log = logging.getLogger("collab.agents")
 PROMPT = "review_content"
@@ -300,44 +301,56 @@ def with_knowledge(instructions: str, rules: list[dict[str, Any]]) -> str:
 # --- the model ----------------------------------------------------------------------------------------------------
 
 
-def route_for(settings: Settings, *, behaviour: dict[str, Any], ai_config: dict[str, Any] | None) -> tuple[str, Route]:
-    """(Velt's provider name, route) of an execution: the run's aiConfig, else the agent's, else the default
-    provider; the model pinned by aiConfig when it belongs to that provider, else the prompt's model for it."""
+def provider_of(settings: Settings, *, behaviour: dict[str, Any], ai_config: dict[str, Any] | None) -> str:
+    """Velt's provider name of an execution: the run's aiConfig, else the agent's, else the default provider."""
     agent_ai = ((behaviour.get("execution") or {}).get("aiConfig") or {})
+    return (ai_config or {}).get("provider") or agent_ai.get("provider") or settings.extraction_default_provider
+
+
+def route_for(settings: Settings, *, behaviour: dict[str, Any], ai_config: dict[str, Any] | None,
+              configured: str | None = None) -> tuple[str, Route]:
+    """(Velt's provider name, route) of an execution (`provider_of`): the model pinned by aiConfig when it belongs
+    to that provider, else (a server the team runs) the model its entry or the platform `configured`, else the
+    prompt's model for it."""
     ai_config = ai_config or {}
-    provider = ai_config.get("provider") or agent_ai.get("provider") or settings.extraction_default_provider
+    provider = provider_of(settings, behaviour=behaviour, ai_config=ai_config)
+    spec = EXTRACTION_PROVIDERS[provider]
     wanted = (ai_config.get("defaultModels") or {}).get(provider)
     if ai_config.get("model") and ai_config.get("provider") in (None, provider):
         wanted = ai_config["model"]
-    model = prompts.get(PROMPT, settings.prompts_dir).models[provider]
+    model = configured or prompts.get(PROMPT, settings.prompts_dir).models.get(provider)
     if wanted:
         try:
             pinned = resolve(wanted)
-            if pinned.provider == EXTRACTION_PROVIDERS[provider]:
+            if pinned.provider == spec:
                 model = pinned.model  # else dropped, as Velt drops a pin for another provider
         except ApiError:  # an unroutable model name: the prompt's model (Velt falls back silently)
             pass
-    return provider, resolve(model)
+    if not model:
+        raise Failure(
+            "LLM_ERROR", f"No model named for {spec.display}: set model in aiModelApiKey "
+            f"(workspace/apikeyconfig/update) or COLLAB_{spec.setting.upper()}_MODEL")
+    return provider, resolve(f"{spec.id}/{model}" if spec.self_hosted else model)
 
 
-async def review(settings: Settings, *, route: Route, key: str, instructions: str, user_context: str, url: str,
-                 content: str, before_call: Callable[[], Awaitable[None]],
+async def review(settings: Settings, *, route: Route, access: ModelAccess, instructions: str, user_context: str,
+                 url: str, content: str, before_call: Callable[[], Awaitable[None]],
                  after_call: Callable[[int, int], Awaitable[None]]) -> Review:
     """Ask the model for findings; a malformed answer is sent back once, then the execution ends `error`.
     `user_context` is `context_json`'s, counted within `content`'s budget. `before_call` may refuse a call (the
     platform quota); `after_call` counts each answered one."""
     prompt = prompts.get(PROMPT, settings.prompts_dir)
-    system, user = prompt.render(instructions=instructions, user_context=user_context, url=url, content=content)
+    system, user = prompt.render(small=small(settings, route), instructions=instructions, user_context=user_context,
+                                 url=url, content=content)
     messages = messages_for(route, system=system, user=user)
-    response_format = {"type": "json_schema", "json_schema": {"name": PROMPT, "schema": prompt.schema, "strict": True}}
+    structure = response_format(access.structured, name=PROMPT, schema=prompt.schema)
     for attempt in (1, 2):
         await before_call()
         started = time.monotonic()
         try:
-            completion = await complete(route, messages=messages, api_key=key,
-                                        api_base=base_url(settings, route.provider),
+            completion = await complete(route, messages=messages, api_key=access.key, api_base=access.base_url,
                                         timeout_s=settings.llm_call_timeout_s, attempts=settings.llm_attempts,
-                                        backoff_s=settings.llm_retry_backoff_s, response_format=response_format)
+                                        backoff_s=settings.llm_retry_backoff_s, response_format=structure)
         except LlmError as exc:
             await after_call(0, 0)
             if exc.kind == "rate_limited":

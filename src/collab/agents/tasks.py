@@ -25,8 +25,8 @@ from collab.kit.jobs.fencing import Fenced
 from collab.kit.services import Services
 from collab.knowledge import retrieval as knowledge
 from collab.llm import quota
-from collab.llm.routing import EXTRACTION_PROVIDERS
-from collab.workspaces.config import model_key
+from collab.workspaces import ai
+from collab.workspaces.model_servers import ModelAccess
 
 log = logging.getLogger("collab.agents")
 SWEEP_GRACE_S = 60  # past the budget: the job's own timeout (budget + 15 s) has fired by then
@@ -60,15 +60,13 @@ class _Run:
             "pagesVisited": len(self.pages), "duration": self.crawl_ms, "pages": self.pages
         }
 
-    async def _key(self, provider: str) -> str:
-        spec = EXTRACTION_PROVIDERS[provider]
+    async def _access(self, provider: str) -> ModelAccess:
         try:
-            key, self.platform = await model_key(self.svc, tenant=self.tenant, provider=spec)
+            found = await ai.provider_access(self.svc, self.tenant, provider)
         except ApiError as exc:
             raise runner.Failure("LLM_ERROR", exc.message) from None
-        if key is None:
-            raise runner.Failure("LLM_ERROR", f"No API key configured for provider: {spec.display}")
-        return key
+        self.platform = found.platform
+        return found
 
     async def _before_call(self) -> None:
         if self.platform and await quota.exhausted(self.svc, workspace_id=self.tenant.workspace_id) is not None:
@@ -111,16 +109,17 @@ class _Run:
             self.crawl_ms = self.svc.now_ms() - self.crawl_started
         context = runner.context_json(request.get("userContext") or {})
         content = runner.content_of(page=page, document=await self._document(), context=context)
-        provider, route = runner.route_for(settings, behaviour=behaviour, ai_config=request.get("aiConfig"))
-        key = await self._key(provider)
+        ai_config = request.get("aiConfig")
+        access = await self._access(runner.provider_of(settings, behaviour=behaviour, ai_config=ai_config))
+        provider, route = runner.route_for(settings, behaviour=behaviour, ai_config=ai_config, configured=access.model)
         self.llm_model = f"{provider}/{route.model}"
         async with self.svc.pool.connection() as conn:
             known = await knowledge.rules(conn, api_key_id=self.tenant.api_key_id,
                                           organization_id=self.row["organization_id"],
                                           document_id=self.row["document_id"], limit=runner.KNOWLEDGE_RULES)
         instructions = runner.with_knowledge(behaviour.get("instructions") or "", known)
-        return await runner.review(settings, route=route, key=key, instructions=instructions, user_context=context,
-                                   url=self.url, content=content, before_call=self._before_call,
+        return await runner.review(settings, route=route, access=access, instructions=instructions,
+                                   user_context=context, url=self.url, content=content, before_call=self._before_call,
                                    after_call=self._after_call)
 
     async def suggest(self, findings: list[runner.Finding]) -> list[str]:

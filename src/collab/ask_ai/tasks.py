@@ -7,8 +7,8 @@ from collab.kit.auth import Tenant
 from collab.kit.jobs import job, past
 from collab.kit.services import Services
 from collab.llm.client import LlmError, complete, messages_for
-from collab.llm.routing import base_url, resolve
-from collab.workspaces.config import provider_api_key
+from collab.llm.routing import resolve
+from collab.workspaces import model_servers
 
 
 # Awaited by the API: a timeout just past its own deadline; a second try only when the first ended without an
@@ -21,13 +21,15 @@ async def ask_ai(ctx: dict, *, api_key_id: str, workspace_id: str, model: str, p
     settings = svc.settings
     route = resolve(model)
     tenant = Tenant(api_key_id=api_key_id, workspace_id=workspace_id)
-    key = await provider_api_key(svc, tenant=tenant, provider=route.provider.id)
-    if key is None:
-        return {"success": False, "error": f"No API key configured for provider: {route.provider.display}"}
+    # The workspace's own key (Ask AI never spends the platform's), or its own model server, else the platform's.
+    found = await model_servers.access(svc, tenant=tenant, provider=route.provider, platform_keys=False)
+    if found is None:
+        what = "model server" if route.provider.self_hosted else "API key"
+        return {"success": False, "error": f"No {what} configured for provider: {route.provider.display}"}
     usage.count(svc, "ask_ai", workspace_id=workspace_id, label=route.provider.id)  # calls made to the provider
     try:
-        completion = await complete(route, messages=messages_for(route, system=prompt, user=text), api_key=key,
-                                    api_base=base_url(settings, route.provider), timeout_s=settings.llm_call_timeout_s,
+        completion = await complete(route, messages=messages_for(route, system=prompt, user=text), api_key=found.key,
+                                    api_base=found.base_url, timeout_s=settings.llm_call_timeout_s,
                                     attempts=settings.llm_attempts, backoff_s=settings.llm_retry_backoff_s)
     except LlmError as exc:
         # The caller chose the model: a request the provider refuses is the caller's to fix.

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from collab.config import Settings
 from collab.extraction.tasks import Failure, Outcome, run
-from collab.llm.routing import EXTRACTION_PROVIDERS, platform_key
+from collab.llm.routing import EXTRACTION_PROVIDERS
+from collab.workspaces.model_servers import eval_access
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "extraction"
 
@@ -65,18 +66,15 @@ def score(expected: dict, outcome: Outcome, latency: float) -> Row:
 async def evaluate(settings: Settings, *, provider: str, fixtures: Path = FIXTURES,
                    record: Path | None = None) -> list[Row]:
     """Run every fixture; with `record`, store each answer under record/<fixture>.json."""
-    key = platform_key(settings, EXTRACTION_PROVIDERS[provider])
-    if not key:
-        raise SystemExit(
-            f"no platform key for {provider}: set COLLAB_{EXTRACTION_PROVIDERS[provider].id.upper()}_API_KEY")
+    access = eval_access(settings, EXTRACTION_PROVIDERS[provider])
     rows = []
     for expected_file in sorted(fixtures.glob("*.expected.json")):
         expected = json.loads(expected_file.read_text())
         started = time.perf_counter()
         try:
             outcome = await run(settings, content=(fixtures / expected["file"]).read_bytes(),
-                                mime_type=expected["mimeType"], file_name=expected["file"], provider=provider, key=key,
-                                source_id="eval")
+                                mime_type=expected["mimeType"], file_name=expected["file"], provider=provider,
+                                access=access, source_id="eval")
         except Failure as exc:
             rows.append(Row(expected["file"], "-", "-", "-", "-", "-", 0.0, "-", False, f"{exc.code}: {exc.message}"))
             continue

@@ -20,7 +20,7 @@ async def extract(svc: Services, *, tenant: Tenant, data: ExtractAgents) -> dict
     """Draft agents from an uploaded checklist; the file is kept as a knowledge source."""
     provider = data.provider if data.provider is not None else svc.settings.extraction_default_provider
     if provider not in PROVIDERS:
-        raise ApiError("INTERNAL", f"Unknown provider '{provider}': use openai, claude or gemini.")
+        raise ApiError("INTERNAL", f"Unknown provider '{provider}': use {', '.join(PROVIDERS)}.")
     try:
         if svc.redis is None:
             raise RedisError("no queue configured")

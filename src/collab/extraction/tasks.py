@@ -23,10 +23,11 @@ from collab.kit.errors import ApiError
 from collab.kit.jobs import job, past
 from collab.kit.services import Services
 from collab.llm import answers, quota
-from collab.llm.client import LlmError, complete, messages_for
+from collab.llm.client import LlmError, complete, messages_for, response_format
 from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
-from collab.llm.routing import Route, base_url, resolve
+from collab.llm.routing import Route, small
 from collab.workspaces import ai
+from collab.workspaces.model_servers import ModelAccess
 
 log = logging.getLogger("collab.extraction")
 A = TypeVar("A", bound=BaseModel)
@@ -74,8 +75,9 @@ class Usage:
 class _Call:
     """What every model call of one extraction shares: route, key, endpoint, deadline, token counts."""
 
-    def __init__(self, settings: Settings, route: Route, key: str, deadline: float, usage: Usage | None = None):
-        self.settings, self.route, self.key, self.deadline, self.usage = settings, route, key, deadline, usage
+    def __init__(self, settings: Settings, route: Route, access: ModelAccess, deadline: float,
+                 usage: Usage | None = None):
+        self.settings, self.route, self.access, self.deadline, self.usage = settings, route, access, deadline, usage
         self.tokens = {"prompt": 0, "completion": 0}
         self.calls = 0
         self.failed_answers = 0
@@ -84,12 +86,10 @@ class _Call:
 
     async def ask(self, prompt: prompts.Prompt, shape: type[A], **values: Any) -> A:
         """One structured answer; a malformed answer is sent back for repair once, then reported."""
-        system, user = prompt.render(**values)
-        messages = messages_for(self.route, system=system, user=user)
-        response_format = {
-            "type": "json_schema", "json_schema": {"name": prompt.name, "schema": prompt.schema, "strict": True}
-        }
         settings = self.settings
+        system, user = prompt.render(small=small(settings, self.route), **values)
+        messages = messages_for(self.route, system=system, user=user)
+        structure = response_format(self.access.structured, name=prompt.name, schema=prompt.schema)
         for attempt in (1, 2):
             left = self.deadline - time.monotonic()
             if left <= 0:
@@ -97,10 +97,10 @@ class _Call:
             if self.usage is not None:
                 self.usage.check()
             try:
-                completion = await complete(self.route, messages=messages, api_key=self.key,
-                                            api_base=base_url(settings, self.route.provider), timeout_s=left,
+                completion = await complete(self.route, messages=messages, api_key=self.access.key,
+                                            api_base=self.access.base_url, timeout_s=left,
                                             attempts=settings.llm_attempts, backoff_s=settings.llm_retry_backoff_s,
-                                            response_format=response_format)
+                                            response_format=structure)
             except LlmError as exc:
                 if self.usage is not None:
                     await self.usage.count(0)  # it reached (or may have reached) the provider: it counts
@@ -127,10 +127,10 @@ class _Call:
         raise AssertionError("unreachable")
 
 
-async def _provider_key(svc: Services, tenant: Tenant, provider: str) -> tuple[str, bool]:
-    """The key to call the provider with, and whether it is the platform's own (then the quota applies)."""
+async def _provider_access(svc: Services, tenant: Tenant, provider: str) -> ModelAccess:
+    """How to call the provider, and whether it is the platform's own (then the quota applies)."""
     try:
-        return await ai.provider_key(svc, tenant, provider)
+        return await ai.provider_access(svc, tenant, provider)
     except ApiError as exc:  # extraction answers each of these as INTERNAL (the spec's code for it)
         raise Failure("INTERNAL", exc.message) from None
 
@@ -174,14 +174,17 @@ class Outcome:
     call: "_Call"
 
 
-async def run(settings: Settings, *, content: bytes, mime_type: str, file_name: str | None, provider: str, key: str,
-              source_id: str, usage: Usage | None = None) -> Outcome:
-    """The whole pipeline for one file, given the provider key (no database: the eval runs it too)."""
+async def run(settings: Settings, *, content: bytes, mime_type: str, file_name: str | None, provider: str,
+              access: ModelAccess, source_id: str, usage: Usage | None = None) -> Outcome:
+    """The whole pipeline for one file, given how to call the provider (no database: the eval runs it too)."""
     deadline = time.monotonic() + settings.extraction_timeout_s - 1
     decoded = await _decode(settings, content, mime_type, file_name)
     extract = prompts.get("extract_agents", settings.prompts_dir)
-    route = resolve(extract.models[provider])
-    call = _Call(settings, route, key, deadline, usage)
+    try:
+        route = ai.route_for(extract, provider, access)
+    except ApiError as exc:
+        raise Failure("INTERNAL", exc.message) from None
+    call = _Call(settings, route, access, deadline, usage)
     parts = pipeline.chunk(decoded.tasks, max_chars=settings.extraction_chunk_chars,
                            max_tasks=settings.extraction_chunk_tasks)
     label = file_name or "the file"
@@ -220,7 +223,7 @@ async def run(settings: Settings, *, content: bytes, mime_type: str, file_name: 
         model_summary=summary, file_label=label, source_id=source_id)
     log.info("extracted %d agents from %d tasks in %d call(s)", len(result["agents"]), len(decoded.tasks), call.calls,
              extra={"tokens": call.tokens})
-    return Outcome(result, decoded, route.model, call)
+    return Outcome(result, decoded, route.name, call)
 
 
 @job(lane="extraction", awaited=True, timeout=past("extraction_timeout_s"), max_tries=2)
@@ -239,10 +242,11 @@ async def extract_agents(ctx: dict, *, source_id: str, provider: str) -> dict[st
         if row["content"] is None:
             raise Failure("INTERNAL", "The uploaded file is no longer stored (retention); upload it again.")
         tenant = Tenant(api_key_id=row["api_key_id"], workspace_id=row["workspace_id"])
-        key, platform = await _provider_key(svc, tenant, provider)
-        usage = await _platform_usage(svc, row["workspace_id"]) if platform else None
+        access = await _provider_access(svc, tenant, provider)
+        usage = await _platform_usage(svc, row["workspace_id"]) if access.platform else None
         outcome = await run(svc.settings, content=bytes(row["content"]), mime_type=row["mime_type"],
-                            file_name=row["file_name"], provider=provider, key=key, source_id=source_id, usage=usage)
+                            file_name=row["file_name"], provider=provider, access=access, source_id=source_id,
+                            usage=usage)
     except Failure as exc:
         async with svc.pool.connection() as conn:
             await repo.mark_failed(conn, source_id=source_id, error=f"{exc.code}: {exc.message}")

@@ -102,10 +102,26 @@ class Completion:
     latency_ms: float
 
 
+def _server_status(exc: BaseException) -> int | None:
+    """The HTTP status the server answered, beneath litellm's wrapping: litellm reports every failure of its Ollama
+    route as a connection error with status 500, and keeps the server's answer among the causes."""
+    cause = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if cause is None:
+            return None
+        status = getattr(cause, "status_code", None)
+        if isinstance(status, int):
+            return status
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _classify(exc: Exception) -> LlmError:
     litellm = load_litellm()
     name = type(exc).__name__
     status = getattr(exc, "status_code", None)
+    if isinstance(exc, litellm.APIConnectionError):
+        status = _server_status(exc)  # None: no answer at all (refused, reset, not HTTP)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return LlmError("rate_limited", "The model provider is rate limiting requests.")
     if isinstance(exc, litellm.AuthenticationError) or status in (401, 403):
@@ -134,6 +150,17 @@ def messages_for(route: Route, *, system: str, user: str) -> list[dict[str, str]
     if route.o_series:
         return [{"role": "user", "content": f"{system}\n\n{user}"}]
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def response_format(mode: str, *, name: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+    """How a structured answer is asked for: `json_schema` (OpenAI's strict schema; Ollama's `format`, vLLM's guided
+    JSON, llama-server's grammar through litellm), `json_object` with the schema beside it (llama-cpp-python's
+    server), or `none` (the answer is validated, and sent back for repair once)."""
+    if mode == "none":
+        return None
+    if mode == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
 async def complete(route: Route, *, messages: list[dict[str, str]], api_key: str, api_base: str | None,

@@ -4,7 +4,8 @@ Product code, not test code: `collab eval extraction --provider fake` and `--rep
 from here, and the test harness (collab.testing) reuses the same server.
 
 One HTTP server on 127.0.0.1; the first path segment names the provider (`/openai/...`, `/anthropic/...`,
-`/gemini/...`), so each provider's base URL points at its own prefix. Every request is recorded, and each
+`/gemini/...`, and the servers teams run: `/ollama/api/chat`, `/openai-compatible/chat/completions`), so each
+provider's base URL points at its own prefix. Every request is recorded, and each
 provider replays a script of actions before falling back to a responder. `answer` is a deterministic
 responder for the extraction prompts: it groups tasks by their category hint and skips lines that are not
 checks, so the whole pipeline (chunking, merging, capping, persistence) runs end to end without a real model.
@@ -24,10 +25,10 @@ from typing import Any, Callable
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-PROVIDERS = ("openai", "anthropic", "gemini")
+PROVIDERS = ("openai", "anthropic", "gemini", "ollama", "openai-compatible")
 
 
 def _openai(model: str, text: str) -> dict:
@@ -54,6 +55,14 @@ def _gemini(model: str, text: str) -> dict:
     }
 
 
+def _ollama(model: str, text: str) -> dict:
+    # Ollama's /api/chat, not streamed (litellm's ollama_chat route).
+    return {
+        "model": model, "created_at": "2026-01-01T00:00:00Z", "message": {"role": "assistant", "content": text},
+        "done": True, "done_reason": "stop", "prompt_eval_count": 11, "eval_count": 7
+    }
+
+
 def _anthropic_tool(model: str, text: str) -> dict:
     # litellm asks Anthropic for structured output through a forced tool call; answer in kind.
     try:
@@ -66,7 +75,9 @@ def _anthropic_tool(model: str, text: str) -> dict:
     return body
 
 
-_BODIES = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini}
+_BODIES = {
+    "openai": _openai, "anthropic": _anthropic, "gemini": _gemini, "ollama": _ollama, "openai-compatible": _openai
+}
 
 
 def last_user_text(provider: str, body: dict) -> str:
@@ -145,7 +156,8 @@ class FakeProviders:
             self.loop.call_soon_threadsafe(self._held_release.set)
 
     def script(self, provider: str, *actions: dict) -> None:
-        """Queue actions for the next calls: {"status": 429}, {"hang": True}, {"text": "..."}, {"json": {...}}."""
+        """Queue actions for the next calls: {"status": 429}, {"hang": True}, {"text": "..."}, {"json": {...}},
+        {"raw": "..."} (a 200 that is not JSON: a proxy's page, a server that is something else)."""
         self.scripts[provider].extend(actions)
 
     def of(self, provider: str) -> list[dict[str, Any]]:
@@ -164,6 +176,8 @@ class FakeProviders:
 
     async def _respond(self, request: Request):
         path = request.path_params["path"]
+        if path.endswith("api/show"):  # litellm asks an Ollama server what a model can do: nothing special
+            return JSONResponse({"model_info": {}, "capabilities": ["completion"]})
         provider = path.split("/", 1)[0]
         body = json.loads(await request.body() or b"{}")
         model = body.get("model") or path.rsplit("/models/", 1)[-1].split(":", 1)[0]
@@ -190,6 +204,8 @@ class FakeProviders:
                                 action["status"])
         if "json" in action:
             return JSONResponse(action["json"])
+        if "raw" in action:
+            return HTMLResponse(action["raw"])
         text = action.get("text") or self.responder(provider, body)
         if provider == "anthropic" and (body.get("tool_choice") or {}).get("name") == "json_tool_call":
             return JSONResponse(_anthropic_tool(model, text))

@@ -13,10 +13,11 @@ from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.services import Services
 from collab.llm import quota
 from collab.llm.answers import AnswerError, parse
-from collab.llm.client import LlmError, complete, messages_for
+from collab.llm.client import LlmError, complete, messages_for, response_format
 from collab.llm.routing import EXTRACTION_PROVIDERS as PROVIDERS
-from collab.llm.routing import base_url, resolve
-from collab.workspaces.config import model_key
+from collab.llm.routing import Route, resolve, small
+from collab.workspaces import model_servers
+from collab.workspaces.model_servers import ModelAccess
 
 log = logging.getLogger("collab.workspaces.ai")
 A = TypeVar("A", bound=BaseModel)
@@ -26,17 +27,36 @@ class Malformed(Exception):
     """The model answered twice, and neither answer had the expected shape."""
 
 
-async def provider_key(svc: Services, tenant: Tenant, provider: str) -> tuple[str, bool]:
-    """The key to call the provider with, and whether it is the platform's own (then the quota applies)."""
+async def provider_access(svc: Services, tenant: Tenant, provider: str) -> ModelAccess:
+    """How to call the provider (an extraction `provider` value): the workspace's key or model server, else the
+    platform's (then `platform`: the quota applies)."""
     if provider not in PROVIDERS:
         # Velt answers INTERNAL; a caller's bad value is a 400 here, never a 500 (ADR 0056).
-        message = f"Unknown provider '{provider}': use openai, claude or gemini."
+        message = f"Unknown provider '{provider}': use {', '.join(PROVIDERS)}."
         raise invalid(message, [issue(["provider"], message)])
     spec = PROVIDERS[provider]
-    key, platform = await model_key(svc, tenant=tenant, provider=spec)
-    if key is None:
+    found = await model_servers.access(svc, tenant=tenant, provider=spec)
+    if found is None:
+        if spec.self_hosted:
+            raise ApiError(
+                "FAILED_PRECONDITION", f"No {spec.display} configured: set its baseUrl in aiModelApiKey "
+                f"(workspace/apikeyconfig/update) or COLLAB_{spec.setting.upper()}_BASE_URL")
         raise ApiError("FAILED_PRECONDITION", f"No API key configured for provider: {spec.display}")
-    return key, platform
+    return found
+
+
+def route_for(prompt: prompts.Prompt, provider: str, found: ModelAccess) -> Route:
+    """The model a prompt is sent to for an extraction `provider`: the prompt file's line for a cloud provider; for
+    a server the team runs, the model its entry (or the platform's setting) names, else the prompt file's line."""
+    spec = PROVIDERS[provider]
+    if not spec.self_hosted:
+        return resolve(prompt.models[provider])
+    model = found.model or prompt.models.get(provider)
+    if not model:
+        raise ApiError(
+            "FAILED_PRECONDITION", f"No model named for {spec.display}: set model in aiModelApiKey "
+            f"(workspace/apikeyconfig/update) or COLLAB_{spec.setting.upper()}_MODEL")
+    return resolve(model if model.startswith(f"{spec.id}/") else f"{spec.id}/{model}")
 
 
 async def quota_left(svc: Services, workspace_id: str) -> None:
@@ -53,14 +73,13 @@ async def structured(svc: Services, *, tenant: Tenant, provider: str, prompt_nam
     then `Malformed`. Provider failures are `LlmError.answer`s; the whole exchange keeps within `timeout_s`."""
     settings = svc.settings
     deadline = time.monotonic() + timeout_s
-    key, platform = await provider_key(svc, tenant, provider)
+    found = await provider_access(svc, tenant, provider)
+    platform = found.platform
     prompt = prompts.get(prompt_name, settings.prompts_dir)
-    route = resolve(prompt.models[provider])
-    system, user = prompt.render(**variables)
+    route = route_for(prompt, provider, found)
+    system, user = prompt.render(small=small(settings, route), **variables)
     messages = messages_for(route, system=system, user=user)
-    response_format = {
-        "type": "json_schema", "json_schema": {"name": prompt.name, "schema": prompt.schema, "strict": True}
-    }
+    structure = response_format(found.structured, name=prompt.name, schema=prompt.schema)
     for attempt in (1, 2):
         if platform:
             await quota_left(svc, tenant.workspace_id)
@@ -68,11 +87,10 @@ async def structured(svc: Services, *, tenant: Tenant, provider: str, prompt_nam
         if left <= 0:
             raise ApiError("DEADLINE_EXCEEDED", f"{route.provider.display} did not answer in time; retry later.")
         try:
-            completion = await complete(route, messages=messages, api_key=key,
-                                        api_base=base_url(settings, route.provider),
+            completion = await complete(route, messages=messages, api_key=found.key, api_base=found.base_url,
                                         timeout_s=min(left,
                                                       settings.llm_call_timeout_s), attempts=settings.llm_attempts,
-                                        backoff_s=settings.llm_retry_backoff_s, response_format=response_format)
+                                        backoff_s=settings.llm_retry_backoff_s, response_format=structure)
         except LlmError as exc:
             if platform:
                 await quota.record(svc, workspace_id=tenant.workspace_id, calls=1, tokens=0)

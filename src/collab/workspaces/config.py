@@ -4,14 +4,14 @@ from typing import Any
 
 from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
 from collab.kit.auth import Tenant
-from collab.kit.crypto import DecryptError
 from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction
 from collab.kit.merge import deep_merge
 from collab.kit.services import Services
-from collab.llm.routing import Provider, platform_key
+from collab.workspaces import model_servers
 from collab.workspaces import repository as repo
 from collab.workspaces.schemas import (
+    SELF_HOSTED_PROVIDERS,
     ActivityConfigUpdate,
     ApiKeyConfigUpdate,
     NotificationConfigUpdate,
@@ -37,10 +37,6 @@ def advanced_part(stored: dict[str, Any] | None) -> tuple[dict[str, Any] | None,
     rest = dict(stored or {})
     basic = rest.pop("basic", None)
     return (rest or None), basic
-
-
-def _provider_aad(tenant: Tenant, provider: str) -> str:
-    return f"provider-key:{tenant.workspace_id}:{tenant.api_key_id}:{provider}"
 
 
 async def update_webhook_config(svc: Services, *, tenant: Tenant, data: WebhookConfigUpdate) -> dict[str, Any]:
@@ -121,26 +117,34 @@ async def get_notification_config(svc: Services, *, tenant: Tenant) -> dict[str,
 
 async def _api_key_config_view(svc: Services, conn, *, tenant: Tenant) -> dict[str, Any]:
     row = await repo.api_key_config_view(conn, api_key_id=tenant.api_key_id)
-    return {
-        "enableAdvancedQueries": row["enable_advanced_queries"],
-        "aiModelApiKey": [{"provider": k["provider"], "isSet": True, "last4": k["last4"]} for k in row["provider_keys"]]
-    }
+    entries = []
+    for k in row["provider_keys"]:
+        entry = {"provider": k["provider"], "isSet": True, "last4": k["last4"]}
+        if k["base_url_host"] is not None:  # a server the team runs
+            entry |= {"keySet": k["key_set"], "baseUrlHost": k["base_url_host"], "model": k["model"]}
+        entries.append(entry)
+    return {"enableAdvancedQueries": row["enable_advanced_queries"], "aiModelApiKey": entries}
 
 
 async def update_api_key_config(svc: Services, *, tenant: Tenant, data: ApiKeyConfigUpdate) -> dict[str, Any]:
-    """Change the per-key console settings; provider keys are stored encrypted, never returned."""
+    """Change the per-key console settings; provider keys and model servers' URLs are stored encrypted, never
+    returned. A workspace's own model server is checked as webhook targets are (private addresses refused unless
+    the operator allows them), before anything is written."""
+    entries = data.aiModelApiKey or []
+    for i, entry in enumerate(entries):
+        if entry.baseUrl is not None:
+            await model_servers.check_base_url(svc.settings, entry.baseUrl, path=["aiModelApiKey", i, "baseUrl"])
     async with transaction(svc.pool, svc.redis) as tx:
         await repo.api_key_config(tx.conn, api_key_id=tenant.api_key_id, for_update=True)
         if data.enableAdvancedQueries is not None:
             await repo.set_advanced_queries(tx.conn, api_key_id=tenant.api_key_id, enabled=data.enableAdvancedQueries)
-        for entry in data.aiModelApiKey or []:
-            if entry.customerApiKey is None:
+        for entry in entries:
+            if (entry.customerApiKey if entry.provider not in SELF_HOSTED_PROVIDERS else entry.baseUrl) is None:
                 await repo.delete_provider_key(tx.conn, api_key_id=tenant.api_key_id, provider=entry.provider)
                 continue
-            secret = entry.customerApiKey.strip()
-            await repo.upsert_provider_key(tx.conn, api_key_id=tenant.api_key_id, provider=entry.provider,
-                                           key_enc=svc.keyring.encrypt(secret, _provider_aad(tenant, entry.provider)),
-                                           last4=secret[-4:])
+            sealed = model_servers.seal(svc, tenant=tenant, provider=entry.provider, key=entry.customerApiKey,
+                                        base_url=entry.baseUrl, model=entry.model)
+            await repo.upsert_provider_key(tx.conn, api_key_id=tenant.api_key_id, provider=entry.provider, **sealed)
         return await _api_key_config_view(svc, tx.conn, tenant=tenant)
 
 
@@ -158,25 +162,3 @@ async def require_advanced_queries(svc: Services, *, tenant: Tenant) -> None:
         raise ApiError(
             "FAILED_PRECONDITION",
             "Advanced queries are not enabled: turn on enableAdvancedQueries with workspace/apikeyconfig/update.")
-
-
-async def model_key(svc: Services, *, tenant: Tenant, provider: Provider) -> tuple[str | None, bool]:
-    """The key to call `provider` with for `tenant`: the workspace's own, else the platform's (then True: the
-    platform-key quota applies); (None, False) when neither is set."""
-    own = await provider_api_key(svc, tenant=tenant, provider=provider.id)
-    if own:
-        return own, False
-    platform = platform_key(svc.settings, provider)
-    return (platform, True) if platform else (None, False)
-
-
-async def provider_api_key(svc: Services, *, tenant: Tenant, provider: str) -> str | None:
-    """The tenant's own key for a model provider, decrypted; None when unset."""
-    async with svc.pool.connection() as conn:
-        blob = await repo.provider_key(conn, api_key_id=tenant.api_key_id, provider=provider)
-    if blob is None:
-        return None
-    try:
-        return svc.keyring.decrypt(blob, _provider_aad(tenant, provider))
-    except DecryptError as exc:
-        raise ApiError("FAILED_PRECONDITION", f"The stored {provider} key cannot be read; set it again.") from exc

@@ -63,7 +63,9 @@ from api_keys where id = %(api_key_id)s
 -- name: api_key_config_view
 -- An API key's advanced-queries switch and its stored AI provider keys (provider and last four characters only).
 select k.enable_advanced_queries,
-       coalesce((select json_agg(json_build_object('provider', p.provider, 'last4', p.last4) order by p.provider)
+       coalesce((select json_agg(json_build_object('provider', p.provider, 'last4', p.last4,
+                                                    'key_set', p.key_enc is not null, 'base_url_host',
+                                                    p.base_url_host, 'model', p.model) order by p.provider)
                  from ai_provider_keys p where p.api_key_id = k.id), '[]') as provider_keys
 from api_keys k where k.id = %(api_key_id)s
 
@@ -84,19 +86,21 @@ update api_keys set activity_config = %(config)s where id = %(api_key_id)s
 update api_keys set notification_config = %(config)s where id = %(api_key_id)s
 
 -- name: upsert_provider_key
--- Store a customer's AI provider key (sealed), replacing the one for that provider.
-insert into ai_provider_keys (api_key_id, provider, key_enc, last4)
-values (%(api_key_id)s, %(provider)s, %(key_enc)s, %(last4)s)
+-- Store a customer's AI provider key (sealed), or its own model server (base URL sealed, key where it wants one,
+-- model), replacing what was stored for that provider.
+insert into ai_provider_keys (api_key_id, provider, key_enc, last4, base_url_enc, base_url_host, model)
+values (%(api_key_id)s, %(provider)s, %(key_enc)s, %(last4)s, %(base_url_enc)s, %(base_url_host)s, %(model)s)
 on conflict (api_key_id, provider)
-do update set key_enc = excluded.key_enc, last4 = excluded.last4, updated_at = now()
+do update set key_enc = excluded.key_enc, last4 = excluded.last4, base_url_enc = excluded.base_url_enc,
+              base_url_host = excluded.base_url_host, model = excluded.model, updated_at = now()
 
 -- name: delete_provider_key
 -- Remove the customer's key for one AI provider.
 delete from ai_provider_keys where api_key_id = %(api_key_id)s and provider = %(provider)s
 
 -- name: provider_key
--- The sealed customer key for one AI provider.
-select key_enc from ai_provider_keys where api_key_id = %(api_key_id)s and provider = %(provider)s
+-- The sealed customer key for one AI provider (with its own server's sealed base URL and model, if self-hosted).
+select key_enc, base_url_enc, model from ai_provider_keys where api_key_id = %(api_key_id)s and provider = %(provider)s
 
 -- name: set_workspace_token
 -- Replace the workspace's auth token (hash and sealed copy); the old one stops authenticating at once.

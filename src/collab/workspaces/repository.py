@@ -90,18 +90,29 @@ async def api_key_config_view(conn: Conn, *, api_key_id: str) -> dict[str, Any]:
     return row
 
 
-async def upsert_provider_key(conn: Conn, *, api_key_id: str, provider: str, key_enc: bytes, last4: str) -> None:
-    await execute(conn, q.upsert_provider_key,
-                  {"api_key_id": api_key_id, "provider": provider, "key_enc": key_enc, "last4": last4})
+async def upsert_provider_key(conn: Conn, *, api_key_id: str, provider: str, key_enc: bytes | None, last4: str,
+                              base_url_enc: bytes | None = None, base_url_host: str | None = None,
+                              model: str | None = None) -> None:
+    await execute(
+        conn, q.upsert_provider_key, {
+            "api_key_id": api_key_id, "provider": provider, "key_enc": key_enc, "last4": last4,
+            "base_url_enc": base_url_enc, "base_url_host": base_url_host, "model": model
+        })
 
 
 async def delete_provider_key(conn: Conn, *, api_key_id: str, provider: str) -> None:
     await execute(conn, q.delete_provider_key, {"api_key_id": api_key_id, "provider": provider})
 
 
-async def provider_key(conn: Conn, *, api_key_id: str, provider: str) -> bytes | None:
+async def provider_key(conn: Conn, *, api_key_id: str, provider: str) -> dict[str, Any] | None:
+    """{key_enc, base_url_enc, model} stored for one provider (bytes or None), or None."""
     row = await fetch_one(conn, q.provider_key, {"api_key_id": api_key_id, "provider": provider})
-    return None if row is None else bytes(row["key_enc"])
+    if row is None:
+        return None
+    return {
+        "key_enc": None if row["key_enc"] is None else bytes(row["key_enc"]),
+        "base_url_enc": None if row["base_url_enc"] is None else bytes(row["base_url_enc"]), "model": row["model"]
+    }
 
 
 async def set_workspace_token(conn: Conn, *, workspace_id: str, auth_token_hash: bytes, auth_token_enc: bytes) -> int:

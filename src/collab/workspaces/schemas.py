@@ -150,10 +150,36 @@ class DomainList(Model):
     _domains = field_validator("domains")(_domains)
 
 
+ModelProvider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
+SELF_HOSTED_PROVIDERS = ("ollama", "openai-compatible")
+
+
 class ProviderKey(Model):
-    provider: Literal["openai", "anthropic", "gemini"]
-    # A string sets the key; null removes it.
-    customerApiKey: str | None = Field(min_length=8, max_length=1000)
+    """A cloud provider's key, or a model server the team runs (ADR 0061): its base URL, the model it answers with,
+    and a key only where the server wants one."""
+
+    provider: ModelProvider
+    # A string sets the key; null removes it. A self-hosted server's key is optional (absent: none).
+    customerApiKey: str | None = Field(None, min_length=8, max_length=1000)
+    # Self-hosted only: a string sets the server (http or https); null removes the provider's entry.
+    baseUrl: str | None = Field(None, min_length=8, max_length=2000)
+    # Self-hosted only: the server's name for the model extraction, agents and memory use (Ask AI names its own).
+    model: str | None = Field(None, min_length=1, max_length=200, pattern=r"^\S+$")
+
+    @model_validator(mode="after")
+    def _fits_the_provider(self):
+        sent = self.model_fields_set
+        if self.provider in SELF_HOSTED_PROVIDERS:
+            if "baseUrl" not in sent:
+                raise ValueError(f"baseUrl is required for {self.provider} (null removes it)")
+            if self.baseUrl is None and (self.customerApiKey or self.model):
+                raise ValueError("baseUrl null removes the entry; send no customerApiKey or model with it")
+        else:
+            if "customerApiKey" not in sent:
+                raise ValueError("customerApiKey is required (null removes the key)")
+            if sent & {"baseUrl", "model"}:
+                raise ValueError(f"baseUrl and model are only for {' and '.join(SELF_HOSTED_PROVIDERS)}")
+        return self
 
 
 def _one_key_per_provider(v):
@@ -167,7 +193,7 @@ def _one_key_per_provider(v):
 
 class ApiKeyConfigUpdate(Model):
     enableAdvancedQueries: bool = None
-    aiModelApiKey: list[ProviderKey] = Field(None, max_length=3)
+    aiModelApiKey: list[ProviderKey] = Field(None, max_length=5)
 
     _rules = rules(rule("aiModelApiKey")(_one_key_per_provider))
 
@@ -377,9 +403,12 @@ class BasicWebhookConfig(Doc):
 class ProviderKeyState(Doc):
     """A stored model-provider key, shown only by its last 4 characters."""
 
-    provider: Literal["openai", "anthropic", "gemini"]
+    provider: ModelProvider
     isSet: bool
-    last4: str
+    last4: str = Field(description="Of the key; empty for a self-hosted server without one.")
+    keySet: bool | None = Field(None, description="Self-hosted: whether a key is stored (a server may want none).")
+    baseUrlHost: str | None = Field(None, description="Self-hosted: the host (and port) of the stored base URL.")
+    model: str | None = Field(None, description="Self-hosted: the model extraction, agents and memory use.")
 
 
 class ApiKeyConfig(Doc):
