@@ -24,6 +24,8 @@ def make_settings(servers, fake=None, **overrides) -> Settings:
         agent_execution_allow_private_pages=True,  # the agents tests' page server too
         # The tests' SMTP servers (aiosmtpd) listen on 127.0.0.1.
         email_allow_private_hosts=True,
+        # The fake Ollama and OpenAI-compatible servers too (a workspace's own model server); SSRF tests switch it off.
+        models_allow_private_base_urls=True,
         # A loaded machine (CI beside other work) can leave the service's loop unscheduled for seconds: a Redis reply
         # read late then is not Redis gone (the production default of 2 s is for a server that froze).
         redis_timeout_s=10,

@@ -102,18 +102,24 @@ class Completion:
     latency_ms: float
 
 
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exceptions beneath one (at most 8 deep)."""
+    found, cause = [], exc.__cause__ or exc.__context__
+    while cause is not None and len(found) < 8:
+        found.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return found
+
+
 def _server_status(exc: BaseException) -> int | None:
     """The HTTP status the server answered, beneath litellm's wrapping: litellm reports every failure of its Ollama
     route as a connection error with status 500, and keeps the server's answer among the causes."""
-    cause = exc.__cause__ or exc.__context__
-    for _ in range(8):
-        if cause is None:
-            return None
-        status = getattr(cause, "status_code", None)
-        if isinstance(status, int):
-            return status
-        cause = cause.__cause__ or cause.__context__
-    return None
+    return next((c.status_code for c in _causes(exc) if isinstance(getattr(c, "status_code", None), int)), None)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a wrapped failure was the HTTP client's timeout (litellm's Ollama route wraps that too)."""
+    return any(isinstance(c, TimeoutError) or "Timeout" in type(c).__name__ for c in _causes(exc))
 
 
 def _classify(exc: Exception) -> LlmError:
@@ -121,6 +127,8 @@ def _classify(exc: Exception) -> LlmError:
     name = type(exc).__name__
     status = getattr(exc, "status_code", None)
     if isinstance(exc, litellm.APIConnectionError):
+        if _timed_out(exc):
+            return LlmError("timeout", "The model provider did not answer in time.")
         status = _server_status(exc)  # None: no answer at all (refused, reset, not HTTP)
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return LlmError("rate_limited", "The model provider is rate limiting requests.")
