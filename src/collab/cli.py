@@ -155,6 +155,8 @@ def _set_plan(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from collab.extraction import evaluate
 
     mode = "record" if args.record else "replay" if args.replay else "live"
@@ -165,14 +167,18 @@ def _eval(args: argparse.Namespace) -> int:
         print("--compare calls the provider (or --provider fake): cassettes hold one version's answers",
               file=sys.stderr)
         return 2
-    return evaluate.main(provider=args.provider, mode=mode, compare=tuple(args.compare) if args.compare else None)
+    if args.compare and len(args.compare) > 2:
+        print("--compare takes two prompts directories, or one report written by --report", file=sys.stderr)
+        return 2
+    return evaluate.main(provider=args.provider, mode=mode, compare=tuple(args.compare) if args.compare else None,
+                         model=args.model, report=Path(args.report) if args.report else None)
 
 
 def _eval_agents(args: argparse.Namespace) -> int:
     from collab.agents import evaluate
 
     return evaluate.main(provider=args.provider, labelled=args.set,
-                         compare=tuple(args.compare) if args.compare else None, as_json=args.json)
+                         compare=tuple(args.compare) if args.compare else None, as_json=args.json, model=args.model)
 
 
 def _eval_search(args: argparse.Namespace) -> int:
@@ -374,8 +380,15 @@ def main(argv: list[str] | None = None) -> int:
     how = extraction.add_mutually_exclusive_group()
     how.add_argument("--record", action="store_true", help="call the provider and store its answers as cassettes")
     how.add_argument("--replay", action="store_true", help="answer from the stored cassettes, offline")
-    extraction.add_argument("--compare", nargs=2, metavar=("A", "B"),
-                            help="two prompts directories ('current' = prompts/), scored side by side")
+    extraction.add_argument(
+        "--compare", nargs="+", metavar="A [B]",
+        help="two prompts directories ('current' = prompts/), scored side by side; or one report written by "
+        "--report, shown beside this run")
+    extraction.add_argument(
+        "--model", help="a model on a server you run, ollama/<model> or openai-compatible/<model> (at "
+        "COLLAB_OLLAMA_BASE_URL or COLLAB_OPENAI_COMPATIBLE_BASE_URL; the embedded one: `collab run` with "
+        "COLLAB_LOCAL_MODEL prints both)")
+    extraction.add_argument("--report", help="also write the run as JSON here (the model that answered, each row)")
     extraction.set_defaults(fn=_eval)
     agents = esub.add_parser("agents", help="a review agent's findings recall and precision over fixtures/agents")
     agents.add_argument(
@@ -386,9 +399,12 @@ def main(argv: list[str] | None = None) -> int:
     agents.add_argument("--compare", nargs=2, metavar=("A", "B"),
                         help="two agent definitions (agents/create JSON files; 'current' = each set's agent.json)")
     agents.add_argument("--json", action="store_true", help="print the report as JSON")
+    agents.add_argument("--model", help="a model on a server you run, as for `eval extraction --model`")
     agents.set_defaults(fn=_eval_agents)
     search = esub.add_parser("search", help="recall@1/3/10, MRR and latency of judgment search on a labelled set")
-    search.add_argument("--model", help="a candidate embedding model (as for reembed); default: the active one")
+    search.add_argument(
+        "--model", help="a candidate embedding model (as for reembed); default: the active one. With --memory, "
+        "ollama/<model> or openai-compatible/<model> names the model that answers ask and suggest instead")
     search.add_argument(
         "--set", help=("a labelled set directory (judgments.jsonl + queries.jsonl); default: "
                        "fixtures/search, then fixtures/search/harder"))

@@ -132,3 +132,33 @@ def test_compare_from_the_command_entry(live, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit, match="not a directory"):
         evaluate.main(provider="fake", mode="live", fixtures=_small_fixtures(tmp_path / "x"),
                       compare=("current", str(tmp_path / "none")))
+
+
+def test_a_model_on_a_server_the_team_runs_answers_the_eval_and_is_named(llm, live, tmp_path, monkeypatch, capsys):
+    llm.responder = fake_models.answer
+    settings = live.settings.model_copy(update={"ollama_base_url": llm.base_url("ollama")})
+    monkeypatch.setattr("collab.config.get_settings", lambda: settings)
+    fixtures, report = _small_fixtures(tmp_path), tmp_path / "first.json"
+    code = evaluate.main(provider="openai", mode="live", fixtures=fixtures, model="ollama/qwen2.5:1.5b", report=report)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith("model: ollama/qwen2.5:1.5b\n") and "| editorial_review.txt |" in out
+    assert {c["json"]["model"] for c in llm.of("ollama")} == {"qwen2.5:1.5b"} and not llm.of("openai")
+    assert "format" in llm.of("ollama")[0]["json"]  # the schema, as Ollama's structured output
+
+    # The next run, side by side with the report of the first (the model got worse at one fixture).
+    llm.responder = lambda provider, body: "no JSON" if "editorial" in str(body) else fake_models.answer(provider, body)
+    code = evaluate.main(provider="openai", mode="live", fixtures=fixtures, model="ollama/qwen2.5:1.5b",
+                         compare=(str(report), ))
+    out = capsys.readouterr().out
+    assert code == 1, out  # a fixture that passed fails now
+    assert f"A = {report} (ollama/qwen2.5:1.5b), B = ollama/qwen2.5:1.5b" in out
+    assert "| fixtures ok | 2/2 | 1/2 | -1 |" in out
+
+
+@pytest.mark.parametrize("model, message", [("gpt-4o", "a server you run"), ("llama3", "Unsupported model"),
+                                            ("openai-compatible/m", "COLLAB_OPENAI_COMPATIBLE_BASE_URL")])
+def test_eval_model_refusals_say_what_to_do(live, monkeypatch, model, message):
+    monkeypatch.setattr("collab.config.get_settings", lambda: live.settings)
+    with pytest.raises(SystemExit, match=message):
+        evaluate.main(provider="openai", mode="live", model=model)

@@ -21,7 +21,7 @@ from collab.agents import runner
 from collab.agents.behaviour import behaviour_of
 from collab.agents.schemas import CreateAgent
 from collab.config import Settings
-from collab.llm.routing import EXTRACTION_PROVIDERS
+from collab.llm.routing import EXTRACTION_PROVIDERS, for_eval
 from collab.workspaces.model_servers import eval_access
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "agents"
@@ -216,13 +216,16 @@ def _agent_path(name: str) -> Path | None:
 
 
 def main(*, provider: str | None, labelled: str | None = None, compare: tuple[str, str] | None = None,
-         as_json: bool = False, fixtures: Path = FIXTURES, settings: Settings | None = None) -> int:
+         as_json: bool = False, fixtures: Path = FIXTURES, settings: Settings | None = None,
+         model: str | None = None) -> int:
     """The CLI entry: print each set's report (or two definitions side by side); with --compare, exit 1 when B
     regresses on a set; otherwise exit 1 when a document ends in error."""
     from collab.config import get_settings
     from collab.llm.fake import FakeProviders
 
     settings = (settings or get_settings()).model_copy()
+    if model is not None:  # a server the team runs answers (its provider is the default one here)
+        provider, settings = for_eval(settings, model)
     sets = [fixtures / labelled] if labelled else sorted(p for p in fixtures.iterdir() if (p / "agent.json").is_file())
     if not sets or not all((p / "expected.json").is_file() for p in sets):
         raise SystemExit(f"no labelled set found under {fixtures}")
@@ -243,13 +246,15 @@ def main(*, provider: str | None, labelled: str | None = None, compare: tuple[st
     finally:
         if fake is not None:
             fake.stop()
+    answered_by = "fake (offline stand-in)" if provider == "fake" else (model or settings.extraction_default_provider)
     if as_json:
         out: dict[str, Any] = {
             name: ({"a": r[0].json(), "b": r[1].json()} if compare else r[0].json())
             for name, r in runs.items()
         }
-        print(json.dumps(out, indent=1))
+        print(json.dumps({"model": answered_by} | out, indent=1))
     else:
+        print(f"model: {answered_by}\n")
         print("\n\n".join(
             compare_table(name, r[0], r[1], names=compare) if compare else table(name, r[0])
             for name, r in runs.items()))

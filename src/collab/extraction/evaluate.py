@@ -10,12 +10,13 @@ import asyncio
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from collab import prompts as prompts_module
 from collab.config import Settings
 from collab.extraction.tasks import Failure, Outcome, run
-from collab.llm.routing import EXTRACTION_PROVIDERS
+from collab.llm.routing import EXTRACTION_PROVIDERS, for_eval, platform_model
 from collab.workspaces.model_servers import eval_access
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "extraction"
@@ -175,13 +176,40 @@ def prompts_dir(name: str) -> str | None:
     return name
 
 
-def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[str, str] | None = None) -> int:
-    """The CLI entry: print the table (or two versions side by side); exit 1 when a fixture is not ok."""
+def write_report(path: Path, rows: list[Row], *, model: str) -> None:
+    """The run as JSON (`--report`): the model that answered and each fixture's row, for a later `--compare`."""
+    path.write_text(json.dumps({"model": model, "rows": [asdict(r) for r in rows]}, indent=1))
+
+
+def read_report(path: Path) -> tuple[str, list[Row]]:
+    """A report written by `--report`: (the model that answered, its rows)."""
+    try:
+        data = json.loads(path.read_text())
+        return data["model"], [Row(**r) for r in data["rows"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"--compare: {path} is not a report written by --report ({exc})") from None
+
+
+def answering(settings: Settings, provider: str) -> str:
+    """The model the eval's extraction calls go to, as a report names it."""
+    spec = EXTRACTION_PROVIDERS[provider]
+    extract = prompts_module.get("extract_agents", settings.prompts_dir)
+    model = platform_model(settings, spec) or extract.models.get(provider) or "?"
+    return f"{spec.id}/{model}" if spec.self_hosted and not model.startswith(f"{spec.id}/") else model
+
+
+def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[str, ...] | None = None,
+         model: str | None = None, report: Path | None = None) -> int:
+    """The CLI entry: print the table (or two versions side by side, or this run beside an earlier `--report`);
+    exit 1 when a fixture is not ok (or, compared, when one that passed fails now)."""
     from collab.config import get_settings
     from collab.llm.fake import FakeProviders, answer
 
     settings = get_settings().model_copy()
-    dirs = [prompts_dir(n) for n in compare] if compare else []
+    if model is not None:
+        provider, settings = for_eval(settings, model)
+    previous = read_report(Path(compare[0])) if compare and len(compare) == 1 else None
+    dirs = [prompts_dir(n) for n in compare] if compare and previous is None else []
     cassettes = fixtures / "cassettes" / provider
     fake = None
     model_provider = provider
@@ -195,7 +223,7 @@ def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[
         spec = EXTRACTION_PROVIDERS[model_provider]
         settings = settings.model_copy(
             update={f"{spec.id}_base_url": fake.base_url(spec.id), f"{spec.id}_api_key": "offline"})
-    versions = [settings.model_copy(update={"prompts_dir": d}) for d in dirs] if compare else [settings]
+    versions = [settings.model_copy(update={"prompts_dir": d}) for d in dirs] if dirs else [settings]
     try:
         runs = [
             asyncio.run(
@@ -205,8 +233,16 @@ def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[
     finally:
         if fake is not None:
             fake.stop()
-    if compare is None:
+    answered_by = "fake (offline stand-in)" if provider == "fake" else answering(settings, model_provider)
+    if report is not None:
+        write_report(report, runs[0], model=answered_by)
+    if previous is not None:
+        print(compare_table(previous[1], runs[0], names=(f"{compare[0]} ({previous[0]})", answered_by)))
+        return 0 if not regressions(previous[1], runs[0]) else 1
+    if len(runs) == 1:
+        print(f"model: {answered_by}\n")
         print(table(runs[0]))
         return 0 if all(r.ok for r in runs[0]) else 1
-    print(compare_table(runs[0], runs[1], names=compare))
+    assert compare is not None
+    print(compare_table(runs[0], runs[1], names=(compare[0], compare[1])))
     return 0 if not regressions(runs[0], runs[1]) else 1

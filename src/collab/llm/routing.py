@@ -2,6 +2,7 @@
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from collab.kit.errors import ApiError, issue
 
@@ -93,6 +94,21 @@ def small(settings, route: Route) -> bool:
     """Whether a model gets prompts' `small` variants: its name declares a size at most the configured one."""
     size = route.params_b
     return size is not None and size <= settings.small_model_max_params_b
+
+
+def for_eval(settings, model: str) -> tuple[str, Any]:
+    """(the extraction provider name, settings) with which an eval answers with `model`, a server the team runs
+    (`ollama/<model>`, `openai-compatible/<model>`), found at the platform's base URL for it."""
+    try:
+        route = resolve(model)
+    except ApiError as exc:
+        raise SystemExit(f"--model: {exc.message}") from None
+    if not route.provider.self_hosted:
+        raise SystemExit("--model takes a server you run: ollama/<model> or openai-compatible/<model> (a cloud "
+                         "provider's model is the prompt file's; use --provider)")
+    if base_url(settings, route.provider) is None:
+        raise SystemExit(f"--model {model}: set COLLAB_{route.provider.setting.upper()}_BASE_URL to the server")
+    return route.provider.id, settings.model_copy(update={f"{route.provider.setting}_model": route.model})
 
 
 def base_url(settings, provider: Provider) -> str | None:

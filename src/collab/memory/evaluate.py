@@ -28,6 +28,7 @@ from collab.judgments import derive
 from collab.judgments import evaluate as search_eval
 from collab.kit.auth import Tenant
 from collab.llm.fake import last_user_text
+from collab.llm.routing import SELF_HOSTED, for_eval
 from collab.memory import ask, suggest
 from collab.memory.schemas import AskMemory, SuggestDecision
 
@@ -214,12 +215,16 @@ def main(*, provider: str | None, model: str | None, set_path: Path | None, as_j
         })
     elif provider is not None:
         settings = settings.model_copy(update={"memory_provider": provider})
+    if model is not None and model.split("/", 1)[0] in SELF_HOSTED:  # the model that answers, not the embedder
+        answering, settings = for_eval(settings, model)
+        settings = settings.model_copy(update={"memory_provider": answering})
+        provider, model = model, None  # the report names the model that answered; the embedder is the active one
     try:
         reports = asyncio.run(run_sets(settings, sets=sets, unanswerable=load_unanswerable(), model=model))
     finally:
         if fake is not None:
             fake.stop()
     for report in reports:
-        report["provider"] = "fake (offline stand-in)" if provider == "fake" else report["provider"]
+        report["provider"] = "fake (offline stand-in)" if provider == "fake" else provider or report["provider"]
     print(json.dumps({"sets": reports}, indent=1) if as_json else "\n\n".join(table(r) for r in reports))
     return 0
