@@ -275,6 +275,19 @@ def _run(args: argparse.Namespace) -> int:
     env = dict(os.environ, COLLAB_DATABASE_URL=database_url)
     if redis is not None:
         env["COLLAB_REDIS_URL"] = _started(redis)
+    local = None
+    if settings.local_model:  # one per host, for every API and worker process (README, Use your own models)
+        from collab.llm import local as local_model
+
+        print(f"collab: loading the local model {settings.local_model}", flush=True)
+        try:
+            local = local_model.start(settings)
+        except Misconfigured:
+            if redis is not None:
+                redis.stop()
+            embedded.stop_postgres()
+            raise
+        env |= local.env()
     # Children get their own session: Ctrl-C reaches only this supervisor, which stops each child once.
     # The API serves on every core (`collab api --workers`, one per core unless set); then the worker processes.
     api = ["api"] + (["--workers", str(args.workers)] if getattr(args, "workers", None) else [])
@@ -296,6 +309,8 @@ def _run(args: argparse.Namespace) -> int:
         if _wait_healthy(base, children[0]):
             print(f"collab is running at {base}  (API docs: {base}/docs; Ctrl-C stops everything)", flush=True)
             print(f"console: {base}/console  (sign in with the workspace id and workspace auth token)", flush=True)
+            if local is not None:
+                print(f"local model: openai-compatible/{local.model} at {local.url}", flush=True)
         while not stopping:
             if any(c.poll() is not None for c in children):
                 print("collab: a process exited; stopping", file=sys.stderr, flush=True)
@@ -312,6 +327,8 @@ def _run(args: argparse.Namespace) -> int:
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+        if local is not None:
+            local.stop()
         if redis is not None:
             redis.stop()
         embedded.stop_postgres()

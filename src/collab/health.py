@@ -2,6 +2,7 @@
 
 import asyncio
 
+import httpx
 from fastapi import APIRouter, Depends
 
 from collab.kit import drain
@@ -32,7 +33,8 @@ async def _redis(svc: Services) -> str:
 
 @router.get(
     "/readyz", summary="Postgres, Redis and migrations are ready, and the process is not draining; `loop` is "
-    "the process's event-loop lag: `lagMs` now, `maxLagMs` over the last minute, `stalls` counted since start")
+    "the process's event-loop lag: `lagMs` now, `maxLagMs` over the last minute, `stalls` counted since start; "
+    "`localModel`, with COLLAB_LOCAL_MODEL, names the embedded model and whether it answers")
 async def readyz(svc: Services = Depends(services)):
     if drain.draining():  # stopping: the load balancer takes this process out while it still serves
         return _not_ready({"drain": "draining"})
@@ -44,8 +46,25 @@ async def readyz(svc: Services = Depends(services)):
             checks[name] = f"error: {type(exc).__name__}"
     loop = svc.loop_lag.snapshot() if svc.loop_lag is not None else None
     if all(v == "ok" for v in checks.values()):
-        return OrjsonResponse({"status": "ready", "checks": checks, "loop": loop})
+        body = {"status": "ready", "checks": checks, "loop": loop}
+        if svc.settings.local_model:  # named, never a reason to take the API out: the model is optional
+            body["localModel"] = await _local_model(svc.settings)
+        return OrjsonResponse(body)
     return _not_ready(checks, loop)
+
+
+async def _local_model(settings) -> dict[str, str]:
+    """The embedded model of COLLAB_LOCAL_MODEL: its name, where it answers, and whether it does (its /health)."""
+    url = (settings.openai_compatible_base_url or "").removesuffix("/v1")
+    state = "not started"
+    if url:
+        try:
+            async with httpx.AsyncClient(timeout=2) as client:
+                answer = await client.get(f"{url}/health")
+            state = "ok" if answer.status_code == 200 else f"error: HTTP {answer.status_code}"
+        except httpx.HTTPError as exc:
+            state = f"error: {type(exc).__name__}"
+    return {"model": settings.local_model, "url": url, "state": state}
 
 
 def _not_ready(checks: dict[str, str], loop: dict | None = None) -> OrjsonResponse:
