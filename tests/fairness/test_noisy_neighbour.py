@@ -41,7 +41,9 @@ def test_every_job_and_lane_has_a_fairness_case():
     assert set(fairness.CASES) - set(jobs) == set(), "these cases name no declared job"
     for name, case in fairness.CASES.items():
         assert case.lane == jobs[name].lane.name, f"{name} runs on {jobs[name].lane.name}, its case says {case.lane}"
-    assert set(LANES) == set(LANE_SLOTS) == set(FLOODS) - {"api"} == set(fairness.LANE_BOUNDS_S) - {"api"}
+    # Every lane has a flood; so do the API process's own callouts and a workspace's own model server (both lanes).
+    assert set(LANES) == set(LANE_SLOTS) == set(FLOODS) - {"api", "self-hosted"} == set(
+        fairness.LANE_BOUNDS_S) - {"api"}
 
 
 def lane_overdrawn(settings) -> dict[str, tuple[int, int]]:
@@ -194,6 +196,21 @@ def flood_ai(noisy: Noisy, client) -> None:
     wait_for(noisy.holding, f"A's {share} ai slots held by the peers")
 
 
+def flood_self_hosted(noisy: Noisy, client) -> None:
+    """Ask AI and extractions on the workspace's own model server (ADR 0061), which accepts and never answers,
+    past the ai and extraction shares."""
+    a = noisy.tenant = new_tenant(client)
+    entry = {"provider": "ollama", "baseUrl": noisy.hole.url, "model": "qwen2.5:7b"}
+    result(post(client, "/v2/workspace/apikeyconfig/update", {"aiModelApiKey": [entry]}, a.headers))
+    ai, extract = noisy.live.settings.ai_max_concurrency, noisy.live.settings.extraction_max_concurrency_per_workspace
+    noisy.fire("/v2/rewriter/ask-ai", {"model": "ollama/qwen2.5:7b", "prompt": "Formal.", "text": "ship it"}, 2 * ai)
+    noisy.fire("/v2/agents/extract",
+               {"fileBase64": fairness.csv_checklist(), "mimeType": "text/csv", "provider": "ollama"}, 2 * extract)
+    noisy.holding = lambda: (noisy.in_use(f"ai:{a.workspace['id']}") >= ai and noisy.in_use(
+        f"extract:{a.workspace['id']}") >= extract and len(noisy.hole.accepted) >= ai + extract)
+    wait_for(noisy.holding, f"A's {ai} ai and {extract} extraction slots held by its own model server")
+
+
 def flood_extraction(noisy: Noisy, client) -> None:
     """Extractions whose model calls never answer, past the limit, then knowledge ingests queued behind them (they
     wait for A's slots off the lane)."""
@@ -254,7 +271,8 @@ def flood_api(noisy: Noisy, client) -> None:
 
 
 FLOODS: dict[str, Callable[[Noisy, httpx.Client], None]] = {
-    "api": flood_api, "ai": flood_ai, "extraction": flood_extraction, "search": flood_search, "bulk": flood_bulk
+    "api": flood_api, "ai": flood_ai, "extraction": flood_extraction, "search": flood_search, "bulk": flood_bulk,
+    "self-hosted": flood_self_hosted
 }
 
 
