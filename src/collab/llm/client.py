@@ -104,7 +104,8 @@ class Completion:
 
 def _causes(exc: BaseException) -> list[BaseException]:
     """The exceptions beneath one (at most 8 deep)."""
-    found, cause = [], exc.__cause__ or exc.__context__
+    found: list[BaseException] = []
+    cause = exc.__cause__ or exc.__context__
     while cause is not None and len(found) < 8:
         found.append(cause)
         cause = cause.__cause__ or cause.__context__
@@ -114,7 +115,8 @@ def _causes(exc: BaseException) -> list[BaseException]:
 def _server_status(exc: BaseException) -> int | None:
     """The HTTP status the server answered, beneath litellm's wrapping: litellm reports every failure of its Ollama
     route as a connection error with status 500, and keeps the server's answer among the causes."""
-    return next((c.status_code for c in _causes(exc) if isinstance(getattr(c, "status_code", None), int)), None)
+    statuses = (getattr(c, "status_code", None) for c in _causes(exc))
+    return next((s for s in statuses if isinstance(s, int)), None)
 
 
 def _timed_out(exc: BaseException) -> bool:
