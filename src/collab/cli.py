@@ -403,8 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         "--report, shown beside this run")
     extraction.add_argument(
         "--model", help="a model on a server you run, ollama/<model> or openai-compatible/<model> (at "
-        "COLLAB_OLLAMA_BASE_URL or COLLAB_OPENAI_COMPATIBLE_BASE_URL; the embedded one: `collab run` with "
-        "COLLAB_LOCAL_MODEL prints both)")
+        "COLLAB_OLLAMA_BASE_URL or COLLAB_OPENAI_COMPATIBLE_BASE_URL), or `local`: the embedded model of "
+        "COLLAB_LOCAL_MODEL, started for the eval")
     extraction.add_argument("--report", help="also write the run as JSON here (the model that answered, each row)")
     extraction.set_defaults(fn=_eval)
     agents = esub.add_parser("agents", help="a review agent's findings recall and precision over fixtures/agents")
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     search = esub.add_parser("search", help="recall@1/3/10, MRR and latency of judgment search on a labelled set")
     search.add_argument(
         "--model", help="a candidate embedding model (as for reembed); default: the active one. With --memory, "
-        "ollama/<model> or openai-compatible/<model> names the model that answers ask and suggest instead")
+        "ollama/<model>, openai-compatible/<model> or `local` names the model that answers ask and suggest instead")
     search.add_argument(
         "--set", help=("a labelled set directory (judgments.jsonl + queries.jsonl); default: "
                        "fixtures/search, then fixtures/search/harder"))

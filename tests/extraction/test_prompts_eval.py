@@ -162,3 +162,9 @@ def test_eval_model_refusals_say_what_to_do(live, monkeypatch, model, message):
     monkeypatch.setattr("collab.config.get_settings", lambda: live.settings)
     with pytest.raises(SystemExit, match=message):
         evaluate.main(provider="openai", mode="live", model=model)
+
+
+def test_eval_on_the_embedded_model_needs_one_named(live, monkeypatch):
+    monkeypatch.setattr("collab.config.get_settings", lambda: live.settings.model_copy(update={"local_model": None}))
+    with pytest.raises(SystemExit, match="set COLLAB_LOCAL_MODEL"):
+        evaluate.main(provider="openai", mode="live", model="local")

@@ -21,6 +21,7 @@ from collab.agents import runner
 from collab.agents.behaviour import behaviour_of
 from collab.agents.schemas import CreateAgent
 from collab.config import Settings
+from collab.llm import local
 from collab.llm.routing import EXTRACTION_PROVIDERS, for_eval
 from collab.workspaces.model_servers import eval_access
 
@@ -223,6 +224,10 @@ def main(*, provider: str | None, labelled: str | None = None, compare: tuple[st
     from collab.config import get_settings
     from collab.llm.fake import FakeProviders
 
+    if model == "local":  # the embedded model of COLLAB_LOCAL_MODEL, for this eval
+        with local.serving(settings or get_settings()) as served:
+            return main(provider=provider, labelled=labelled, compare=compare, as_json=as_json, fixtures=fixtures,
+                        settings=served, model=f"openai-compatible/{served.openai_compatible_model}")
     settings = (settings or get_settings()).model_copy()
     if model is not None:  # a server the team runs answers (its provider is the default one here)
         provider, settings = for_eval(settings, model)

@@ -203,9 +203,20 @@ def main(*, provider: str, mode: str, fixtures: Path = FIXTURES, compare: tuple[
     """The CLI entry: print the table (or two versions side by side, or this run beside an earlier `--report`);
     exit 1 when a fixture is not ok (or, compared, when one that passed fails now)."""
     from collab.config import get_settings
+    from collab.llm import local
+
+    if model == "local":  # the embedded model, for this eval (make eval-local)
+        with local.serving(get_settings()) as served:
+            return _main(served, provider=provider, mode=mode, fixtures=fixtures, compare=compare,
+                         model=f"openai-compatible/{served.openai_compatible_model}", report=report)
+    return _main(get_settings().model_copy(), provider=provider, mode=mode, fixtures=fixtures, compare=compare,
+                 model=model, report=report)
+
+
+def _main(settings: Settings, *, provider: str, mode: str, fixtures: Path, compare: tuple[str, ...] | None,
+          model: str | None, report: Path | None) -> int:
     from collab.llm.fake import FakeProviders, answer
 
-    settings = get_settings().model_copy()
     if model is not None:
         provider, settings = for_eval(settings, model)
     previous = read_report(Path(compare[0])) if compare and len(compare) == 1 else None

@@ -8,7 +8,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from collab.config import Misconfigured
 
@@ -35,6 +38,24 @@ class LocalModel:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+@contextmanager
+def serving(settings) -> Iterator[Any]:
+    """An eval's `--model local`: the embedded model of COLLAB_LOCAL_MODEL, started for the eval's duration; the
+    settings with it as the platform's OpenAI-compatible server."""
+    if not settings.local_model:
+        raise SystemExit("--model local: set COLLAB_LOCAL_MODEL to the embedded model to run (README, Use your own "
+                         "models)")
+    try:
+        server = start(settings)
+    except Misconfigured as exc:
+        raise SystemExit(f"--model local: {exc}") from None
+    try:
+        yield settings.model_copy(
+            update={"openai_compatible_base_url": server.url, "openai_compatible_model": server.model})
+    finally:
+        server.stop()
 
 
 def start(settings, *, timeout_s: float = 300) -> LocalModel:

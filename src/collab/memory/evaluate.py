@@ -27,6 +27,7 @@ from collab.config import Settings
 from collab.judgments import derive
 from collab.judgments import evaluate as search_eval
 from collab.kit.auth import Tenant
+from collab.llm import local
 from collab.llm.fake import last_user_text
 from collab.llm.routing import SELF_HOSTED, for_eval
 from collab.memory import ask, suggest
@@ -205,6 +206,11 @@ def main(*, provider: str | None, model: str | None, set_path: Path | None, as_j
     except search_eval.SetError as exc:
         print(f"collab eval search: {exc}", file=sys.stderr)
         return 2
+    if model == "local":  # the embedded model of COLLAB_LOCAL_MODEL answers, for this eval
+        with local.serving(settings or get_settings()) as served:
+            return main(provider=provider, model=f"openai-compatible/{served.openai_compatible_model}",
+                        set_path=set_path, as_json=as_json, queries=queries, judgments=judgments, split=split,
+                        settings=served)
     settings = (settings or get_settings()).model_copy()
     fake = None
     if provider == "fake":
