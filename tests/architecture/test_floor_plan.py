@@ -16,7 +16,7 @@ SRC = Path(collab.__file__).parent
 
 # Bottom to top. A new part goes on the floor whose parts it needs below it (and into the README's picture).
 FLOORS = [
-    ("config", "logging", "prompts", "files"),  # foundation: no domain knowledge
+    ("config", "logging", "prompts", "files", "localmodel"),  # foundation: no domain knowledge
     ("kit", ),  # envelope, errors, auth, db, jobs, Services
     ("events", "features", "llm", "embeddings"),  # shared wire types, per-document tables, model clients
     ("workspaces", "webhooks"),  # per-key settings, outbound events

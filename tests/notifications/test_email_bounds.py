@@ -12,10 +12,10 @@ import warnings
 import pytest
 from velt_py.models.workspace import UpdateEmailConfigRequest
 
+from collab.kit import safety
 from collab.notifications import mail
 from collab.notifications.tasks import email_sweep
 from collab.testing.mail import Mailbox
-from collab.webhooks import safety
 from support.factories import tenant_with_users
 from support.helpers import (
     Tenant,

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from collab.webhooks import safety
+from collab.kit import safety
 from collab.webhooks.secret import sign
 from support.factories import WEBHOOKS as BASE
 from support.factories import (

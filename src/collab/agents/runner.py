@@ -15,12 +15,11 @@ from pydantic import BaseModel, Field
 
 from collab import prompts
 from collab.config import Settings
-from collab.kit import threads
+from collab.kit import safety, threads
 from collab.kit.errors import ApiError
 from collab.llm.answers import AnswerError, parse
 from collab.llm.client import LlmError, complete, messages_for, response_format
 from collab.llm.routing import EXTRACTION_PROVIDERS, Route, resolve, small
-from collab.webhooks import safety
 from collab.workspaces.model_servers import ModelAccess
 
 log = logging.getLogger("collab.agents")

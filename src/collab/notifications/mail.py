@@ -21,9 +21,8 @@ from typing import Any
 
 import httpx
 
-from collab.kit import threads
+from collab.kit import safety, threads
 from collab.kit.crypto import Keyring
-from collab.webhooks import safety
 
 MAX_SUBJECT = 200  # characters of a subject line
 MAX_ITEM_BODY = 2_000  # characters of one notification's body in an e-mail

@@ -5,12 +5,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
 from collab.events import ActionUser
+from collab.kit import safety
 from collab.kit.envelope import Model
 from collab.kit.fields import MAX_BATCH, Id, IdList, IdList30, Name, distinct
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, required, rule, rules
 from collab.notifications import mail
-from collab.webhooks import safety
 
 NOTIFICATION_ID = r"^[A-Za-z0-9_-]+$"
 

@@ -6,7 +6,7 @@ customer; collab posts to one incoming webhook per API key. A notification puts 
 choice takes it into that user's open Slack message of the organization; the message goes out when its window
 (`email_batch_window_s`, the e-mail one) ends or it holds MAX_ITEMS notifications. The e-mail sweep hands due
 messages to send jobs; a failed post is tried again on mail.RETRY_S, then recorded `failed`. The webhook URL is
-sealed (kit/crypto) and checked like a webhook endpoint (webhooks/safety: https, public addresses, pinned).
+sealed (kit/crypto) and checked like a webhook endpoint (kit/safety: https, public addresses, pinned).
 """
 
 import asyncio
@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from collab.config import Settings
+from collab.kit import safety
 from collab.kit.crypto import DecryptError, new_id
 from collab.kit.db.pool import Conn
 from collab.kit.errors import invalid, issue
@@ -25,7 +26,6 @@ from collab.kit.jobs import Tx
 from collab.kit.services import Services
 from collab.notifications import mail, preferences
 from collab.notifications import repository as repo
-from collab.webhooks import safety
 
 log = logging.getLogger("collab.notifications.slack")
 MAX_ITEMS = 50  # notifications in one Slack message; a full one goes out at once

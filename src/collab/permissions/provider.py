@@ -27,9 +27,9 @@ from typing import Any
 
 import httpx
 
+from collab.kit import safety
 from collab.kit.auth import Tenant
 from collab.kit.services import Services
-from collab.webhooks import safety
 
 log = logging.getLogger(__name__)
 

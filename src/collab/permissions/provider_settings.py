@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from collab.kit import safety
 from collab.kit.auth import Tenant
 from collab.kit.errors import invalid, issue
 from collab.kit.jobs import transaction
@@ -9,7 +10,6 @@ from collab.kit.services import Services
 from collab.permissions import provider
 from collab.permissions import repository as repo
 from collab.permissions.schemas import GenerateSignature, UpdateProviderConfig
-from collab.webhooks import safety
 
 
 def _aad(tenant: Tenant) -> str:

@@ -7,13 +7,14 @@ from typing import Any
 
 import orjson
 
+from collab.kit import safety
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db.pool import Conn
 from collab.kit.errors import invalid, issue
 from collab.kit.jobs import Tx
 from collab.kit.services import Services
-from collab.webhooks import delivery, safety
+from collab.webhooks import delivery
 from collab.webhooks import payload as payloads
 from collab.webhooks import repository as repo
 from collab.workspaces import basic_webhooks

@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 from redis.exceptions import RedisError
 
+from collab.kit import safety
 from collab.kit.jobs import Tx
 from collab.kit.services import Services
 from collab.webhooks import repository as repo
-from collab.webhooks import safety
 
 log = logging.getLogger("collab.webhooks")
 # Seconds before attempt n + 1 after attempt n failed: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.

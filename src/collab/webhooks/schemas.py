@@ -5,10 +5,10 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, Field
 
 from collab.events import CommentEvent, HuddleEvent, OtherEvent
+from collab.kit import safety
 from collab.kit.envelope import Model
 from collab.kit.fields import Id
 from collab.kit.openapi import Doc
-from collab.webhooks import safety
 from collab.webhooks.payload import iso
 
 EventType = Literal[CommentEvent, HuddleEvent, OtherEvent]

@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from typing import Any
 
-from collab.kit import paging
+from collab.kit import paging, safety
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.db import constraints
@@ -11,7 +11,7 @@ from collab.kit.errors import ApiError, invalid, issue, not_found
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
 from collab.webhooks import repository as repo
-from collab.webhooks import safety, secret
+from collab.webhooks import secret
 from collab.webhooks.schemas import CreateEndpoint, EndpointRef, ListEndpoints, UpdateEndpoint, WebhookEndpoint
 from collab.workspaces.config import get_webhook_config
 

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from collab.kit import safety
 from collab.kit.auth import Tenant
 from collab.kit.crypto import DecryptError
 from collab.kit.errors import ApiError, invalid, issue
 from collab.kit.services import Services
 from collab.llm.routing import Provider, base_url, platform_key, platform_model
-from collab.webhooks import safety
 from collab.workspaces import repository as repo
 
 # What litellm's OpenAI route is given for a server that wants no key (it refuses to call without one).

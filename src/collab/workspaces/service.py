@@ -148,7 +148,7 @@ async def create_api_key(svc: Services, *, caller: WorkspaceCaller, data: Create
     and basic webhook service when sent."""
     local = domains.LOCALHOST if data.addLocalHostToAllowedDomains else ()
     allowed = list(dict.fromkeys([*(data.allowedDomains or []), *local]))
-    # Its URLs are checked when sent to (webhooks/safety.py pins every target), as this floor cannot check them now.
+    # Its URLs are checked when sent to (kit/safety.py pins every target), as this floor cannot check them now.
     webhooks = data.model_dump(include={"useWebhookService", "webhookServiceConfig"}, exclude_unset=True)
     async with transaction(svc.pool, svc.redis) as tx:
         keys = await repo.api_keys_of_workspace(tx.conn, workspace_id=caller.workspace_id)

@@ -1,4 +1,5 @@
-"""SSRF guard: a webhook target must be a public address, checked at registration and again at connect time.
+"""SSRF guard: a webhook target (and any other URL a tenant gives: a page, an SMTP host, a permission provider, a
+model server) must be a public address, checked at registration and again at connect time.
 
 At connect time the host is resolved once, every address is checked, and the request goes to the checked
 address itself (Host header and TLS SNI/certificate name keep the URL's host), so a DNS answer that
