@@ -99,9 +99,9 @@ def test_ask_ai_on_an_openai_compatible_server_with_and_without_a_key(client, ll
 
 def test_no_server_anywhere_is_success_false(client, llm):
     t = new_tenant(client)
-    assert answered(ask(client, t, "ollama/qwen2.5:1.5b")) == {
-        "success": False, "error": "No model server configured for provider: Ollama"
-    }
+    assert answered(
+        ask(client, t,
+            "ollama/qwen2.5:1.5b")) == {"success": False, "error": "No model server configured for provider: Ollama"}
     assert llm.requests == []
 
 

@@ -19,6 +19,5 @@ async def ask_ai(svc: Services, *, tenant: Tenant, data: AskAi) -> dict[str, Any
                         rate_message="Too many AI requests for this workspace; retry later.",
                         busy_message="Too many AI requests in flight for this workspace; retry shortly."):
         outcome = await run_sync(svc.redis, "ask_ai", timeout_s=settings.ask_ai_timeout_s, api_key_id=tenant.api_key_id,
-                                 workspace_id=tenant.workspace_id, model=route.name, prompt=data.prompt,
-                                 text=data.text)
+                                 workspace_id=tenant.workspace_id, model=route.name, prompt=data.prompt, text=data.text)
     return outcome
