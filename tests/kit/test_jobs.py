@@ -38,8 +38,8 @@ def _tenant(client):
 def test_a_failing_job_answers_identically_on_every_awaiting_endpoint(client, llm, monkeypatch):
     t = _tenant(client)
     # Each endpoint's job fails inside the worker with the same error.
-    monkeypatch.setattr(ask_ai_tasks, "provider_api_key", _fails)
-    monkeypatch.setattr(extraction_tasks, "_provider_key", _fails)
+    monkeypatch.setattr(ask_ai_tasks.model_servers, "access", _fails)
+    monkeypatch.setattr(extraction_tasks, "_provider_access", _fails)
     monkeypatch.setattr(judgments_search, "run", _fails)
     calls = {
         "ask-ai": ("/v2/rewriter/ask-ai", {"model": "gpt-4o", "prompt": "Make it formal.", "text": "hey"}),
