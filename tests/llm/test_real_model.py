@@ -10,18 +10,14 @@ requirements-local.lock); COLLAB_REQUIRE_LOCAL_MODEL=1 (CI on x86-64) fails inst
 
 import base64
 import json
-import os
 import socket
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
 from collab.llm import local
-from collab.localmodel import models
-from support import fairness
+from support import fairness, local_model
 from support.factories import wait_for
 from support.helpers import add_organization, new_tenant, post, result
 
@@ -30,20 +26,7 @@ MODEL = "smollm2-135m"
 CHECKLIST = (b"Category,Check\nClaims,Every price claim states whether tax is included\n"
              b"Privacy,Forms link to the privacy policy\n")
 
-
-def _why_not() -> str | None:
-    try:
-        models.check_runtime()
-        models.weights_path(MODEL, Path(tempfile.gettempdir()) / "collab-localmodel")
-    except models.Unavailable as exc:
-        return str(exc)
-    return None
-
-
-if (_why := _why_not()) is not None:
-    if os.environ.get("COLLAB_REQUIRE_LOCAL_MODEL") == "1":
-        pytest.fail(f"COLLAB_REQUIRE_LOCAL_MODEL=1 but the local model cannot run: {_why}", pytrace=False)
-    pytest.skip(f"the local model is not installed: {_why}", allow_module_level=True)
+local_model.require(MODEL)
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,10 @@ requirements-local.lock`); with COLLAB_REQUIRE_LOCAL_MODEL=1 that fails instead.
 """
 
 import json
-import os
 import selectors
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +19,7 @@ import httpx
 import jsonschema_rs
 import pytest
 
-from collab.localmodel import models
+from support import local_model
 
 MODEL = "smollm2-135m"
 CAP = 32  # the --max-tokens of the shared server
@@ -32,20 +30,7 @@ SCHEMA = {
 # with it holds the generation slot until it is stopped.
 ENDLESS = {"type": "array", "items": {"type": "integer"}, "minItems": 1999}
 
-
-def _available() -> str | None:
-    try:
-        models.check_runtime()
-        models.weights_path(MODEL, Path(tempfile.gettempdir()) / "collab-localmodel")  # used in place: one file
-    except models.Unavailable as exc:
-        return str(exc)
-    return None
-
-
-if (_why := _available()) is not None:
-    if os.environ.get("COLLAB_REQUIRE_LOCAL_MODEL") == "1":
-        pytest.fail(f"COLLAB_REQUIRE_LOCAL_MODEL=1 but the local model cannot run: {_why}", pytrace=False)
-    pytest.skip(f"the local model is not installed: {_why}", allow_module_level=True)
+local_model.require(MODEL)
 
 
 class Served:

@@ -157,10 +157,10 @@ def test_secret_rotation_keeps_old_tokens_and_keys_working(client, live):
         assert (result(post(client, "/v2/workspace/get", {},
                             tenant.workspace_headers))["authToken"] == tenant.workspace["authToken"])
         from collab.kit.auth import Tenant
-        from collab.workspaces.model_servers import provider_api_key
+        from collab.workspaces.model_servers import stored
 
         owner = Tenant(api_key_id=tenant.api_key, workspace_id=tenant.workspace["id"])
-        assert live.run(provider_api_key(live.svc, tenant=owner, provider="openai")) == "sk-before-rotation-1234"
+        assert live.run(stored(live.svc, tenant=owner, provider="openai")).key == "sk-before-rotation-1234"
         # A token reset now is made under the new secret, and works.
         new = result(post(client, "/v2/workspace/authtoken/reset", {"apiKey": tenant.api_key},
                           tenant.workspace_headers))

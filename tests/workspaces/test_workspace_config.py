@@ -264,20 +264,20 @@ def test_api_key_config_stores_provider_keys_encrypted(client, db):
 def test_provider_key_ciphertext_is_bound_to_its_tenant(client, db, live):
     from collab.kit.auth import Tenant
     from collab.kit.errors import ApiError
-    from collab.workspaces.model_servers import provider_api_key
+    from collab.workspaces.model_servers import stored
 
     a, b = new_tenant(client), new_tenant(client)
     for tenant, key in ((a, "sk-aaaaaaaaaaaa1111"), (b, "sk-bbbbbbbbbbbb2222")):
         body = {"aiModelApiKey": [{"provider": "anthropic", "customerApiKey": key}]}
         result(post(client, f"{KEYCFG}/update", body, tenant.headers))
     ta = Tenant(api_key_id=a.api_key, workspace_id=a.workspace["id"])
-    assert live.run(provider_api_key(live.svc, tenant=ta, provider="anthropic")) == "sk-aaaaaaaaaaaa1111"
+    assert live.run(stored(live.svc, tenant=ta, provider="anthropic")).key == "sk-aaaaaaaaaaaa1111"
     # Copy b's ciphertext into a's row: it must not open as a's key.
     db.execute(
         "update ai_provider_keys set key_enc = (select key_enc from ai_provider_keys where api_key_id = %s)"
         " where api_key_id = %s", (b.api_key, a.api_key))
     with pytest.raises(ApiError) as caught:
-        live.run(provider_api_key(live.svc, tenant=ta, provider="anthropic"))
+        live.run(stored(live.svc, tenant=ta, provider="anthropic")).key
     assert caught.value.code == "FAILED_PRECONDITION"
 
 

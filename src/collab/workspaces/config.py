@@ -8,10 +8,10 @@ from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction
 from collab.kit.merge import deep_merge
 from collab.kit.services import Services
+from collab.llm.routing import SELF_HOSTED
 from collab.workspaces import model_servers
 from collab.workspaces import repository as repo
 from collab.workspaces.schemas import (
-    SELF_HOSTED_PROVIDERS,
     ActivityConfigUpdate,
     ApiKeyConfigUpdate,
     NotificationConfigUpdate,
@@ -139,7 +139,7 @@ async def update_api_key_config(svc: Services, *, tenant: Tenant, data: ApiKeyCo
         if data.enableAdvancedQueries is not None:
             await repo.set_advanced_queries(tx.conn, api_key_id=tenant.api_key_id, enabled=data.enableAdvancedQueries)
         for entry in entries:
-            if (entry.customerApiKey if entry.provider not in SELF_HOSTED_PROVIDERS else entry.baseUrl) is None:
+            if (entry.customerApiKey if entry.provider not in SELF_HOSTED else entry.baseUrl) is None:
                 await repo.delete_provider_key(tx.conn, api_key_id=tenant.api_key_id, provider=entry.provider)
                 continue
             sealed = model_servers.seal(svc, tenant=tenant, provider=entry.provider, key=entry.customerApiKey,

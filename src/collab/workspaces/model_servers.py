@@ -84,12 +84,6 @@ async def stored(svc: Services, *, tenant: Tenant, provider: str) -> StoredAcces
     return StoredAccess(key=key, base_url=url, model=row["model"])
 
 
-async def provider_api_key(svc: Services, *, tenant: Tenant, provider: str) -> str | None:
-    """The tenant's own key for a model provider, decrypted; None when unset."""
-    found = await stored(svc, tenant=tenant, provider=provider)
-    return None if found is None else found.key
-
-
 async def check_base_url(settings, url: str, *, path: list[Any]) -> None:
     """INVALID_ARGUMENT unless a workspace's model server may be called: http(s), and (unless the operator allows
     private addresses) a public one, as webhook endpoints are checked."""

@@ -14,6 +14,7 @@ from collab.events import CommentEvent, HuddleEvent
 from collab.kit.envelope import Model
 from collab.kit.openapi import Doc
 from collab.kit.validation import Broken, rule, rules
+from collab.llm.routing import SELF_HOSTED
 from collab.workspaces import domains
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
@@ -151,7 +152,6 @@ class DomainList(Model):
 
 
 ModelProvider = Literal["openai", "anthropic", "gemini", "ollama", "openai-compatible"]
-SELF_HOSTED_PROVIDERS = ("ollama", "openai-compatible")
 
 
 class ProviderKey(Model):
@@ -169,7 +169,7 @@ class ProviderKey(Model):
     @model_validator(mode="after")
     def _fits_the_provider(self):
         sent = self.model_fields_set
-        if self.provider in SELF_HOSTED_PROVIDERS:
+        if self.provider in SELF_HOSTED:
             if "baseUrl" not in sent:
                 raise ValueError(f"baseUrl is required for {self.provider} (null removes it)")
             if self.baseUrl is None and (self.customerApiKey or self.model):
@@ -178,7 +178,7 @@ class ProviderKey(Model):
             if "customerApiKey" not in sent:
                 raise ValueError("customerApiKey is required (null removes the key)")
             if sent & {"baseUrl", "model"}:
-                raise ValueError(f"baseUrl and model are only for {' and '.join(SELF_HOSTED_PROVIDERS)}")
+                raise ValueError(f"baseUrl and model are only for {' and '.join(sorted(SELF_HOSTED))}")
         return self
 
 
