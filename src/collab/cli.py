@@ -202,7 +202,93 @@ def _eval_search(args: argparse.Namespace) -> int:
 
 
 def _reembed(args: argparse.Namespace) -> int:
-    from collab.embeddings.model import DEFAULT_NAME, load
+    """Spread over the workers (the default), or all in this process (--in-process)."""
+    if args.in_process:
+        return _reembed_here(args)
+    from collab.judgments import reembed
+    from collab.kit.services import build_services, close_services
+
+    async def go() -> int:
+        svc = await build_services(get_settings())
+        try:
+            if args.stop:
+                stopped = await reembed.stop(svc, model=_model_name(args.model), only=args.api_key)
+                print("stopped; the same command without --stop resumes it" if stopped else "no re-embed of "
+                      f"{args.model} is running" + (f" for {args.api_key}" if args.api_key else ""))
+                return 0
+            name, dimensions = await _dimensions(svc, args.model)
+            run = await reembed.start(svc, model=name, source=args.model, dimensions=dimensions, only=args.api_key,
+                                      kinds=(args.kind, ) if args.kind else ("review", "content"),
+                                      batch_size=args.batch_size, activate=args.activate, parallel=args.parallel,
+                                      range_size=args.range_size)
+            print(
+                f"re-embed {run['id']}: {run['total']} judgment(s) in {run['ranges']} range(s) for the workers' "
+                f"bulk lane" + (f", resumed ({run['resumed']})" if run["resumed"] else ""), flush=True)
+            return 0 if args.detach else await _follow(svc, run)
+        finally:
+            await close_services(svc)
+
+    return asyncio.run(go())
+
+
+def _model_name(setting: str) -> str:
+    from collab.embeddings import catalog
+
+    return catalog.FAST if setting == "default" else setting.rstrip("/").rsplit("/", 1)[-1]
+
+
+async def _dimensions(svc, setting: str) -> tuple[str, int]:
+    """(name, vector size) of a model setting: a shipped or registered model's without loading it, else loaded."""
+    from collab.embeddings import catalog, registry
+    from collab.embeddings.model import load
+
+    name = _model_name(setting)
+    if name in catalog.MODELS:
+        return name, catalog.MODELS[name].dimensions
+    async with svc.pool.connection() as conn:
+        row = await registry.model_row(conn, model=name)
+    if row is not None:
+        return name, row["dimensions"]
+    embedder = await asyncio.to_thread(load, setting, None, cache_dir=svc.settings.models_dir)
+    return embedder.name, embedder.dimensions
+
+
+async def _follow(svc, run: dict) -> int:
+    """One progress bar over the run's ranges (judgments done, texts/s, workers, ETA) until it ends; Ctrl-C stops
+    the run after each worker's current batch."""
+    from tqdm import tqdm
+
+    from collab.judgments import reembed
+
+    bar = tqdm(total=run["total"], initial=run["judgments_done"], unit="judgment", desc=f"re-embed {run['model']}")
+    started, first = time.monotonic(), run["embedded"]
+    try:
+        while run["state"] not in ("done", "failed", "stopped"):
+            await asyncio.sleep(0.5)
+            run = await reembed.progress(svc, run["id"])
+            bar.update(min(run["judgments_done"], run["total"]) - bar.n)
+            rate = (run["embedded"] - first) / max(time.monotonic() - started, 1e-9)
+            bar.set_postfix_str(f"{rate:.0f} texts/s, {run['workers']} worker(s), {run['state']}")
+            if run["workers"] == 0 and run["state"] == "running" and time.monotonic() - started > 30 and not bar.n:
+                bar.write("no worker has taken a range yet: is a worker serving the bulk lane? (--in-process runs "
+                          "it here)")
+                started = time.monotonic()
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        await reembed.stop(svc, model=run["model"], only=run["api_key_id"])
+        bar.close()
+        print("stopped after the current batches; the same command resumes it")
+        return 130
+    bar.close()
+    seconds = time.monotonic() - started
+    print(f"re-embed {run['state']}: {run['embedded']} text(s) embedded over {run['judgments_done']} judgment(s)"
+          f", {run['knowledge'] or 0} knowledge text(s), in {seconds:.1f} s" +
+          (f"; search now uses {run['model']}" if run["state"] == "done" and run["activate"] else "") +
+          (f": {run['error']}" if run["error"] else ""))
+    return 0 if run["state"] == "done" else 1
+
+
+def _reembed_here(args: argparse.Namespace) -> int:
+    from collab.embeddings.model import load
     from collab.judgments.reembed import activate_model, reembed
     from collab.kit.services import build_services, close_services
     from collab.knowledge.reembed import reembed_knowledge
@@ -210,16 +296,15 @@ def _reembed(args: argparse.Namespace) -> int:
     async def go() -> dict:
         svc = await build_services(get_settings())
         try:
-            setting = None if args.model in (DEFAULT_NAME, "default") else args.model
-            embedder = await asyncio.to_thread(load, setting, None, "bf16" if args.bf16 else "auto",
+            embedder = await asyncio.to_thread(load, args.model, None, "bf16" if args.bf16 else "auto",
                                                cache_dir=svc.settings.models_dir)
             kinds = (args.kind, ) if args.kind else ("review", "content")
-            counts = await reembed(svc, embedder, source=setting or "default", kinds=kinds, batch_size=args.batch_size,
+            counts = await reembed(svc, embedder, source=args.model, kinds=kinds, batch_size=args.batch_size,
                                    only=args.api_key)
             # Knowledge before the switch: its search and rules must not go empty meanwhile.
             knowledge = await reembed_knowledge(svc, embedder, batch_size=args.batch_size, only=args.api_key)
             if args.activate:
-                await activate_model(svc, embedder)
+                await activate_model(svc, embedder, only=args.api_key)
             return {**counts, "knowledge": knowledge["embedded"]}
         finally:
             await close_services(svc)
@@ -235,14 +320,12 @@ def _reembed(args: argparse.Namespace) -> int:
 
 def _backfill(args: argparse.Namespace) -> int:
     from collab.judgments.reembed import backfill
-    from collab.judgments.tasks import active_embedder
     from collab.kit.services import build_services, close_services
 
     async def go() -> int:
         svc = await build_services(get_settings())
         try:
-            embedder = await active_embedder({"svc": svc})
-            return await backfill(svc, embedder, batch_size=args.batch_size, only=args.api_key)
+            return await backfill(svc, batch_size=args.batch_size, only=args.api_key)
         finally:
             await close_services(svc)
 
@@ -374,15 +457,27 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("workspace_id")
     plan.add_argument("plan", choices=["paid", "free"])
     plan.set_defaults(fn=_set_plan)
-    reembed = sub.add_parser("reembed", help="embed every judgment with a model (resumable)")
-    reembed.add_argument("--model", required=True,
-                         help="sentence-transformers name or local path ('default': the packaged one)")
+    reembed = sub.add_parser(
+        "reembed", help="embed every judgment (and knowledge text) with a model: ranges the workers share, resumable")
+    reembed.add_argument(
+        "--model", required=True, help="a shipped model (all-MiniLM-L6-v2, all-mpnet-base-v2), 'default' (what earlier "
+        "releases registered: the MiniLM model) or a sentence-transformers folder")
     reembed.add_argument("--kind", choices=["review", "content"])
-    reembed.add_argument("--batch-size", type=int, default=256)
-    reembed.add_argument("--activate", action="store_true", help="then switch search to this model atomically")
-    reembed.add_argument("--api-key", help="only this tenant's judgments")
-    reembed.add_argument("--bf16", action="store_true",
-                         help="run the model in bfloat16 (the default where the CPU computes bf16 natively)")
+    reembed.add_argument("--batch-size", type=int, default=256, choices=range(1, 4097), metavar="1..4096")
+    reembed.add_argument("--activate", action="store_true",
+                         help="then switch search to this model atomically (only the --api-key's, with one)")
+    reembed.add_argument("--api-key", help="only this tenant's judgments (and its own model choice)")
+    reembed.add_argument("--parallel", type=int, default=4, help="ranges worked at once (bulk-lane slots held)")
+    reembed.add_argument("--range-size", type=int, default=1000, help="judgments per range")
+    reembed.add_argument("--detach", action="store_true", help="start (or resume) it and return at once")
+    reembed.add_argument("--stop", action="store_true",
+                         help="stop it after each worker's current batch; running it again resumes")
+    reembed.add_argument("--in-process", action="store_true",
+                         help="embed everything in this process instead of the workers (one machine, no worker)")
+    reembed.add_argument(
+        "--bf16", action="store_true",
+        help="with --in-process: run the model in bfloat16 (the default where the CPU computes bf16 "
+        "natively)")
     reembed.set_defaults(fn=_reembed)
     judgments = sub.add_parser("judgments", help="judgment memory maintenance")
     jsub = judgments.add_subparsers(dest="action", required=True)

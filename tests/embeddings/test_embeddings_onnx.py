@@ -31,7 +31,7 @@ def cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def torch_vectors():
     """The packaged model on sentence-transformers/torch: the vectors already stored in every deployment."""
-    name, source = resolve(None)
+    name, source = resolve("all-MiniLM-L6-v2")
     return numpy.asarray(Embedder(name, source, runtime="torch").encode(SAMPLE), dtype=numpy.float32)
 
 
@@ -54,13 +54,13 @@ def no_network():
 
 @pytest.fixture(scope="module")
 def onnx_fp32(cache, no_network):
-    name, source = resolve(None)
+    name, source = resolve("all-MiniLM-L6-v2")
     return Embedder(name, source, runtime="onnx", cache_dir=cache)
 
 
 @pytest.fixture(scope="module")
 def openvino_bf16(cache, no_network):
-    name, source = resolve(None)
+    name, source = resolve("all-MiniLM-L6-v2")
     return Embedder(name, source, runtime="openvino", dtype="bf16", cache_dir=cache)
 
 
@@ -122,7 +122,7 @@ def test_load_uses_openvino_bf16_where_the_cpu_has_it_else_onnx_fp32(cache, onnx
     # int8 falls short on this sample when batched (min cosine 0.9899 attention-only), so fp32 without native bf16.
     from collab.embeddings.model import load
 
-    model = load(cache_dir=cache)
+    model = load("all-MiniLM-L6-v2", cache_dir=cache)
     assert model.model.label == DEFAULT_LABEL
     assert model.model.path.name == ("model.plain.onnx" if native_bf16() else "model.onnx")
 
@@ -131,7 +131,7 @@ def test_without_native_bf16_the_default_is_onnx_fp32(cache, onnx_fp32, monkeypa
     from collab.embeddings import runtime
 
     monkeypatch.setattr(runtime, "native_bf16", lambda: False)
-    name, source = resolve(None)
+    name, source = resolve("all-MiniLM-L6-v2")
     assert Embedder(name, source, cache_dir=cache).model.label == "onnx-fp32"
     assert Embedder(name, source, dtype="fp32", cache_dir=cache).model.label == "onnx-fp32"
 
@@ -161,7 +161,7 @@ def test_bf16_that_drifts_is_refused_for_fp32(cache, onnx_fp32, monkeypatch, cap
             rows[:, 0] = 1.0  # unit vectors pointing nowhere near the model's
             return [rows]
 
-    _, source = resolve(None)
+    _, source = resolve("all-MiniLM-L6-v2")
     plain = export.ensure(Path(source), cache, "bf16")
     tokens = onnx_fp32.model.tokens
     with pytest.raises(export.NotExportable, match="bf16 drifts"):
@@ -230,7 +230,7 @@ def test_a_cached_export_starts_without_torch_or_network(onnx_fp32, cache):
             "def refuse(*a, **k): raise OSError('network is off')\n"
             "socket.socket.connect = lambda self, addr: refuse() if addr[0] not in ('127.0.0.1', '::1') else None\n"
             "from collab.embeddings.model import load\n"
-            f"e = load(cache_dir={str(cache)!r})\n"
+            f"e = load('all-MiniLM-L6-v2', cache_dir={str(cache)!r})\n"
             "v = e.encode(['hero image alt text', 'ok'])\n"
             "print(e.model.label, len(v), 'torch' in sys.modules)\n")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -243,7 +243,7 @@ def test_the_first_export_runs_in_a_child_so_torch_never_stays_in_the_worker(tmp
     # A fresh process with an empty cache (a worker's first start): the export happens, in a child process.
     code = ("import sys\n"
             "from collab.embeddings.model import load\n"
-            f"e = load(cache_dir={str(tmp_path)!r})\n"
+            f"e = load('all-MiniLM-L6-v2', cache_dir={str(tmp_path)!r})\n"
             "print(e.model.label, len(e.encode(['hero image alt text', 'ok'])), 'torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -253,7 +253,7 @@ def test_the_first_export_runs_in_a_child_so_torch_never_stays_in_the_worker(tmp
 
 def test_a_model_given_by_path_is_exported_under_its_own_name(tmp_path, cache, onnx_fp32, torch_vectors):
     # `collab reembed --model PATH` with a plain BERT-like sentence-transformers folder: exported too.
-    _, source = resolve(None)
+    _, source = resolve("all-MiniLM-L6-v2")
     copy = tmp_path / "my-minilm"
     shutil.copytree(source, copy)
     model = Embedder("my-minilm", str(copy), cache_dir=cache)
@@ -263,7 +263,7 @@ def test_a_model_given_by_path_is_exported_under_its_own_name(tmp_path, cache, o
 
 def test_a_model_that_does_not_export_falls_back_to_torch(tmp_path, cache):
     # CLS pooling is not what the export computes: the model runs on torch, with its own (correct) vectors.
-    _, source = resolve(None)
+    _, source = resolve("all-MiniLM-L6-v2")
     copy = tmp_path / "cls-minilm"
     shutil.copytree(source, copy)
     pooling = copy / "1_Pooling" / "config.json"

@@ -4,7 +4,6 @@ import uuid
 
 import pytest
 
-from collab.embeddings.model import load
 from collab.judgments.reembed import backfill, reembed
 from support.embedders import Counting
 from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
@@ -54,7 +53,7 @@ def test_reembed_killed_halfway_then_resumed_embeds_each_row_once(client, live, 
             is False)
 
 
-def test_reembed_activate_switches_search(client, live, db):
+def test_reembed_activate_switches_the_keys_search(client, live, db):
     t = seeded(client, live)
     previous = db.execute("select name from embedding_models where active").fetchone()["name"]
     name = f"copy-{uuid.uuid4().hex[:6]}"
@@ -63,7 +62,10 @@ def test_reembed_activate_switches_search(client, live, db):
     try:
         live.run(
             reembed(live.svc, model, source="default", batch_size=100, only=t.api_key, activate=True, progress=None))
-        assert db.execute("select name from embedding_models where active").fetchone()["name"] == name
+        # With --api-key, only that key switches (its own choice from now on); the deployment's model stays.
+        assert db.execute("select name from embedding_models where active").fetchone()["name"] == previous
+        assert db.execute("select embedding_model from api_keys where id = %s",
+                          (t.api_key, )).fetchone()["embedding_model"] == name
         hnsw = db.execute("select count(*) as n from pg_indexes where indexdef like %s",
                           (f"%model = '{name}'%", )).fetchone()
         assert hnsw["n"] == 2
@@ -84,7 +86,7 @@ def test_backfill_rederives_lost_judgments(client, live, db):
     t = seeded(client, live)
     db.execute("delete from judgments where api_key_id = %s", (t.api_key, ))
     assert post(client, "/v2/memory/search", {"query": "typo"}, t.headers).json()["result"]["results"] == []
-    seen = live.run(backfill(live.svc, load(), only=t.api_key, progress=None))
+    seen = live.run(backfill(live.svc, only=t.api_key, progress=None))
     assert seen == 7
     out = post(client, "/v2/memory/search", {"query": "spelling error in the title"}, t.headers).json()["result"]
     assert out["results"][0]["recordId"] == "j5"

@@ -1,5 +1,6 @@
 """An embedder for re-embedding tests: the packaged model under another name, counting the texts it embeds."""
 
+from collab.embeddings import catalog
 from collab.embeddings.model import Embedder, load
 
 
@@ -7,7 +8,7 @@ class Counting(Embedder):
     """The packaged model under another name, counting every text it embeds."""
 
     def __init__(self, name: str):
-        base = load()
+        base = load(catalog.FAST)
         self.name, self.model, self.dimensions = name, base.model, base.dimensions
         self.seen: list[str] = []
 

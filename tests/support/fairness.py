@@ -70,6 +70,10 @@ CASES: dict[str, Case] = {
     "echo_tracked": Case("bulk", "a probe of the tests and drills: no route enqueues it"),
     "backfill_judgments": Case("bulk", "one call in flight per workspace (backfill:{workspace}), a batch per call"),
     "derive_judgments": Case("bulk", "one batch of activities per job, bounded by the activities/add body"),
+    "reembed_range": Case(
+        "bulk", "one range of at most --range-size judgments per job; a key's own model switch works one range at "
+        "a time (one bulk slot), one switch per key (tests/judgments/test_models.py)"),
+    "reembed_finish": Case("bulk", "once per re-embed, after its last range: the scope's knowledge texts in batches"),
     "deliver_webhook": Case(
         "bulk", "one delivery per job within COLLAB_WEBHOOKS_TIMEOUT_S; a failing endpoint is "
         "turned off"),

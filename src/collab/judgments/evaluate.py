@@ -290,20 +290,17 @@ async def evaluate(svc, embedder, *, labelled: LabelledSet) -> dict[str, Any]:
 async def embedder_for(svc, model: str | None, dtype: str):
     """The model under test: `model` (a candidate, registered but not activated), else the active one."""
     from collab.embeddings import registry
-    from collab.embeddings.model import DEFAULT_NAME
     from collab.embeddings.model import load as load_model
     from collab.judgments.tasks import active_embedder
 
     active = await active_embedder({"svc": svc})  # registers the configured model when none is yet
     if model is None:
         return active
-    setting = None if model in (DEFAULT_NAME, "default") else model
-    embedder = await asyncio.to_thread(load_model, setting, None, dtype, cache_dir=svc.settings.models_dir)
+    embedder = await asyncio.to_thread(load_model, model, None, dtype, cache_dir=svc.settings.models_dir)
     async with svc.pool.connection() as conn:
         async with conn.transaction():
             # Vectors reference their model's row; registering never activates while another model is active.
-            await registry.register(conn, model=embedder.name, source=setting or "default",
-                                    dimensions=embedder.dimensions)
+            await registry.register(conn, model=embedder.name, source=model, dimensions=embedder.dimensions)
     return embedder
 
 

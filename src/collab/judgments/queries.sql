@@ -101,6 +101,25 @@ select * from judgments
 where (api_key_id, id) > (%(key)s, %(ident)s) and (%(only)s::text is null or api_key_id = %(only)s)
 order by api_key_id, id limit %(limit)s
 
+-- name: judgments_by_id
+-- One tenant's judgments by id (those that exist).
+select * from judgments where api_key_id = %(api_key_id)s and id = any(%(ids)s)
+
+-- name: judgments_between
+-- One batch of judgments in key order after a key, up to another (inclusive): a re-embed range walks them.
+select * from judgments
+where (api_key_id, id) > (%(key)s, %(ident)s) and (api_key_id, id) <= (%(upto_key)s, %(upto_id)s)
+  and (%(only)s::text is null or api_key_id = %(only)s)
+order by api_key_id, id limit %(limit)s
+
+-- name: range_bounds
+-- The keys that end each range of `step` judgments in key order (all tenants, or one), and the last one: the
+-- ranges a re-embed is split into (each from the previous bound, exclusive, to its own, inclusive).
+select api_key_id, id from (
+    select api_key_id, id, row_number() over (order by api_key_id, id) as n, count(*) over () as total
+    from judgments where (%(only)s::text is null or api_key_id = %(only)s)
+) as numbered where n %% %(step)s = 0 or n = total order by api_key_id, id
+
 -- name: activities_after
 -- One batch of activity keys in order after a key (all tenants, or one); the backfill walks them.
 select api_key_id, id from activities
@@ -194,3 +213,82 @@ join judgments j on j.api_key_id = top.api_key_id and j.id = top.id
 join judgment_embeddings e on e.api_key_id = j.api_key_id and e.judgment_id = j.id
  and e.kind = %(kind)s and e.model = %(model)s
 order by top.rank desc, top.created_at desc, top.id
+
+-- name: live_run
+-- The re-embed of a model over a scope (one key, or every key) that has not ended, locked for this transaction.
+select * from reembed_runs where model = %(model)s and coalesce(api_key_id, '') = coalesce(%(only)s, '')
+  and state in ('running', 'stopped', 'finishing')
+for update
+
+-- name: insert_run
+-- A new re-embed.
+insert into reembed_runs (id, model, api_key_id, kinds, batch_size, activate, state, total)
+values (%(id)s, %(model)s, %(only)s, %(kinds)s, %(batch_size)s, %(activate)s, 'running', %(total)s)
+
+-- name: insert_ranges
+-- A re-embed's ranges: each from the previous bound (exclusive) to its own (inclusive).
+insert into reembed_ranges (run_id, seq, after_key, after_id, upto_key, upto_id)
+select %(run_id)s, s.seq, s.after_key, s.after_id, s.upto_key, s.upto_id
+from unnest(%(seqs)s::int[], %(after_keys)s::text[], %(after_ids)s::text[], %(upto_keys)s::text[],
+            %(upto_ids)s::text[]) as s (seq, after_key, after_id, upto_key, upto_id)
+
+-- name: resume_run
+-- A stopped (or interrupted) re-embed runs again: its unfinished ranges are free to be taken.
+with run as (
+    update reembed_runs set state = case when state = 'finishing' then state else 'running' end,
+        resumed = resumed + 1, activate = activate or %(activate)s
+    where id = %(run_id)s returning *
+), freed as (
+    update reembed_ranges set worker = null where run_id = %(run_id)s and not done
+)
+select * from run
+
+-- name: get_run
+-- One re-embed with its progress summed over its ranges.
+select r.*, coalesce(sum(g.judgments), 0)::int as judgments_done, coalesce(sum(g.embedded), 0)::int as embedded,
+       count(g.seq)::int as ranges, (count(g.seq) filter (where g.done))::int as ranges_done,
+       (count(distinct g.worker) filter (where not g.done and g.worker is not null))::int as workers
+from reembed_runs r left join reembed_ranges g on g.run_id = r.id
+where r.id = %(run_id)s group by r.id
+
+-- name: lock_run
+-- A re-embed's row, locked for this transaction (its last range and its finish are decided one at a time).
+select * from reembed_runs where id = %(run_id)s for update
+
+-- name: set_run_state
+-- A re-embed's state (and, when it ends, when; with its knowledge count or error where given).
+update reembed_runs set state = %(state)s, knowledge = coalesce(%(knowledge)s, knowledge),
+    error = coalesce(%(error)s, error),
+    finished_at = case when %(state)s in ('done', 'failed') then now() else finished_at end
+where id = %(run_id)s and state <> all(%(unless)s)
+
+-- name: claim_range
+-- The first unfinished range of a running re-embed that no live worker holds (none, or its holder silent past the
+-- lease), now held by this one.
+update reembed_ranges set worker = %(me)s, updated_at = now()
+where (run_id, seq) = (
+    select g.run_id, g.seq from reembed_ranges g join reembed_runs r on r.id = g.run_id
+    where g.run_id = %(run_id)s and r.state = 'running' and not g.done
+      and (g.worker is null or g.updated_at < now() - make_interval(secs => %(lease_s)s))
+    order by g.seq limit 1 for update of g skip locked)
+returning *
+
+-- name: advance_range
+-- A batch of a range is done: its cursor and counts move on, only while this worker still holds it; answers the
+-- run's state (no row: the range was taken over).
+update reembed_ranges g set cursor_key = %(cursor_key)s, cursor_id = %(cursor_id)s,
+    judgments = g.judgments + %(judgments)s, embedded = g.embedded + %(embedded)s, done = %(done)s, updated_at = now()
+from reembed_runs r
+where g.run_id = %(run_id)s and g.seq = %(seq)s and g.worker = %(me)s and r.id = g.run_id
+returning r.state
+
+-- name: ranges_left
+-- A re-embed's unfinished ranges, and how many of them nobody holds.
+select count(*)::int as undone,
+       (count(*) filter (where worker is null or updated_at < now() - make_interval(secs => %(lease_s)s)))::int as free
+from reembed_ranges where run_id = %(run_id)s and not done
+
+-- name: live_runs
+-- One key's re-embeds that have not ended, newest first.
+select * from reembed_runs where api_key_id = %(only)s and state in ('running', 'stopped', 'finishing')
+order by state = 'stopped', created_at desc

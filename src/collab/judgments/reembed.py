@@ -2,15 +2,19 @@
 
 import logging
 import time
-from typing import Callable
+from typing import Any, Callable
 
+import psycopg
 from tqdm import tqdm
 
-from collab.embeddings import registry
+from collab.embeddings import catalog, registry
 from collab.embeddings.model import Embedder
 from collab.judgments import derive
 from collab.judgments import repository as repo
-from collab.judgments.tasks import derive_batch, embed_judgments
+from collab.judgments.tasks import derive_batch, embed_ids, embed_judgments, tenant_models
+from collab.kit.crypto import new_id
+from collab.kit.errors import invalid, issue
+from collab.kit.jobs import transaction
 from collab.kit.services import Services
 
 log = logging.getLogger("collab.reembed")
@@ -57,21 +61,29 @@ async def reembed(svc: Services, embedder: Embedder, *, source: str, kinds: tupl
         bar.close()
     counts["seconds"] = round(time.monotonic() - started, 3)
     if activate:
-        await activate_model(svc, embedder)
+        await activate_model(svc, embedder, only=only)
     return counts
 
 
-async def activate_model(svc: Services, embedder: Embedder) -> None:
-    """Switch search (judgments and knowledge) to the embedder's model, its indexes built."""
+async def activate_model(svc: Services, embedder: Embedder, *, only: str | None = None) -> None:
+    """Switch search (judgments and knowledge) to the embedder's model, its indexes built: every key's that follows
+    the active model, or only this key's (its own choice from now on)."""
+    if only is not None:
+        await registry.build_indexes(svc.pool, model=embedder.name, dimensions=embedder.dimensions)
     async with svc.pool.connection() as conn:
         async with conn.transaction():
-            await registry.activate(conn, model=embedder.name)
-    log.info("search now uses %s", embedder.name)
+            if only is None:
+                await registry.activate(conn, model=embedder.name)
+            else:
+                await registry.set_key_model(conn, api_key_id=only, model=embedder.name)
+    log.info("search now uses %s%s", embedder.name, f" for {only}" if only else "")
 
 
-async def backfill(svc: Services, embedder: Embedder, *, batch_size: int = 256, only: str | None = None,
+async def backfill(svc: Services, *, batch_size: int = 256, only: str | None = None,
                    progress: Callable | None = tqdm) -> int:
-    """Re-derive every judgment from the activity log (and embed what changed); returns activities read."""
+    """Re-derive every judgment from the activity log (and embed what changed, with each key's model); returns
+    activities read."""
+    ctx: dict[str, Any] = {"svc": svc}
     seen, after = 0, None
     bar = progress(unit="activity", desc="backfill judgments") if progress else None
     while True:
@@ -83,7 +95,10 @@ async def backfill(svc: Services, embedder: Embedder, *, batch_size: int = 256, 
         for row in rows:
             by_tenant.setdefault(row["api_key_id"], []).append(row["id"])
         for api_key_id, ids in by_tenant.items():
-            await derive_batch(svc, embedder, api_key_id=api_key_id, activity_ids=ids)
+            first, filling = await tenant_models(ctx, api_key_id)
+            await derive_batch(svc, first, api_key_id=api_key_id, activity_ids=ids)
+            if filling is not None:
+                await embed_ids(svc, filling, api_key_id=api_key_id, ids=ids)
         seen += len(rows)
         after = (rows[-1]["api_key_id"], rows[-1]["id"])
         if bar:
@@ -91,3 +106,135 @@ async def backfill(svc: Services, embedder: Embedder, *, batch_size: int = 256, 
     if bar:
         bar.close()
     return seen
+
+
+# A re-embed spread over workers (ADR 0062): ranges of the key order that any worker takes from the bulk lane
+# (tasks.reembed_range), one cursor each, so the run stops and resumes without losing or repeating a batch.
+RANGE_SIZE = 1000
+
+
+async def start(svc: Services, *, model: str, source: str, dimensions: int, only: str | None = None,
+                kinds: tuple[str, ...] = registry.KINDS, batch_size: int = 256, activate: bool = False,
+                parallel: int = 4, range_size: int = RANGE_SIZE) -> dict[str, Any]:
+    """Start a re-embed of `model` over one key's judgments (`only`) or every key's, or resume the one that has not
+    ended: its ranges go to the bulk lane, `parallel` at a time. New judgments of the scope are embedded with the
+    model too until it finishes. Returns the run (get_run's row)."""
+    try:
+        run_id = await _start(svc, model=model, source=source, dimensions=dimensions, only=only, kinds=kinds,
+                              batch_size=batch_size, activate=activate, parallel=parallel, range_size=range_size)
+    except psycopg.errors.UniqueViolation:  # another start made the run first: resume that one
+        run_id = await _start(svc, model=model, source=source, dimensions=dimensions, only=only, kinds=kinds,
+                              batch_size=batch_size, activate=activate, parallel=parallel, range_size=range_size)
+    return await progress(svc, run_id)
+
+
+async def _start(svc: Services, *, model: str, source: str, dimensions: int, only: str | None, kinds: tuple[str, ...],
+                 batch_size: int, activate: bool, parallel: int, range_size: int) -> str:
+    async with transaction(svc.pool, svc.redis) as tx:
+        await registry.register(tx.conn, model=model, source=source, dimensions=dimensions)
+        run = await repo.live_run(tx.conn, model=model, only=only)
+        if run is None:
+            run_id = new_id("rmb_")
+            total = await repo.count_judgments(tx.conn, only=only)
+            bounds = await repo.range_bounds(tx.conn, step=range_size, only=only)
+            await repo.insert_run(tx.conn, id=run_id, model=model, only=only, kinds=list(kinds), batch_size=batch_size,
+                                  activate=activate, total=total, bounds=bounds)
+        else:
+            run_id = run["id"]
+            await repo.resume_run(tx.conn, run_id=run_id, activate=activate)
+        if only is not None:
+            await registry.set_key_next(tx.conn, api_key_id=only, model=model)
+        else:
+            await registry.set_filling(tx.conn, model=model, filling=True)
+        left = await repo.ranges_left(tx.conn, run_id=run_id, lease_s=0)
+        if run is not None and run["state"] == "finishing":
+            pass  # its finish job is queued (or running)
+        elif left["undone"]:
+            for _ in range(min(max(1, parallel), left["undone"])):
+                await tx.enqueue("reembed_range", api_key_id=only, run_id=run_id)
+        elif await repo.set_run_state(tx.conn, run_id=run_id, state="finishing", unless=("finishing", )):
+            await tx.enqueue("reembed_finish", api_key_id=only, run_id=run_id)
+    return run_id
+
+
+async def stop(svc: Services, *, model: str, only: str | None = None) -> dict[str, Any] | None:
+    """Stop the scope's re-embed of `model` after each worker's current batch (None when none is running)."""
+    async with svc.pool.connection() as conn:
+        async with conn.transaction():
+            run = await repo.live_run(conn, model=model, only=only)
+            if run is None or run["state"] != "running":
+                return None
+            await repo.set_run_state(conn, run_id=run["id"], state="stopped")
+    return await progress(svc, run["id"])
+
+
+async def progress(svc: Services, run_id: str) -> dict[str, Any]:
+    """A run as `collab reembed` shows it: state, judgments done of total, texts embedded, ranges, workers."""
+    async with svc.pool.connection() as conn:
+        row = await repo.get_run(conn, run_id=run_id)
+    assert row is not None
+    return row
+
+
+# A key's own choice (workspace/apikeyconfig/update `embeddingModel`): the switch is a re-embed of its judgments and
+# knowledge with the new model, one range at a time (one bulk slot), that activates for the key when it ends.
+# Searches use the old model until then, so no search fails or goes empty meanwhile.
+async def choices(conn) -> dict[str, dict[str, Any]]:
+    """The models a key may choose: the shipped ones installed here, and any the operator registered."""
+    found = {
+        m.name: {"name": m.name, "dimensions": m.dimensions, "role": m.role}
+        for m in catalog.MODELS.values() if catalog.installed(m.name)
+    }
+    for row in await registry.models(conn):
+        found.setdefault(row["name"], {"name": row["name"], "dimensions": row["dimensions"], "role": "registered"})
+    return found
+
+
+async def offered(svc: Services, model: str) -> dict[str, Any]:
+    """The choice `model` (INVALID_ARGUMENT naming the others when this server does not offer it)."""
+    async with svc.pool.connection() as conn:
+        found = await choices(conn)
+    if model not in found:
+        raise invalid(f"embeddingModel must be one of {', '.join(sorted(found))}.",
+                      [issue(["embeddingModel"], "Not a model this server offers")])
+    return found[model]
+
+
+async def choose(svc: Services, *, api_key_id: str, model: str) -> None:
+    """Switch a key to `model`: nothing when it already searches with it, else its re-embed (started or resumed)."""
+    choice = await offered(svc, model)
+    async with svc.pool.connection() as conn:
+        current = await registry.key_models(conn, api_key_id=api_key_id)
+        known = await registry.model_row(conn, model=model)
+    for name in await _live_runs(svc, api_key_id):
+        if name != model:  # one switch at a time: the earlier one is superseded
+            await stop(svc, model=name, only=api_key_id)
+    if current is not None and current["model"] == model:  # back to the model it searches with: nothing to fill
+        async with svc.pool.connection() as conn:
+            await registry.set_key_next(conn, api_key_id=api_key_id, model=None)
+        return
+    await start(svc, model=model, source=known["source"] if known else model, dimensions=choice["dimensions"],
+                only=api_key_id, activate=True, parallel=1)
+
+
+async def _live_runs(svc: Services, api_key_id: str) -> list[str]:
+    async with svc.pool.connection() as conn:
+        return [row["model"] for row in await repo.live_runs(conn, only=api_key_id) if row["state"] == "running"]
+
+
+async def choice_view(conn, *, api_key_id: str) -> dict[str, Any]:
+    """The key's model, the choices, and the switch under way (null when none)."""
+    current = await registry.key_models(conn, api_key_id=api_key_id)
+    runs = await repo.live_runs(conn, only=api_key_id)
+    pending = None
+    if runs:
+        run = await repo.get_run(conn, run_id=runs[0]["id"])
+        assert run is not None
+        pending = {
+            "model": run["model"], "state": run["state"], "judgmentsDone": run["judgments_done"],
+            "judgments": run["total"], "startedAt": int(run["created_at"].timestamp() * 1000)
+        }
+    return {
+        "embeddingModel": current["model"] if current else None, "embeddingModels": sorted(
+            (await choices(conn)).values(), key=lambda m: m["name"]), "embeddingModelSwitch": pending
+    }

@@ -9,7 +9,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from collab.embeddings.registry import indexed_expr
-from collab.kit.db import Queries, execute, fetch_all, fetch_row
+from collab.kit.db import Queries, execute, fetch_all, fetch_one, fetch_row
 from collab.kit.db.pool import Conn
 
 q = Queries.beside(__file__)
@@ -108,6 +108,26 @@ async def judgments_after(conn: Conn, *, after: tuple[str, str] | None, limit: i
     """Judgments in key order (all tenants, or `only` one), one batch after `after` (re-embedding walks them)."""
     key, ident = after or ("", "")
     return await fetch_all(conn, q.judgments_after, {"key": key, "ident": ident, "limit": limit, "only": only})
+
+
+async def judgments_by_id(conn: Conn, *, api_key_id: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """One tenant's judgments by id (those that exist)."""
+    rows = await fetch_all(conn, q.judgments_by_id, {"api_key_id": api_key_id, "ids": ids})
+    return {r["id"]: r for r in rows}
+
+
+async def judgments_between(conn: Conn, *, after: tuple[str, str], upto: tuple[str, str], limit: int,
+                            only: str | None = None) -> list[dict[str, Any]]:
+    """Judgments in key order after `after` up to `upto` (inclusive), one batch (a re-embed range walks them)."""
+    return await fetch_all(
+        conn, q.judgments_between,
+        {"key": after[0], "ident": after[1], "upto_key": upto[0], "upto_id": upto[1], "limit": limit, "only": only})
+
+
+async def range_bounds(conn: Conn, *, step: int, only: str | None = None) -> list[tuple[str, str]]:
+    """The (api_key_id, id) that ends each range of `step` judgments in key order, the last one included."""
+    rows = await fetch_all(conn, q.range_bounds, {"step": step, "only": only})
+    return [(r["api_key_id"], r["id"]) for r in rows]
 
 
 async def activities_after(conn: Conn, *, after: tuple[str, str] | None, limit: int,
@@ -211,3 +231,68 @@ async def lexical(conn: Conn, *, dimensions: int, k: int, cap: int, text: str, v
         "organization_id": organization_id, "document_id": document_id
     }
     return await fetch_all(conn, query, params, prepare=False)
+
+
+# Re-embeds spread over workers (reembed_runs.py): a run, its ranges, and who holds which.
+async def live_run(conn: Conn, *, model: str, only: str | None) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.live_run, {"model": model, "only": only})
+
+
+async def insert_run(conn: Conn, *, id: str, model: str, only: str | None, kinds: list[str], batch_size: int,
+                     activate: bool, total: int, bounds: list[tuple[str, str]]) -> None:
+    """A new run over `total` judgments, its ranges ending at `bounds` (the first from the start of the key
+    order)."""
+    await execute(
+        conn, q.insert_run, {
+            "id": id, "model": model, "only": only, "kinds": kinds, "batch_size": batch_size, "activate": activate,
+            "total": total
+        })
+    starts = [("", "")] + bounds[:-1]
+    await execute(
+        conn, q.insert_ranges, {
+            "run_id": id, "seqs": list(range(len(bounds))), "after_keys": [a[0] for a in starts],
+            "after_ids": [a[1] for a in starts], "upto_keys": [b[0]
+                                                               for b in bounds], "upto_ids": [b[1] for b in bounds]
+        })
+
+
+async def resume_run(conn: Conn, *, run_id: str, activate: bool) -> dict[str, Any]:
+    return await fetch_row(conn, q.resume_run, {"run_id": run_id, "activate": activate})
+
+
+async def get_run(conn: Conn, *, run_id: str) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.get_run, {"run_id": run_id})
+
+
+async def lock_run(conn: Conn, *, run_id: str) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.lock_run, {"run_id": run_id})
+
+
+async def set_run_state(conn: Conn, *, run_id: str, state: str, unless: tuple[str, ...] = (),
+                        knowledge: int | None = None, error: str | None = None) -> int:
+    return await execute(
+        conn, q.set_run_state,
+        {"run_id": run_id, "state": state, "unless": list(unless), "knowledge": knowledge, "error": error})
+
+
+async def claim_range(conn: Conn, *, run_id: str, me: str, lease_s: float) -> dict[str, Any] | None:
+    return await fetch_one(conn, q.claim_range, {"run_id": run_id, "me": me, "lease_s": lease_s})
+
+
+async def advance_range(conn: Conn, *, run_id: str, seq: int, me: str, cursor: tuple[str, str], judgments: int,
+                        embedded: int, done: bool) -> str | None:
+    """Move a held range on; the run's state, or None where another worker took the range over."""
+    row = await fetch_one(
+        conn, q.advance_range, {
+            "run_id": run_id, "seq": seq, "me": me, "cursor_key": cursor[0], "cursor_id": cursor[1],
+            "judgments": judgments, "embedded": embedded, "done": done
+        })
+    return row["state"] if row else None
+
+
+async def ranges_left(conn: Conn, *, run_id: str, lease_s: float) -> dict[str, int]:
+    return await fetch_row(conn, q.ranges_left, {"run_id": run_id, "lease_s": lease_s})
+
+
+async def live_runs(conn: Conn, *, only: str) -> list[dict[str, Any]]:
+    return await fetch_all(conn, q.live_runs, {"only": only})

@@ -6,14 +6,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from collab.embeddings import registry
+from collab.embeddings import catalog, registry
 from collab.embeddings.batching import encode_query
 from collab.embeddings.model import Embedder, content_hash, load
 from collab.judgments import derive, search
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
 from collab.kit import usage
-from collab.kit.jobs import job, past
+from collab.kit.crypto import new_id
+from collab.kit.jobs import PermanentError, job, past, transaction
 from collab.kit.services import Services
 
 log = logging.getLogger("collab.judgments")
@@ -39,6 +40,8 @@ class ActiveModel:
         self.indexed: str | None = None  # the model whose indexes were found to suit this server
         self.upgrade: asyncio.Future | None = None  # the background index upgrade, while one runs
         self.lock = asyncio.Lock()  # one registry read, load and registration at a time per process
+        # Per API key: (when read, its model row from registry.key_models); bounded, oldest dropped first.
+        self.keys: dict[str, tuple[float, dict]] = {}
 
     async def stop(self) -> None:
         """Cancel an index upgrade in progress (the next start builds again; the old indexes serve meanwhile)."""
@@ -66,7 +69,7 @@ async def active_embedder(ctx: dict) -> Embedder:
                     await registry.register(conn, model=embedder.name, source=_source(svc),
                                             dimensions=embedder.dimensions)
         else:
-            embedder = await _load(held, None if row["source"] == "default" else row["source"], row["name"], svc)
+            embedder = await _load(held, row["source"], row["name"], svc)
             await _upgrade_indexes(held, svc, model=row["name"], dimensions=row["dimensions"])
         held.embedder, held.read_at = embedder, time.monotonic()
         return embedder
@@ -103,7 +106,40 @@ async def _load(held: ActiveModel, setting: str | None, name: str | None, svc: S
 
 
 def _source(svc: Services) -> str:
-    return svc.settings.embedding_model or "default"
+    return svc.settings.embedding_model or catalog.DEFAULT
+
+
+KEYS_HELD = 10_000
+
+
+async def tenant_models(ctx: dict, api_key_id: str) -> tuple[Embedder, Embedder | None]:
+    """(the embedder of the model this API key searches with, that of the model a re-embed is filling for it or
+    None): its own choice (ADR 0062), else the deployment's active model; re-read every few seconds per key."""
+    svc: Services = ctx["svc"]
+    default = await active_embedder(ctx)
+    held: ActiveModel = ctx["active_model"]
+    known = held.keys.get(api_key_id)
+    if known is None or time.monotonic() - known[0] >= svc.settings.embedding_refresh_s:
+        async with svc.pool.connection() as conn:
+            row = await registry.key_models(conn, api_key_id=api_key_id)
+        if len(held.keys) >= KEYS_HELD:
+            held.keys.pop(next(iter(held.keys)))
+        held.keys.pop(api_key_id, None)
+        known = held.keys[api_key_id] = (time.monotonic(), row or {"model": default.name, "next": None})
+    row = known[1]
+    first = default if row["model"] == default.name else await _named(svc, row["model"], row["source"])
+    return first, (await _named(svc, row["next"], row["next_source"]) if row["next"] else None)
+
+
+async def tenant_embedder(ctx: dict, api_key_id: str) -> Embedder:
+    """The embedder of the model this API key searches with (tenant_models)."""
+    return (await tenant_models(ctx, api_key_id))[0]
+
+
+async def _named(svc: Services, name: str, source: str) -> Embedder:
+    """A registered model's embedder, loaded once per process (on the load thread)."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_LOAD_THREADS, lambda: load(source, name, cache_dir=svc.settings.models_dir))
 
 
 async def embed_judgments(svc: Services, embedder: Embedder, *, api_key_id: str, judgments: dict[str, dict],
@@ -146,8 +182,20 @@ async def embed_judgments(svc: Services, embedder: Embedder, *, api_key_id: str,
 
 @job(timeout=300, max_tries=5)
 async def derive_judgments(ctx: dict, *, api_key_id: str, activity_ids: list[str]) -> dict[str, Any]:
-    """Turn activities into judgments (or remove them) and embed what changed; idempotent."""
-    return await derive_batch(ctx["svc"], await active_embedder(ctx), api_key_id=api_key_id, activity_ids=activity_ids)
+    """Turn activities into judgments (or remove them) and embed what changed (with the key's model, and with the
+    one a re-embed is filling for it); idempotent."""
+    first, filling = await tenant_models(ctx, api_key_id)
+    done = await derive_batch(ctx["svc"], first, api_key_id=api_key_id, activity_ids=activity_ids)
+    if filling is not None:
+        await embed_ids(ctx["svc"], filling, api_key_id=api_key_id, ids=activity_ids)
+    return done
+
+
+async def embed_ids(svc: Services, embedder: Embedder, *, api_key_id: str, ids: list[str]) -> int:
+    """Embed (what changed of) these judgments of one tenant with another model, as they are stored now."""
+    async with svc.pool.connection() as conn:
+        judgments = await repo.judgments_by_id(conn, api_key_id=api_key_id, ids=list(dict.fromkeys(ids)))
+    return await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=judgments)
 
 
 async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, activity_ids: list[str],
@@ -178,8 +226,11 @@ async def backfill_judgments(ctx: dict, *, api_key_id: str, after: str, since: i
         ids = await repo.tenant_activities_after(conn, api_key_id=api_key_id, after=after, since=since, until=until,
                                                  limit=batch_size + 1)
     batch = ids[:batch_size]
-    done = await derive_batch(svc, await active_embedder(ctx), api_key_id=api_key_id, activity_ids=batch,
+    first, filling = await tenant_models(ctx, api_key_id)
+    done = await derive_batch(svc, first, api_key_id=api_key_id, activity_ids=batch,
                               force=force) if batch else {"judgments": 0, "vectors": 0}
+    if filling is not None and batch:
+        await embed_ids(svc, filling, api_key_id=api_key_id, ids=batch)
     more = len(ids) > batch_size
     return {
         "processed": len(batch), "judgments": done["judgments"], "embedded": done["vectors"],
@@ -188,9 +239,9 @@ async def backfill_judgments(ctx: dict, *, api_key_id: str, after: str, since: i
 
 
 @job(lane="search", awaited=True, timeout=past("search_timeout_s"))
-async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
-    """The query's vector under the active model (the worker holds the model)."""
-    embedder = await active_embedder(ctx)
+async def embed_query(ctx: dict, *, text: str, api_key_id: str | None = None) -> dict[str, Any]:
+    """The query's vector under the key's model (the active one without a key; the worker holds the models)."""
+    embedder = await (tenant_embedder(ctx, api_key_id) if api_key_id else active_embedder(ctx))
     vector = await encode_query(embedder, text)
     return {"model": embedder.name, "dimensions": embedder.dimensions, "vector": vector}
 
@@ -199,5 +250,103 @@ async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
 async def search_judgments(ctx: dict, *, api_key_id: str, data: dict) -> dict[str, Any]:
     """The whole search (search.run) under the active model; an ApiError comes back as its typed failure."""
     request = SearchJudgments.model_validate(data)
-    embedder = await active_embedder(ctx) if search.needs_model(request) else None
+    embedder = await tenant_embedder(ctx, api_key_id) if search.needs_model(request) else None
     return await search.run(ctx["svc"], embedder, api_key_id=api_key_id, data=request)
+
+
+# A re-embed spread over workers (reembed.py starts it; ADR 0062): each job takes one range from the run, walks it
+# batch by batch (the cursor committed after each, fenced by the holder's id), then queues a successor while ranges
+# are free. A run holds at most its `parallel` bulk slots, however large the corpus.
+RANGE_LEASE_S = 120.0
+
+
+@job(timeout=900, max_tries=5)
+async def reembed_range(ctx: dict, *, run_id: str, api_key_id: str | None = None) -> dict[str, Any]:
+    """Embed one free range of a re-embed with its model, resumable at its cursor; then pass the run on."""
+    svc: Services = ctx["svc"]
+    me = new_id("rng_")
+    async with svc.pool.connection() as conn:
+        run = await repo.get_run(conn, run_id=run_id)
+        held = await repo.claim_range(conn, run_id=run_id, me=me, lease_s=RANGE_LEASE_S) if run else None
+    if run is None or held is None:
+        return {"range": None}
+    row = await _model(svc, run["model"])
+    embedder = await _named(svc, row["name"], row["source"])
+    cursor = (held["cursor_key"], held["cursor_id"]) if held["cursor_key"] is not None else (held["after_key"],
+                                                                                             held["after_id"])
+    upto, kinds, counts = (held["upto_key"], held["upto_id"]), tuple(run["kinds"]), {"judgments": 0, "embedded": 0}
+    while True:
+        async with svc.pool.connection() as conn:
+            rows = await repo.judgments_between(conn, after=cursor, upto=upto, limit=run["batch_size"],
+                                                only=run["api_key_id"])
+        written = 0
+        for api_key_id, judgments in _by_tenant(rows).items():
+            written += await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=judgments, kinds=kinds)
+        done = len(rows) < run["batch_size"]
+        cursor = (rows[-1]["api_key_id"], rows[-1]["id"]) if rows else cursor
+        counts["judgments"] += len(rows)
+        counts["embedded"] += written
+        async with transaction(svc.pool, svc.redis) as tx:
+            state = await repo.advance_range(tx.conn, run_id=run_id, seq=held["seq"], me=me, cursor=cursor,
+                                             judgments=len(rows), embedded=written, done=done)
+            if state is not None and done:
+                await _pass_on(tx, run)
+        if state != "running" or done:  # taken over, stopped, or finished
+            return {"range": held["seq"], **counts, "done": done and state is not None}
+
+
+def _by_tenant(rows: list[dict]) -> dict[str, dict[str, dict]]:
+    grouped: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        grouped.setdefault(row["api_key_id"], {})[row["id"]] = row
+    return grouped
+
+
+async def _pass_on(tx, run: dict) -> None:
+    """After a range: a successor while ranges are free; the finish once the last one is done (decided under the
+    run's lock, so two ranges ending together finish it once)."""
+    await repo.lock_run(tx.conn, run_id=run["id"])
+    left = await repo.ranges_left(tx.conn, run_id=run["id"], lease_s=RANGE_LEASE_S)
+    if left["free"]:
+        await tx.enqueue("reembed_range", api_key_id=run["api_key_id"], run_id=run["id"])
+    elif not left["undone"] and await repo.set_run_state(tx.conn, run_id=run["id"], state="finishing",
+                                                         unless=("finishing", "done", "failed")):
+        await tx.enqueue("reembed_finish", api_key_id=run["api_key_id"], run_id=run["id"])
+
+
+async def _model(svc: Services, name: str) -> dict:
+    async with svc.pool.connection() as conn:
+        row = await registry.model_row(conn, model=name)
+    if row is None:
+        raise PermanentError(f"model {name!r} is not registered")
+    return row
+
+
+@job(timeout=3600, max_tries=5)
+async def reembed_finish(ctx: dict, *, run_id: str, api_key_id: str | None = None) -> dict[str, Any]:
+    """A re-embed's judgments are done: its knowledge texts too, then (when asked) the switch, atomically."""
+    from collab.knowledge.reembed import reembed_knowledge
+
+    svc: Services = ctx["svc"]
+    async with svc.pool.connection() as conn:
+        run = await repo.get_run(conn, run_id=run_id)
+    if run is None or run["state"] != "finishing":
+        return {"state": run["state"] if run else None}
+    row = await _model(svc, run["model"])
+    embedder = await _named(svc, row["name"], row["source"])
+    knowledge = await reembed_knowledge(svc, embedder, batch_size=run["batch_size"], only=run["api_key_id"])
+    if run["activate"]:
+        await registry.build_indexes(svc.pool, model=row["name"], dimensions=row["dimensions"])
+    async with transaction(svc.pool, svc.redis) as tx:
+        if run["api_key_id"] is not None:
+            if run["activate"]:
+                await registry.set_key_model(tx.conn, api_key_id=run["api_key_id"], model=row["name"])
+            else:
+                await registry.set_key_next(tx.conn, api_key_id=run["api_key_id"], model=None)
+        else:
+            await registry.set_filling(tx.conn, model=row["name"], filling=False)
+            if run["activate"]:
+                await registry.activate(tx.conn, model=row["name"])
+        await repo.set_run_state(tx.conn, run_id=run_id, state="done", knowledge=knowledge["embedded"])
+    log.info("re-embed %s with %s done%s", run_id, row["name"], " and activated" if run["activate"] else "")
+    return {"state": "done", "knowledge": knowledge["embedded"], "activated": run["activate"]}

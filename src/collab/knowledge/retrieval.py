@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 
 from collab.judgments import search
-from collab.judgments.tasks import active_embedder
+from collab.judgments.tasks import tenant_embedder
 from collab.kit.db.pool import Conn
 from collab.kit.services import Services
 from collab.knowledge import repository as repo
@@ -30,7 +30,7 @@ async def relevant(ctx: dict, *, api_key_id: str, query: str, organization_id: s
     passages, rules = max(0, min(passages, MAX_LIMIT)), max(0, min(rules, MAX_LIMIT))
     if not (passages or rules) or not query.strip():
         return {"passages": [], "rules": []}
-    embedder = await active_embedder(ctx)
+    embedder = await tenant_embedder(ctx, api_key_id)
     # The question's vector when its judgment search just made it (search's per-tenant cache), else encoded.
     vector = await search.query_vector(embedder, api_key_id=api_key_id, text=query)
     scope = (organization_id, document_id if organization_id else None)

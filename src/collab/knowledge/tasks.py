@@ -21,7 +21,7 @@ from collab.embeddings.model import Embedder, content_hash
 from collab.files import DecodeError, Limits, decode
 from collab.files.common import cap_canonical, decode_bytes
 from collab.files.sandbox import run_child
-from collab.judgments.tasks import active_embedder
+from collab.judgments.tasks import tenant_embedder
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.errors import ApiError, invalid, issue, not_found
@@ -255,7 +255,7 @@ async def _ingest(ctx: dict, svc: Services, *, api_key_id: str, source_id: str, 
             rule["id"] = new_id("rule_")
         deadline = time.monotonic() + svc.settings.knowledge_embed_timeout_s
         try:
-            embedder = await active_embedder(ctx)
+            embedder = await tenant_embedder(ctx, api_key_id)
             await _vectors(embedder, chunks, "text", deadline=deadline)
             await _vectors(embedder, rules, "content", deadline=deadline)
         except TooSlow as exc:
@@ -306,7 +306,7 @@ async def update_knowledge(ctx: dict, *, api_key_id: str, workspace_id: str, sou
     rules = await extract_rules(svc, tenant, file_name=source["file_name"] or "the file", found=found.found)
     for rule in rules:
         rule["id"] = new_id("rule_")
-    embedder = await active_embedder(ctx)
+    embedder = await tenant_embedder(ctx, api_key_id)
     try:
         await _vectors(embedder, rules, "content", deadline=time.monotonic() + svc.settings.knowledge_embed_timeout_s)
     except TooSlow:
@@ -351,7 +351,7 @@ async def search_knowledge(ctx: dict, *, api_key_id: str, data: dict) -> dict[st
     limit = request.limit
     vector: list[float] | None = None
     try:
-        embedder = await active_embedder(ctx)
+        embedder = await tenant_embedder(ctx, api_key_id)
         vector = await encode_query(embedder, request.query)
     except Exception:  # documented: the search never fails on embedding, it answers by recency
         log.exception("knowledge search could not embed its query; answering by recency")

@@ -3,7 +3,7 @@
 from typing import Any
 
 from collab.judgments import search
-from collab.judgments.tasks import active_embedder
+from collab.judgments.tasks import tenant_embedder
 from collab.kit.auth import Tenant
 from collab.kit.jobs import job, past
 from collab.memory import ask, suggest
@@ -15,7 +15,7 @@ async def ask_memory(ctx: dict, *, api_key_id: str, workspace_id: str, data: dic
     """Answer one question from the tenant's judgments and knowledge (memory/ask)."""
     request = AskMemory.model_validate(data)
     # The annotation and recency shortcuts rank nothing by meaning (knowledge passages embed on their own).
-    embedder = await active_embedder(ctx) if search.needs_model(request.search(limit=1)) else None
+    embedder = await tenant_embedder(ctx, api_key_id) if search.needs_model(request.search(limit=1)) else None
     return await ask.answer(ctx, tenant=Tenant(api_key_id=api_key_id, workspace_id=workspace_id), data=request,
                             embedder=embedder)
 
@@ -25,4 +25,4 @@ async def suggest_decision(ctx: dict, *, api_key_id: str, workspace_id: str, dat
     """Suggest a decision for new content from the tenant's precedent (memory/suggest)."""
     request = SuggestDecision.model_validate(data)
     return await suggest.suggest(ctx, tenant=Tenant(api_key_id=api_key_id, workspace_id=workspace_id), data=request,
-                                 embedder=await active_embedder(ctx))
+                                 embedder=await tenant_embedder(ctx, api_key_id))

@@ -3,6 +3,7 @@
 from typing import Any
 
 from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
+from collab.judgments import reembed
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction
@@ -123,7 +124,10 @@ async def _api_key_config_view(svc: Services, conn, *, tenant: Tenant) -> dict[s
         if k["base_url_host"] is not None:  # a server the team runs
             entry |= {"keySet": k["key_set"], "baseUrlHost": k["base_url_host"], "model": k["model"]}
         entries.append(entry)
-    return {"enableAdvancedQueries": row["enable_advanced_queries"], "aiModelApiKey": entries}
+    return {
+        "enableAdvancedQueries": row["enable_advanced_queries"], "aiModelApiKey": entries,
+        **await reembed.choice_view(conn, api_key_id=tenant.api_key_id)
+    }
 
 
 async def update_api_key_config(svc: Services, *, tenant: Tenant, data: ApiKeyConfigUpdate) -> dict[str, Any]:
@@ -131,6 +135,8 @@ async def update_api_key_config(svc: Services, *, tenant: Tenant, data: ApiKeyCo
     returned. A workspace's own model server is checked as webhook targets are (private addresses refused unless
     the operator allows them), before anything is written."""
     entries = data.aiModelApiKey or []
+    if data.embeddingModel is not None:  # refused before anything is written
+        await reembed.offered(svc, data.embeddingModel)
     for i, entry in enumerate(entries):
         if entry.baseUrl is not None:
             await model_servers.check_base_url(svc.settings, entry.baseUrl, path=["aiModelApiKey", i, "baseUrl"])
@@ -145,7 +151,10 @@ async def update_api_key_config(svc: Services, *, tenant: Tenant, data: ApiKeyCo
             sealed = model_servers.seal(svc, tenant=tenant, provider=entry.provider, key=entry.customerApiKey,
                                         base_url=entry.baseUrl, model=entry.model)
             await repo.upsert_provider_key(tx.conn, api_key_id=tenant.api_key_id, provider=entry.provider, **sealed)
-        return await _api_key_config_view(svc, tx.conn, tenant=tenant)
+    if data.embeddingModel is not None:
+        await reembed.choose(svc, api_key_id=tenant.api_key_id, model=data.embeddingModel)
+    async with svc.pool.connection() as conn:
+        return await _api_key_config_view(svc, conn, tenant=tenant)
 
 
 async def get_api_key_config(svc: Services, *, tenant: Tenant) -> dict[str, Any]:

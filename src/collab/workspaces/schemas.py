@@ -194,6 +194,11 @@ def _one_key_per_provider(v):
 class ApiKeyConfigUpdate(Model):
     enableAdvancedQueries: bool = None
     aiModelApiKey: list[ProviderKey] = Field(None, max_length=5)
+    embeddingModel: str = Field(
+        None, min_length=1, max_length=200,
+        description="The embedding model this key's judgment and knowledge search use (one of `embeddingModels`). "
+        "Choosing another re-embeds the key's texts in the background; searches keep the old model until it is done "
+        "(`embeddingModelSwitch`).")
 
     _rules = rules(rule("aiModelApiKey")(_one_key_per_provider))
 
@@ -411,9 +416,26 @@ class ProviderKeyState(Doc):
     model: str | None = Field(None, description="Self-hosted: the model extraction, agents and memory use.")
 
 
+class EmbeddingModelChoice(Doc):
+    name: str
+    dimensions: int
+    role: str = Field(description="What the model is for (fast, accurate), or `registered` for one the operator added.")
+
+
+class EmbeddingModelSwitch(Doc):
+    model: str = Field(description="The model being filled in.")
+    state: str = Field(description="running, stopped or finishing (its knowledge texts, then the switch).")
+    judgmentsDone: int
+    judgments: int
+    startedAt: int = Field(description="Epoch milliseconds.")
+
+
 class ApiKeyConfig(Doc):
     enableAdvancedQueries: bool
     aiModelApiKey: list[ProviderKeyState] = Field(description="Only the providers whose key is set.")
+    embeddingModel: str | None = Field(description="The model search uses for this key (null before any is loaded).")
+    embeddingModels: list[EmbeddingModelChoice] = Field(description="The models this key may choose.")
+    embeddingModelSwitch: EmbeddingModelSwitch | None = Field(description="The switch under way, if any.")
 
 
 class AdvancedWebhookConfig(Doc):
