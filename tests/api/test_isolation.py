@@ -49,6 +49,8 @@ GLOBAL_TABLES = {
     "workspaces": "the tenant's workspace itself: snapshotted by its id",
     "embedding_models": "the service's registry of embedding models, shared by every tenant",
     "schema_migrations": "the database schema's version",
+    "reembed_ranges": "a re-embed's ranges of the key order (an operator's run spans every key), reached only through "
+    "its run, which names its key (judgments/tasks.py reembed_range)",
     "vector_self_test_failures": "the database server's failed start-up self-tests (kit/db/selftest.py)"
 }
 # Tables a probe of B may see change under A for A's own reasons: A's call counts, flushed in the background.

@@ -4,8 +4,8 @@ without embedding anything twice."""
 
 import asyncio
 import uuid
-from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
