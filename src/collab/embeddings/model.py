@@ -126,6 +126,32 @@ def load(setting: str | None = None, name: str | None = None, dtype: str = "auto
         return _loaded[key]
 
 
+def loaded(setting: str | None, name: str | None = None) -> Embedder | None:
+    """The process's embedder for a model setting when it is already loaded (no load, no wait): the search path's
+    fast way to its model, which a load of another model on the load thread must not hold up."""
+    try:
+        default_name, source = resolve(setting)
+    except Exception:  # a shipped model not assembled yet: the load reports it
+        return None
+    return _loaded.get((name or default_name, source, "auto", "auto"))
+
+
+def describe(embedder: Embedder) -> dict[str, str]:
+    """What runs an embedder: its model, runtime (onnx-fp32, openvino-bf16, torch) and where batches run."""
+    from collab.embeddings.runtime import bulk_device
+
+    model = embedder.model
+    device = getattr(model, "device", "auto")
+    try:
+        bulk = getattr(model, "bulk_device", None) or bulk_device(device)
+    except RuntimeError as exc:
+        bulk = f"error: {exc}"
+    return {
+        "model": embedder.name, "dimensions": str(embedder.dimensions), "runtime": getattr(model, "label", "torch"),
+        "bulk": bulk
+    }
+
+
 def content_hash(text: str) -> str:
     """The hash that decides whether a stored vector is still current."""
     return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -1,14 +1,19 @@
 """Worker jobs: derive judgments from activities and embed them; search them."""
 
 import asyncio
+import json
 import logging
+import os
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from collab.embeddings import catalog, registry
 from collab.embeddings.batching import encode_query
-from collab.embeddings.model import Embedder, content_hash, load
+from collab.embeddings.model import Embedder, content_hash, describe, load, loaded
 from collab.judgments import derive, search
 from collab.judgments import repository as repo
 from collab.judgments.schemas import SearchJudgments
@@ -102,6 +107,7 @@ async def _load(held: ActiveModel, setting: str | None, name: str | None, svc: S
     loop = asyncio.get_running_loop()
     embedder = await loop.run_in_executor(_LOAD_THREADS, lambda: load(setting, name, cache_dir=svc.settings.models_dir))
     held.loaded = (setting, name)
+    await announce(svc, embedder)
     return embedder
 
 
@@ -138,8 +144,39 @@ async def tenant_embedder(ctx: dict, api_key_id: str) -> Embedder:
 
 async def _named(svc: Services, name: str, source: str) -> Embedder:
     """A registered model's embedder, loaded once per process (on the load thread)."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_LOAD_THREADS, lambda: load(source, name, cache_dir=svc.settings.models_dir))
+    embedder = loaded(source, name)
+    if embedder is None:
+        loop = asyncio.get_running_loop()
+        embedder = await loop.run_in_executor(_LOAD_THREADS,
+                                              lambda: load(source, name, cache_dir=svc.settings.models_dir))
+    if embedder.name not in _ANNOUNCED:
+        await announce(svc, embedder)
+    return embedder
+
+
+EMBEDDERS_KEY = "collab:embedders"
+_ANNOUNCED: set[str] = set()  # the models this process has told /readyz of
+EMBEDDERS_KEPT_S = 86_400  # a process that loaded no model for a day (or is gone) drops out of /readyz
+
+
+async def announce(svc: Services, embedder: Embedder) -> None:
+    """Tell /readyz which model this process holds, on which runtime and device (a field per process and model);
+    entries older than a day are dropped then."""
+    if svc.redis is None:
+        return
+    _ANNOUNCED.add(embedder.name)
+    where, now = f"{socket.gethostname()}:{os.getpid()}", int(time.time())
+    detail = {**describe(embedder), "worker": where, "at": now}
+    try:
+        await svc.redis.hset(EMBEDDERS_KEY, f"{where}:{embedder.name}", json.dumps(detail))  # type: ignore[misc]
+        stale = [
+            k for k, v in (await svc.redis.hgetall(EMBEDDERS_KEY)).items()  # type: ignore[misc]
+            if json.loads(v).get("at", 0) < now - EMBEDDERS_KEPT_S
+        ]
+        if stale:
+            await svc.redis.hdel(EMBEDDERS_KEY, *stale)  # type: ignore[misc]
+    except (RedisError, OSError, ValueError) as exc:  # informational: never a reason to fail the job that loaded it
+        log.info("could not announce the embedder: %s", exc)
 
 
 async def embed_judgments(svc: Services, embedder: Embedder, *, api_key_id: str, judgments: dict[str, dict],
