@@ -247,7 +247,9 @@ select * from run
 -- One re-embed with its progress summed over its ranges.
 select r.*, coalesce(sum(g.judgments), 0)::int as judgments_done, coalesce(sum(g.embedded), 0)::int as embedded,
        count(g.seq)::int as ranges, (count(g.seq) filter (where g.done))::int as ranges_done,
-       (count(distinct g.worker) filter (where not g.done and g.worker is not null))::int as workers
+       (count(distinct split_part(g.worker, '/', 1)) filter (where not g.done and g.worker is not null))::int
+           as workers,
+       (count(distinct split_part(g.worker, '/', 1)) filter (where g.worker is not null))::int as processes
 from reembed_runs r left join reembed_ranges g on g.run_id = r.id
 where r.id = %(run_id)s group by r.id
 

@@ -301,7 +301,7 @@ RANGE_LEASE_S = 120.0
 async def reembed_range(ctx: dict, *, run_id: str, api_key_id: str | None = None) -> dict[str, Any]:
     """Embed one free range of a re-embed with its model, resumable at its cursor; then pass the run on."""
     svc: Services = ctx["svc"]
-    me = new_id("rng_")
+    me = f"{socket.gethostname()}:{os.getpid()}/{new_id('rng_')}"  # which process holds it, and which try
     async with svc.pool.connection() as conn:
         run = await repo.get_run(conn, run_id=run_id)
         held = await repo.claim_range(conn, run_id=run_id, me=me, lease_s=RANGE_LEASE_S) if run else None
