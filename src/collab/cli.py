@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 from collab import logging as collab_logging
 from collab.config import Misconfigured, get_settings, require_safe_secret
@@ -216,8 +217,8 @@ def _reembed(args: argparse.Namespace) -> int:
                 print("stopped; the same command without --stop resumes it" if stopped else "no re-embed of "
                       f"{args.model} is running" + (f" for {args.api_key}" if args.api_key else ""))
                 return 0
-            name, dimensions = await _dimensions(svc, args.model)
-            run = await reembed.start(svc, model=name, source=args.model, dimensions=dimensions, only=args.api_key,
+            name, source, dimensions = await _dimensions(svc, args.model)
+            run = await reembed.start(svc, model=name, source=source, dimensions=dimensions, only=args.api_key,
                                       kinds=(args.kind, ) if args.kind else ("review", "content"),
                                       batch_size=args.batch_size, activate=args.activate, parallel=args.parallel,
                                       range_size=args.range_size)
@@ -237,20 +238,21 @@ def _model_name(setting: str) -> str:
     return catalog.FAST if setting == "default" else setting.rstrip("/").rsplit("/", 1)[-1]
 
 
-async def _dimensions(svc, setting: str) -> tuple[str, int]:
-    """(name, vector size) of a model setting: a shipped or registered model's without loading it, else loaded."""
+async def _dimensions(svc, setting: str) -> tuple[str, str, int]:
+    """(name, source, vector size) of a model setting: a shipped or registered model's without loading it (a
+    registered one keeps the source it was registered with), else loaded to learn its size."""
     from collab.embeddings import catalog, registry
     from collab.embeddings.model import load
 
     name = _model_name(setting)
-    if name in catalog.MODELS:
-        return name, catalog.MODELS[name].dimensions
     async with svc.pool.connection() as conn:
         row = await registry.model_row(conn, model=name)
-    if row is not None:
-        return name, row["dimensions"]
+    if row is not None and not Path(setting).is_dir():
+        return name, row["source"], row["dimensions"]
+    if name in catalog.MODELS:
+        return name, name, catalog.MODELS[name].dimensions
     embedder = await asyncio.to_thread(load, setting, None, cache_dir=svc.settings.models_dir)
-    return embedder.name, embedder.dimensions
+    return embedder.name, setting, embedder.dimensions
 
 
 async def _follow(svc, run: dict) -> int:

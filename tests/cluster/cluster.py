@@ -206,8 +206,8 @@ class Cluster:
 
     def env(self, node: Node) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("COLLAB_")}
-        if "COLLAB_MODEL_CACHE_DIR" in os.environ:  # the suite's shared export of the embedding model
-            env["COLLAB_MODEL_CACHE_DIR"] = os.environ["COLLAB_MODEL_CACHE_DIR"]
+        # One export of the embedding model for every node (the suite's own, else the cluster's).
+        env["COLLAB_MODEL_CACHE_DIR"] = os.environ.get("COLLAB_MODEL_CACHE_DIR", str(self.root / "models"))
         settings = {
             "ENV": "production",
             "SECRET_KEY": self.secret,
@@ -223,7 +223,9 @@ class Cluster:
             "ANTHROPIC_BASE_URL": self.fake.base_url("anthropic"),
             "GEMINI_BASE_URL": self.fake.base_url("gemini"),
             "LLM_RETRY_BACKOFF_S": "0.01",
-            "EMBEDDING_PRELOAD": "false",  # nothing here embeds; a model load per worker would cost seconds of CPU
+            # Loaded by the first job that embeds (the re-embed test's), the fast one: seconds, not a minute.
+            "EMBEDDING_PRELOAD": "false",
+            "EMBEDDING_MODEL": "all-MiniLM-L6-v2",
             # Every workspace of the run is created through the one load balancer address.
             "RATE_LIMIT_WORKSPACE_CREATE": "1000/hour",
             "RATE_LIMIT_WORKSPACE_GET": "1000/minute",

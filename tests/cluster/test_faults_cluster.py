@@ -16,7 +16,7 @@ from collections import Counter
 import arq
 import pytest
 
-from cluster.cluster import DRAIN_S, LEASE_S, REPORT
+from cluster.cluster import DRAIN_S, LEASE_S, REPORT, collab_command
 from cluster.load import acknowledged, answered, not_ok, ok, org_writes, unexpected
 from cluster.nodes import Watch
 from collab.kit.db.migrate import available
@@ -631,3 +631,44 @@ def rebuild_standby(old, new) -> None:
     wait_for(streaming, timeout=60, what="the rebuilt standby to stream")
     new.require_sync_standby()
     wait_for(lambda: new.sync_standbys() == [old.ip], timeout=60, what="the rebuilt standby to be synchronous")
+
+
+# --- a re-embed shared by the workers of both nodes (ADR 0062) -----------------------------------------------------
+
+
+def test_reembed_ranges_are_shared_by_the_workers_of_both_nodes(cluster):
+    with cluster.http() as http:
+        t = new_tenant(http)
+        result(
+            post(http, "/v2/workspace/activityconfig/update", {"activityServiceConfig": {"isEnabled": True}},
+                 t.headers))
+        activities = [{
+            "id": f"j{i:02}", "featureType": "comment", "actionType": "comment_annotation.reject",
+            "actionUser": {"userId": "u"}, "entityData": {"reasoning": f"Figure {i}'s caption is vague"}
+        } for i in range(24)]
+        result(
+            post(http, "/v2/activities/add", {"organizationId": "o", "documentId": "d", "activities": activities},
+                 t.headers))
+    wait_for(
+        lambda: len(cluster.query("select judgment_id from judgment_embeddings where api_key_id = %s", t.api_key)) ==
+        24, timeout=180, what="the judgments to be derived and embedded")
+    target = f"copy-{uuid.uuid4().hex[:6]}"  # the fast model under another name: a second model, cheap to fill
+    with cluster.db() as conn:
+        conn.execute("insert into embedding_models (name, source, dimensions) values (%s, 'default', 384)", (target, ))
+    node = cluster.workers["w1"].node
+    out = node.run([
+        collab_command(), "reembed", "--model", target, "--api-key", t.api_key, "--batch-size", "2", "--range-size",
+        "3", "--parallel", "8", "--activate"
+    ], env=cluster.env(node), timeout=240)
+    assert "re-embed done" in out, out
+    [run] = cluster.query("select id, state from reembed_runs where api_key_id = %s and model = %s", t.api_key, target)
+    ranges = cluster.query("select worker, done from reembed_ranges where run_id = %s", run["id"])
+    assert run["state"] == "done" and len(ranges) == 8 and all(r["done"] for r in ranges)
+    pids = {int(r["worker"].split("/")[0].rsplit(":", 1)[1]) for r in ranges}
+    by_pid = {w.process.popen.pid: name for name, w in cluster.workers.items()}
+    assert {by_pid.get(pid, pid) for pid in pids} == {"w1", "w2"}, "each node's worker took ranges"
+    rows = cluster.query("select count(*) as n from judgment_embeddings where api_key_id = %s and model = %s",
+                         t.api_key, target)
+    assert rows == [{"n": 24}]
+    assert cluster.query("select embedding_model from api_keys where id = %s",
+                         t.api_key) == [{"embedding_model": target}]
