@@ -4,6 +4,7 @@ Queries are distinct docstring sentences (no LRU hits), one at a time; bulk is 2
 (length-sorted batches of 64 on all cores, or the GPU when one is usable). Cosines are to the torch vectors.
 """
 
+import os
 import time
 
 import numpy as np
@@ -37,7 +38,7 @@ def main() -> str:
     from collab.embeddings.model import Embedder, resolve
     from collab.embeddings.runtime import bulk_device, native_bf16
 
-    name, source = resolve(None)
+    name, source = resolve(os.environ.get("COLLAB_EMBEDDING_MODEL") or None)
     texts = corpus(BULK)
     queries, bulk = texts[:QUERIES], texts[QUERIES:QUERIES + BULK]
     started = time.perf_counter()
@@ -49,7 +50,7 @@ def main() -> str:
     load_s = time.perf_counter() - started
     reference = None
     lines = [
-        "## Embedding", "", f"Machine: {machine()}; bulk device: {bulk_device('auto')}.", "",
+        f"## Embedding ({name})", "", f"Machine: {machine()}; bulk device: {bulk_device('auto')}.", "",
         "| runtime | query p50 ms | query p99 ms | bulk texts/s | min cosine to torch | mean cosine |",
         "|---|---:|---:|---:|---:|---:|"
     ]
@@ -65,7 +66,7 @@ def main() -> str:
         f"natively on this CPU: {native_bf16()} (else it runs f32)."
     ]
     table = "\n".join(lines)
-    write_section("embedding", table)
+    write_section("embedding" + ("" if name == "all-MiniLM-L6-v2" else f"-{name}"), table)
     return table
 
 

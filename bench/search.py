@@ -26,6 +26,9 @@ from bench.common import cpu_profile, machine, new_tenant, pct, stack, write_sec
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 N = int(os.environ.get("BENCH_SEARCH_N", "100000"))
+# The model the service runs and the corpus is embedded with (COLLAB_EMBEDDING_MODEL; unset: the default).
+MODEL = os.environ.get("COLLAB_EMBEDDING_MODEL") or None
+DIMS = [384]  # set from the embedded corpus
 QUERIES = 200
 SMALL_SHARE = 0.05
 
@@ -72,8 +75,8 @@ def embedded(texts: list[str]) -> tuple[np.ndarray, dict]:
     """Vectors of the texts as the service stores them (its own runtime, cached), and that runtime's bulk rate."""
     from collab.embeddings.model import load
 
-    model = load(None, cache_dir=CACHE / "models")
-    path = CACHE / f"vectors-{model.model.label}-{len(texts)}.npy"
+    model = load(MODEL, cache_dir=CACHE / "models")
+    path = CACHE / f"vectors-{model.name}-{model.model.label}-{len(texts)}.npy"
     sample = texts[:2048]
     model.encode(sample[:64])
     started = time.perf_counter()
@@ -136,7 +139,7 @@ def replicate(conn, key: str, copies: int) -> None:
         " document_id, embedding) select api_key_id, judgment_id || '-c' || c, kind, model, content_hash,"
         " organization_id,"
         " document_id, embedding + (select array_agg((random() - 0.5) * 2 * %(noise)s)"
-        "   from generate_series(1, 384 + 0 * c))::vector"
+        f"   from generate_series(1, {DIMS[0]} + 0 * c))::vector"
         f" from judgment_embeddings, {series} where api_key_id = %(key)s", params)
 
 
@@ -183,7 +186,7 @@ def load_table(database_url: str, key: str, vectors: np.ndarray, texts: list[str
             conn.execute("set local maintenance_work_mem = '2GB'")
             conn.execute("set local max_parallel_maintenance_workers = 2")
             # The index the service builds for its active model (half precision where pgvector has halfvec).
-            conn.execute(index_statement(model=model, kind="review", dimensions=384, half=version >= HALF_FROM))
+            conn.execute(index_statement(model=model, kind="review", dimensions=DIMS[0], half=version >= HALF_FROM))
         return time.perf_counter() - started
 
 
@@ -205,8 +208,9 @@ def recall(database_url: str, key: str, org: str | None, qvecs: np.ndarray, mode
         hits, ms = [], []
         for q in qvecs:
             params = {"q": _vec(q), "m": model, "t": key, "o": org}
-            order = "(embedding::vector(384) <=> %(q)s::vector(384))"
-            indexed = "(embedding::halfvec(384) <=> %(q)s::halfvec(384))" if how.half else order
+            d = DIMS[0]
+            order = f"(embedding::vector({d}) <=> %(q)s::vector({d}))"
+            indexed = f"(embedding::halfvec({d}) <=> %(q)s::halfvec({d}))" if how.half else order
             exact = {
                 r["judgment_id"]
                 for r in conn.execute(
@@ -323,10 +327,14 @@ def _active_model(conn, timeout_s: float = 600) -> str:
 def main() -> str:
     texts = corpus(N)
     vectors, embed_info = embedded(texts)
+    DIMS[0] = int(vectors.shape[1])
     table_vecs, query_vecs = vectors[:N], vectors[N:]
     rng = random.Random(5)
     rows = N * COPIES
-    title = "## Judgment search" + (f" at {rows:,} rows" if COPIES > 1 else "") + f" ({cpu_profile()} profile)"
+    from collab.embeddings import catalog
+
+    title = ("## Judgment search" + (f" at {rows:,} rows" if COPIES > 1 else "") +
+             f" ({cpu_profile()} profile, {MODEL or catalog.DEFAULT})")
     scale = (f" × {COPIES} (each row copied with a perturbed vector, cosine ≈ 0.96: {rows:,} rows; exact-text "
              f"self-retrieval is not measured, since every text is stored {COPIES} times)" if COPIES > 1 else "")
     lines = [
@@ -411,7 +419,8 @@ def main() -> str:
     ]
     table = "\n".join(lines)
     # One section per CPU profile, so the bf16 and the AVX2 figures stand side by side (docs/benchmarks.md).
-    write_section(("search" if COPIES == 1 else "search-scale") + f"-{cpu_profile()}", table)
+    named = "" if model == "all-MiniLM-L6-v2" else f"-{model}"  # the fast model's sections keep their names
+    write_section(("search" if COPIES == 1 else "search-scale") + f"-{cpu_profile()}{named}", table)
     return table
 
 
