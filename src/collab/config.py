@@ -288,8 +288,10 @@ class Settings(BaseSettings):
     local_model_timeout_s: float = Field(
         default=600.0, gt=0, description="Seconds the embedded model gives one answer; past it the answer ends")
     embedding_model: str | None = Field(
-        default=None, description="Any sentence-transformers model name or path, loaded offline; unset: the packaged "
-        "all-MiniLM-L6-v2")
+        default=None, description="The model a new deployment registers first (every key follows it until it chooses "
+        "its own): all-mpnet-base-v2 (the accurate one), all-MiniLM-L6-v2 (the fast one), or a sentence-transformers "
+        "folder, loaded offline; unset: all-mpnet-base-v2. An existing database keeps its model (`collab reembed "
+        "--activate` switches it)")
     embedding_preload: bool = Field(
         default=True,
         description="Load the embedding model when a worker starts, so the first search or derived judgment does "

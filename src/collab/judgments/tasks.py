@@ -385,5 +385,9 @@ async def reembed_finish(ctx: dict, *, run_id: str, api_key_id: str | None = Non
             if run["activate"]:
                 await registry.activate(tx.conn, model=row["name"])
         await repo.set_run_state(tx.conn, run_id=run_id, state="done", knowledge=knowledge["embedded"])
+    # Knowledge ingested while the first pass ran (it is embedded with the key's model only): a second pass, which
+    # encodes only what the first did not see.
+    later = await reembed_knowledge(svc, embedder, batch_size=run["batch_size"], only=run["api_key_id"])
+    knowledge["embedded"] += later["embedded"]
     log.info("re-embed %s with %s done%s", run_id, row["name"], " and activated" if run["activate"] else "")
     return {"state": "done", "knowledge": knowledge["embedded"], "activated": run["activate"]}
