@@ -16,6 +16,7 @@ from collab.kit.crypto import new_id
 from collab.kit.errors import invalid, issue
 from collab.kit.jobs import transaction
 from collab.kit.services import Services
+from collab.workspaces import config
 
 log = logging.getLogger("collab.reembed")
 
@@ -238,3 +239,6 @@ async def choice_view(conn, *, api_key_id: str) -> dict[str, Any]:
         "embeddingModel": current["model"] if current else None, "embeddingModels": sorted(
             (await choices(conn)).values(), key=lambda m: m["name"]), "embeddingModelSwitch": pending
     }
+
+
+config.KEY_SETTINGS.append(config.KeySetting(check=offered, apply=choose, view=choice_view))

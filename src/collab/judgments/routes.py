@@ -2,7 +2,10 @@
 
 from fastapi import APIRouter, Depends
 
-from collab.judgments import service
+from collab.judgments import (
+    reembed,  # noqa: F401  (registers the key's embedding model with apikeyconfig)
+    service,
+)
 from collab.judgments.schemas import (
     Backfilled,
     BackfillJudgments,

@@ -133,8 +133,8 @@ async def tenant_models(ctx: dict, api_key_id: str) -> tuple[Embedder, Embedder 
         held.keys.pop(api_key_id, None)
         known = held.keys[api_key_id] = (time.monotonic(), row or {"model": default.name, "next": None})
     row = known[1]
-    first = default if row["model"] == default.name else await _named(svc, row["model"], row["source"])
-    return first, (await _named(svc, row["next"], row["next_source"]) if row["next"] else None)
+    first = default if row["model"] == default.name else await named(svc, row["model"], row["source"])
+    return first, (await named(svc, row["next"], row["next_source"]) if row["next"] else None)
 
 
 async def tenant_embedder(ctx: dict, api_key_id: str) -> Embedder:
@@ -142,7 +142,7 @@ async def tenant_embedder(ctx: dict, api_key_id: str) -> Embedder:
     return (await tenant_models(ctx, api_key_id))[0]
 
 
-async def _named(svc: Services, name: str, source: str) -> Embedder:
+async def named(svc: Services, name: str, source: str) -> Embedder:
     """A registered model's embedder, loaded once per process (on the load thread)."""
     embedder = loaded(source, name)
     if embedder is None:
@@ -307,8 +307,8 @@ async def reembed_range(ctx: dict, *, run_id: str, api_key_id: str | None = None
         held = await repo.claim_range(conn, run_id=run_id, me=me, lease_s=RANGE_LEASE_S) if run else None
     if run is None or held is None:
         return {"range": None}
-    row = await _model(svc, run["model"])
-    embedder = await _named(svc, row["name"], row["source"])
+    row = await model_row(svc, run["model"])
+    embedder = await named(svc, row["name"], row["source"])
     cursor = (held["cursor_key"], held["cursor_id"]) if held["cursor_key"] is not None else (held["after_key"],
                                                                                              held["after_id"])
     upto, kinds, counts = (held["upto_key"], held["upto_id"]), tuple(run["kinds"]), {"judgments": 0, "embedded": 0}
@@ -351,43 +351,9 @@ async def _pass_on(tx, run: dict) -> None:
         await tx.enqueue("reembed_finish", api_key_id=run["api_key_id"], run_id=run["id"])
 
 
-async def _model(svc: Services, name: str) -> dict:
+async def model_row(svc: Services, name: str) -> dict:
     async with svc.pool.connection() as conn:
         row = await registry.model_row(conn, model=name)
     if row is None:
         raise PermanentError(f"model {name!r} is not registered")
     return row
-
-
-@job(timeout=3600, max_tries=5)
-async def reembed_finish(ctx: dict, *, run_id: str, api_key_id: str | None = None) -> dict[str, Any]:
-    """A re-embed's judgments are done: its knowledge texts too, then (when asked) the switch, atomically."""
-    from collab.knowledge.reembed import reembed_knowledge
-
-    svc: Services = ctx["svc"]
-    async with svc.pool.connection() as conn:
-        run = await repo.get_run(conn, run_id=run_id)
-    if run is None or run["state"] != "finishing":
-        return {"state": run["state"] if run else None}
-    row = await _model(svc, run["model"])
-    embedder = await _named(svc, row["name"], row["source"])
-    knowledge = await reembed_knowledge(svc, embedder, batch_size=run["batch_size"], only=run["api_key_id"])
-    if run["activate"]:
-        await registry.build_indexes(svc.pool, model=row["name"], dimensions=row["dimensions"])
-    async with transaction(svc.pool, svc.redis) as tx:
-        if run["api_key_id"] is not None:
-            if run["activate"]:
-                await registry.set_key_model(tx.conn, api_key_id=run["api_key_id"], model=row["name"])
-            else:
-                await registry.set_key_next(tx.conn, api_key_id=run["api_key_id"], model=None)
-        else:
-            await registry.set_filling(tx.conn, model=row["name"], filling=False)
-            if run["activate"]:
-                await registry.activate(tx.conn, model=row["name"])
-        await repo.set_run_state(tx.conn, run_id=run_id, state="done", knowledge=knowledge["embedded"])
-    # Knowledge ingested while the first pass ran (it is embedded with the key's model only): a second pass, which
-    # encodes only what the first did not see.
-    later = await reembed_knowledge(svc, embedder, batch_size=run["batch_size"], only=run["api_key_id"])
-    knowledge["embedded"] += later["embedded"]
-    log.info("re-embed %s with %s done%s", run_id, row["name"], " and activated" if run["activate"] else "")
-    return {"state": "done", "knowledge": knowledge["embedded"], "activated": run["activate"]}

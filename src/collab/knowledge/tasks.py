@@ -16,12 +16,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
 
+from collab.embeddings import registry
 from collab.embeddings.batching import encode_query
 from collab.embeddings.model import Embedder, content_hash
 from collab.files import DecodeError, Limits, decode
 from collab.files.common import cap_canonical, decode_bytes
 from collab.files.sandbox import run_child
-from collab.judgments.tasks import tenant_embedder
+from collab.judgments import repository as judgments_repo
+from collab.judgments.tasks import model_row, named, tenant_embedder
 from collab.kit.auth import Tenant
 from collab.kit.crypto import new_id
 from collab.kit.errors import ApiError, invalid, issue, not_found
@@ -31,6 +33,7 @@ from collab.kit.services import Services
 from collab.knowledge import pipeline
 from collab.knowledge import repository as repo
 from collab.knowledge.bounds import BUSY, slot_bucket
+from collab.knowledge.reembed import reembed_knowledge
 from collab.knowledge.schemas import MAX_REF_BYTES, SearchKnowledge
 from collab.workspaces import ai
 
@@ -392,3 +395,37 @@ async def knowledge_sweep(ctx: dict) -> int:
         changed += count
         if count < 500:
             return changed
+
+
+# The end of a re-embed (judgments/tasks.py reembed_range queues it after the last range; ADR 0062): here, above
+# judgments, because it embeds knowledge too.
+@job(timeout=3600, max_tries=5)
+async def reembed_finish(ctx: dict, *, run_id: str, api_key_id: str | None = None) -> dict[str, Any]:
+    """A re-embed's judgments are done: its knowledge texts too, then (when asked) the switch, atomically."""
+    svc: Services = ctx["svc"]
+    async with svc.pool.connection() as conn:
+        run = await judgments_repo.get_run(conn, run_id=run_id)
+    if run is None or run["state"] != "finishing":
+        return {"state": run["state"] if run else None}
+    row = await model_row(svc, run["model"])
+    embedder = await named(svc, row["name"], row["source"])
+    knowledge = await reembed_knowledge(svc, embedder, batch_size=run["batch_size"], only=run["api_key_id"])
+    if run["activate"]:
+        await registry.build_indexes(svc.pool, model=row["name"], dimensions=row["dimensions"])
+    async with transaction(svc.pool, svc.redis) as tx:
+        if run["api_key_id"] is not None:
+            if run["activate"]:
+                await registry.set_key_model(tx.conn, api_key_id=run["api_key_id"], model=row["name"])
+            else:
+                await registry.set_key_next(tx.conn, api_key_id=run["api_key_id"], model=None)
+        else:
+            await registry.set_filling(tx.conn, model=row["name"], filling=False)
+            if run["activate"]:
+                await registry.activate(tx.conn, model=row["name"])
+        await judgments_repo.set_run_state(tx.conn, run_id=run_id, state="done", knowledge=knowledge["embedded"])
+    # Knowledge ingested while the first pass ran (it is embedded with the key's model only): a second pass, which
+    # encodes only what the first did not see.
+    later = await reembed_knowledge(svc, embedder, batch_size=run["batch_size"], only=run["api_key_id"])
+    knowledge["embedded"] += later["embedded"]
+    log.info("re-embed %s with %s done%s", run_id, row["name"], " and activated" if run["activate"] else "")
+    return {"state": "done", "knowledge": knowledge["embedded"], "activated": run["activate"]}

@@ -1,9 +1,9 @@
 """Per-API-key console settings: advanced webhooks, activity and notification services, AI keys."""
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
 
 from collab.events import COMMENT_EVENTS, HUDDLE_EVENTS
-from collab.judgments import reembed
 from collab.kit.auth import Tenant
 from collab.kit.errors import ApiError
 from collab.kit.jobs import transaction
@@ -18,6 +18,20 @@ from collab.workspaces.schemas import (
     NotificationConfigUpdate,
     WebhookConfigUpdate,
 )
+
+
+@dataclass(frozen=True)
+class KeySetting:
+    """A per-key setting a part above this one owns (the embedding model: judgments/reembed.py registers it when
+    imported), shown and changed through apikeyconfig/get and /update: `check` refuses a value before anything is
+    written, `apply` acts on it after, `view` adds its fields to the answer."""
+
+    check: Callable[..., Awaitable[Any]]
+    apply: Callable[..., Awaitable[Any]]
+    view: Callable[..., Awaitable[dict[str, Any]]]
+
+
+KEY_SETTINGS: list[KeySetting] = []
 
 WEBHOOK_DEFAULTS = {
     "isEnabled": False, "encryptData": False, "encodeData": False, "publicKey": "", "enableDataProtection": False
@@ -126,7 +140,9 @@ async def _api_key_config_view(svc: Services, conn, *, tenant: Tenant) -> dict[s
         entries.append(entry)
     return {
         "enableAdvancedQueries": row["enable_advanced_queries"], "aiModelApiKey": entries,
-        **await reembed.choice_view(conn, api_key_id=tenant.api_key_id)
+        **{k: v
+           for ext in KEY_SETTINGS
+           for k, v in (await ext.view(conn, api_key_id=tenant.api_key_id)).items()}
     }
 
 
@@ -136,7 +152,8 @@ async def update_api_key_config(svc: Services, *, tenant: Tenant, data: ApiKeyCo
     the operator allows them), before anything is written."""
     entries = data.aiModelApiKey or []
     if data.embeddingModel is not None:  # refused before anything is written
-        await reembed.offered(svc, data.embeddingModel)
+        for ext in KEY_SETTINGS:
+            await ext.check(svc, data.embeddingModel)
     for i, entry in enumerate(entries):
         if entry.baseUrl is not None:
             await model_servers.check_base_url(svc.settings, entry.baseUrl, path=["aiModelApiKey", i, "baseUrl"])
@@ -152,7 +169,8 @@ async def update_api_key_config(svc: Services, *, tenant: Tenant, data: ApiKeyCo
                                         base_url=entry.baseUrl, model=entry.model)
             await repo.upsert_provider_key(tx.conn, api_key_id=tenant.api_key_id, provider=entry.provider, **sealed)
     if data.embeddingModel is not None:
-        await reembed.choose(svc, api_key_id=tenant.api_key_id, model=data.embeddingModel)
+        for ext in KEY_SETTINGS:
+            await ext.apply(svc, api_key_id=tenant.api_key_id, model=data.embeddingModel)
     async with svc.pool.connection() as conn:
         return await _api_key_config_view(svc, conn, tenant=tenant)
 
