@@ -13,7 +13,8 @@ from collab.embeddings import catalog
 from collab.embeddings.model import load
 from collab.judgments import reembed
 from collab.judgments import repository as judgments_repo
-from support.helpers import enable_activities, error, issue_paths, new_tenant, post, result, settle_jobs
+from support.factories import add_activities, judged, rejections_tenant
+from support.helpers import error, issue_paths, new_tenant, post, result, settle_jobs
 
 pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
@@ -25,17 +26,7 @@ CONFIG = "/v2/workspace/apikeyconfig"
 
 
 def seeded(client, live, texts=TEXTS):
-    t = new_tenant(client)
-    enable_activities(client, t)
-    activities = [{
-        "id": f"j{i}", "featureType": "comment", "actionType": "comment_annotation.reject",
-        "actionUser": {"userId": "u"}, "entityData": {"reasoning": text}
-    } for i, text in enumerate(texts)]
-    result(
-        post(client, "/v2/activities/add", {"organizationId": "o", "documentId": "d", "activities": activities},
-             t.headers))
-    settle_jobs(live, t)
-    return t
+    return rejections_tenant(client, live, texts)
 
 
 def config(client, t) -> dict:
@@ -102,14 +93,7 @@ def test_a_key_on_each_model_searches_with_its_own_and_finds_its_own_text_first(
     assert top(client, accurate, "the picture at the top has no description for screen readers") == "j5"
     assert top(client, fast, "the picture at the top has no description for screen readers") == "j1"
     # A judgment added after the switch is embedded with the key's model only.
-    result(
-        post(
-            client, "/v2/activities/add", {
-                "organizationId": "o", "documentId": "d", "activities": [{
-                    "id": "late", "featureType": "comment", "actionType": "comment_annotation.reject",
-                    "actionUser": {"userId": "u"}, "entityData": {"reasoning": "The discount code is expired"}
-                }]
-            }, accurate.headers))
+    result(add_activities(client, accurate, judged("late", "The discount code is expired")))
     settle_jobs(live, accurate)
     assert ("late", "review") in vectors(db, accurate, catalog.ACCURATE)
     assert ("late", "review") not in vectors(db, accurate, catalog.FAST)
@@ -117,7 +101,7 @@ def test_a_key_on_each_model_searches_with_its_own_and_finds_its_own_text_first(
     # /readyz names the models the workers hold, with the runtime and the device their batches run on.
     ready = client.get("/readyz").json()
     held = {e["model"]: e for e in ready["embedding"]}
-    assert held[catalog.ACCURATE]["dimensions"] == "768" and held[catalog.FAST]["dimensions"] == "384"
+    assert held[catalog.ACCURATE]["dimensions"] == 768 and held[catalog.FAST]["dimensions"] == 384
     assert held[catalog.ACCURATE]["runtime"] in ("onnx-fp32", "openvino-bf16", "torch")
     assert held[catalog.ACCURATE]["bulk"] in ("cpu", "cuda-onnx", "cuda-torch")
 
@@ -163,14 +147,7 @@ def test_a_new_judgment_during_a_switch_is_embedded_with_both_models(client, liv
     live.run(reembed.stop(live.svc, model=target, only=t.api_key))
     settle_jobs(live, t)
     assert config(client, t)["embeddingModelSwitch"]["state"] == "stopped"
-    result(
-        post(
-            client, "/v2/activities/add", {
-                "organizationId": "o", "documentId": "d", "activities": [{
-                    "id": "mid", "featureType": "comment", "actionType": "comment_annotation.reject",
-                    "actionUser": {"userId": "u"}, "entityData": {"reasoning": "Footnote numbering is off"}
-                }]
-            }, t.headers))
+    result(add_activities(client, t, judged("mid", "Footnote numbering is off")))
     settle_jobs(live, t)
     assert ("mid", "review") in vectors(db, t, target) and ("mid", "review") in vectors(db, t, catalog.FAST)
     # Resumed, it ends and switches: the new judgment is found under the new model.

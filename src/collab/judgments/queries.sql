@@ -101,10 +101,6 @@ select * from judgments
 where (api_key_id, id) > (%(key)s, %(ident)s) and (%(only)s::text is null or api_key_id = %(only)s)
 order by api_key_id, id limit %(limit)s
 
--- name: judgments_by_id
--- One tenant's judgments by id (those that exist).
-select * from judgments where api_key_id = %(api_key_id)s and id = any(%(ids)s)
-
 -- name: judgments_between
 -- One batch of judgments in key order after a key, up to another (inclusive): a re-embed range walks them.
 select * from judgments

@@ -11,7 +11,7 @@ from collab.embeddings import catalog, registry
 from collab.embeddings.model import Embedder
 from collab.judgments import derive
 from collab.judgments import repository as repo
-from collab.judgments.tasks import derive_batch, embed_ids, embed_judgments, tenant_models
+from collab.judgments.tasks import derive_batch, embed_rows, tenant_models
 from collab.kit.crypto import new_id
 from collab.kit.errors import invalid, issue
 from collab.kit.jobs import transaction
@@ -44,13 +44,8 @@ async def reembed(svc: Services, embedder: Embedder, *, source: str, kinds: tupl
             rows = await repo.judgments_after(conn, after=after, limit=batch_size, only=only)
             if not rows:
                 break
-        by_tenant: dict[str, dict[str, dict]] = {}
-        for row in rows:
-            by_tenant.setdefault(row["api_key_id"], {})[row["id"]] = row
         texts = sum(1 for row in rows for kind in kinds if kind in derive.texts(row))
-        written = 0
-        for api_key_id, judgments in by_tenant.items():
-            written += await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=judgments, kinds=kinds)
+        written = await embed_rows(svc, embedder, rows, kinds=kinds)
         counts["embedded"] += written
         counts["skipped"] += texts - written
         counts["judgments"] += len(rows)
@@ -97,9 +92,7 @@ async def backfill(svc: Services, *, batch_size: int = 256, only: str | None = N
             by_tenant.setdefault(row["api_key_id"], []).append(row["id"])
         for api_key_id, ids in by_tenant.items():
             first, filling = await tenant_models(ctx, api_key_id)
-            await derive_batch(svc, first, api_key_id=api_key_id, activity_ids=ids)
-            if filling is not None:
-                await embed_ids(svc, filling, api_key_id=api_key_id, ids=ids)
+            await derive_batch(svc, first, api_key_id=api_key_id, activity_ids=ids, also=filling)
         seen += len(rows)
         after = (rows[-1]["api_key_id"], rows[-1]["id"])
         if bar:
@@ -120,12 +113,14 @@ async def start(svc: Services, *, model: str, source: str, dimensions: int, only
     """Start a re-embed of `model` over one key's judgments (`only`) or every key's, or resume the one that has not
     ended: its ranges go to the bulk lane, `parallel` at a time. New judgments of the scope are embedded with the
     model too until it finishes. Returns the run (get_run's row)."""
-    try:
-        run_id = await _start(svc, model=model, source=source, dimensions=dimensions, only=only, kinds=kinds,
-                              batch_size=batch_size, activate=activate, parallel=parallel, range_size=range_size)
-    except psycopg.errors.UniqueViolation:  # another start made the run first: resume that one
-        run_id = await _start(svc, model=model, source=source, dimensions=dimensions, only=only, kinds=kinds,
-                              batch_size=batch_size, activate=activate, parallel=parallel, range_size=range_size)
+    for first_try in (True, False):
+        try:
+            run_id = await _start(svc, model=model, source=source, dimensions=dimensions, only=only, kinds=kinds,
+                                  batch_size=batch_size, activate=activate, parallel=parallel, range_size=range_size)
+            break
+        except psycopg.errors.UniqueViolation:  # another start made the run first: resume that one
+            if not first_try:
+                raise
     return await progress(svc, run_id)
 
 
@@ -148,12 +143,12 @@ async def _start(svc: Services, *, model: str, source: str, dimensions: int, onl
         else:
             await registry.set_filling(tx.conn, model=model, filling=True)
         left = await repo.ranges_left(tx.conn, run_id=run_id, lease_s=0)
-        if run is not None and run["state"] == "finishing":
-            pass  # its finish job is queued (or running)
-        elif left["undone"]:
+        finishing = run is not None and run["state"] == "finishing"  # its finish job is queued (or running)
+        if left["undone"] and not finishing:
             for _ in range(min(max(1, parallel), left["undone"])):
                 await tx.enqueue("reembed_range", api_key_id=only, run_id=run_id)
-        elif await repo.set_run_state(tx.conn, run_id=run_id, state="finishing", unless=("finishing", )):
+        elif not finishing and await repo.set_run_state(tx.conn, run_id=run_id, state="finishing",
+                                                        unless=("finishing", )):
             await tx.enqueue("reembed_finish", api_key_id=only, run_id=run_id)
     return run_id
 
@@ -202,25 +197,22 @@ async def offered(svc: Services, model: str) -> dict[str, Any]:
 
 
 async def choose(svc: Services, *, api_key_id: str, model: str) -> None:
-    """Switch a key to `model`: nothing when it already searches with it, else its re-embed (started or resumed)."""
-    choice = await offered(svc, model)
+    """Switch a key to `model` (one `offered` has checked): nothing when it already searches with it, else its
+    re-embed (started or resumed), one range at a time."""
     async with svc.pool.connection() as conn:
         current = await registry.key_models(conn, api_key_id=api_key_id)
         known = await registry.model_row(conn, model=model)
-    for name in await _live_runs(svc, api_key_id):
+        running = [r["model"] for r in await repo.live_runs(conn, only=api_key_id) if r["state"] == "running"]
+    for name in running:
         if name != model:  # one switch at a time: the earlier one is superseded
             await stop(svc, model=name, only=api_key_id)
     if current is not None and current["model"] == model:  # back to the model it searches with: nothing to fill
         async with svc.pool.connection() as conn:
             await registry.set_key_next(conn, api_key_id=api_key_id, model=None)
         return
-    await start(svc, model=model, source=known["source"] if known else model, dimensions=choice["dimensions"],
-                only=api_key_id, activate=True, parallel=1)
-
-
-async def _live_runs(svc: Services, api_key_id: str) -> list[str]:
-    async with svc.pool.connection() as conn:
-        return [row["model"] for row in await repo.live_runs(conn, only=api_key_id) if row["state"] == "running"]
+    source, dimensions = ((known["source"], known["dimensions"]) if known else
+                          (model, catalog.MODELS[model].dimensions))  # offered: registered, or shipped
+    await start(svc, model=model, source=source, dimensions=dimensions, only=api_key_id, activate=True, parallel=1)
 
 
 async def choice_view(conn, *, api_key_id: str) -> dict[str, Any]:

@@ -110,12 +110,6 @@ async def judgments_after(conn: Conn, *, after: tuple[str, str] | None, limit: i
     return await fetch_all(conn, q.judgments_after, {"key": key, "ident": ident, "limit": limit, "only": only})
 
 
-async def judgments_by_id(conn: Conn, *, api_key_id: str, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """One tenant's judgments by id (those that exist)."""
-    rows = await fetch_all(conn, q.judgments_by_id, {"api_key_id": api_key_id, "ids": ids})
-    return {r["id"]: r for r in rows}
-
-
 async def judgments_between(conn: Conn, *, after: tuple[str, str], upto: tuple[str, str], limit: int,
                             only: str | None = None) -> list[dict[str, Any]]:
     """Judgments in key order after `after` up to `upto` (inclusive), one batch (a re-embed range walks them)."""

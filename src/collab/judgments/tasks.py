@@ -222,22 +222,13 @@ async def derive_judgments(ctx: dict, *, api_key_id: str, activity_ids: list[str
     """Turn activities into judgments (or remove them) and embed what changed (with the key's model, and with the
     one a re-embed is filling for it); idempotent."""
     first, filling = await tenant_models(ctx, api_key_id)
-    done = await derive_batch(ctx["svc"], first, api_key_id=api_key_id, activity_ids=activity_ids)
-    if filling is not None:
-        await embed_ids(ctx["svc"], filling, api_key_id=api_key_id, ids=activity_ids)
-    return done
-
-
-async def embed_ids(svc: Services, embedder: Embedder, *, api_key_id: str, ids: list[str]) -> int:
-    """Embed (what changed of) these judgments of one tenant with another model, as they are stored now."""
-    async with svc.pool.connection() as conn:
-        judgments = await repo.judgments_by_id(conn, api_key_id=api_key_id, ids=list(dict.fromkeys(ids)))
-    return await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=judgments)
+    return await derive_batch(ctx["svc"], first, api_key_id=api_key_id, activity_ids=activity_ids, also=filling)
 
 
 async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, activity_ids: list[str],
-                       force: bool = False) -> dict[str, Any]:
-    """Derive (or remove) the judgments of one tenant's activities and embed what changed (all with `force`)."""
+                       force: bool = False, also: Embedder | None = None) -> dict[str, Any]:
+    """Derive (or remove) the judgments of one tenant's activities and embed what changed (all with `force`), with
+    `also` too where a re-embed is filling another model for the key (tenant_models)."""
     ids = list(dict.fromkeys(activity_ids))
     kept: dict[str, dict] = {}
     async with svc.pool.connection() as conn:
@@ -251,6 +242,8 @@ async def derive_batch(svc: Services, embedder: Embedder, *, api_key_id: str, ac
             await repo.upsert_many(conn, api_key_id=api_key_id, judgments=kept)
     usage.count(svc, "judgments_added", api_key_id=api_key_id, n=len(kept))
     written = await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=kept, force=force)
+    if also is not None:
+        await embed_judgments(svc, also, api_key_id=api_key_id, judgments=kept, force=force)
     return {"judgments": len(kept), "vectors": written}
 
 
@@ -264,10 +257,8 @@ async def backfill_judgments(ctx: dict, *, api_key_id: str, after: str, since: i
                                                  limit=batch_size + 1)
     batch = ids[:batch_size]
     first, filling = await tenant_models(ctx, api_key_id)
-    done = await derive_batch(svc, first, api_key_id=api_key_id, activity_ids=batch,
-                              force=force) if batch else {"judgments": 0, "vectors": 0}
-    if filling is not None and batch:
-        await embed_ids(svc, filling, api_key_id=api_key_id, ids=batch)
+    done = await derive_batch(svc, first, api_key_id=api_key_id, activity_ids=batch, force=force,
+                              also=filling) if batch else {"judgments": 0, "vectors": 0}
     more = len(ids) > batch_size
     return {
         "processed": len(batch), "judgments": done["judgments"], "embedded": done["vectors"],
@@ -276,9 +267,9 @@ async def backfill_judgments(ctx: dict, *, api_key_id: str, after: str, since: i
 
 
 @job(lane="search", awaited=True, timeout=past("search_timeout_s"))
-async def embed_query(ctx: dict, *, text: str, api_key_id: str | None = None) -> dict[str, Any]:
-    """The query's vector under the key's model (the active one without a key; the worker holds the models)."""
-    embedder = await (tenant_embedder(ctx, api_key_id) if api_key_id else active_embedder(ctx))
+async def embed_query(ctx: dict, *, text: str) -> dict[str, Any]:
+    """The query's vector under the active model (the worker holds the model)."""
+    embedder = await active_embedder(ctx)
     vector = await encode_query(embedder, text)
     return {"model": embedder.name, "dimensions": embedder.dimensions, "vector": vector}
 
@@ -316,9 +307,7 @@ async def reembed_range(ctx: dict, *, run_id: str, api_key_id: str | None = None
         async with svc.pool.connection() as conn:
             rows = await repo.judgments_between(conn, after=cursor, upto=upto, limit=run["batch_size"],
                                                 only=run["api_key_id"])
-        written = 0
-        for api_key_id, judgments in _by_tenant(rows).items():
-            written += await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=judgments, kinds=kinds)
+        written = await embed_rows(svc, embedder, rows, kinds=kinds)
         done = len(rows) < run["batch_size"]
         cursor = (rows[-1]["api_key_id"], rows[-1]["id"]) if rows else cursor
         counts["judgments"] += len(rows)
@@ -332,11 +321,15 @@ async def reembed_range(ctx: dict, *, run_id: str, api_key_id: str | None = None
             return {"range": held["seq"], **counts, "done": done and state is not None}
 
 
-def _by_tenant(rows: list[dict]) -> dict[str, dict[str, dict]]:
+async def embed_rows(svc: Services, embedder: Embedder, rows: list[dict], *, kinds: tuple[str, ...]) -> int:
+    """Embed what changed of judgment rows of any tenants (a batch of a re-embed's walk); vectors written."""
     grouped: dict[str, dict[str, dict]] = {}
     for row in rows:
         grouped.setdefault(row["api_key_id"], {})[row["id"]] = row
-    return grouped
+    written = 0
+    for api_key_id, judgments in grouped.items():
+        written += await embed_judgments(svc, embedder, api_key_id=api_key_id, judgments=judgments, kinds=kinds)
+    return written
 
 
 async def _pass_on(tx, run: dict) -> None:
